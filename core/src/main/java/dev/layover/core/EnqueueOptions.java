@@ -1,0 +1,115 @@
+package dev.layover.core;
+
+import java.time.Duration;
+import java.time.Instant;
+
+/**
+ * When and how a job is enqueued. Immutable; start from {@link #now()} or a static factory and
+ * chain {@code withX} calls.
+ *
+ * <ul>
+ *   <li><b>run time</b>: now (default), at an instant, or after a delay;
+ *   <li><b>idempotency key</b>: becomes the job's id. Enqueueing a key that names a live job, or a
+ *       dead letter still {@code parked} or in {@code review}, writes nothing and returns that job.
+ *       Without a key the id is a random UUID;
+ *   <li><b>priority</b>: higher runs first among due jobs (only when the Layover instance has
+ *       priority enabled; stored either way). Default 0.
+ * </ul>
+ *
+ * @param runAt when the job may first run; {@code null} means now
+ * @param delay added to now when {@code runAt} is null; {@code null} means none
+ * @param key the idempotency key (1-200 characters), or {@code null}
+ * @param priority the priority, -32768..32767
+ */
+public record EnqueueOptions(Instant runAt, Duration delay, String key, int priority) {
+
+    private static final EnqueueOptions NOW = new EnqueueOptions(null, null, null, 0);
+
+    /** Validates the options. */
+    public EnqueueOptions {
+        if (runAt != null && delay != null) {
+            throw new IllegalArgumentException("give either runAt or delay, not both");
+        }
+        if (delay != null && delay.isNegative()) {
+            throw new IllegalArgumentException("delay must not be negative: " + delay);
+        }
+        if (key != null && (key.isEmpty() || key.length() > 200)) {
+            throw new IllegalArgumentException("an idempotency key must be 1-200 characters, was " + key.length());
+        }
+        if (priority < Short.MIN_VALUE || priority > Short.MAX_VALUE) {
+            throw new IllegalArgumentException("priority must fit a smallint: " + priority);
+        }
+    }
+
+    /** @return run as soon as possible, random id, priority 0 */
+    public static EnqueueOptions now() {
+        return NOW;
+    }
+
+    /**
+     * @param when the first run time
+     * @return options to run at that time
+     */
+    public static EnqueueOptions at(Instant when) {
+        return NOW.withRunAt(when);
+    }
+
+    /**
+     * @param delay how long from now
+     * @return options to run after that delay
+     */
+    public static EnqueueOptions after(Duration delay) {
+        return NOW.withDelay(delay);
+    }
+
+    /**
+     * @param key the idempotency key
+     * @return options with that key
+     */
+    public static EnqueueOptions key(String key) {
+        return NOW.withKey(key);
+    }
+
+    /**
+     * @param when the first run time
+     * @return a copy with that run time
+     */
+    public EnqueueOptions withRunAt(Instant when) {
+        return new EnqueueOptions(when, null, key, priority);
+    }
+
+    /**
+     * @param d how long from now
+     * @return a copy with that delay
+     */
+    public EnqueueOptions withDelay(Duration d) {
+        return new EnqueueOptions(null, d, key, priority);
+    }
+
+    /**
+     * @param k the idempotency key
+     * @return a copy with that key
+     */
+    public EnqueueOptions withKey(String k) {
+        return new EnqueueOptions(runAt, delay, k, priority);
+    }
+
+    /**
+     * @param p the priority
+     * @return a copy with that priority
+     */
+    public EnqueueOptions withPriority(int p) {
+        return new EnqueueOptions(runAt, delay, key, p);
+    }
+
+    /**
+     * @param now the current time
+     * @return the first run time these options give
+     */
+    public Instant runTime(Instant now) {
+        if (runAt != null) {
+            return runAt;
+        }
+        return delay == null ? now : now.plus(delay);
+    }
+}

@@ -1,0 +1,97 @@
+package dev.layover.core;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * The limits of one job type. Immutable; every {@code withX} returns a copy.
+ *
+ * <table>
+ *   <caption>Settings and defaults</caption>
+ *   <tr><th>setting</th><th>default</th><th>meaning</th></tr>
+ *   <tr><td>{@link #maxAttempts()}</td><td>10</td><td>failed runs ({@code attempts}) before the job
+ *       is parked. Only failures spend attempts; a rate limit never does.</td></tr>
+ *   <tr><td>{@link #backoffBase()}</td><td>2 s</td><td>retry delay is full jitter:
+ *       {@code uniform(0, min(cap, base * 2^attempts))}</td></tr>
+ *   <tr><td>{@link #backoffCap()}</td><td>10 min</td><td>the longest retry delay</td></tr>
+ *   <tr><td>{@link #maxReschedules()}</td><td>100</td><td>reschedules (rate limits, quota
+ *       waits, snoozes, cooldowns) before the job is parked</td></tr>
+ *   <tr><td>{@link #maxDeferral()}</td><td>1 h</td><td>the longest single wait a rate limit or
+ *       quota reset may impose; a longer one parks the job (and the recovery sweep brings it back
+ *       when the provider recovers)</td></tr>
+ * </table>
+ *
+ * @param maxAttempts failed runs before parking; at least 1
+ * @param backoffBase base of the exponential retry backoff; positive
+ * @param backoffCap the longest retry delay; at least {@code backoffBase}
+ * @param maxReschedules reschedules before parking; at least 0
+ * @param maxDeferral the longest wait on a rate limit or quota reset; positive
+ */
+public record JobPolicy(
+        int maxAttempts, Duration backoffBase, Duration backoffCap, int maxReschedules, Duration maxDeferral) {
+
+    private static final JobPolicy DEFAULTS =
+            new JobPolicy(10, Duration.ofSeconds(2), Duration.ofMinutes(10), 100, Duration.ofHours(1));
+
+    /** Validates the settings. */
+    public JobPolicy {
+        if (maxAttempts < 1) {
+            throw new ConfigurationException("maxAttempts must be at least 1, was " + maxAttempts);
+        }
+        positive(backoffBase, "backoffBase");
+        positive(backoffCap, "backoffCap");
+        if (backoffCap.compareTo(backoffBase) < 0) {
+            throw new ConfigurationException(
+                    "backoffCap (" + backoffCap + ") must not be less than backoffBase (" + backoffBase + ")");
+        }
+        if (maxReschedules < 0) {
+            throw new ConfigurationException("maxReschedules must not be negative, was " + maxReschedules);
+        }
+        positive(maxDeferral, "maxDeferral");
+    }
+
+    /** @return the defaults: 10 attempts, backoff 2 s to 10 min, 100 reschedules, 1 h deferral */
+    public static JobPolicy defaults() {
+        return DEFAULTS;
+    }
+
+    /**
+     * @param n failed runs before parking
+     * @return a copy with that setting
+     */
+    public JobPolicy withMaxAttempts(int n) {
+        return new JobPolicy(n, backoffBase, backoffCap, maxReschedules, maxDeferral);
+    }
+
+    /**
+     * @param base base of the exponential backoff
+     * @param cap the longest retry delay
+     * @return a copy with those settings
+     */
+    public JobPolicy withBackoff(Duration base, Duration cap) {
+        return new JobPolicy(maxAttempts, base, cap, maxReschedules, maxDeferral);
+    }
+
+    /**
+     * @param n reschedules before parking
+     * @return a copy with that setting
+     */
+    public JobPolicy withMaxReschedules(int n) {
+        return new JobPolicy(maxAttempts, backoffBase, backoffCap, n, maxDeferral);
+    }
+
+    /**
+     * @param d the longest wait on a rate limit or quota reset
+     * @return a copy with that setting
+     */
+    public JobPolicy withMaxDeferral(Duration d) {
+        return new JobPolicy(maxAttempts, backoffBase, backoffCap, maxReschedules, d);
+    }
+
+    private static void positive(Duration d, String name) {
+        Objects.requireNonNull(d, name);
+        if (d.isNegative() || d.isZero()) {
+            throw new ConfigurationException(name + " must be positive, was " + d);
+        }
+    }
+}

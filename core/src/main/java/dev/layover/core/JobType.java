@@ -1,0 +1,189 @@
+package dev.layover.core;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.Objects;
+import java.util.function.Function;
+import java.util.regex.Pattern;
+
+/**
+ * A kind of job: a name, an args type, a handler and its limits.
+ *
+ * <pre>{@code
+ * JobType<Translate> translate = JobType.builder("translate", Translate.class)
+ *         .handler((args, ctx) -> { client.translate(args); return Outcome.done(); })
+ *         .policy(JobPolicy.defaults().withMaxAttempts(5))
+ *         .providerKey(args -> "openai:" + args.model())
+ *         .build();
+ * }</pre>
+ *
+ * <p>The name is stored with every job ({@code job_type} in {@code layover.jobs}); keep it stable
+ * across deployments. Arguments are stored as JSON written by Jackson; the args type is a record or
+ * a POJO Jackson can write and read back, checked when the type is registered.
+ *
+ * @param <A> the args type
+ */
+public final class JobType<A> {
+
+    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:\\-]{0,99}");
+
+    private final String name;
+    private final Class<A> argsType;
+    private final JobHandler<A> handler;
+    private final JobPolicy policy;
+    private final Function<? super A, String> providerKey;
+    private final ObjectMapper objectMapper;
+
+    private JobType(Builder<A> b) {
+        this.name = b.name;
+        this.argsType = b.argsType;
+        this.handler = Objects.requireNonNull(b.handler, () -> "job type '" + b.name + "' has no handler");
+        this.policy = b.policy;
+        this.providerKey = b.providerKey;
+        this.objectMapper = b.objectMapper;
+    }
+
+    /**
+     * A job type with default limits and no provider key.
+     *
+     * @param name a stable name: letters, digits, {@code . _ : -}, at most 100 characters
+     * @param argsType the args class
+     * @param handler the code
+     * @param <A> the args type
+     * @return the job type
+     */
+    public static <A> JobType<A> of(String name, Class<A> argsType, JobHandler<A> handler) {
+        return builder(name, argsType).handler(handler).build();
+    }
+
+    /**
+     * @param name a stable name: letters, digits, {@code . _ : -}, at most 100 characters
+     * @param argsType the args class
+     * @param <A> the args type
+     * @return a builder
+     */
+    public static <A> Builder<A> builder(String name, Class<A> argsType) {
+        return new Builder<>(name, argsType);
+    }
+
+    /** @return the name */
+    public String name() {
+        return name;
+    }
+
+    /** @return the args class */
+    public Class<A> argsType() {
+        return argsType;
+    }
+
+    /** @return the handler */
+    public JobHandler<A> handler() {
+        return handler;
+    }
+
+    /** @return the limits */
+    public JobPolicy policy() {
+        return policy;
+    }
+
+    /**
+     * The provider key of a job with these args, computed once at enqueue and stored with the job.
+     *
+     * @param args the args
+     * @return the key, or {@code null} when the job type has none
+     */
+    public String providerKeyOf(A args) {
+        return providerKey == null ? null : providerKey.apply(args);
+    }
+
+    /** @return the job type's own Jackson mapper, or {@code null} to use Layover's */
+    public ObjectMapper objectMapper() {
+        return objectMapper;
+    }
+
+    @Override
+    public String toString() {
+        return "JobType[" + name + ", " + argsType.getName() + "]";
+    }
+
+    /**
+     * Builds a {@link JobType}.
+     *
+     * @param <A> the args type
+     */
+    public static final class Builder<A> {
+        private final String name;
+        private final Class<A> argsType;
+        private JobHandler<A> handler;
+        private JobPolicy policy = JobPolicy.defaults();
+        private Function<? super A, String> providerKey;
+        private ObjectMapper objectMapper;
+
+        private Builder(String name, Class<A> argsType) {
+            if (name == null || !NAME.matcher(name).matches()) {
+                throw new ConfigurationException("job type name must be 1-100 characters of letters, digits and . _ : - "
+                        + "starting with a letter or digit, was: " + name);
+            }
+            this.name = name;
+            this.argsType = Objects.requireNonNull(argsType, "argsType");
+        }
+
+        /**
+         * @param handler the code of the job type
+         * @return this builder
+         */
+        public Builder<A> handler(JobHandler<A> handler) {
+            this.handler = Objects.requireNonNull(handler, "handler");
+            return this;
+        }
+
+        /**
+         * @param policy the limits; default {@link JobPolicy#defaults()}
+         * @return this builder
+         */
+        public Builder<A> policy(JobPolicy policy) {
+            this.policy = Objects.requireNonNull(policy, "policy");
+            return this;
+        }
+
+        /**
+         * A fixed provider key for every job of this type, e.g. {@code "openai:gpt-4o-mini"}.
+         *
+         * @param key the key
+         * @return this builder
+         */
+        public Builder<A> providerKey(String key) {
+            Objects.requireNonNull(key, "key");
+            this.providerKey = a -> key;
+            return this;
+        }
+
+        /**
+         * A provider key derived from each job's args, computed once at enqueue.
+         *
+         * @param key a function of the args; may return {@code null}
+         * @return this builder
+         */
+        public Builder<A> providerKey(Function<? super A, String> key) {
+            this.providerKey = Objects.requireNonNull(key, "key");
+            return this;
+        }
+
+        /**
+         * A Jackson mapper of this type's own, for args that need modules or settings of their own.
+         * Default: Layover's mapper (Java time and Optional support, unknown properties refused so
+         * that a renamed field parks the job as {@code bad_args} instead of losing data).
+         *
+         * @param mapper the mapper
+         * @return this builder
+         */
+        public Builder<A> objectMapper(ObjectMapper mapper) {
+            this.objectMapper = Objects.requireNonNull(mapper, "mapper");
+            return this;
+        }
+
+        /** @return the job type */
+        public JobType<A> build() {
+            return new JobType<>(this);
+        }
+    }
+}

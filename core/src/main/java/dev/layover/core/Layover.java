@@ -1,0 +1,515 @@
+package dev.layover.core;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.github.kagkarlsson.scheduler.task.Task;
+import dev.layover.core.internal.ArgsCodec;
+import dev.layover.core.internal.Db;
+import dev.layover.core.internal.Engine;
+import dev.layover.core.internal.Enqueuer;
+import dev.layover.core.internal.Registry;
+import dev.layover.core.outcome.Outcome;
+import dev.layover.migrations.LayoverMigrations;
+import java.net.InetAddress;
+import java.sql.Connection;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.function.Function;
+import javax.sql.DataSource;
+
+/**
+ * A Layover instance: enqueues jobs and, once started, runs them.
+ *
+ * <pre>{@code
+ * Layover layover = Layover.builder(dataSource)
+ *         .register(translate)
+ *         .threads(8)
+ *         .start();
+ * layover.enqueue(translate, new Translate("doc-1", "fr"));
+ * ...
+ * layover.stop();
+ * }</pre>
+ *
+ * <p>Many JVMs started on one database form one cluster: each job runs on one worker at a time
+ * (db-scheduler's lock-and-fetch, {@code SELECT ... FOR UPDATE SKIP LOCKED}).
+ *
+ * <p>Delivery is at least once. A job runs again when its worker dies before its outcome is
+ * written (a worker that stops heartbeating for {@code heartbeatInterval * missedHeartbeats},
+ * default 40 s, is declared dead and its jobs are retried; such a revival spends an attempt), or
+ * when the database is lost between the end of a handler and the delete of its row.
+ *
+ * <p>Thread-safe. {@link #build()} without {@link #start()} gives an enqueue-only client.
+ */
+public final class Layover implements AutoCloseable {
+
+    private final Db db;
+    private final Registry registry;
+    private final Enqueuer enqueuer;
+    private final Engine engine;
+    private final List<Task<?>> extraTasks;
+    private final boolean migrate;
+    private volatile boolean started;
+    private volatile boolean stopped;
+
+    private Layover(Builder b) {
+        this.db = new Db(b.dataSource);
+        this.registry = new Registry(b.types, b.objectMapper != null ? b.objectMapper : ArgsCodec.defaultMapper(),
+                b.maxArgsBytes);
+        Clock clock = Clock.systemUTC();
+        this.enqueuer = new Enqueuer(db, clock);
+        this.engine = new Engine(db, clock, registry, b.classifier, new Engine.Settings(
+                b.threads, b.pollInterval, b.heartbeatInterval, b.missedHeartbeats, b.shutdownMaxWait,
+                b.workerName != null ? b.workerName : defaultWorkerName(), b.priority));
+        this.extraTasks = List.copyOf(b.extraTasks);
+        this.migrate = b.migrate;
+        if (migrate) {
+            LayoverMigrations.migrate(b.dataSource);
+        }
+    }
+
+    /**
+     * Starts configuring a Layover instance on a database.
+     *
+     * @param dataSource a pool (HikariCP or any other); give it at least {@code threads + 4}
+     *     connections, since each running job's outcome write and db-scheduler's polling and
+     *     heartbeats need one
+     * @return a builder
+     */
+    public static Builder builder(DataSource dataSource) {
+        return new Builder(dataSource);
+    }
+
+    /**
+     * Starts the workers: db-scheduler begins polling for due jobs of the registered types.
+     *
+     * @return this instance
+     * @throws IllegalStateException when already started or stopped
+     */
+    public synchronized Layover start() {
+        if (started || stopped) {
+            throw new IllegalStateException(stopped ? "this Layover instance was stopped; build a new one"
+                    : "already started");
+        }
+        engine.start(extraTasks);
+        started = true;
+        return this;
+    }
+
+    /**
+     * Stops gracefully: no new job is picked, running jobs get up to {@code shutdownMaxWait}
+     * (default 30 s) to finish, finished jobs are deleted. Jobs still queued stay in the database
+     * and run later, here or on another worker. Calling it twice is harmless.
+     */
+    public synchronized void stop() {
+        if (started && !stopped) {
+            engine.stop();
+        }
+        stopped = true;
+    }
+
+    /** Same as {@link #stop()}. */
+    @Override
+    public void close() {
+        stop();
+    }
+
+    /** @return whether workers are running */
+    public boolean isRunning() {
+        return started && !stopped;
+    }
+
+    /**
+     * Enqueues a job to run now, with a random id.
+     *
+     * @param type a registered job type
+     * @param args its arguments
+     * @param <A> the args type
+     * @return the job
+     * @throws InvalidArgsException when args are null, not writable as JSON or over the size cap
+     * @throws UnknownJobTypeException when the type is not registered here
+     * @throws LayoverException when the database fails
+     */
+    public <A> Enqueued enqueue(JobType<A> type, A args) {
+        return enqueue(type, args, EnqueueOptions.now());
+    }
+
+    /**
+     * Enqueues a job, autocommitted on Layover's data source.
+     *
+     * <p>Database: one {@code INSERT} into the job table. With an idempotency key that names a live
+     * job, or a dead letter still {@code parked} or in {@code review}, nothing is written and the
+     * result says {@code created = false}.
+     *
+     * @param type a registered job type
+     * @param args its arguments
+     * @param options run time, idempotency key, priority
+     * @param <A> the args type
+     * @return the job
+     * @throws InvalidArgsException when args are null, not writable as JSON or over the size cap
+     * @throws UnknownJobTypeException when the type is not registered here
+     * @throws LayoverException when the database fails
+     */
+    public <A> Enqueued enqueue(JobType<A> type, A args, EnqueueOptions options) {
+        Enqueued e = enqueuer.enqueue(null, registry.require(type), args, Objects.requireNonNull(options, "options"));
+        wakeIfDue(options);
+        return e;
+    }
+
+    /**
+     * Enqueues a job inside the caller's transaction: the insert uses {@code connection} and
+     * neither commits nor closes it. If the caller rolls back, the job never existed.
+     *
+     * @param connection the caller's connection, in its transaction
+     * @param type a registered job type
+     * @param args its arguments
+     * @param options run time, idempotency key, priority
+     * @param <A> the args type
+     * @return the job
+     * @throws InvalidArgsException when args are null, not writable as JSON or over the size cap
+     * @throws UnknownJobTypeException when the type is not registered here
+     * @throws LayoverException when the database fails
+     */
+    public <A> Enqueued enqueue(Connection connection, JobType<A> type, A args, EnqueueOptions options) {
+        Objects.requireNonNull(connection, "connection");
+        return enqueuer.enqueue(connection, registry.require(type), args, Objects.requireNonNull(options, "options"));
+    }
+
+    /**
+     * Enqueues many jobs to run now, with random ids, 5,000 rows per {@code INSERT}.
+     *
+     * @param type a registered job type
+     * @param args the arguments, one job each
+     * @param <A> the args type
+     * @return one result per argument, in order
+     */
+    public <A> List<Enqueued> enqueueBatch(JobType<A> type, List<A> args) {
+        return enqueueBatch(type, args, a -> EnqueueOptions.now());
+    }
+
+    /**
+     * Enqueues many jobs, 5,000 rows per {@code INSERT}, each with its own options. Arguments are
+     * all checked before anything is written; an invalid one fails the whole call.
+     *
+     * @param type a registered job type
+     * @param args the arguments, one job each
+     * @param options the options of each job (for example a key derived from its args)
+     * @param <A> the args type
+     * @return one result per argument, in order; {@code created = false} where a key existed
+     */
+    public <A> List<Enqueued> enqueueBatch(JobType<A> type, List<A> args, Function<? super A, EnqueueOptions> options) {
+        List<Enqueued> out = enqueuer.enqueueBatch(null, registry.require(type), args, options);
+        engine.wakeUp();
+        return out;
+    }
+
+    /**
+     * Like {@link #enqueueBatch(JobType, List, Function)}, inside the caller's transaction.
+     *
+     * @param connection the caller's connection, in its transaction
+     * @param type a registered job type
+     * @param args the arguments, one job each
+     * @param options the options of each job
+     * @param <A> the args type
+     * @return one result per argument, in order
+     */
+    public <A> List<Enqueued> enqueueBatch(Connection connection, JobType<A> type, List<A> args,
+            Function<? super A, EnqueueOptions> options) {
+        Objects.requireNonNull(connection, "connection");
+        return enqueuer.enqueueBatch(connection, registry.require(type), args, options);
+    }
+
+    /**
+     * @param name a job type name
+     * @return the registered job type of that name
+     */
+    public Optional<JobType<?>> jobType(String name) {
+        Registry.Entry<?> e = registry.get(name);
+        return e == null ? Optional.empty() : Optional.of(e.type());
+    }
+
+    /** @return the registered job types, in registration order */
+    public List<JobType<?>> jobTypes() {
+        List<JobType<?>> out = new ArrayList<>();
+        registry.entries().forEach(e -> out.add(e.type()));
+        return out;
+    }
+
+    /**
+     * Checks arguments given as JSON (for example edited in the replay console) against a job
+     * type: they must read as its args type and fit the size cap.
+     *
+     * @param jobType a job type name
+     * @param json the arguments as JSON text
+     * @return the arguments as Jackson writes them back
+     * @throws UnknownJobTypeException when no job type has that name here
+     * @throws InvalidArgsException with Jackson's explanation when they do not read
+     */
+    public byte[] validateArgs(String jobType, String json) {
+        Registry.Entry<?> e = registry.get(jobType);
+        if (e == null) {
+            throw new UnknownJobTypeException(jobType, "job type '" + jobType + "' is not registered here");
+        }
+        return e.codec().validate(json);
+    }
+
+    /** @return the data source Layover uses */
+    public DataSource dataSource() {
+        return db.dataSource();
+    }
+
+    /**
+     * Waits until jobs that finished are deleted from the table (they are deleted in batches in
+     * the background); useful in tests before asserting with SQL.
+     *
+     * @param timeout the longest wait
+     * @return true when nothing is pending
+     */
+    public boolean awaitCompletions(Duration timeout) {
+        return engine.awaitCompleted(timeout);
+    }
+
+    private void wakeIfDue(EnqueueOptions options) {
+        if (started && options.runAt() == null && options.delay() == null) {
+            engine.wakeUp();
+        }
+    }
+
+    private static String defaultWorkerName() {
+        String host;
+        try {
+            host = InetAddress.getLocalHost().getHostName();
+        } catch (Exception e) {
+            host = "unknown-host";
+        }
+        String pid = String.valueOf(ProcessHandle.current().pid());
+        String name = host + "#" + pid;
+        if (name.length() > 50) {
+            name = host.substring(0, Math.max(1, 49 - pid.length())) + "#" + pid;
+        }
+        return name;
+    }
+
+    /**
+     * Configures a {@link Layover} instance. Every setting has a default.
+     *
+     * <table>
+     *   <caption>Settings and defaults</caption>
+     *   <tr><th>setting</th><th>default</th></tr>
+     *   <tr><td>{@link #threads(int)}</td><td>10 worker threads</td></tr>
+     *   <tr><td>{@link #pollInterval(Duration)}</td><td>1 s (a job enqueued in this JVM wakes the
+     *       workers at once)</td></tr>
+     *   <tr><td>{@link #heartbeat(Duration, int)}</td><td>every 5 s; dead after 8 missed (40 s)</td></tr>
+     *   <tr><td>{@link #shutdownMaxWait(Duration)}</td><td>30 s</td></tr>
+     *   <tr><td>{@link #workerName(String)}</td><td>host#pid (shown as {@code picked_by})</td></tr>
+     *   <tr><td>{@link #maxArgsBytes(int)}</td><td>256 KiB</td></tr>
+     *   <tr><td>{@link #migrate(boolean)}</td><td>true: run {@link LayoverMigrations} at build</td></tr>
+     *   <tr><td>{@link #enablePriority()}</td><td>off: due jobs run oldest first</td></tr>
+     *   <tr><td>{@link #objectMapper(ObjectMapper)}</td><td>Layover's: Java time, Optional,
+     *       unknown properties refused</td></tr>
+     * </table>
+     */
+    public static final class Builder {
+        private final DataSource dataSource;
+        private final List<JobType<?>> types = new ArrayList<>();
+        private final List<Task<?>> extraTasks = new ArrayList<>();
+        private int threads = 10;
+        private Duration pollInterval = Duration.ofSeconds(1);
+        private Duration heartbeatInterval = Duration.ofSeconds(5);
+        private int missedHeartbeats = 8;
+        private Duration shutdownMaxWait = Duration.ofSeconds(30);
+        private String workerName;
+        private int maxArgsBytes = 256 * 1024;
+        private boolean migrate = true;
+        private boolean priority;
+        private ObjectMapper objectMapper;
+        private Function<Throwable, Optional<Outcome>> classifier = t -> Optional.empty();
+
+        private Builder(DataSource dataSource) {
+            this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+        }
+
+        /**
+         * Registers job types this instance enqueues and runs.
+         *
+         * @param jobTypes the job types; names must be unique
+         * @return this builder
+         */
+        public Builder register(JobType<?>... jobTypes) {
+            for (JobType<?> t : jobTypes) {
+                types.add(Objects.requireNonNull(t, "job type"));
+            }
+            return this;
+        }
+
+        /**
+         * Registers job types this instance enqueues and runs.
+         *
+         * @param jobTypes the job types; names must be unique
+         * @return this builder
+         */
+        public Builder register(Collection<? extends JobType<?>> jobTypes) {
+            jobTypes.forEach(this::register);
+            return this;
+        }
+
+        /**
+         * @param n worker threads, 1 or more; default 10
+         * @return this builder
+         */
+        public Builder threads(int n) {
+            if (n < 1) {
+                throw new ConfigurationException("threads must be at least 1, was " + n);
+            }
+            this.threads = n;
+            return this;
+        }
+
+        /**
+         * @param d how often workers look for due jobs when nothing wakes them; default 1 s
+         * @return this builder
+         */
+        public Builder pollInterval(Duration d) {
+            this.pollInterval = positive(d, "pollInterval");
+            return this;
+        }
+
+        /**
+         * How often a running job's heartbeat is written, and how many may be missed before the
+         * job is declared dead and retried elsewhere (an attempt spent). Default 5 s and 8: a
+         * killed worker's jobs run again within about a minute. Hazard: a worker that cannot
+         * write heartbeats for that long (a long GC pause, a lost database) has its jobs run
+         * twice.
+         *
+         * @param interval the heartbeat interval
+         * @param missed heartbeats missed before dead, at least 2
+         * @return this builder
+         */
+        public Builder heartbeat(Duration interval, int missed) {
+            this.heartbeatInterval = positive(interval, "heartbeat interval");
+            if (missed < 2) {
+                throw new ConfigurationException("missed heartbeats must be at least 2, was " + missed);
+            }
+            this.missedHeartbeats = missed;
+            return this;
+        }
+
+        /**
+         * @param d how long {@link Layover#stop()} lets running jobs finish; default 30 s
+         * @return this builder
+         */
+        public Builder shutdownMaxWait(Duration d) {
+            this.shutdownMaxWait = positive(d, "shutdownMaxWait");
+            return this;
+        }
+
+        /**
+         * @param name this worker's name in {@code picked_by}, at most 50 characters; default host#pid
+         * @return this builder
+         */
+        public Builder workerName(String name) {
+            if (name == null || name.isBlank() || name.length() > 50) {
+                throw new ConfigurationException("workerName must be 1-50 characters");
+            }
+            this.workerName = name;
+            return this;
+        }
+
+        /**
+         * @param bytes the largest args accepted, as JSON bytes; default 262144 (256 KiB)
+         * @return this builder
+         */
+        public Builder maxArgsBytes(int bytes) {
+            if (bytes < 16) {
+                throw new ConfigurationException("maxArgsBytes must be at least 16, was " + bytes);
+            }
+            this.maxArgsBytes = bytes;
+            return this;
+        }
+
+        /**
+         * @param migrate whether {@link #build()} applies Layover's migrations; default true. Turn
+         *     it off when migrations run from your own Flyway or a deploy step.
+         * @return this builder
+         */
+        public Builder migrate(boolean migrate) {
+            this.migrate = migrate;
+            return this;
+        }
+
+        /**
+         * Due jobs run highest {@code priority} first, instead of oldest first.
+         *
+         * @return this builder
+         */
+        public Builder enablePriority() {
+            this.priority = true;
+            return this;
+        }
+
+        /**
+         * @param mapper the Jackson mapper for job types without their own
+         * @return this builder
+         */
+        public Builder objectMapper(ObjectMapper mapper) {
+            this.objectMapper = Objects.requireNonNull(mapper, "mapper");
+            return this;
+        }
+
+        /**
+         * How exceptions escaping handlers become outcomes; by default provider SDK and HTTP
+         * errors are classified, anything else is the job's own error.
+         *
+         * @param classifier returns the outcome of an exception, or empty for "the job's own error"
+         * @return this builder
+         */
+        public Builder exceptionClassifier(Function<Throwable, Optional<Outcome>> classifier) {
+            this.classifier = Objects.requireNonNull(classifier, "classifier");
+            return this;
+        }
+
+        /**
+         * Adds a db-scheduler task run by the same scheduler (Layover's plugins use this: the
+         * recovery sweep, retention).
+         *
+         * @param task the task
+         * @return this builder
+         */
+        public Builder addTask(Task<?> task) {
+            extraTasks.add(Objects.requireNonNull(task, "task"));
+            return this;
+        }
+
+        /**
+         * Builds an instance that can enqueue but runs nothing until {@link Layover#start()}.
+         * Migrates the database unless {@link #migrate(boolean)} turned it off.
+         *
+         * @return the instance
+         * @throws ConfigurationException on a duplicate job type or an args type Jackson cannot
+         *     round-trip
+         */
+        public Layover build() {
+            return new Layover(this);
+        }
+
+        /**
+         * Builds and starts.
+         *
+         * @return the running instance
+         */
+        public Layover start() {
+            return build().start();
+        }
+
+        private static Duration positive(Duration d, String name) {
+            Objects.requireNonNull(d, name);
+            if (d.isNegative() || d.isZero()) {
+                throw new ConfigurationException(name + " must be positive, was " + d);
+            }
+            return d;
+        }
+    }
+}

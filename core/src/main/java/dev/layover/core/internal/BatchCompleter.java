@@ -1,0 +1,154 @@
+package dev.layover.core.internal;
+
+import java.sql.PreparedStatement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Deletes finished jobs in batches on one background thread, as River's completer does: a finished
+ * job waits here for at most one round trip of the thread, and under load thousands share one
+ * {@code DELETE}. If the process dies before a flush, the job runs again, which at-least-once
+ * delivery allows. If the database is away, the batch is kept and retried; the outage is logged
+ * once, and once more when it ends.
+ */
+final class BatchCompleter implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(BatchCompleter.class);
+    private static final int MAX_BATCH = 5000;
+
+    record Done(String name, String id, long version) {}
+
+    private final Db db;
+    private final LinkedBlockingQueue<Done> queue = new LinkedBlockingQueue<>();
+    private final AtomicLong pending = new AtomicLong();
+    private final Object idle = new Object();
+    private final Thread thread;
+    private volatile boolean stopping;
+
+    BatchCompleter(Db db, String name) {
+        this.db = db;
+        this.thread = new Thread(this::loop, name);
+        this.thread.setDaemon(true);
+        this.thread.start();
+    }
+
+    void complete(String name, String id, long version) {
+        pending.incrementAndGet();
+        queue.add(new Done(name, id, version));
+    }
+
+    /**
+     * Waits until every job handed in so far is deleted, or the timeout passes.
+     *
+     * @return true when nothing is pending
+     */
+    boolean awaitFlushed(Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        synchronized (idle) {
+            while (pending.get() > 0) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                try {
+                    idle.wait(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return false;
+                }
+            }
+            return true;
+        }
+    }
+
+    private void loop() {
+        List<Done> batch = new ArrayList<>();
+        boolean failing = false;
+        long backoffMs = 100;
+        while (true) {
+            try {
+                if (batch.isEmpty()) {
+                    Done first = queue.poll(200, TimeUnit.MILLISECONDS);
+                    if (first == null) {
+                        if (stopping && queue.isEmpty()) {
+                            return;
+                        }
+                        continue;
+                    }
+                    batch.add(first);
+                    queue.drainTo(batch, MAX_BATCH - 1);
+                }
+                delete(batch);
+                if (failing) {
+                    LOG.info("Layover completer: database reachable again, deleted {} finished jobs", batch.size());
+                    failing = false;
+                    backoffMs = 100;
+                }
+                int n = batch.size();
+                batch.clear();
+                if (pending.addAndGet(-n) == 0) {
+                    synchronized (idle) {
+                        idle.notifyAll();
+                    }
+                }
+            } catch (InterruptedException e) {
+                return;
+            } catch (RuntimeException e) {
+                if (!failing) {
+                    LOG.warn("Layover completer: cannot delete {} finished jobs, will retry until the database answers: {}",
+                            batch.size(), e.getMessage());
+                    failing = true;
+                }
+                try {
+                    Thread.sleep(backoffMs);
+                } catch (InterruptedException ie) {
+                    return;
+                }
+                backoffMs = Math.min(5000, backoffMs * 2);
+            }
+        }
+    }
+
+    private void delete(List<Done> batch) {
+        String[] names = new String[batch.size()];
+        String[] ids = new String[batch.size()];
+        Long[] versions = new Long[batch.size()];
+        for (int i = 0; i < batch.size(); i++) {
+            Done d = batch.get(i);
+            names[i] = d.name();
+            ids[i] = d.id();
+            versions[i] = d.version();
+        }
+        db.autocommit("deleting finished jobs", c -> {
+            try (PreparedStatement ps = c.prepareStatement(CoreSql.DELETE_DONE)) {
+                ps.setArray(1, c.createArrayOf("text", names));
+                ps.setArray(2, c.createArrayOf("text", ids));
+                ps.setArray(3, c.createArrayOf("bigint", versions));
+                return ps.executeUpdate();
+            }
+        });
+    }
+
+    /** Stops after deleting what is queued (waits up to {@code timeout}). */
+    void stop(Duration timeout) {
+        awaitFlushed(timeout);
+        stopping = true;
+        thread.interrupt();
+        try {
+            thread.join(1000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    @Override
+    public void close() {
+        stop(Duration.ofSeconds(10));
+    }
+}

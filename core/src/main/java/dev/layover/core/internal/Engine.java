@@ -1,0 +1,210 @@
+package dev.layover.core.internal;
+
+import com.github.kagkarlsson.scheduler.Scheduler;
+import com.github.kagkarlsson.scheduler.SchedulerName;
+import com.github.kagkarlsson.scheduler.jdbc.PostgreSqlJdbcCustomization;
+import com.github.kagkarlsson.scheduler.task.CompletionHandler;
+import com.github.kagkarlsson.scheduler.task.Execution;
+import com.github.kagkarlsson.scheduler.task.ExecutionContext;
+import com.github.kagkarlsson.scheduler.task.Task;
+import com.github.kagkarlsson.scheduler.task.TaskInstance;
+import com.github.kagkarlsson.scheduler.task.helper.CustomTask;
+import dev.layover.core.JobContext;
+import dev.layover.core.outcome.FailureType;
+import dev.layover.core.outcome.Outcome;
+import dev.layover.core.outcome.OutcomeException;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Optional;
+import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The worker side: one db-scheduler {@link CustomTask} per job type, whose completion handler
+ * hands the outcome to the {@link OutcomeWriter}. db-scheduler picks (lock-and-fetch, {@code FOR
+ * UPDATE SKIP LOCKED}), heartbeats and detects dead executions; Layover decides every outcome.
+ */
+public final class Engine {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Engine.class);
+
+    /** Settings of the worker side, defaults documented on {@code Layover.Builder}. */
+    public record Settings(
+            int threads,
+            Duration pollInterval,
+            Duration heartbeatInterval,
+            int missedHeartbeats,
+            Duration shutdownMaxWait,
+            String workerName,
+            boolean priority) {}
+
+    private final Db db;
+    private final Clock clock;
+    private final BatchCompleter completer;
+    private final OutcomeWriter writer;
+    private final Registry registry;
+    private final Function<Throwable, Optional<Outcome>> classifier;
+    private final Settings settings;
+    private Scheduler scheduler;
+
+    /**
+     * @param db the database
+     * @param clock the clock
+     * @param registry the job types
+     * @param classifier turns provider exceptions into outcomes
+     * @param settings worker settings
+     */
+    public Engine(Db db, Clock clock, Registry registry, Function<Throwable, Optional<Outcome>> classifier,
+            Settings settings) {
+        this.db = db;
+        this.clock = clock;
+        this.registry = registry;
+        this.classifier = classifier;
+        this.settings = settings;
+        this.completer = new BatchCompleter(db, "layover-completer-" + settings.workerName());
+        this.writer = new OutcomeWriter(db, clock, completer);
+    }
+
+    /** Builds and starts db-scheduler with one task per job type, plus {@code extraTasks}. */
+    public synchronized void start(Collection<Task<?>> extraTasks) {
+        List<Task<?>> tasks = new ArrayList<>();
+        for (Registry.Entry<?> e : registry.entries()) {
+            tasks.add(new JobTask<>(e));
+        }
+        tasks.addAll(extraTasks);
+        var builder = Scheduler.create(db.dataSource(), tasks)
+                .tableName(CoreSql.TABLE)
+                .serializer(new PassThroughSerializer())
+                .jdbcCustomization(new PostgreSqlJdbcCustomization(false, false))
+                .threads(settings.threads())
+                .pollingInterval(settings.pollInterval())
+                .heartbeatInterval(settings.heartbeatInterval())
+                .missedHeartbeatsLimit(settings.missedHeartbeats())
+                .pollUsingLockAndFetch(0.5, 1.0)
+                .shutdownMaxWait(settings.shutdownMaxWait())
+                .schedulerName(new SchedulerName.Fixed(settings.workerName()))
+                // a job of a type this JVM does not know stays in the table, visible in layover.jobs
+                .deleteUnresolvedAfter(Duration.ofDays(36500))
+                .enableImmediateExecution();
+        if (settings.priority()) {
+            builder.enablePriority();
+        }
+        scheduler = builder.build();
+        scheduler.start();
+    }
+
+    /** Asks the scheduler to look for due jobs now (after an enqueue in this JVM). */
+    public void wakeUp() {
+        Scheduler s = scheduler;
+        if (s != null) {
+            s.triggerCheckForDueExecutions();
+        }
+    }
+
+    /**
+     * Stops picking, lets running jobs finish (up to the shutdown wait), then deletes the finished
+     * ones still waiting for the completer.
+     */
+    public synchronized void stop() {
+        if (scheduler != null) {
+            scheduler.stop();
+            scheduler = null;
+        }
+        completer.stop(settings.shutdownMaxWait());
+    }
+
+    /** @return whether the scheduler runs */
+    public synchronized boolean isRunning() {
+        return scheduler != null;
+    }
+
+    /** Waits until finished jobs handed to the completer are deleted; for tests and shutdown. */
+    public boolean awaitCompleted(Duration timeout) {
+        return completer.awaitFlushed(timeout);
+    }
+
+    private <A> Outcome runHandler(Registry.Entry<A> entry, A args, JobContext ctx) {
+        try {
+            Outcome o = entry.type().handler().handle(args, ctx);
+            return o == null ? Outcome.done() : o;
+        } catch (OutcomeException e) {
+            return e.outcome();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new Outcome.Retry("interrupted (the worker is stopping or the job timed out)", e, null);
+        } catch (VirtualMachineError e) {
+            throw e;
+        } catch (Throwable t) {
+            Optional<Outcome> classified = classifier.apply(t);
+            if (classified.isPresent()) {
+                return classified.get();
+            }
+            LOG.warn("Job {}/{} failed: {}", entry.type().name(), ctx.jobId(), t.toString());
+            LOG.debug("Job {}/{} stack trace", entry.type().name(), ctx.jobId(), t);
+            return new Outcome.Retry(null, t, null);
+        }
+    }
+
+    /** The db-scheduler task of one job type. */
+    private final class JobTask<A> extends CustomTask<byte[]> {
+        private final Registry.Entry<A> entry;
+
+        JobTask(Registry.Entry<A> entry) {
+            super(entry.type().name(), byte[].class, null, t -> t,
+                    (complete, ops) -> writer.apply(run(entry, complete.getExecution()),
+                            new Outcome.Retry("the handler failed outside Layover's guard",
+                                    complete.getCause().orElse(null), null)),
+                    (complete, ops) -> writer.workerLost(run(entry, complete.getExecution()),
+                            complete.getExecution().lastHeartbeat));
+            this.entry = entry;
+        }
+
+        @Override
+        public CompletionHandler<byte[]> execute(TaskInstance<byte[]> instance, ExecutionContext ec) {
+            Execution ex = ec.getExecution();
+            JobRun run = run(entry, ex);
+            A args;
+            try {
+                args = entry.codec().read(instance.getData());
+            } catch (Exception e) {
+                String why = "stored args do not read as " + entry.type().argsType().getName() + ": " + e.getMessage();
+                return (complete, ops) -> writer.park(run, FailureType.BAD_ARGS, e.getClass().getName(), why);
+            }
+            JobContext ctx = new Context(run, ex.executionTime, entry.type().providerKeyOf(args), ec);
+            Outcome outcome = runHandler(entry, args, ctx);
+            return (complete, ops) -> writer.apply(run, outcome);
+        }
+    }
+
+    private static JobRun run(Registry.Entry<?> entry, Execution ex) {
+        return new JobRun(entry.type().name(), ex.taskInstance.getId(), ex.version, ex.consecutiveFailures,
+                entry.type().policy());
+    }
+
+    private record Context(JobRun run, Instant runAt, String providerKey, ExecutionContext ec) implements JobContext {
+        @Override
+        public String jobId() {
+            return run.id();
+        }
+
+        @Override
+        public String jobType() {
+            return run.taskName();
+        }
+
+        @Override
+        public int attempt() {
+            return run.attemptsSpent() + 1;
+        }
+
+        @Override
+        public boolean isStopping() {
+            return ec.getSchedulerState().isShuttingDown();
+        }
+    }
+}

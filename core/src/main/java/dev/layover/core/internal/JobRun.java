@@ -1,0 +1,20 @@
+package dev.layover.core.internal;
+
+import dev.layover.core.JobPolicy;
+
+/**
+ * One picked job as the engine sees it: its key, the version it was picked at (every write checks
+ * it), the attempts already spent, and its job type's limits.
+ *
+ * @param taskName the job type name
+ * @param id the job id
+ * @param version the row version when picked
+ * @param attemptsSpent {@code consecutive_failures} when picked
+ * @param policy the job type's limits
+ */
+record JobRun(String taskName, String id, long version, int attemptsSpent, JobPolicy policy) {
+
+    String label() {
+        return taskName + "/" + id;
+    }
+}

@@ -1,0 +1,253 @@
+package dev.layover.core.internal;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.layover.core.outcome.FailureType;
+import dev.layover.core.outcome.Outcome;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.Timestamp;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The one place where an outcome becomes a database write. Every write is version-checked: if the
+ * row changed since it was picked (revived as dead, cancelled, parked by someone else), nothing is
+ * written and the other writer's view stands.
+ *
+ * <ul>
+ *   <li>done: the row is deleted by the batch completer;
+ *   <li>reschedule (snooze, rate limit, quota wait): run time moved, {@code reschedules + 1},
+ *       {@code consecutive_failures} untouched; parks once the cap is reached;
+ *   <li>retry (overloaded, transient, the job's own error, a lost worker): {@code
+ *       consecutive_failures + 1}, the error appended, full-jitter backoff; parks once attempts run
+ *       out;
+ *   <li>park: the dead letter written and the row deleted in one transaction.
+ * </ul>
+ */
+public final class OutcomeWriter {
+
+    private static final Logger LOG = LoggerFactory.getLogger(OutcomeWriter.class);
+
+    /** Error messages are stored cut to this many characters. */
+    public static final int MAX_MESSAGE = 2000;
+
+    private static final String WORKER_LOST = "worker_lost";
+
+    private final Db db;
+    private final Clock clock;
+    private final BatchCompleter completer;
+    private final ObjectMapper json = new ObjectMapper();
+
+    OutcomeWriter(Db db, Clock clock, BatchCompleter completer) {
+        this.db = db;
+        this.clock = clock;
+        this.completer = completer;
+    }
+
+    /** Applies a handler's outcome to its job row. */
+    void apply(JobRun run, Outcome outcome) {
+        Instant now = clock.instant();
+        if (outcome instanceof Outcome.Done) {
+            completer.complete(run.taskName(), run.id(), run.version());
+        } else if (outcome instanceof Outcome.Snooze s) {
+            reschedule(run, now, now.plus(s.delay()), "snooze", s.reason(), FailureType.SNOOZE_EXHAUSTED);
+        } else if (outcome instanceof Outcome.RateLimited r) {
+            rateLimited(run, now, r);
+        } else if (outcome instanceof Outcome.QuotaExhausted q) {
+            quota(run, now, q);
+        } else if (outcome instanceof Outcome.Overloaded o) {
+            retry(run, now, FailureType.PROVIDER_UNAVAILABLE, "overloaded", "ProviderOverloaded", o.reason(),
+                    o.retryAfter());
+        } else if (outcome instanceof Outcome.Transient t) {
+            retry(run, now, FailureType.PROVIDER_UNAVAILABLE, "transient",
+                    className(t.cause(), "ProviderTransientFailure"), message(t.reason(), t.cause()), null);
+        } else if (outcome instanceof Outcome.Retry r) {
+            retry(run, now, FailureType.JOB_ERROR, "error", className(r.cause(), "JobError"),
+                    message(r.reason(), r.cause()), r.minDelay());
+        } else if (outcome instanceof Outcome.AuthRefused a) {
+            park(run, now, FailureType.AUTH_REFUSED, "auth_refused", "ProviderAuthRefused", a.reason(), false);
+        } else if (outcome instanceof Outcome.Rejected r) {
+            park(run, now, FailureType.REJECTED, "rejected", "ProviderRejected", r.reason(), false);
+        } else if (outcome instanceof Outcome.Park p) {
+            park(run, now, FailureType.HANDLER_PARKED, "parked", "HandlerParked", p.reason(), false);
+        } else {
+            throw new IllegalStateException("unknown outcome " + outcome);
+        }
+    }
+
+    /** Parks a job for a reason the engine found (bad args, an open breaker), no attempt spent. */
+    void park(JobRun run, FailureType type, String errorClass, String message) {
+        park(run, clock.instant(), type, type.code(), errorClass, message, false);
+    }
+
+    /** A job whose worker stopped heartbeating: an attempt spent, then retried or parked. */
+    void workerLost(JobRun run, Instant lastHeartbeat) {
+        retry(run, clock.instant(), FailureType.JOB_ERROR, WORKER_LOST, "WorkerLost",
+                "the worker running this job stopped sending heartbeats (last at " + lastHeartbeat
+                        + "): killed, hung, or cut off from the database", null);
+    }
+
+    private void rateLimited(JobRun run, Instant now, Outcome.RateLimited r) {
+        Duration wait = r.retryAfter();
+        if (wait == null) {
+            wait = Backoff.rateLimitDefault(reschedulesOf(run));
+        }
+        Duration max = run.policy().maxDeferral();
+        if (wait.compareTo(max) > 0) {
+            park(run, now, FailureType.RATE_LIMIT_EXHAUSTED, "rate_limited", "RateLimited",
+                    "asked to wait " + wait + ", longer than maxDeferral " + max + ": " + r.reason(), false);
+            return;
+        }
+        Instant runAt = now.plus(wait).plus(Backoff.rescheduleJitter(wait));
+        reschedule(run, now, runAt, "rate_limited", r.reason(), FailureType.RATE_LIMIT_EXHAUSTED);
+    }
+
+    private void quota(JobRun run, Instant now, Outcome.QuotaExhausted q) {
+        Duration max = run.policy().maxDeferral();
+        if (q.resetAt() == null || q.resetAt().isAfter(now.plus(max))) {
+            String when = q.resetAt() == null ? "no known reset" : "reset at " + q.resetAt() + ", beyond maxDeferral " + max;
+            park(run, now, FailureType.QUOTA_EXHAUSTED, "quota_exhausted", "QuotaExhausted",
+                    q.reason() + " (" + when + ")", false);
+            return;
+        }
+        Instant reset = q.resetAt().isBefore(now) ? now : q.resetAt();
+        Instant runAt = reset.plus(Backoff.rescheduleJitter(Duration.between(now, reset)));
+        reschedule(run, now, runAt, "quota_exhausted", q.reason() + " (resets at " + q.resetAt() + ")",
+                FailureType.QUOTA_EXHAUSTED);
+    }
+
+    private void reschedule(JobRun run, Instant now, Instant runAt, String reason, String detail, FailureType whenCapped) {
+        int updated = db.autocommit("rescheduling job " + run.label(), c -> {
+            try (PreparedStatement ps = c.prepareStatement(CoreSql.RESCHEDULE)) {
+                Db.bind(ps, Timestamp.from(runAt), reason, cut(detail), Timestamp.from(now),
+                        run.taskName(), run.id(), run.version(), run.policy().maxReschedules());
+                return ps.executeUpdate();
+            }
+        });
+        if (updated == 0) {
+            // either the cap is reached or the row moved on; the version-checked park tells which
+            park(run, now, whenCapped, reason, capClass(whenCapped),
+                    "rescheduled " + run.policy().maxReschedules() + " times (maxReschedules); last: " + detail, false);
+        }
+    }
+
+    private void retry(JobRun run, Instant now, FailureType whenExhausted, String kind, String errorClass,
+            String message, Duration floor) {
+        int attempts = run.attemptsSpent() + 1;
+        String error = errorJson(run.attemptsSpent() + 1, now, kind, errorClass, message);
+        if (attempts >= run.policy().maxAttempts()) {
+            parkWithError(run, whenExhausted, errorClass,
+                    message + " (attempt " + attempts + " of " + run.policy().maxAttempts() + ")", attempts, error);
+            return;
+        }
+        // a lost worker's job runs again at once: the wait for its missed heartbeats was its backoff
+        Duration delay = kind.equals(WORKER_LOST) ? Duration.ZERO
+                : Backoff.fullJitter(run.policy().backoffBase(), run.policy().backoffCap(), attempts);
+        if (floor != null && delay.compareTo(floor) < 0) {
+            delay = floor;
+        }
+        Instant runAt = now.plus(delay);
+        int updated = db.autocommit("retrying job " + run.label(), c -> {
+            try (PreparedStatement ps = c.prepareStatement(CoreSql.RETRY)) {
+                Db.bind(ps, Timestamp.from(runAt), attempts, Timestamp.from(now), error,
+                        run.taskName(), run.id(), run.version());
+                return ps.executeUpdate();
+            }
+        });
+        if (updated == 0) {
+            LOG.debug("Job {} changed while it ran; its retry was not written", run.label());
+        }
+    }
+
+    private void park(JobRun run, Instant now, FailureType type, String kind, String errorClass, String message,
+            boolean spendsAttempt) {
+        int attempts = run.attemptsSpent() + (spendsAttempt ? 1 : 0);
+        parkWithError(run, type, errorClass, message, attempts,
+                errorJson(run.attemptsSpent() + 1, now, kind, errorClass, message));
+    }
+
+    private void parkWithError(JobRun run, FailureType type, String errorClass, String message, int attempts,
+            String error) {
+        String msg = cut(message);
+        Long deadLetter = db.transaction("parking job " + run.label(), c -> {
+            try (PreparedStatement ps = c.prepareStatement(CoreSql.PARK)) {
+                Db.bind(ps, run.taskName(), run.id(), run.version(),
+                        type.code(), errorClass, msg, error, attempts,
+                        type.code(), errorClass, msg, error, attempts);
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    long moved = rs.getLong("moved");
+                    long id = rs.getLong("dead_letter_id");
+                    boolean hasId = !rs.wasNull();
+                    if (moved == 1 && hasId) {
+                        return id;
+                    }
+                    if (moved == 1) {
+                        LOG.error("Job {} was not parked: no dead letter could be written; left in place", run.label());
+                    }
+                    throw Db.Rollback.now();
+                }
+            }
+        });
+        if (deadLetter == null) {
+            LOG.debug("Job {} changed while it ran; it was not parked", run.label());
+        } else {
+            LOG.info("Parked job {} as {} (dead letter {}): {}", run.label(), type.code(), deadLetter, msg);
+        }
+    }
+
+    private int reschedulesOf(JobRun run) {
+        return db.autocommit("reading job " + run.label(), c -> {
+            try (PreparedStatement ps = c.prepareStatement(CoreSql.JOB_EXTRAS)) {
+                Db.bind(ps, run.taskName(), run.id());
+                try (ResultSet rs = ps.executeQuery()) {
+                    return rs.next() ? rs.getInt("reschedules") : 0;
+                }
+            }
+        });
+    }
+
+    private String errorJson(int attempt, Instant at, String kind, String errorClass, String message) {
+        ObjectNode n = json.createObjectNode();
+        n.put("attempt", attempt);
+        n.put("at", at.toString());
+        n.put("kind", kind);
+        n.put("error_class", errorClass);
+        n.put("message", cut(message));
+        return n.toString();
+    }
+
+    private static String capClass(FailureType t) {
+        return switch (t) {
+            case SNOOZE_EXHAUSTED -> "SnoozeLimit";
+            case QUOTA_EXHAUSTED -> "QuotaExhausted";
+            default -> "RateLimited";
+        };
+    }
+
+    static String className(Throwable t, String fallback) {
+        return t == null ? fallback : t.getClass().getName();
+    }
+
+    static String message(String reason, Throwable cause) {
+        if (cause == null) {
+            return reason == null ? "failed" : reason;
+        }
+        String m = cause.getMessage();
+        if (reason != null && m != null && !reason.contains(m)) {
+            return reason + ": " + m;
+        }
+        return reason != null ? reason : (m != null ? m : cause.getClass().getName());
+    }
+
+    static String cut(String s) {
+        if (s == null) {
+            return null;
+        }
+        return s.length() <= MAX_MESSAGE ? s : s.substring(0, MAX_MESSAGE - 1) + "…";
+    }
+}

@@ -1,0 +1,119 @@
+package dev.layover.core;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.layover.core.outcome.Outcome;
+import dev.layover.testing.Await;
+import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.TestDatabase;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** Several workers on one database, graceful stop, and the revival of a dead worker's job. */
+@ExtendWith(LayoverPostgresExtension.class)
+class ClusterAndShutdownTest {
+
+    record Item(int n) {}
+
+    @Test
+    void twoInstancesOnOneDatabaseRunEveryJobExactlyOnce(TestDatabase db) {
+        Map<Integer, AtomicInteger> executions = new ConcurrentHashMap<>();
+        Map<String, AtomicInteger> byWorker = new ConcurrentHashMap<>();
+        List<Layover> instances = new ArrayList<>();
+        for (String name : new String[] {"worker-a", "worker-b"}) {
+            JobType<Item> item = JobType.of("item", Item.class, (args, ctx) -> {
+                executions.computeIfAbsent(args.n(), k -> new AtomicInteger()).incrementAndGet();
+                byWorker.computeIfAbsent(name, k -> new AtomicInteger()).incrementAndGet();
+                return Outcome.done();
+            });
+            instances.add(TestLayovers.builder(db).register(item).workerName(name).threads(8).start());
+        }
+        try {
+            List<Item> items = new ArrayList<>();
+            for (int i = 0; i < 5000; i++) {
+                items.add(new Item(i));
+            }
+            JobType<?> registered = instances.get(0).jobType("item").orElseThrow();
+            @SuppressWarnings("unchecked")
+            JobType<Item> type = (JobType<Item>) registered;
+            instances.get(0).enqueueBatch(type, items);
+            Await.equal(Duration.ofSeconds(60), "job rows", 0L, () -> db.count("select count(*) from layover.jobs"));
+            assertEquals(5000, executions.size());
+            assertTrue(executions.values().stream().allMatch(n -> n.get() == 1), "every job ran exactly once");
+            assertEquals(2, byWorker.size(), "both workers took part: " + byWorker);
+        } finally {
+            instances.forEach(Layover::stop);
+        }
+    }
+
+    @Test
+    void stopLetsRunningJobsFinishAndLeavesTheRestQueued(TestDatabase db) throws Exception {
+        AtomicInteger started = new AtomicInteger();
+        AtomicInteger finished = new AtomicInteger();
+        JobType<Item> slow = JobType.of("slow", Item.class, (args, ctx) -> {
+            started.incrementAndGet();
+            Thread.sleep(400);
+            finished.incrementAndGet();
+            return Outcome.done();
+        });
+        Layover first = TestLayovers.builder(db).register(slow).threads(4).start();
+        List<Item> items = new ArrayList<>();
+        for (int i = 0; i < 60; i++) {
+            items.add(new Item(i));
+        }
+        first.enqueueBatch(slow, items);
+        Await.until(Duration.ofSeconds(20), "some jobs running", () -> started.get() >= 4);
+        first.stop();
+        assertEquals(started.get(), finished.get(), "no job was cut off half-done");
+        assertEquals(0, db.count("select count(*) from layover.scheduled_tasks where picked"),
+                "no row is left picked");
+        long left = db.count("select count(*) from layover.jobs");
+        assertEquals(60 - finished.get(), left, "finished jobs are deleted, the others still queued");
+        assertTrue(left > 0);
+
+        Layover second = TestLayovers.builder(db).register(slow).threads(8).start();
+        try {
+            Await.equal(Duration.ofSeconds(60), "job rows", 0L, () -> db.count("select count(*) from layover.jobs"));
+            assertEquals(60, finished.get(), "each job ran once across both instances");
+        } finally {
+            second.stop();
+        }
+    }
+
+    @Test
+    void aDeadWorkersJobIsRevivedAndTheRevivalSpendsAnAttempt(TestDatabase db) throws Exception {
+        Map<String, Integer> attemptSeen = new ConcurrentHashMap<>();
+        JobType<Item> item = JobType.builder("item", Item.class)
+                .policy(JobPolicy.defaults().withBackoff(Duration.ofMinutes(5), Duration.ofMinutes(10)))
+                .handler((args, ctx) -> {
+                    attemptSeen.put(ctx.jobId(), ctx.attempt());
+                    return Outcome.retry("keep the row for inspection");
+                })
+                .build();
+        // a worker that was killed mid-job: the row is picked, its heartbeat stopped a minute ago
+        db.update("insert into layover.scheduled_tasks (task_name, task_instance, task_data, execution_time, picked,"
+                + " picked_by, last_heartbeat, version, consecutive_failures)"
+                + " values ('item', 'orphan', convert_to('{\"n\":1}', 'UTF8'), now() - interval '2 minutes', true,"
+                + " 'killed-worker', now() - interval '1 minute', 7, 0)");
+        assertEquals("running", db.value("select state from layover.jobs where id = 'orphan'"));
+        Layover layover = TestLayovers.builder(db).register(item).heartbeat(Duration.ofMillis(200), 4).start();
+        try {
+            Await.until(Duration.ofSeconds(20), "the orphan ran again", () -> attemptSeen.containsKey("orphan"));
+            assertEquals(2, attemptSeen.get("orphan"), "the revival spent attempt 1, so the run is attempt 2");
+            Await.equal(Duration.ofSeconds(20), "attempts", 2, () -> db.value("select attempts from layover.jobs where id = 'orphan'"));
+            var errors = new ObjectMapper().readTree((String) db.value("select errors::text from layover.jobs where id = 'orphan'"));
+            assertEquals("worker_lost", errors.get(0).get("kind").asText());
+            assertTrue(errors.get(0).get("message").asText().contains("stopped sending heartbeats"));
+        } finally {
+            layover.stop();
+        }
+    }
+}
