@@ -32,7 +32,7 @@ CREATE TABLE layover.scheduled_tasks (
     first_enqueued_at      timestamptz NOT NULL DEFAULT now(),
     errors                 jsonb       NOT NULL DEFAULT '[]'::jsonb,  -- one object per failed attempt
     dead_letter_id         bigint,                 -- set on a job created by replaying that dead letter
-    replay_automatic       boolean     NOT NULL DEFAULT false,        -- that replay was the sweep's or a trial's
+    replay_kind            text,                   -- manual, sweep or trial: how that replay was made
 
     PRIMARY KEY (task_name, task_instance)
 );
@@ -137,7 +137,8 @@ SELECT t.task_instance                              AS id,
        t.last_heartbeat                             AS heartbeat_at,
        t.first_enqueued_at                          AS enqueued_at,
        t.priority                                   AS priority,
-       t.dead_letter_id                             AS dead_letter_id
+       t.dead_letter_id                             AS dead_letter_id,
+       t.replay_kind                                AS replay_kind
 FROM layover.scheduled_tasks t;
 
 COMMENT ON VIEW layover.jobs IS

@@ -93,7 +93,7 @@ final class CoreSql {
                 RETURNING t.*
             ), linked AS (
                 UPDATE layover.dead_letters d
-                SET state = CASE WHEN m.replay_automatic THEN 'review' ELSE 'parked' END,
+                SET state = CASE WHEN m.replay_kind = 'sweep' THEN 'review' ELSE 'parked' END,
                     state_changed_at = now(), parked_at = now(), park_count = d.park_count + 1,
                     failure_type = ?, error_class = ?, error_message = ?,
                     errors = d.errors || m.errors || ?::jsonb, attempts = ?, reschedules = m.reschedules,
