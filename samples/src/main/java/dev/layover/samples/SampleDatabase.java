@@ -1,0 +1,88 @@
+package dev.layover.samples;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import java.io.IOException;
+import javax.sql.DataSource;
+
+/**
+ * The database of a sample: the one named by {@code --jdbc-url URL} or {@code LAYOVER_JDBC_URL},
+ * else an embedded Postgres started from Maven artifacts (zonky), which needs nothing installed.
+ */
+public final class SampleDatabase implements AutoCloseable {
+
+    private final EmbeddedPostgres embedded;
+    private final HikariDataSource dataSource;
+    private final String description;
+
+    private SampleDatabase(EmbeddedPostgres embedded, HikariDataSource dataSource, String description) {
+        this.embedded = embedded;
+        this.dataSource = dataSource;
+        this.description = description;
+    }
+
+    /**
+     * Opens the database the command line or environment names, or starts an embedded one.
+     *
+     * @param args the program's arguments ({@code --jdbc-url URL} is read)
+     * @param poolSize connections in the pool
+     * @return the database
+     */
+    public static SampleDatabase open(String[] args, int poolSize) {
+        String url = System.getenv("LAYOVER_JDBC_URL");
+        for (int i = 0; i < args.length - 1; i++) {
+            if (args[i].equals("--jdbc-url")) {
+                url = args[i + 1];
+            }
+        }
+        if (url != null && !url.isBlank()) {
+            return new SampleDatabase(null, pool(url, poolSize), url.replaceAll("password=[^&]*", "password=***"));
+        }
+        try {
+            EmbeddedPostgres pg = EmbeddedPostgres.builder().start();
+            String embeddedUrl = pg.getJdbcUrl("postgres", "postgres");
+            return new SampleDatabase(pg, pool(embeddedUrl, poolSize), "embedded Postgres on port " + pg.getPort());
+        } catch (IOException e) {
+            throw new IllegalStateException("could not start an embedded Postgres (give --jdbc-url or LAYOVER_JDBC_URL "
+                    + "to use a running server): " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * A pool for a given URL.
+     *
+     * @param url a JDBC URL
+     * @param poolSize connections in the pool
+     * @return the pool
+     */
+    public static HikariDataSource pool(String url, int poolSize) {
+        HikariConfig cfg = new HikariConfig();
+        cfg.setJdbcUrl(url);
+        cfg.setMaximumPoolSize(poolSize);
+        cfg.setPoolName("layover-sample");
+        return new HikariDataSource(cfg);
+    }
+
+    /** @return the pool */
+    public DataSource dataSource() {
+        return dataSource;
+    }
+
+    /** @return where the database is, for a log line (passwords masked) */
+    public String description() {
+        return description;
+    }
+
+    @Override
+    public void close() {
+        dataSource.close();
+        if (embedded != null) {
+            try {
+                embedded.close();
+            } catch (IOException e) {
+                System.err.println("could not stop the embedded Postgres: " + e.getMessage());
+            }
+        }
+    }
+}
