@@ -8,6 +8,7 @@ import dev.layover.core.internal.Engine;
 import dev.layover.core.internal.Enqueuer;
 import dev.layover.core.internal.Registry;
 import dev.layover.core.outcome.Outcome;
+import dev.layover.core.provider.ProviderClassifier;
 import dev.layover.migrations.LayoverMigrations;
 import java.net.InetAddress;
 import java.sql.Connection;
@@ -326,7 +327,7 @@ public final class Layover implements AutoCloseable {
         private boolean migrate = true;
         private boolean priority;
         private ObjectMapper objectMapper;
-        private Function<Throwable, Optional<Outcome>> classifier = t -> Optional.empty();
+        private Function<Throwable, Optional<Outcome>> classifier = ProviderClassifier.defaults()::outcomeOf;
 
         private Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -460,8 +461,10 @@ public final class Layover implements AutoCloseable {
         }
 
         /**
-         * How exceptions escaping handlers become outcomes; by default provider SDK and HTTP
-         * errors are classified, anything else is the job's own error.
+         * How exceptions escaping handlers become outcomes. Default: {@code
+         * ProviderClassifier.defaults()::outcomeOf}, which classifies provider SDK exceptions
+         * (openai-java, anthropic-java, google-genai, AWS SDK v2 Bedrock) and JDK network errors;
+         * an empty answer means the job's own error (retried, {@code job_error} when exhausted).
          *
          * @param classifier returns the outcome of an exception, or empty for "the job's own error"
          * @return this builder

@@ -1,0 +1,69 @@
+package dev.layover.core.provider;
+
+import com.openai.core.JsonValue;
+import com.openai.core.ObjectMappers;
+import com.openai.core.http.Headers;
+import com.openai.errors.OpenAIIoException;
+import com.openai.errors.OpenAIRetryableException;
+import com.openai.errors.OpenAIServiceException;
+import com.openai.errors.SseException;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * Reads openai-java ({@code com.openai.errors}) exceptions, also with its Azure OpenAI backend.
+ * Only loaded after {@link ProviderClassifier.SdkFamily} has seen a {@code com.openai} class.
+ */
+final class OpenAiSdkAdapter {
+
+    private OpenAiSdkAdapter() {}
+
+    static Optional<Classification> classify(Throwable t, ProviderClassifier classifier) {
+        if (t instanceof OpenAIServiceException e) {
+            Map<String, List<String>> headers = headers(e.headers());
+            Provider provider = isAzure(headers) ? Provider.AZURE_OPENAI : Provider.OPENAI;
+            // body() is the "error" member the SDK parsed (or the whole body when it had none)
+            String body = json(e.body());
+            return Optional.of(classifier.classifyRaw(provider, e.statusCode(), headers, body, e instanceof SseException));
+        }
+        if (t instanceof OpenAIIoException || t instanceof OpenAIRetryableException) {
+            return Optional.of(classifier.transientFailure(Provider.OPENAI, t));
+        }
+        return Optional.empty();
+    }
+
+    static Map<String, List<String>> headers(Headers headers) {
+        Map<String, List<String>> out = new LinkedHashMap<>();
+        if (headers != null) {
+            for (String name : headers.names()) {
+                out.put(name, headers.values(name));
+            }
+        }
+        return out;
+    }
+
+    /** Azure OpenAI answers through API Management and says so in its headers. */
+    static boolean isAzure(Map<String, List<String>> headers) {
+        for (String name : headers.keySet()) {
+            String n = name.toLowerCase(java.util.Locale.ROOT);
+            if (n.equals("apim-request-id") || n.equals("x-ms-region") || n.startsWith("azureml-")
+                    || n.equals("x-ms-client-request-id")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static String json(JsonValue body) {
+        if (body == null || body.isMissing()) {
+            return null;
+        }
+        try {
+            return ObjectMappers.jsonMapper().writeValueAsString(body);
+        } catch (Exception e) {
+            return null;
+        }
+    }
+}

@@ -1,0 +1,93 @@
+package dev.layover.core.provider;
+
+import static dev.layover.core.provider.ReplayServer.reply;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.openai.client.OpenAIClient;
+import com.openai.client.okhttp.OpenAIOkHttpClient;
+import com.openai.models.chat.completions.ChatCompletionCreateParams;
+import dev.layover.core.JobType;
+import dev.layover.core.Layover;
+import dev.layover.testing.Await;
+import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.TestDatabase;
+import java.sql.Timestamp;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * A handler that lets the real openai-java client's exception escape, with no code of its own,
+ * gets the outcome of the exception's class: the engine classifies it.
+ */
+@ExtendWith(LayoverPostgresExtension.class)
+class HandlerExceptionWiringTest {
+
+    record Prompt(String text) {}
+
+    private ReplayServer server;
+    private OpenAIClient client;
+    private Layover layover;
+    private JobType<Prompt> ask;
+
+    @BeforeEach
+    void start(TestDatabase db) throws Exception {
+        server = new ReplayServer();
+        client = OpenAIOkHttpClient.builder().apiKey("sk-test").baseUrl(server.url() + "/v1")
+                .maxRetries(0).timeout(Duration.ofSeconds(5)).build();
+        ask = JobType.builder("ask", Prompt.class)
+                .providerKey("openai:gpt-4o-mini")
+                .handler((args, ctx) -> {
+                    client.chat().completions().create(ChatCompletionCreateParams.builder()
+                            .model("gpt-4o-mini").addUserMessage(args.text()).build());
+                    return null;
+                })
+                .build();
+        layover = Layover.builder(db.dataSource()).register(ask).threads(2).pollInterval(Duration.ofMillis(50)).start();
+    }
+
+    @AfterEach
+    void stop() {
+        layover.stop();
+        client.close();
+        server.close();
+    }
+
+    @Test
+    void anOpenAi429EscapingTheHandlerReschedulesWithoutSpendingAnAttempt(TestDatabase db) {
+        server.answer(reply(429).header("retry-after", "20").json(
+                "{\"error\":{\"message\":\"Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 3, Used 3,"
+                        + " Requested 1.\",\"type\":\"requests\",\"param\":null,\"code\":\"rate_limit_exceeded\"}}"));
+        String id = layover.enqueue(ask, new Prompt("hi")).id();
+        Await.equal(Duration.ofSeconds(20), "reschedules", 1, () -> db.value("select reschedules from layover.jobs where id = ?", id));
+        Map<String, Object> row = db.row("select * from layover.jobs where id = ?", id);
+        assertEquals(0, row.get("attempts"));
+        assertEquals("rate_limited", row.get("reschedule_reason"));
+        long wait = Duration.between(Instant.now(), ((Timestamp) row.get("run_at")).toInstant()).toSeconds();
+        assertTrue(wait >= 18 && wait <= 26, "retry-after 20 s plus jitter, was " + wait);
+        assertEquals(1, server.requests(), "the SDK did not retry by itself");
+    }
+
+    @Test
+    void anOpenAi503EscapingTheHandlerSpendsAnAttemptAsOverloaded(TestDatabase db) {
+        server.answer(reply(503).json("{\"error\":{\"message\":\"The server is overloaded\",\"type\":\"server_error\"}}"));
+        String id = layover.enqueue(ask, new Prompt("hi")).id();
+        Await.equal(Duration.ofSeconds(20), "attempts", 1, () -> db.value("select attempts from layover.jobs where id = ?", id));
+        assertEquals("overloaded", db.value("select last_error->>'kind' from layover.jobs where id = ?", id));
+    }
+
+    @Test
+    void anOpenAi401EscapingTheHandlerParksAsAuthRefused(TestDatabase db) {
+        server.answer(reply(401).json("{\"error\":{\"message\":\"Incorrect API key provided: sk-test.\","
+                + "\"type\":\"invalid_request_error\",\"param\":null,\"code\":\"invalid_api_key\"}}"));
+        String id = layover.enqueue(ask, new Prompt("hi")).id();
+        Await.equal(Duration.ofSeconds(20), "dead letters", 1L, () -> db.count("select count(*) from layover.dead_letters"));
+        assertEquals("auth_refused", db.value("select failure_type from layover.dead_letters where job_id = ?", id));
+        assertEquals(0, db.value("select attempts from layover.dead_letters where job_id = ?", id));
+    }
+}
