@@ -1,0 +1,129 @@
+package dev.layover.bench;
+
+import com.github.kagkarlsson.scheduler.Scheduler;
+import com.github.kagkarlsson.scheduler.task.helper.OneTimeTask;
+import com.github.kagkarlsson.scheduler.task.helper.Tasks;
+import dev.layover.core.JobType;
+import dev.layover.core.Layover;
+import dev.layover.core.outcome.Outcome;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import javax.sql.DataSource;
+
+/**
+ * No-op job throughput: Layover against raw db-scheduler, same threads, same database, same
+ * polling strategy (lock-and-fetch), runs alternating. Each run inserts N due jobs with one SQL
+ * statement, starts the scheduler, and times until the table is empty.
+ */
+public final class ThroughputBench {
+
+    /** One measured run. */
+    public record Run(String arm, int jobs, double seconds) {
+        double perSecond() {
+            return jobs / seconds;
+        }
+    }
+
+    record NoOp(int n) {}
+
+    private ThroughputBench() {}
+
+    /**
+     * @param ds the database (Layover's schema is migrated by the first Layover run)
+     * @param jobs jobs per run
+     * @param threads worker threads of both arms
+     * @param rounds alternating rounds
+     * @return every run, in order
+     * @throws Exception on failure
+     */
+    public static List<Run> measure(DataSource ds, int jobs, int threads, int rounds) throws Exception {
+        createRawTable(ds);
+        List<Run> runs = new ArrayList<>();
+        for (int r = 0; r < rounds; r++) {
+            runs.add(raw(ds, jobs, threads));
+            runs.add(layover(ds, jobs, threads));
+        }
+        return runs;
+    }
+
+    private static Run raw(DataSource ds, int jobs, int threads) throws Exception {
+        AtomicLong executed = new AtomicLong();
+        OneTimeTask<Void> task = Tasks.oneTime("noop").execute((inst, ctx) -> executed.incrementAndGet());
+        exec(ds, "truncate bench_raw.scheduled_tasks");
+        exec(ds, "insert into bench_raw.scheduled_tasks (task_name, task_instance, execution_time, picked, version)"
+                + " select 'noop', 'j' || g, now(), false, 1 from generate_series(1, " + jobs + ") g");
+        exec(ds, "analyze bench_raw.scheduled_tasks");
+        Scheduler s = Scheduler.create(ds, task)
+                .tableName("bench_raw.scheduled_tasks")
+                .threads(threads)
+                .pollUsingLockAndFetch(0.5, 1.0)
+                .pollingInterval(Duration.ofMillis(500))
+                .build();
+        long t0 = System.nanoTime();
+        s.start();
+        waitEmpty(ds, "bench_raw.scheduled_tasks");
+        double secs = (System.nanoTime() - t0) / 1e9;
+        s.stop();
+        return new Run("db-scheduler", jobs, secs);
+    }
+
+    private static Run layover(DataSource ds, int jobs, int threads) throws Exception {
+        AtomicLong executed = new AtomicLong();
+        JobType<NoOp> noop = JobType.of("noop", NoOp.class, (a, c) -> {
+            executed.incrementAndGet();
+            return Outcome.done();
+        });
+        Layover l = Layover.builder(ds).register(noop).threads(threads).pollInterval(Duration.ofMillis(500)).build();
+        exec(ds, "truncate layover.scheduled_tasks");
+        exec(ds, "insert into layover.scheduled_tasks (task_name, task_instance, task_data, execution_time, picked, version)"
+                + " select 'noop', 'j' || g, convert_to('{\"n\":' || g || '}', 'UTF8'), now(), false, 1"
+                + " from generate_series(1, " + jobs + ") g");
+        exec(ds, "analyze layover.scheduled_tasks");
+        long t0 = System.nanoTime();
+        l.start();
+        waitEmpty(ds, "layover.scheduled_tasks");
+        double secs = (System.nanoTime() - t0) / 1e9;
+        l.stop();
+        return new Run("layover", jobs, secs);
+    }
+
+    private static void createRawTable(DataSource ds) throws Exception {
+        exec(ds, """
+                create schema if not exists bench_raw;
+                create table if not exists bench_raw.scheduled_tasks (
+                  task_name text not null, task_instance text not null, task_data bytea,
+                  execution_time timestamptz not null, picked boolean not null, picked_by text,
+                  last_success timestamptz, last_failure timestamptz, consecutive_failures int,
+                  last_heartbeat timestamptz, version bigint not null, priority smallint,
+                  primary key (task_name, task_instance));
+                create index if not exists bench_raw_execution_time_idx on bench_raw.scheduled_tasks (execution_time);
+                create index if not exists bench_raw_last_heartbeat_idx on bench_raw.scheduled_tasks (last_heartbeat);
+                create index if not exists bench_raw_priority_execution_time_idx
+                  on bench_raw.scheduled_tasks (priority desc, execution_time asc);
+                """);
+    }
+
+    private static void waitEmpty(DataSource ds, String table) throws Exception {
+        while (true) {
+            try (Connection c = ds.getConnection(); Statement st = c.createStatement();
+                    ResultSet rs = st.executeQuery("select exists (select 1 from " + table + ")")) {
+                rs.next();
+                if (!rs.getBoolean(1)) {
+                    return;
+                }
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    static void exec(DataSource ds, String sql) throws Exception {
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
+            st.execute(sql);
+        }
+    }
+}
