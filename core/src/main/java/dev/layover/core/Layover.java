@@ -9,6 +9,12 @@ import dev.layover.core.internal.Enqueuer;
 import dev.layover.core.internal.Registry;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.ProviderClassifier;
+import dev.layover.core.provider.state.BreakerListener;
+import dev.layover.core.provider.state.BreakerSettings;
+import dev.layover.core.provider.state.BucketSettings;
+import dev.layover.core.provider.state.CooldownSettings;
+import dev.layover.core.provider.state.ProviderGate;
+import dev.layover.core.provider.state.ProviderStates;
 import dev.layover.migrations.LayoverMigrations;
 import java.net.InetAddress;
 import java.sql.Connection;
@@ -16,10 +22,13 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.function.Function;
+import java.util.function.ToLongFunction;
 import javax.sql.DataSource;
 
 /**
@@ -51,6 +60,7 @@ public final class Layover implements AutoCloseable {
     private final Registry registry;
     private final Enqueuer enqueuer;
     private final Engine engine;
+    private final ProviderStates providerStates;
     private final List<Task<?>> extraTasks;
     private final boolean migrate;
     private volatile boolean started;
@@ -62,9 +72,21 @@ public final class Layover implements AutoCloseable {
                 b.maxArgsBytes);
         Clock clock = Clock.systemUTC();
         this.enqueuer = new Enqueuer(db, clock);
+        String worker = b.workerName != null ? b.workerName : defaultWorkerName();
+        Duration twoPolls = b.pollInterval.multipliedBy(2);
+        Duration grace = Duration.ofSeconds(ProviderGate.Config.DEFAULT_PERMIT_GRACE_SECONDS);
+        ProviderGate gate = new ProviderGate(db, clock, worker, new ProviderGate.Config(
+                b.breakers, b.perKeyBreakers, b.cooldowns, b.buckets, b.breakerListeners,
+                twoPolls.compareTo(grace) > 0 ? twoPolls : grace));
+        this.providerStates = new ProviderStates(gate);
+        for (String typeName : b.tokenCosts.keySet()) {
+            if (registry.get(typeName) == null) {
+                throw new ConfigurationException("tokenCost given for job type '" + typeName + "', which is not registered");
+            }
+        }
         this.engine = new Engine(db, clock, registry, b.classifier, new Engine.Settings(
                 b.threads, b.pollInterval, b.heartbeatInterval, b.missedHeartbeats, b.shutdownMaxWait,
-                b.workerName != null ? b.workerName : defaultWorkerName(), b.priority));
+                worker, b.priority), gate, b.tokenCosts);
         this.extraTasks = List.copyOf(b.extraTasks);
         this.migrate = b.migrate;
         if (migrate) {
@@ -75,9 +97,10 @@ public final class Layover implements AutoCloseable {
     /**
      * Starts configuring a Layover instance on a database.
      *
-     * @param dataSource a pool (HikariCP or any other); give it at least {@code threads + 4}
+     * @param dataSource a pool (HikariCP or any other); give it at least {@code threads + 5}
      *     connections, since each running job's outcome write and db-scheduler's polling and
-     *     heartbeats need one
+     *     heartbeats need one, and a running instance keeps one to LISTEN for provider state
+     *     changes
      * @return a builder
      */
     public static Builder builder(DataSource dataSource) {
@@ -263,6 +286,16 @@ public final class Layover implements AutoCloseable {
     }
 
     /**
+     * The fleet-wide provider state (breakers, cooldowns, buckets) for operators: force a breaker
+     * open or closed, read it, listen to its changes.
+     *
+     * @return the provider state handle of this instance
+     */
+    public ProviderStates providerStates() {
+        return providerStates;
+    }
+
+    /**
      * Waits until jobs that finished are deleted from the table (they are deleted in batches in
      * the background); useful in tests before asserting with SQL.
      *
@@ -311,7 +344,17 @@ public final class Layover implements AutoCloseable {
      *   <tr><td>{@link #enablePriority()}</td><td>off: due jobs run oldest first</td></tr>
      *   <tr><td>{@link #objectMapper(ObjectMapper)}</td><td>Layover's: Java time, Optional,
      *       unknown properties refused</td></tr>
+     *   <tr><td>{@link #breakers(BreakerSettings)}</td><td>{@link BreakerSettings#defaults()}: opens
+     *       on 5 failures making half of at least 10 calls within 60 s; open 30 s doubling to
+     *       10 min</td></tr>
+     *   <tr><td>{@link #cooldowns(CooldownSettings)}</td><td>{@link CooldownSettings#defaults()}</td></tr>
+     *   <tr><td>{@link #bucket(String, BucketSettings)}</td><td>none: no admission limit</td></tr>
      * </table>
+     *
+     * <p>Provider state (see {@code docs/provider-state.md}): every job whose type has a provider
+     * key is checked before its handler runs against the key's fleet-wide cooldown
+     * ({@code layover.cooldowns}), circuit breaker ({@code layover.breakers}) and, when configured,
+     * rate bucket ({@code layover.buckets}); the outcome of the call updates them.
      */
     public static final class Builder {
         private final DataSource dataSource;
@@ -328,6 +371,12 @@ public final class Layover implements AutoCloseable {
         private boolean priority;
         private ObjectMapper objectMapper;
         private Function<Throwable, Optional<Outcome>> classifier = ProviderClassifier.defaults()::outcomeOf;
+        private BreakerSettings breakers = BreakerSettings.defaults();
+        private final Map<String, BreakerSettings> perKeyBreakers = new LinkedHashMap<>();
+        private CooldownSettings cooldowns = CooldownSettings.defaults();
+        private final Map<String, BucketSettings> buckets = new LinkedHashMap<>();
+        private final List<BreakerListener> breakerListeners = new ArrayList<>();
+        private final Map<String, ToLongFunction<Object>> tokenCosts = new LinkedHashMap<>();
 
         private Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -471,6 +520,84 @@ public final class Layover implements AutoCloseable {
          */
         public Builder exceptionClassifier(Function<Throwable, Optional<Outcome>> classifier) {
             this.classifier = Objects.requireNonNull(classifier, "classifier");
+            return this;
+        }
+
+        /**
+         * The circuit breaker settings of every provider key without its own. Database: breakers
+         * live in {@code layover.breakers}, one row per key, shared by the fleet.
+         *
+         * @param settings the settings; default {@link BreakerSettings#defaults()}
+         * @return this builder
+         */
+        public Builder breakers(BreakerSettings settings) {
+            this.breakers = Objects.requireNonNull(settings, "settings");
+            return this;
+        }
+
+        /**
+         * The circuit breaker settings of one provider key.
+         *
+         * @param providerKey the key
+         * @param settings its settings
+         * @return this builder
+         */
+        public Builder breaker(String providerKey, BreakerSettings settings) {
+            perKeyBreakers.put(Objects.requireNonNull(providerKey, "providerKey"), Objects.requireNonNull(settings, "settings"));
+            return this;
+        }
+
+        /**
+         * How long provider keys cool down when the provider named no wait. Database:
+         * {@code layover.cooldowns}, one row per key.
+         *
+         * @param settings the settings; default {@link CooldownSettings#defaults()}
+         * @return this builder
+         */
+        public Builder cooldowns(CooldownSettings settings) {
+            this.cooldowns = Objects.requireNonNull(settings, "settings");
+            return this;
+        }
+
+        /**
+         * An admission limit shared by the fleet for one provider key (also a fallback endpoint's
+         * key). Database: {@link #start()} writes the limits to {@code layover.buckets}; permits
+         * are taken from that row. Every instance calling the key should configure the same limit.
+         *
+         * @param providerKey the key
+         * @param settings the limit
+         * @return this builder
+         */
+        public Builder bucket(String providerKey, BucketSettings settings) {
+            buckets.put(Objects.requireNonNull(providerKey, "providerKey"), Objects.requireNonNull(settings, "settings"));
+            return this;
+        }
+
+        /**
+         * A token estimate for each job of a type, counted against the token limit of its key's
+         * bucket. Jobs of types without one count no tokens.
+         *
+         * @param type a job type registered with this builder
+         * @param tokens the estimate, from the job's args
+         * @param <A> the args type
+         * @return this builder
+         */
+        @SuppressWarnings("unchecked")
+        public <A> Builder tokenCost(JobType<A> type, ToLongFunction<? super A> tokens) {
+            Objects.requireNonNull(tokens, "tokens");
+            tokenCosts.put(Objects.requireNonNull(type, "type").name(), a -> tokens.applyAsLong((A) a));
+            return this;
+        }
+
+        /**
+         * Adds a listener for breaker state changes (also possible later, with
+         * {@code providerStates().addListener}).
+         *
+         * @param listener the listener
+         * @return this builder
+         */
+        public Builder breakerListener(BreakerListener listener) {
+            breakerListeners.add(Objects.requireNonNull(listener, "listener"));
             return this;
         }
 

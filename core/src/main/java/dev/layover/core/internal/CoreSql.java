@@ -56,21 +56,23 @@ final class CoreSql {
 
     /**
      * A reschedule: moves the run time and counts it, leaving {@code consecutive_failures} (the
-     * attempts) untouched. Matches nothing once {@code reschedules} reached the cap.
+     * attempts) untouched. Matches nothing once {@code reschedules} reached the cap. Sets the bucket
+     * permit the job holds for its new run time (null: none) and appends the run's fallback trail.
      */
     static final String RESCHEDULE = """
             UPDATE layover.scheduled_tasks
             SET execution_time = ?, picked = false, picked_by = NULL, last_heartbeat = NULL,
                 version = version + 1, reschedules = reschedules + 1,
-                last_reschedule_reason = ?, last_reschedule_detail = ?, last_rescheduled_at = ?
+                last_reschedule_reason = ?, last_reschedule_detail = ?, last_rescheduled_at = ?,
+                permit_at = ?, provider_trail = layover.trail_append(provider_trail, ?::jsonb)
             WHERE task_name = ? AND task_instance = ? AND version = ? AND reschedules < ?""";
 
-    /** A retry: spends an attempt and records its error. */
+    /** A retry: spends an attempt and records its error and the run's fallback trail. */
     static final String RETRY = """
             UPDATE layover.scheduled_tasks
             SET execution_time = ?, picked = false, picked_by = NULL, last_heartbeat = NULL,
                 version = version + 1, consecutive_failures = ?, last_failure = ?,
-                errors = errors || ?::jsonb
+                errors = errors || ?::jsonb, provider_trail = layover.trail_append(provider_trail, ?::jsonb)
             WHERE task_name = ? AND task_instance = ? AND version = ?""";
 
     /** Layover's columns of one job, read only when an outcome needs them. */
@@ -84,7 +86,8 @@ final class CoreSql {
      * and the dead letter's id; the caller commits only when both are there.
      *
      * <p>Parameters: task name, id, version; then for the update: failure type, error class,
-     * message, new error (jsonb), attempts; then the same five for the insert.
+     * message, new error (jsonb), attempts, the last run's fallback trail (jsonb); then the same six
+     * for the insert. The job's fallback trail moves with it to the dead letter.
      */
     static final String PARK = """
             WITH moved AS (
@@ -96,7 +99,9 @@ final class CoreSql {
                 SET state = CASE WHEN m.replay_kind = 'sweep' THEN 'review' ELSE 'parked' END,
                     state_changed_at = now(), parked_at = now(), park_count = d.park_count + 1,
                     failure_type = ?, error_class = ?, error_message = ?,
-                    errors = d.errors || m.errors || ?::jsonb, attempts = ?, reschedules = m.reschedules,
+                    errors = d.errors || m.errors || ?::jsonb, attempts = ?,
+                    provider_trail = layover.trail_append(d.provider_trail, layover.trail_append(m.provider_trail, ?::jsonb)),
+                    reschedules = m.reschedules,
                     args = layover.args_jsonb(m.task_data),
                     args_raw = CASE WHEN layover.args_jsonb(m.task_data) IS NULL THEN m.task_data END,
                     provider_key = m.provider_key
@@ -106,10 +111,11 @@ final class CoreSql {
             ), inserted AS (
                 INSERT INTO layover.dead_letters
                     (job_type, job_id, args, args_raw, provider_key, failure_type, error_class,
-                     error_message, errors, attempts, reschedules, priority, first_enqueued_at)
+                     error_message, errors, attempts, provider_trail, reschedules, priority, first_enqueued_at)
                 SELECT m.task_name, m.task_instance, layover.args_jsonb(m.task_data),
                        CASE WHEN layover.args_jsonb(m.task_data) IS NULL THEN m.task_data END,
-                       m.provider_key, ?, ?, ?, m.errors || ?::jsonb, ?, m.reschedules, m.priority,
+                       m.provider_key, ?, ?, ?, m.errors || ?::jsonb, ?,
+                       layover.trail_append(m.provider_trail, ?::jsonb), m.reschedules, m.priority,
                        m.first_enqueued_at
                 FROM moved m
                 WHERE NOT EXISTS (SELECT 1 FROM layover.dead_letters d WHERE d.id = m.dead_letter_id)

@@ -13,14 +13,19 @@ import dev.layover.core.JobContext;
 import dev.layover.core.outcome.FailureType;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.outcome.OutcomeException;
+import dev.layover.core.provider.state.Admission;
+import dev.layover.core.provider.state.ProviderGate;
+import dev.layover.core.provider.state.ProviderRun;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.function.Function;
+import java.util.function.ToLongFunction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -28,6 +33,11 @@ import org.slf4j.LoggerFactory;
  * The worker side: one db-scheduler {@link CustomTask} per job type, whose completion handler
  * hands the outcome to the {@link OutcomeWriter}. db-scheduler picks (lock-and-fetch, {@code FOR
  * UPDATE SKIP LOCKED}), heartbeats and detects dead executions; Layover decides every outcome.
+ *
+ * <p>Before a handler runs, a job with a provider key asks the {@link ProviderGate}: during a
+ * cooldown, while a half-open breaker's trial is held elsewhere, or without a bucket permit it is
+ * rescheduled without calling (no attempt spent); with the breaker open it is parked
+ * {@code breaker_open}. Neither costs a database round trip unless the key is throttled.
  */
 public final class Engine {
 
@@ -50,6 +60,8 @@ public final class Engine {
     private final Registry registry;
     private final Function<Throwable, Optional<Outcome>> classifier;
     private final Settings settings;
+    private final ProviderGate gate;
+    private final Map<String, ToLongFunction<Object>> tokenCosts;
     private Scheduler scheduler;
 
     /**
@@ -58,16 +70,20 @@ public final class Engine {
      * @param registry the job types
      * @param classifier turns provider exceptions into outcomes
      * @param settings worker settings
+     * @param gate the provider state
+     * @param tokenCosts token estimates by job type name (args to tokens)
      */
     public Engine(Db db, Clock clock, Registry registry, Function<Throwable, Optional<Outcome>> classifier,
-            Settings settings) {
+            Settings settings, ProviderGate gate, Map<String, ToLongFunction<Object>> tokenCosts) {
         this.db = db;
         this.clock = clock;
         this.registry = registry;
         this.classifier = classifier;
         this.settings = settings;
+        this.gate = gate;
+        this.tokenCosts = Map.copyOf(tokenCosts);
         this.completer = new BatchCompleter(db, "layover-completer-" + settings.workerName());
-        this.writer = new OutcomeWriter(db, clock, completer);
+        this.writer = new OutcomeWriter(db, clock, completer, gate);
     }
 
     /** Builds and starts db-scheduler with one task per job type, plus {@code extraTasks}. */
@@ -95,6 +111,7 @@ public final class Engine {
             builder.enablePriority();
         }
         scheduler = builder.build();
+        gate.start();
         scheduler.start();
     }
 
@@ -116,6 +133,7 @@ public final class Engine {
             scheduler = null;
         }
         completer.stop(settings.shutdownMaxWait());
+        gate.stop();
     }
 
     /** @return whether the scheduler runs */
@@ -175,9 +193,31 @@ public final class Engine {
                 String why = "stored args do not read as " + entry.type().argsType().getName() + ": " + e.getMessage();
                 return (complete, ops) -> writer.park(run, FailureType.BAD_ARGS, e.getClass().getName(), why);
             }
-            JobContext ctx = new Context(run, ex.executionTime, entry.type().providerKeyOf(args), ec);
+            String key = entry.type().providerKeyOf(args);
+            ProviderRun pr = gate.newRun(key, run.taskName(), run.id(), run.version(), tokens(args), run.attemptsSpent() + 1);
+            Admission admission = gate.admit(pr);
+            if (admission instanceof Admission.Wait w) {
+                return (complete, ops) -> writer.waitForProvider(run, w);
+            }
+            if (admission instanceof Admission.Refuse r) {
+                return (complete, ops) -> writer.park(run, FailureType.BREAKER_OPEN, "BreakerOpen", r.detail());
+            }
+            JobContext ctx = new Context(run, ex.executionTime, key, ec, pr);
             Outcome outcome = runHandler(entry, args, ctx);
-            return (complete, ops) -> writer.apply(run, outcome);
+            return (complete, ops) -> writer.apply(run, outcome, pr);
+        }
+
+        private long tokens(A args) {
+            ToLongFunction<Object> cost = tokenCosts.get(entry.type().name());
+            if (cost == null) {
+                return 0;
+            }
+            try {
+                return Math.max(0, cost.applyAsLong(args));
+            } catch (RuntimeException e) {
+                LOG.warn("Token estimate of job type {} failed; counting 0 tokens: {}", entry.type().name(), e.toString());
+                return 0;
+            }
         }
     }
 
@@ -186,7 +226,8 @@ public final class Engine {
                 entry.type().policy());
     }
 
-    private record Context(JobRun run, Instant runAt, String providerKey, ExecutionContext ec) implements JobContext {
+    private record Context(JobRun run, Instant runAt, String providerKey, ExecutionContext ec, ProviderRun providerRun)
+            implements JobContext, ProviderRun.Source {
         @Override
         public String jobId() {
             return run.id();

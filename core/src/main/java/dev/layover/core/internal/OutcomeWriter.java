@@ -4,6 +4,9 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.layover.core.outcome.FailureType;
 import dev.layover.core.outcome.Outcome;
+import dev.layover.core.provider.state.Admission;
+import dev.layover.core.provider.state.ProviderGate;
+import dev.layover.core.provider.state.ProviderRun;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.Timestamp;
@@ -27,6 +30,10 @@ import org.slf4j.LoggerFactory;
  *       out;
  *   <li>park: the dead letter written and the row deleted in one transaction.
  * </ul>
+ *
+ * <p>For a job with a provider key it also tells the {@link ProviderGate} what the call taught
+ * (cooldown, breaker success or failure) and waits at least as long as the key's cooldown. The
+ * fallback trail of the run ({@code provider_trail}) is appended by the same write.
  */
 public final class OutcomeWriter {
 
@@ -36,44 +43,58 @@ public final class OutcomeWriter {
     public static final int MAX_MESSAGE = 2000;
 
     private static final String WORKER_LOST = "worker_lost";
+    private static final String NO_TRAIL = "[]";
 
     private final Db db;
     private final Clock clock;
     private final BatchCompleter completer;
+    private final ProviderGate gate;
     private final ObjectMapper json = new ObjectMapper();
 
-    OutcomeWriter(Db db, Clock clock, BatchCompleter completer) {
+    OutcomeWriter(Db db, Clock clock, BatchCompleter completer, ProviderGate gate) {
         this.db = db;
         this.clock = clock;
         this.completer = completer;
+        this.gate = gate;
     }
 
-    /** Applies a handler's outcome to its job row. */
+    /** Applies an outcome that did not come from a handler run (no provider call was recorded). */
     void apply(JobRun run, Outcome outcome) {
+        apply(run, outcome, null);
+    }
+
+    /**
+     * Applies a handler's outcome to its job row, after telling the provider state what the call
+     * taught when the job has a provider key.
+     */
+    void apply(JobRun run, Outcome outcome, ProviderRun pr) {
+        String key = pr == null ? null : pr.providerKey();
+        Instant cooldown = key == null ? null : gate.afterCall(key, pr.trialToken(), outcome);
+        String trail = pr == null ? NO_TRAIL : pr.trailJson();
         Instant now = clock.instant();
         if (outcome instanceof Outcome.Done) {
             completer.complete(run.taskName(), run.id(), run.version());
         } else if (outcome instanceof Outcome.Snooze s) {
-            reschedule(run, now, now.plus(s.delay()), "snooze", s.reason(), FailureType.SNOOZE_EXHAUSTED);
+            reschedule(run, now, now.plus(s.delay()), "snooze", s.reason(), FailureType.SNOOZE_EXHAUSTED, null, trail);
         } else if (outcome instanceof Outcome.RateLimited r) {
-            rateLimited(run, now, r);
+            rateLimited(run, now, r, cooldown, trail);
         } else if (outcome instanceof Outcome.QuotaExhausted q) {
-            quota(run, now, q);
+            quota(run, now, q, cooldown, trail);
         } else if (outcome instanceof Outcome.Overloaded o) {
             retry(run, now, FailureType.PROVIDER_UNAVAILABLE, "overloaded", "ProviderOverloaded", o.reason(),
-                    o.retryAfter());
+                    atLeast(o.retryAfter(), now, cooldown), trail);
         } else if (outcome instanceof Outcome.Transient t) {
             retry(run, now, FailureType.PROVIDER_UNAVAILABLE, "transient",
-                    className(t.cause(), "ProviderTransientFailure"), message(t.reason(), t.cause()), null);
+                    className(t.cause(), "ProviderTransientFailure"), message(t.reason(), t.cause()), null, trail);
         } else if (outcome instanceof Outcome.Retry r) {
             retry(run, now, FailureType.JOB_ERROR, "error", className(r.cause(), "JobError"),
-                    message(r.reason(), r.cause()), r.minDelay());
+                    message(r.reason(), r.cause()), r.minDelay(), trail);
         } else if (outcome instanceof Outcome.AuthRefused a) {
-            park(run, now, FailureType.AUTH_REFUSED, "auth_refused", "ProviderAuthRefused", a.reason(), false);
+            park(run, now, FailureType.AUTH_REFUSED, "auth_refused", "ProviderAuthRefused", a.reason(), false, trail);
         } else if (outcome instanceof Outcome.Rejected r) {
-            park(run, now, FailureType.REJECTED, "rejected", "ProviderRejected", r.reason(), false);
+            park(run, now, FailureType.REJECTED, "rejected", "ProviderRejected", r.reason(), false, trail);
         } else if (outcome instanceof Outcome.Park p) {
-            park(run, now, FailureType.HANDLER_PARKED, "parked", "HandlerParked", p.reason(), false);
+            park(run, now, FailureType.HANDLER_PARKED, "parked", "HandlerParked", p.reason(), false, trail);
         } else {
             throw new IllegalStateException("unknown outcome " + outcome);
         }
@@ -81,7 +102,24 @@ public final class OutcomeWriter {
 
     /** Parks a job for a reason the engine found (bad args, an open breaker), no attempt spent. */
     void park(JobRun run, FailureType type, String errorClass, String message) {
-        park(run, clock.instant(), type, type.code(), errorClass, message, false);
+        park(run, clock.instant(), type, type.code(), errorClass, message, false, NO_TRAIL);
+    }
+
+    /**
+     * The provider state said "not now" before the handler ran (cooldown, half-open breaker, no
+     * bucket permit, state unreadable): a reschedule without an attempt; past the job type's
+     * {@code maxDeferral} or {@code maxReschedules} it parks as {@code rate_limit_exhausted}.
+     */
+    void waitForProvider(JobRun run, Admission.Wait w) {
+        Instant now = clock.instant();
+        Duration wait = Duration.between(now, w.runAt());
+        Duration max = run.policy().maxDeferral();
+        if (wait.compareTo(max) > 0) {
+            park(run, now, FailureType.RATE_LIMIT_EXHAUSTED, w.reason(), "RateLimited",
+                    "would wait " + wait + ", longer than maxDeferral " + max + ": " + w.detail(), false, NO_TRAIL);
+            return;
+        }
+        reschedule(run, now, w.runAt(), w.reason(), w.detail(), FailureType.RATE_LIMIT_EXHAUSTED, w.permitAt(), NO_TRAIL);
     }
 
     /** A job whose worker stopped heartbeating: an attempt spent, then retried or parked. */
@@ -91,39 +129,55 @@ public final class OutcomeWriter {
                         + "): killed, hung, or cut off from the database", null);
     }
 
-    private void rateLimited(JobRun run, Instant now, Outcome.RateLimited r) {
+    /** A rate limit: run_at = now + max(retryAfter, the key's cooldown left) + jitter. */
+    private void rateLimited(JobRun run, Instant now, Outcome.RateLimited r, Instant cooldown, String trail) {
         Duration wait = r.retryAfter();
-        if (wait == null) {
+        if (wait == null && cooldown == null) {
             wait = Backoff.rateLimitDefault(reschedulesOf(run));
         }
+        wait = atLeast(wait, now, cooldown);
         Duration max = run.policy().maxDeferral();
         if (wait.compareTo(max) > 0) {
             park(run, now, FailureType.RATE_LIMIT_EXHAUSTED, "rate_limited", "RateLimited",
-                    "asked to wait " + wait + ", longer than maxDeferral " + max + ": " + r.reason(), false);
+                    "asked to wait " + wait + ", longer than maxDeferral " + max + ": " + r.reason(), false, trail);
             return;
         }
         Instant runAt = now.plus(wait).plus(Backoff.rescheduleJitter(wait));
-        reschedule(run, now, runAt, "rate_limited", r.reason(), FailureType.RATE_LIMIT_EXHAUSTED);
+        reschedule(run, now, runAt, "rate_limited", r.reason(), FailureType.RATE_LIMIT_EXHAUSTED, null, trail);
     }
 
-    private void quota(JobRun run, Instant now, Outcome.QuotaExhausted q) {
+    private void quota(JobRun run, Instant now, Outcome.QuotaExhausted q, Instant cooldown, String trail) {
         Duration max = run.policy().maxDeferral();
         if (q.resetAt() == null || q.resetAt().isAfter(now.plus(max))) {
             String when = q.resetAt() == null ? "no known reset" : "reset at " + q.resetAt() + ", beyond maxDeferral " + max;
             park(run, now, FailureType.QUOTA_EXHAUSTED, "quota_exhausted", "QuotaExhausted",
-                    q.reason() + " (" + when + ")", false);
+                    q.reason() + " (" + when + ")", false, trail);
             return;
         }
         Instant reset = q.resetAt().isBefore(now) ? now : q.resetAt();
+        if (cooldown != null && cooldown.isAfter(reset) && !cooldown.isAfter(now.plus(max))) {
+            reset = cooldown;
+        }
         Instant runAt = reset.plus(Backoff.rescheduleJitter(Duration.between(now, reset)));
         reschedule(run, now, runAt, "quota_exhausted", q.reason() + " (resets at " + q.resetAt() + ")",
-                FailureType.QUOTA_EXHAUSTED);
+                FailureType.QUOTA_EXHAUSTED, null, trail);
     }
 
-    private void reschedule(JobRun run, Instant now, Instant runAt, String reason, String detail, FailureType whenCapped) {
+    /** {@code wait}, raised to what is left of a cooldown ending at {@code until}; null counts as zero. */
+    private static Duration atLeast(Duration wait, Instant now, Instant until) {
+        Duration w = wait == null ? Duration.ZERO : wait;
+        if (until != null && until.isAfter(now.plus(w))) {
+            w = Duration.between(now, until);
+        }
+        return wait == null && until == null ? null : w;
+    }
+
+    private void reschedule(JobRun run, Instant now, Instant runAt, String reason, String detail, FailureType whenCapped,
+            Instant permitAt, String trail) {
         int updated = db.autocommit("rescheduling job " + run.label(), c -> {
             try (PreparedStatement ps = c.prepareStatement(CoreSql.RESCHEDULE)) {
                 Db.bind(ps, Timestamp.from(runAt), reason, cut(detail), Timestamp.from(now),
+                        permitAt == null ? null : Timestamp.from(permitAt), trail,
                         run.taskName(), run.id(), run.version(), run.policy().maxReschedules());
                 return ps.executeUpdate();
             }
@@ -131,17 +185,23 @@ public final class OutcomeWriter {
         if (updated == 0) {
             // either the cap is reached or the row moved on; the version-checked park tells which
             park(run, now, whenCapped, reason, capClass(whenCapped),
-                    "rescheduled " + run.policy().maxReschedules() + " times (maxReschedules); last: " + detail, false);
+                    "rescheduled " + run.policy().maxReschedules() + " times (maxReschedules); last: " + detail, false,
+                    trail);
         }
     }
 
     private void retry(JobRun run, Instant now, FailureType whenExhausted, String kind, String errorClass,
             String message, Duration floor) {
+        retry(run, now, whenExhausted, kind, errorClass, message, floor, NO_TRAIL);
+    }
+
+    private void retry(JobRun run, Instant now, FailureType whenExhausted, String kind, String errorClass,
+            String message, Duration floor, String trail) {
         int attempts = run.attemptsSpent() + 1;
         String error = errorJson(run.attemptsSpent() + 1, now, kind, errorClass, message);
         if (attempts >= run.policy().maxAttempts()) {
             parkWithError(run, whenExhausted, errorClass,
-                    message + " (attempt " + attempts + " of " + run.policy().maxAttempts() + ")", attempts, error);
+                    message + " (attempt " + attempts + " of " + run.policy().maxAttempts() + ")", attempts, error, trail);
             return;
         }
         // a lost worker's job runs again at once: the wait for its missed heartbeats was its backoff
@@ -153,7 +213,7 @@ public final class OutcomeWriter {
         Instant runAt = now.plus(delay);
         int updated = db.autocommit("retrying job " + run.label(), c -> {
             try (PreparedStatement ps = c.prepareStatement(CoreSql.RETRY)) {
-                Db.bind(ps, Timestamp.from(runAt), attempts, Timestamp.from(now), error,
+                Db.bind(ps, Timestamp.from(runAt), attempts, Timestamp.from(now), error, trail,
                         run.taskName(), run.id(), run.version());
                 return ps.executeUpdate();
             }
@@ -164,20 +224,20 @@ public final class OutcomeWriter {
     }
 
     private void park(JobRun run, Instant now, FailureType type, String kind, String errorClass, String message,
-            boolean spendsAttempt) {
+            boolean spendsAttempt, String trail) {
         int attempts = run.attemptsSpent() + (spendsAttempt ? 1 : 0);
         parkWithError(run, type, errorClass, message, attempts,
-                errorJson(run.attemptsSpent() + 1, now, kind, errorClass, message));
+                errorJson(run.attemptsSpent() + 1, now, kind, errorClass, message), trail);
     }
 
     private void parkWithError(JobRun run, FailureType type, String errorClass, String message, int attempts,
-            String error) {
+            String error, String trail) {
         String msg = cut(message);
         Long deadLetter = db.transaction("parking job " + run.label(), c -> {
             try (PreparedStatement ps = c.prepareStatement(CoreSql.PARK)) {
                 Db.bind(ps, run.taskName(), run.id(), run.version(),
-                        type.code(), errorClass, msg, error, attempts,
-                        type.code(), errorClass, msg, error, attempts);
+                        type.code(), errorClass, msg, error, attempts, trail,
+                        type.code(), errorClass, msg, error, attempts, trail);
                 try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
                     long moved = rs.getLong("moved");

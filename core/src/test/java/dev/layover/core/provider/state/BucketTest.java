@@ -1,0 +1,100 @@
+package dev.layover.core.provider.state;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.layover.core.JobType;
+import dev.layover.core.Layover;
+import dev.layover.core.outcome.Outcome;
+import dev.layover.core.provider.state.ChildWorkerMain.Chat;
+import dev.layover.testing.Await;
+import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.TestDatabase;
+import dev.layover.testing.provider.FakeProvider;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** A shared bucket keeps two instances under the provider's limit instead of discovering it by 429s. */
+@ExtendWith(LayoverPostgresExtension.class)
+class BucketTest {
+
+    private static final Logger LOG = LoggerFactory.getLogger(BucketTest.class);
+    private static final String KEY = "fake:primary";
+    private static final int LIMIT = 10; // requests per second
+    private static final Duration BURST = Duration.ofMillis(200);
+    private static final int CAPACITY = 2; // LIMIT * BURST
+
+    private final FakeProvider fake = FakeProvider.start();
+    private final List<Layover> instances = new ArrayList<>();
+
+    @AfterEach
+    void stop() {
+        instances.forEach(Layover::stop);
+        fake.close();
+    }
+
+    @Test
+    void aBucketKeepsTheObservedRateAtOrUnderItsLimitAcrossTwoInstances(TestDatabase db) throws Exception {
+        // a cold JDK HttpClient holds the first requests for most of a second and sends them together;
+        // warm it on the other endpoint so that arrivals follow the permits
+        FakeChat.complete(fake.secondary().url(), "warm up");
+        // the same limit at the provider, holding two seconds of burst (OpenAI's per-minute limits hold a minute)
+        fake.primary().limitPerSecond(LIMIT).burst(2 * LIMIT);
+        ConcurrentHashMap<String, Integer> reschedulesSeen = new ConcurrentHashMap<>();
+        ConcurrentHashMap<String, Long> lateness = new ConcurrentHashMap<>();
+        AtomicInteger handlerRuns = new AtomicInteger();
+        JobType<Chat> chat = JobType.builder("chat", Chat.class)
+                .providerKey(KEY)
+                .handler((args, ctx) -> {
+                    handlerRuns.incrementAndGet();
+                    Object n = db.value("select reschedules from layover.scheduled_tasks where task_instance = ?", ctx.jobId());
+                    reschedulesSeen.put(ctx.jobId(), (Integer) n);
+                    lateness.put(ctx.jobId(), Duration.between(ctx.runAt(), Instant.now()).toMillis());
+                    FakeChat.complete(fake.primary().url(), args.text());
+                    return Outcome.done();
+                })
+                .build();
+        BucketSettings bucket = BucketSettings.requestsPerSecond(LIMIT).withBurst(BURST);
+        for (String name : new String[] {"worker-a", "worker-b"}) {
+            instances.add(Workers.builder(db.newDataSource(16), name).register(chat).threads(8).bucket(KEY, bucket).start());
+        }
+        int jobs = 150;
+        List<Chat> args = new ArrayList<>();
+        for (int i = 0; i < jobs; i++) {
+            args.add(new Chat("job " + i));
+        }
+        instances.get(0).enqueueBatch(chat, args);
+        Await.equal(Duration.ofSeconds(60), "job rows", 0L, () -> db.count("select count(*) from layover.jobs"));
+
+        List<Instant> arrivals = fake.primary().arrivals();
+        double seconds = Duration.between(arrivals.get(0), arrivals.get(arrivals.size() - 1)).toNanos() / 1e9;
+        double rate = (arrivals.size() - 1) / seconds;
+        int maxInSecond = fake.primary().maxInWindow(Duration.ofSeconds(1));
+        int rescheduledOnce = (int) reschedulesSeen.values().stream().filter(n -> n == 1).count();
+        int maxReschedules = reschedulesSeen.values().stream().mapToInt(Integer::intValue).max().orElse(0);
+        long maxLate = lateness.values().stream().mapToLong(Long::longValue).max().orElse(0);
+        LOG.info("MEASURED bucket {}/s (burst {} ms = capacity 2) over two instances: {} calls in {} s = {}/s; "
+                + "most in any 1 s window: {}; 429s: {}; jobs rescheduled once for a permit: {}, most reschedules of a job: {}; "
+                + "handlers started up to {} ms after their permit",
+                LIMIT, BURST.toMillis(), arrivals.size(), String.format("%.2f", seconds), String.format("%.2f", rate),
+                maxInSecond, fake.primary().rateLimited(), rescheduledOnce, maxReschedules, maxLate);
+        assertEquals(jobs, fake.primary().successes());
+        assertEquals(0, fake.primary().rateLimited(), "the provider, enforcing the same limit, never had to refuse");
+        assertEquals(jobs, handlerRuns.get(), "each job called once");
+        // GCRA with capacity 2: n calls need (n - 2) / limit seconds, so (n - 1) / duration is 1-2 % over the limit
+        assertTrue(rate <= LIMIT * 1.03, "average " + rate + "/s is within 3 % of the limit " + LIMIT + "/s");
+        // in any interval: the permits of that interval, one burst, and those a late pickup pushed into it
+        long bound = LIMIT + CAPACITY + (long) Math.ceil(LIMIT * maxLate / 1000.0);
+        assertTrue(maxInSecond <= bound, "at most " + bound + " calls in any second, was " + maxInSecond);
+        assertEquals(1, maxReschedules, "a waiting job is rescheduled once, to its permit, not polled");
+    }
+}
