@@ -1,0 +1,336 @@
+package dev.layover.dlq;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.sql.Types;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import org.postgresql.PGStatement;
+
+/**
+ * Every SQL statement of the dead-letter store, in one place. Filters are assembled from the fixed
+ * fragments below; every value is a bound parameter, never part of the SQL text.
+ */
+final class DlqSql {
+
+    private DlqSql() {}
+
+    // ---------------------------------------------------------------- reading
+
+    /**
+     * Text search: V3's {@code error_text} is the lower-cased error class and message in collation
+     * "C"; the pattern is lower-cased by the same {@code lower()}, so this is ILIKE's meaning at a
+     * byte-wise LIKE's cost, and V3's trigram index (when there is one) serves it.
+     */
+    static final String TEXT_MATCH = "d.error_text LIKE lower(?) ESCAPE '\\'";
+
+    static final String SUMMARY_COLUMNS = """
+            d.id, d.job_type, d.job_id, d.provider_key, d.failure_type, d.error_class,
+            left(d.error_message, 1000) AS error_message, d.attempts, d.reschedules, d.park_count, d.state,
+            d.parked_at, d.state_changed_at, d.replay_count""";
+
+    private static final String PAGE_ORDER = " ORDER BY d.parked_at DESC, d.id DESC LIMIT ?";
+
+    /** A keyset page: the filter's conditions, then the page size. */
+    static String page(Where w) {
+        return "SELECT " + SUMMARY_COLUMNS + " FROM layover.dead_letters d" + w.sql() + PAGE_ORDER;
+    }
+
+    /** How many rows match the conditions. */
+    static String count(Where w) {
+        return COUNT + w.sql();
+    }
+
+    /** Counts per facet of the rows matching the conditions. */
+    static String facets(Where w) {
+        return FACETS_SELECT + w.sql() + FACETS_GROUP;
+    }
+
+    /** The next batch of a filter selection: the conditions, then the batch size. */
+    static String batch(Where w) {
+        return BATCH_COLUMNS + w.sql() + BATCH_ORDER;
+    }
+
+    static final String ONE = """
+            SELECT d.id, d.job_type, d.job_id, d.provider_key, d.failure_type, d.error_class, d.error_message,
+                   d.args::text AS args, d.args_raw, d.attempts, d.reschedules, d.priority, d.first_enqueued_at,
+                   d.parked_at, d.park_count, d.state, d.state_changed_at, d.replay_count, d.auto_replay_count,
+                   d.errors::text AS errors, d.replays::text AS replays
+            FROM layover.dead_letters d
+            WHERE d.id = ?""";
+
+    private static final String COUNT = "SELECT count(*) FROM layover.dead_letters d";
+
+    /**
+     * Counts per facet in one scan. {@code GROUPING(..)} tells the grouping set of a row: 7 state,
+     * 11 failure type, 13 job type, 14 provider key, 15 the total.
+     */
+    private static final String FACETS_SELECT = """
+            SELECT GROUPING(d.state, d.failure_type, d.job_type, d.provider_key) AS g,
+                   d.state, d.failure_type, d.job_type, d.provider_key, count(*) AS n
+            FROM layover.dead_letters d""";
+    private static final String FACETS_GROUP =
+            " GROUP BY GROUPING SETS ((d.state), (d.failure_type), (d.job_type), (d.provider_key), ()) ORDER BY n DESC";
+
+    // ---------------------------------------------------------------- bulk batches
+
+    static final String MAX_ID = "SELECT coalesce(max(id), 0) FROM layover.dead_letters";
+
+    /** The next batch of a filter selection: filter, then allowed states, then the id window. */
+    private static final String BATCH_COLUMNS = "SELECT d.id, d.job_type FROM layover.dead_letters d";
+    private static final String BATCH_ORDER = " ORDER BY d.id LIMIT ?";
+
+    /** The rows of an ids selection, to tell "not found" and "wrong state" apart. */
+    static final String CLASSIFY = """
+            SELECT d.id, d.state, d.job_type FROM layover.dead_letters d WHERE d.id = ANY(?::bigint[])""";
+
+    // ---------------------------------------------------------------- replay
+
+    /**
+     * Sweep only: dead letters whose automatic replay budget is spent go to review instead of being
+     * replayed. Parameters: ids, budget.
+     */
+    static final String REVIEW_SPENT = """
+            UPDATE layover.dead_letters d
+            SET state = 'review', state_changed_at = now()
+            WHERE d.id = ANY(?::bigint[]) AND d.state = 'parked' AND d.auto_replay_count >= ?
+            RETURNING d.id""";
+
+    /**
+     * The replay, exactly once: in one statement (one transaction), lock the dead letters that are
+     * still replayable ({@code FOR UPDATE}: a concurrent replay waits, then re-checks the state and
+     * finds it {@code replayed}), insert one fresh job per dead letter with the dead letter's job id
+     * (nothing where a live job with that id exists), and mark replayed exactly those whose job was
+     * inserted. Returns one row per locked dead letter; {@code replayed} is false where a live job
+     * was in the way.
+     *
+     * <p>Parameters: ids, allowed states, registered job types, kind, budget; edited args text twice
+     * (or null), run at (or null for now), spread in ms, kind; kind, actor, kind, args edited;
+     * edited args text twice.
+     */
+    static final String REPLAY = """
+            WITH cand AS MATERIALIZED (
+                SELECT d.id, d.job_type, d.job_id, d.args, d.args_raw, d.provider_key, d.priority
+                FROM layover.dead_letters d
+                WHERE d.id = ANY(?::bigint[]) AND d.state = ANY(?::text[]) AND d.job_type = ANY(?::text[])
+                  AND (?::text <> 'sweep' OR d.auto_replay_count < ?::int)
+                ORDER BY d.id
+                FOR UPDATE
+            ), ins AS (
+                INSERT INTO layover.scheduled_tasks
+                    (task_name, task_instance, task_data, execution_time, picked, version, priority,
+                     consecutive_failures, provider_key, dead_letter_id, replay_kind)
+                SELECT c.job_type, c.job_id,
+                       CASE WHEN ?::text IS NOT NULL THEN convert_to(?::text, 'UTF8')
+                            ELSE coalesce(convert_to(c.args::text, 'UTF8'), c.args_raw) END,
+                       coalesce(?::timestamptz, now()) + random() * ?::bigint * interval '1 millisecond',
+                       false, 1, c.priority, 0, c.provider_key, c.id, ?::text
+                FROM cand c
+                ON CONFLICT (task_name, task_instance) DO NOTHING
+                RETURNING dead_letter_id, task_instance, execution_time
+            ), upd AS (
+                UPDATE layover.dead_letters d
+                SET state = 'replayed', state_changed_at = now(), replay_count = d.replay_count + 1,
+                    auto_replay_count = d.auto_replay_count + CASE WHEN ?::text = 'sweep' THEN 1 ELSE 0 END,
+                    replays = d.replays || jsonb_build_array(jsonb_build_object(
+                        'job_id', i.task_instance, 'at', now(), 'by', ?::text, 'kind', ?::text,
+                        'args_edited', ?::boolean)),
+                    args = CASE WHEN ?::text IS NOT NULL THEN ?::text::jsonb ELSE d.args END,
+                    args_raw = CASE WHEN ?::text IS NOT NULL THEN NULL ELSE d.args_raw END
+                FROM ins i
+                WHERE d.id = i.dead_letter_id
+                RETURNING d.id
+            )
+            SELECT c.id, c.job_type, c.job_id, c.args::text AS old_args, i.execution_time,
+                   (u.id IS NOT NULL) AS replayed
+            FROM cand c
+            LEFT JOIN ins i ON i.dead_letter_id = c.id
+            LEFT JOIN upd u ON u.id = c.id
+            ORDER BY c.id""";
+
+    // ---------------------------------------------------------------- other state changes
+
+    static final String DISCARD = """
+            UPDATE layover.dead_letters d
+            SET state = 'discarded', state_changed_at = now()
+            WHERE d.id = ANY(?::bigint[]) AND d.state IN ('parked', 'review')
+            RETURNING d.id""";
+
+    /** Review back to parked, with a fresh automatic replay budget (the history stays in {@code replays}). */
+    static final String MOVE_BACK = """
+            UPDATE layover.dead_letters d
+            SET state = 'parked', state_changed_at = now(), auto_replay_count = 0
+            WHERE d.id = ANY(?::bigint[]) AND d.state = 'review'
+            RETURNING d.id""";
+
+    // ---------------------------------------------------------------- retention
+
+    /** One batch of the purge: parameters cutoff, batch size. */
+    static final String PURGE = """
+            DELETE FROM layover.dead_letters
+            WHERE id IN (SELECT id FROM layover.dead_letters
+                         WHERE state IN ('replayed', 'discarded') AND state_changed_at < ?
+                         LIMIT ?
+                         FOR UPDATE SKIP LOCKED)""";
+
+    /** The retention task's first run, as db-scheduler's own start-up scheduling would write it. */
+    static final String SCHEDULE_RECURRING = """
+            INSERT INTO layover.scheduled_tasks
+                (task_name, task_instance, task_data, execution_time, picked, version, priority, consecutive_failures)
+            VALUES (?, ?, NULL, now(), false, 1, 0, 0)
+            ON CONFLICT (task_name, task_instance) DO NOTHING""";
+
+    // ---------------------------------------------------------------- audit log
+
+    /** Parameters: actor, action, subject, count, ids, filter, note, details, finished. */
+    static final String AUDIT_INSERT = """
+            INSERT INTO layover.audit_log (actor, action, subject, count, ids, filter, note, details, finished_at)
+            VALUES (?, ?, ?, ?, ?::bigint[], ?::jsonb, ?, coalesce(?::jsonb, '{}'::jsonb),
+                    CASE WHEN ?::boolean THEN now() END)
+            RETURNING id""";
+
+    /** A bulk action's batch, in the batch's transaction. Parameters: count, ids to append (or null), id. */
+    static final String AUDIT_ADD = """
+            UPDATE layover.audit_log
+            SET count = count + ?, ids = CASE WHEN ?::bigint[] IS NULL THEN ids ELSE coalesce(ids, '{}') || ?::bigint[] END
+            WHERE id = ?""";
+
+    /** Parameters: details to merge, id. */
+    static final String AUDIT_FINISH = """
+            UPDATE layover.audit_log SET finished_at = now(), details = details || ?::jsonb WHERE id = ?""";
+
+    static final String AUDIT_COLUMNS = """
+            SELECT a.id, a.at, a.actor, a.action, a.subject, a.count, a.ids, a.filter::text AS filter, a.note,
+                   a.details::text AS details, a.finished_at
+            FROM layover.audit_log a""";
+
+    /** Newest first; parameters: before id (or null), limit. */
+    static final String AUDIT_PAGE = AUDIT_COLUMNS
+            + " WHERE (?::bigint IS NULL OR a.id < ?::bigint) ORDER BY a.id DESC LIMIT ?";
+
+    /** Every row naming one dead letter, oldest first. */
+    static final String AUDIT_OF = AUDIT_COLUMNS + " WHERE a.ids @> ARRAY[?::bigint] ORDER BY a.id";
+
+    // ---------------------------------------------------------------- filters
+
+    /** A WHERE clause and its parameters, in order. */
+    static final class Where {
+        private final StringBuilder sql = new StringBuilder();
+        private final List<Object> params = new ArrayList<>();
+
+        Where and(String condition, Object... values) {
+            sql.append(sql.length() == 0 ? " WHERE " : " AND ").append(condition);
+            for (Object v : values) {
+                params.add(v);
+            }
+            return this;
+        }
+
+        String sql() {
+            return sql.toString();
+        }
+
+        List<Object> params() {
+            return params;
+        }
+    }
+
+    /** A text[] parameter. */
+    record TextArray(String[] values) {}
+
+    /** A bigint[] parameter. */
+    record LongArray(Long[] values) {}
+
+    /** The conditions of a filter. */
+    static Where where(DeadLetterFilter f) {
+        Where w = new Where();
+        anyOf(w, "d.job_type", f.jobTypes());
+        anyOf(w, "d.provider_key", f.providerKeys());
+        anyOf(w, "d.failure_type", f.failureTypes());
+        anyOf(w, "d.state", f.states().stream().map(DeadLetterState::code).toList());
+        if (f.parkedFrom() != null) {
+            w.and("d.parked_at >= ?", f.parkedFrom());
+        }
+        if (f.parkedUntil() != null) {
+            w.and("d.parked_at < ?", f.parkedUntil());
+        }
+        if (f.text() != null) {
+            w.and(TEXT_MATCH, "%" + escapeLike(f.text()) + "%");
+        }
+        return w;
+    }
+
+    /** Keyset condition of the page after (parked_at, id). */
+    static void after(Where w, Instant parkedAt, long id) {
+        w.and("(d.parked_at, d.id) < (?, ?)", parkedAt, id);
+    }
+
+    /** Allowed states and id window of a bulk batch. */
+    static void batchWindow(Where w, List<String> states, long afterId, long maxId) {
+        anyOf(w, "d.state", states);
+        w.and("d.id > ?", afterId);
+        w.and("d.id <= ?", maxId);
+    }
+
+    // One value is written as "=": it lets the planner walk a (column, parked_at, id) index in page
+    // order, which "= ANY(array)" does not.
+    private static void anyOf(Where w, String column, List<String> values) {
+        if (values.size() == 1) {
+            w.and(column + " = ?", values.get(0));
+        } else if (values.size() > 1) {
+            w.and(column + " = ANY(?::text[])", new TextArray(values.toArray(String[]::new)));
+        }
+    }
+
+    /** LIKE pattern text matching {@code s} literally (escape character: backslash). */
+    static String escapeLike(String s) {
+        return s.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_");
+    }
+
+    /**
+     * Prepares a statement whose best plan depends on its parameter values (filters, keyset
+     * cursors, text patterns). pgjdbc turns a statement into a server-side prepared one after five
+     * executions, and Postgres may then reuse a generic plan built without the values: for a text
+     * filter that plan intersects the trigram index with the whole park-time range (60-120 ms over
+     * a million rows) where the plan for the actual values walks the page order (about 10 ms). A
+     * prepare threshold of 0 keeps the statement unnamed, planned with its values every time.
+     */
+    static PreparedStatement prepareCustomPlanned(Connection c, String sql) throws SQLException {
+        PreparedStatement ps = c.prepareStatement(sql);
+        if (ps.isWrapperFor(PGStatement.class)) {
+            ps.unwrap(PGStatement.class).setPrepareThreshold(0);
+        }
+        return ps;
+    }
+
+    /** Binds parameters in order: arrays, instants (as timestamptz) and plain values. */
+    static void bind(Connection c, PreparedStatement ps, List<Object> params) throws SQLException {
+        for (int i = 0; i < params.size(); i++) {
+            bindOne(c, ps, i + 1, params.get(i));
+        }
+    }
+
+    static void bind(Connection c, PreparedStatement ps, Object... params) throws SQLException {
+        for (int i = 0; i < params.length; i++) {
+            bindOne(c, ps, i + 1, params[i]);
+        }
+    }
+
+    private static void bindOne(Connection c, PreparedStatement ps, int i, Object v) throws SQLException {
+        if (v instanceof TextArray a) {
+            ps.setArray(i, c.createArrayOf("text", a.values()));
+        } else if (v instanceof LongArray a) {
+            ps.setArray(i, a.values() == null ? null : c.createArrayOf("int8", a.values()));
+        } else if (v instanceof Instant t) {
+            ps.setObject(i, OffsetDateTime.ofInstant(t, ZoneOffset.UTC));
+        } else if (v == null) {
+            ps.setNull(i, Types.NULL);
+        } else {
+            ps.setObject(i, v);
+        }
+    }
+}
