@@ -1,0 +1,886 @@
+package dev.layover.console;
+
+import com.fasterxml.jackson.core.JsonLocation;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.layover.dlq.ActionOptions;
+import dev.layover.dlq.AuditEntry;
+import dev.layover.dlq.BulkResult;
+import dev.layover.dlq.DeadLetter;
+import dev.layover.dlq.DeadLetterFilter;
+import dev.layover.dlq.DeadLetterPage;
+import dev.layover.dlq.DeadLetterState;
+import dev.layover.dlq.DeadLetterSummary;
+import dev.layover.dlq.DeadLetters;
+import dev.layover.dlq.FacetCounts;
+import dev.layover.dlq.ReplayOptions;
+import dev.layover.dlq.Replayed;
+import dev.layover.dlq.Selection;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * The JSON API ({@code docs/console-api.md}): reads over jobs, dead letters, provider state and
+ * the audit log, and the operators' actions, each passed to the dead-letter store or the provider
+ * state API with the operator's name for the audit log. Everything that leaves here is masked
+ * ({@link Masking}) unless a reveal was asked for.
+ */
+final class ConsoleApi {
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final ObjectMapper PRETTY = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+    private static final JsonNodeFactory F = JsonNodeFactory.instance;
+    private static final Set<String> MANUAL_REPLAY_STATES = Set.of("parked", "review");
+    private static final List<String> JOB_STATES = List.of("scheduled", "running", "rescheduled", "retrying");
+    private static final List<String> WAITING_STATES = List.of("scheduled", "rescheduled", "retrying");
+    private static final int MAX_IDS = 10_000;
+    private static final Duration MAX_HOLD = Duration.ofDays(30);
+
+    private final ConsoleStore store;
+    private final ConsoleSql sql;
+    private final ConsoleOptions options;
+    private final ConsoleSecurity security;
+
+    ConsoleApi(ConsoleStore store, ConsoleSql sql, ConsoleOptions options, ConsoleSecurity security) {
+        this.store = store;
+        this.sql = sql;
+        this.options = options;
+        this.security = security;
+    }
+
+    void register(ConsoleServer s) {
+        s.get("/session", this::session);
+        s.get("/overview", r -> overview());
+        s.get("/dead-letters", this::list);
+        s.get("/dead-letters/facets", this::facets);
+        s.get("/dead-letters/preview", this::preview);
+        s.get("/dead-letters/([^/]+)", this::one);
+        s.post("/dead-letters/([^/]+)/replay", "replaying a dead letter", this::replayOne);
+        s.post("/dead-letters/([^/]+)/discard", "discarding a dead letter", this::discardOne);
+        s.post("/dead-letters/([^/]+)/move-back", "moving a dead letter back", this::moveBackOne);
+        s.post("/dead-letters/replay", "replaying dead letters", r -> bulk(r, "replay"));
+        s.post("/dead-letters/discard", "discarding dead letters", r -> bulk(r, "discard"));
+        s.post("/dead-letters/move-back", "moving dead letters back", r -> bulk(r, "move_back"));
+        s.get("/jobs", this::jobs);
+        s.get("/breakers", r -> breakers());
+        s.post("/breakers/([^/]+)/force-open", "forcing a breaker open", r -> forceBreaker(r, true));
+        s.post("/breakers/([^/]+)/force-close", "forcing a breaker closed", r -> forceBreaker(r, false));
+        s.get("/audit", this::audit);
+    }
+
+    // ---------------------------------------------------------------- session
+
+    private JsonNode session(ConsoleRequest r) {
+        ObjectNode n = F.objectNode();
+        n.put("readOnly", options.readOnly());
+        n.put("revealAllowed", !options.readOnly());
+        n.put("auth", r.auth().via());
+        if (r.auth().session() != null) {
+            n.put("csrfToken", r.auth().session().csrf());
+        } else {
+            n.putNull("csrfToken");
+        }
+        n.put("tokenHeader", ConsoleSecurity.TOKEN_HEADER);
+        n.put("operatorHeader", options.operatorHeader());
+        n.put("defaultOperator", options.defaultOperator());
+        ObjectNode v = n.putObject("argsValidation");
+        v.put("available", store.validatesArgs());
+        ArrayNode types = v.putArray("jobTypes");
+        store.registeredTypes().forEach(types::add);
+        v.put("message", store.validatesArgs() ? null : noValidationMessage(null));
+        return n;
+    }
+
+    private static String noValidationMessage(String jobType) {
+        return "This console was started without the application's job types, so edited args cannot be "
+                + "validated against " + (jobType == null ? "their job type" : "job type '" + jobType + "'")
+                + ". A replay runs the stored args. To edit args, use a console embedded in the application: "
+                + "ReplayConsole.start(layover, options).";
+    }
+
+    // ---------------------------------------------------------------- overview
+
+    private JsonNode overview() {
+        ObjectNode out = F.objectNode();
+        out.put("at", Instant.now().toString());
+
+        ObjectNode jobs = out.putObject("jobs");
+        ObjectNode byState = jobs.putObject("byState");
+        JOB_STATES.forEach(s -> byState.put(s, 0));
+        long total = 0;
+        long due = 0;
+        for (JsonNode row : sql.jobsByState()) {
+            String state = row.path("state").asText();
+            long n = row.path("n").asLong();
+            byState.put(state, n);
+            total += n;
+            if (!state.equals("running")) {
+                due += row.path("due").asLong();
+            }
+        }
+        jobs.put("total", total);
+        jobs.put("dueNow", due);
+
+        ObjectNode dead = out.putObject("deadLetters");
+        ObjectNode dlByState = dead.putObject("byState");
+        for (DeadLetterState s : DeadLetterState.values()) {
+            dlByState.put(s.code(), 0);
+        }
+        ObjectNode parked = dead.putObject("parkedByFailureType");
+        ObjectNode review = dead.putObject("reviewByFailureType");
+        for (JsonNode row : sql.deadLettersByStateAndFailure()) {
+            String state = row.path("state").asText();
+            String failure = row.path("failureType").asText();
+            long n = row.path("n").asLong();
+            dlByState.put(state, dlByState.path(state).asLong() + n);
+            if (state.equals("parked")) {
+                parked.put(failure, n);
+            } else if (state.equals("review")) {
+                review.put(failure, n);
+            }
+        }
+
+        ArrayNode keys = out.putArray("providerKeys");
+        for (JsonNode row : sql.providerKeys()) {
+            ObjectNode k = (ObjectNode) row;
+            maskField(k, "breakerReason");
+            maskField(k, "cooldownDetail");
+            keys.add(k);
+        }
+        return out;
+    }
+
+    // ---------------------------------------------------------------- dead letters: reads
+
+    private JsonNode list(ConsoleRequest r) {
+        DeadLetterFilter filter = filterFromQuery(r);
+        int limit = r.intParam("limit", 50, 1, DeadLetters.MAX_PAGE);
+        DeadLetterPage page = store.deadLetters().find(filter, limit, r.param("cursor"));
+        ObjectNode out = F.objectNode();
+        ArrayNode items = out.putArray("items");
+        for (DeadLetterSummary s : page.items()) {
+            items.add(summary(s));
+        }
+        out.put("nextCursor", page.nextCursor());
+        out.put("limit", limit);
+        out.set("filter", filter.toJson());
+        return out;
+    }
+
+    private JsonNode facets(ConsoleRequest r) {
+        FacetCounts c = store.deadLetters().counts(filterFromQuery(r));
+        ObjectNode out = F.objectNode();
+        out.put("total", c.total());
+        out.set("byState", facet(c.byState()));
+        out.set("byFailureType", facet(c.byFailureType()));
+        out.set("byJobType", facet(c.byJobType()));
+        out.set("byProviderKey", facet(c.byProviderKey()));
+        return out;
+    }
+
+    private static ArrayNode facet(Map<String, Long> counts) {
+        ArrayNode a = F.arrayNode();
+        counts.forEach((value, count) -> {
+            ObjectNode o = a.addObject();
+            o.put("value", value);
+            o.put("count", count);
+        });
+        return a;
+    }
+
+    /** How many dead letters a bulk action on this filter would change: the count for the confirmation. */
+    private JsonNode preview(ConsoleRequest r) {
+        DeadLetterFilter filter = filterFromQuery(r);
+        String action = r.param("action") == null ? "replay" : r.param("action");
+        List<DeadLetterState> allowed;
+        if (action.equals("replay") || action.equals("discard")) {
+            allowed = List.of(DeadLetterState.PARKED, DeadLetterState.REVIEW);
+        } else if (action.equals("move_back") || action.equals("move-back")) {
+            action = "move_back";
+            allowed = List.of(DeadLetterState.REVIEW);
+        } else {
+            throw ApiException.badRequest("action must be replay, discard or move_back, was '" + action + "'",
+                    "action");
+        }
+        ObjectNode out = F.objectNode();
+        out.put("action", action);
+        out.set("filter", filter.toJson());
+        out.put("matching", store.deadLetters().count(filter));
+        List<DeadLetterState> states = new ArrayList<>(allowed);
+        if (!filter.states().isEmpty()) {
+            states.retainAll(filter.states());
+        }
+        DeadLetterFilter eligible = filter.withStates(states.toArray(DeadLetterState[]::new));
+        boolean none = states.isEmpty();
+        if (action.equals("replay") && store.validatesArgs()) {
+            List<String> types = new ArrayList<>(store.registeredTypes());
+            if (!filter.jobTypes().isEmpty()) {
+                types.retainAll(filter.jobTypes());
+            }
+            none |= types.isEmpty();
+            eligible = eligible.withJobTypes(types.toArray(String[]::new));
+        }
+        out.put("count", none ? 0 : store.deadLetters().count(eligible));
+        return out;
+    }
+
+    private JsonNode one(ConsoleRequest r) {
+        long id = r.id(0);
+        boolean reveal = "true".equalsIgnoreCase(r.param("reveal"));
+        if (reveal) {
+            security.checkStateChanging(r.exchange(), r.auth(), "revealing masked values");
+        }
+        DeadLetter d = store.deadLetters().get(id)
+                .orElseThrow(() -> ApiException.notFound("dead letter " + id + " does not exist (never parked, or "
+                        + "purged by retention)"));
+        if (reveal) {
+            ObjectNode details = F.objectNode();
+            details.put("dead_letter_id", id);
+            store.auditLog().record(r.operator(), "reveal", "dead_letter:" + id, 1, null, details.toString());
+        }
+        return detail(d, reveal);
+    }
+
+    private ObjectNode detail(DeadLetter d, boolean reveal) {
+        ObjectNode n = F.objectNode();
+        boolean[] masked = {false};
+        n.put("id", d.id());
+        n.put("jobType", d.jobType());
+        n.put("jobId", d.jobId());
+        n.put("providerKey", d.providerKey());
+        n.put("failureType", d.failureType());
+        n.put("errorClass", d.errorClass());
+        n.put("errorMessage", text(d.errorMessage(), reveal, masked));
+        JsonNode args = d.args() == null ? null : parse(d.args());
+        if (args != null) {
+            JsonNode shown = reveal ? args : Masking.maskKeys(args);
+            masked[0] |= !shown.equals(args);
+            n.set("args", shown);
+            n.put("argsPretty", pretty(shown));
+        } else {
+            n.putNull("args");
+            n.putNull("argsPretty");
+        }
+        if (d.argsRaw() != null) {
+            n.put("argsNotJson", text(new String(d.argsRaw(), StandardCharsets.UTF_8), reveal, masked));
+        } else {
+            n.putNull("argsNotJson");
+        }
+        n.put("attempts", d.attempts());
+        n.put("reschedules", d.reschedules());
+        if (d.priority() == null) {
+            n.putNull("priority");
+        } else {
+            n.put("priority", d.priority());
+        }
+        n.put("firstEnqueuedAt", str(d.firstEnqueuedAt()));
+        n.put("parkedAt", str(d.parkedAt()));
+        n.put("parkCount", d.parkCount());
+        n.put("state", d.state().code());
+        n.put("stateChangedAt", str(d.stateChangedAt()));
+        n.put("replayCount", d.replayCount());
+        n.put("autoReplayCount", d.autoReplayCount());
+
+        ArrayNode errors = n.putArray("errors");
+        for (DeadLetter.AttemptError e : d.errors()) {
+            ObjectNode o = errors.addObject();
+            if (e.attempt() == null) {
+                o.putNull("attempt");
+            } else {
+                o.put("attempt", e.attempt());
+            }
+            o.put("at", str(e.at()));
+            o.put("kind", e.kind());
+            o.put("errorClass", e.errorClass());
+            o.put("message", text(e.message(), reveal, masked));
+            JsonNode raw = e.json() == null ? null : parse(e.json());
+            if (raw != null && raw.isObject()) {
+                ObjectNode extra = ((ObjectNode) raw).deepCopy();
+                extra.remove(List.of("attempt", "at", "kind", "error_class", "message"));
+                if (!extra.isEmpty()) {
+                    JsonNode shown = reveal ? extra : Masking.maskAll(extra);
+                    masked[0] |= !shown.equals(extra);
+                    o.set("extra", shown);
+                }
+            }
+        }
+        ArrayNode replays = n.putArray("replays");
+        for (DeadLetter.Replay rp : d.replays()) {
+            ObjectNode o = replays.addObject();
+            o.put("jobId", rp.jobId());
+            o.put("at", str(rp.at()));
+            o.put("by", rp.by());
+            o.put("kind", rp.kind().code());
+            o.put("argsEdited", rp.argsEdited());
+        }
+        ObjectNode live = sql.liveJob(d.jobType(), d.jobId());
+        n.set("liveJob", live);
+        ArrayNode history = n.putArray("history");
+        for (AuditEntry e : store.auditLog().forDeadLetter(d.id())) {
+            history.add(audit(e, reveal));
+        }
+
+        boolean registered = store.validatesArgs() ? d.jobTypeRegistered() : true;
+        boolean stateOk = MANUAL_REPLAY_STATES.contains(d.state().code());
+        registered(n, d.jobTypeRegistered());
+        n.put("masked", masked[0]);
+        n.put("revealed", reveal);
+        ObjectNode v = n.putObject("argsValidation");
+        boolean canValidate = store.canValidate(d.jobType());
+        v.put("available", canValidate);
+        if (canValidate) {
+            v.putNull("message");
+        } else if (store.validatesArgs()) {
+            v.put("message", "Job type '" + d.jobType() + "' is not registered in this application's Layover "
+                    + "instance, so this dead letter cannot be replayed from here. Register the job type, or "
+                    + "discard it.");
+        } else {
+            v.put("message", noValidationMessage(d.jobType()));
+        }
+        ObjectNode actions = n.putObject("actions");
+        boolean rw = !options.readOnly();
+        actions.put("replay", rw && stateOk && registered);
+        actions.put("editArgs", rw && stateOk && canValidate && d.args() != null);
+        actions.put("discard", rw && stateOk);
+        actions.put("moveBack", rw && d.state() == DeadLetterState.REVIEW);
+        actions.put("reveal", !options.readOnly() && !reveal && masked[0]);
+        return n;
+    }
+
+    private ObjectNode summary(DeadLetterSummary s) {
+        ObjectNode o = F.objectNode();
+        o.put("id", s.id());
+        o.put("jobType", s.jobType());
+        o.put("jobId", s.jobId());
+        o.put("providerKey", s.providerKey());
+        o.put("failureType", s.failureType());
+        o.put("errorClass", s.errorClass());
+        o.put("errorMessage", Masking.maskText(s.errorMessage()));
+        o.put("attempts", s.attempts());
+        o.put("reschedules", s.reschedules());
+        o.put("parkCount", s.parkCount());
+        o.put("state", s.state().code());
+        o.put("parkedAt", str(s.parkedAt()));
+        o.put("stateChangedAt", str(s.stateChangedAt()));
+        o.put("replayCount", s.replayCount());
+        registered(o, s.jobTypeRegistered());
+        o.put("replayable", MANUAL_REPLAY_STATES.contains(s.state().code())
+                && (!store.validatesArgs() || s.jobTypeRegistered()));
+        return o;
+    }
+
+    /** Whether the application registers the job type; {@code null} when the console has no job types. */
+    private void registered(ObjectNode o, boolean registered) {
+        if (store.validatesArgs()) {
+            o.put("jobTypeRegistered", registered);
+        } else {
+            o.putNull("jobTypeRegistered");
+        }
+    }
+
+    // ---------------------------------------------------------------- dead letters: actions
+
+    private JsonNode replayOne(ConsoleRequest r) {
+        long id = r.id(0);
+        JsonNode argsNode = r.body().get("args");
+        String note = r.bodyText("note", 2000);
+        String operator = r.operator();
+        DeadLetter d = store.deadLetters().get(id)
+                .orElseThrow(() -> ApiException.notFound("dead letter " + id + " does not exist (never parked, or "
+                        + "purged by retention)"));
+        ReplayOptions o = ReplayOptions.by(operator).note(note);
+        if (argsNode != null && !argsNode.isNull()) {
+            if (!store.canValidate(d.jobType())) {
+                throw ApiException.badRequest(store.validatesArgs()
+                        ? "edited args cannot be validated: job type '" + d.jobType() + "' is not registered in this "
+                                + "application's Layover instance"
+                        : noValidationMessage(d.jobType()) + " Edited args were refused.", "args");
+            }
+            JsonNode edited = argsNode;
+            if (argsNode.isTextual()) {
+                try {
+                    edited = JSON.readTree(argsNode.asText());
+                } catch (JsonProcessingException e) {
+                    JsonLocation at = e.getLocation();
+                    throw ApiException.badRequest("args are not valid JSON: " + e.getOriginalMessage()
+                            + (at == null ? "" : " (line " + at.getLineNr() + ", column " + at.getColumnNr() + ")"),
+                            "args");
+                }
+                if (edited == null || edited.isMissingNode()) {
+                    throw ApiException.badRequest("args are empty: give the job's args as JSON", "args");
+                }
+            }
+            JsonNode stored = d.args() == null ? null : parse(d.args());
+            edited = Masking.restoreMasked(edited, stored);
+            o = o.args(edited.toString());
+        }
+        Replayed rp = store.forReplayOf(d.jobType()).replay(id, o);
+        ObjectNode out = F.objectNode();
+        ObjectNode n = out.putObject("replayed");
+        n.put("deadLetterId", rp.deadLetterId());
+        n.put("jobType", rp.jobType());
+        n.put("jobId", rp.jobId());
+        n.put("kind", rp.kind().code());
+        n.put("runAt", str(rp.runAt()));
+        n.put("argsEdited", rp.argsEdited());
+        n.put("auditId", rp.auditId());
+        return out;
+    }
+
+    private JsonNode discardOne(ConsoleRequest r) {
+        long id = r.id(0);
+        String note = r.bodyText("note", 2000);
+        ActionOptions o = ActionOptions.by(r.operator()).note(note);
+        existing(id);
+        BulkResult res = store.deadLetters().discard(Selection.one(id), o);
+        if (res.changed() == 0) {
+            throw new ApiException(409, "dead letter " + id + " is " + existing(id).state().code()
+                    + "; only parked or review dead letters can be discarded");
+        }
+        return bulkJson(res);
+    }
+
+    private JsonNode moveBackOne(ConsoleRequest r) {
+        long id = r.id(0);
+        String note = r.bodyText("note", 2000);
+        ActionOptions o = ActionOptions.by(r.operator()).note(note);
+        existing(id);
+        BulkResult res = store.deadLetters().moveBackToParked(Selection.one(id), o);
+        if (res.changed() == 0) {
+            throw new ApiException(409, "dead letter " + id + " is " + existing(id).state().code()
+                    + "; only dead letters in review can be moved back to parked");
+        }
+        return bulkJson(res);
+    }
+
+    private DeadLetter existing(long id) {
+        Optional<DeadLetter> d = store.deadLetters().get(id);
+        return d.orElseThrow(() -> ApiException.notFound("dead letter " + id + " does not exist (never parked, or "
+                + "purged by retention)"));
+    }
+
+    private JsonNode bulk(ConsoleRequest r, String action) {
+        JsonNode body = r.body();
+        Selection selection = selection(body);
+        String note = r.bodyText("note", 2000);
+        String operator = r.operator();
+        BulkResult res;
+        if (action.equals("replay")) {
+            res = store.forBulkReplay().replay(selection, ReplayOptions.by(operator).note(note));
+        } else if (action.equals("discard")) {
+            res = store.deadLetters().discard(selection, ActionOptions.by(operator).note(note));
+        } else {
+            res = store.deadLetters().moveBackToParked(selection, ActionOptions.by(operator).note(note));
+        }
+        return bulkJson(res);
+    }
+
+    private Selection selection(JsonNode body) {
+        JsonNode ids = body.get("ids");
+        JsonNode filter = body.get("filter");
+        boolean hasIds = ids != null && !ids.isNull();
+        boolean hasFilter = filter != null && !filter.isNull();
+        if (hasIds == hasFilter) {
+            throw ApiException.badRequest("say which dead letters: either \"ids\": [1, 2] or \"filter\": {...} "
+                    + "(an empty filter {} means every dead letter)");
+        }
+        if (hasIds) {
+            if (!ids.isArray() || ids.isEmpty()) {
+                throw ApiException.badRequest("ids must be a non-empty array of dead letter ids", "ids");
+            }
+            if (ids.size() > MAX_IDS) {
+                throw ApiException.badRequest("at most " + MAX_IDS + " ids at once; use a filter for more", "ids");
+            }
+            List<Long> list = new ArrayList<>();
+            for (JsonNode id : ids) {
+                if (!id.canConvertToLong() || !id.isIntegralNumber()) {
+                    throw ApiException.badRequest("ids must be whole numbers, got " + id, "ids");
+                }
+                list.add(id.asLong());
+            }
+            return Selection.ids(list);
+        }
+        if (!filter.isObject()) {
+            throw ApiException.badRequest("filter must be an object", "filter");
+        }
+        return Selection.matching(filterFromJson(filter));
+    }
+
+    private static JsonNode bulkJson(BulkResult res) {
+        ObjectNode o = F.objectNode();
+        o.put("action", res.action());
+        o.put("processed", res.processed());
+        o.put("changed", res.changed());
+        ObjectNode skipped = o.putObject("skipped");
+        res.skipped().forEach((k, v) -> skipped.put(k.name().toLowerCase(java.util.Locale.ROOT), v));
+        o.put("skippedTotal", res.skippedTotal());
+        o.put("batches", res.batches());
+        o.put("tookMs", res.took().toMillis());
+        o.put("auditId", res.auditId());
+        return o;
+    }
+
+    // ---------------------------------------------------------------- jobs
+
+    private JsonNode jobs(ConsoleRequest r) {
+        List<String> states = r.params("state");
+        for (String s : states) {
+            if (!JOB_STATES.contains(s)) {
+                throw ApiException.badRequest("state must be one of " + JOB_STATES + ", was '" + s + "'", "state");
+            }
+        }
+        if (states.isEmpty()) {
+            states = WAITING_STATES;
+        }
+        ConsoleSql.JobFilter f = new ConsoleSql.JobFilter(checked(r.params("jobType"), "jobType"),
+                checked(r.params("providerKey"), "providerKey"), states, checked(r.params("why"), "why"));
+        int limit = r.intParam("limit", 50, 1, 500);
+        ConsoleSql.JobCursor after = jobCursor(r.param("cursor"));
+        ArrayNode rows = sql.jobs(f, after, limit + 1);
+        ObjectNode out = F.objectNode();
+        ArrayNode items = out.putArray("items");
+        String next = null;
+        for (int i = 0; i < rows.size() && i < limit; i++) {
+            ObjectNode row = (ObjectNode) rows.get(i);
+            maskField(row, "rescheduleDetail");
+            maskField(row, "lastErrorMessage");
+            items.add(row);
+        }
+        if (rows.size() > limit) {
+            JsonNode last = rows.get(limit - 1);
+            ArrayNode c = F.arrayNode();
+            c.add(last.path("runAt").asText());
+            c.add(last.path("jobType").asText());
+            c.add(last.path("id").asText());
+            next = Base64.getUrlEncoder().withoutPadding().encodeToString(c.toString().getBytes(StandardCharsets.UTF_8));
+        }
+        out.put("nextCursor", next);
+        out.put("limit", limit);
+        ArrayNode st = out.putArray("states");
+        states.forEach(st::add);
+        return out;
+    }
+
+    private static ConsoleSql.JobCursor jobCursor(String cursor) {
+        if (cursor == null) {
+            return null;
+        }
+        try {
+            JsonNode c = JSON.readTree(Base64.getUrlDecoder().decode(cursor));
+            if (c == null || !c.isArray() || c.size() != 3) {
+                throw new IllegalArgumentException();
+            }
+            return new ConsoleSql.JobCursor(Instant.parse(c.get(0).asText()), c.get(1).asText(), c.get(2).asText());
+        } catch (RuntimeException | java.io.IOException e) {
+            throw ApiException.badRequest("not a jobs page cursor: " + cursor, "cursor");
+        }
+    }
+
+    private static List<String> checked(List<String> values, String name) {
+        for (String v : values) {
+            if (v.length() > 200) {
+                throw ApiException.badRequest(name + " values must be at most 200 characters", name);
+            }
+        }
+        return values;
+    }
+
+    // ---------------------------------------------------------------- breakers
+
+    private JsonNode breakers() {
+        ObjectNode out = F.objectNode();
+        ArrayNode items = out.putArray("items");
+        for (JsonNode row : sql.breakers()) {
+            ObjectNode b = (ObjectNode) row;
+            maskField(b, "reason");
+            maskField(b, "lastFailure");
+            items.add(b);
+        }
+        return out;
+    }
+
+    private JsonNode forceBreaker(ConsoleRequest r, boolean open) {
+        String key = r.path(0);
+        if (key.isBlank() || key.length() > 200) {
+            throw ApiException.badRequest("provider key must be 1-200 characters");
+        }
+        String reason = r.bodyText("reason", 500);
+        String operator = r.operator();
+        Duration hold = null;
+        JsonNode h = r.body().get("holdForSeconds");
+        if (open && h != null && !h.isNull()) {
+            if (!h.isIntegralNumber() || h.asLong() < 1 || h.asLong() > MAX_HOLD.toSeconds()) {
+                throw ApiException.badRequest("holdForSeconds must be a whole number of seconds, 1-"
+                        + MAX_HOLD.toSeconds() + " (leave it out to hold the breaker open until forced closed)",
+                        "holdForSeconds");
+            }
+            hold = Duration.ofSeconds(h.asLong());
+        }
+        if (!open && sql.breakerState(key) == null) {
+            throw ApiException.notFound("provider key '" + key + "' has no breaker");
+        }
+        String why = "by " + operator + (reason == null ? "" : ": " + reason);
+        boolean changed = open
+                ? store.providerStates().forceOpen(key, hold, why)
+                : store.providerStates().forceClose(key, why);
+        ObjectNode details = F.objectNode();
+        details.put("changed", changed);
+        if (open) {
+            if (hold == null) {
+                details.putNull("hold_for_seconds");
+            } else {
+                details.put("hold_for_seconds", hold.toSeconds());
+            }
+        }
+        String action = open ? "force_open" : "force_close";
+        long auditId = store.auditLog().record(operator, action, key, changed ? 1 : 0, reason, details.toString());
+        ObjectNode out = F.objectNode();
+        out.put("providerKey", key);
+        out.put("action", action);
+        out.put("changed", changed);
+        out.put("state", Optional.ofNullable(sql.breakerState(key)).orElse("closed"));
+        out.put("auditId", auditId);
+        return out;
+    }
+
+    // ---------------------------------------------------------------- audit
+
+    private JsonNode audit(ConsoleRequest r) {
+        int limit = r.intParam("limit", 50, 1, 1000);
+        Long before = null;
+        String b = r.param("before");
+        if (b != null) {
+            try {
+                before = Long.parseLong(b);
+            } catch (NumberFormatException e) {
+                throw ApiException.badRequest("before must be an audit log id", "before");
+            }
+        }
+        List<AuditEntry> entries = store.auditLog().list(limit, before);
+        ObjectNode out = F.objectNode();
+        ArrayNode items = out.putArray("items");
+        for (AuditEntry e : entries) {
+            items.add(audit(e, false));
+        }
+        if (entries.size() == limit) {
+            out.put("nextBefore", entries.get(entries.size() - 1).id());
+        } else {
+            out.putNull("nextBefore");
+        }
+        return out;
+    }
+
+    private static ObjectNode audit(AuditEntry e, boolean reveal) {
+        ObjectNode o = F.objectNode();
+        o.put("id", e.id());
+        o.put("at", str(e.at()));
+        o.put("actor", e.actor());
+        o.put("action", e.action());
+        o.put("subject", e.subject());
+        o.put("count", e.count());
+        ArrayNode ids = o.putArray("ids");
+        e.ids().forEach(ids::add);
+        JsonNode filter = e.filterJson() == null ? null : parse(e.filterJson());
+        o.set("filter", filter == null || reveal ? filter : Masking.maskAll(filter));
+        o.put("note", reveal ? e.note() : Masking.maskText(e.note()));
+        JsonNode details = e.detailsJson() == null ? null : parse(e.detailsJson());
+        o.set("details", details == null || reveal ? details : Masking.maskAll(details));
+        o.put("finishedAt", str(e.finishedAt()));
+        return o;
+    }
+
+    // ---------------------------------------------------------------- filters
+
+    private DeadLetterFilter filterFromQuery(ConsoleRequest r) {
+        DeadLetterFilter f = DeadLetterFilter.all();
+        List<String> jobTypes = r.params("jobType");
+        List<String> keys = r.params("providerKey");
+        List<String> failures = r.params("failureType");
+        List<String> states = r.params("state");
+        if (!jobTypes.isEmpty()) {
+            f = f.withJobTypes(jobTypes.toArray(String[]::new));
+        }
+        if (!keys.isEmpty()) {
+            f = f.withProviderKeys(keys.toArray(String[]::new));
+        }
+        if (!failures.isEmpty()) {
+            f = f.withFailureTypes(failures.toArray(String[]::new));
+        }
+        if (!states.isEmpty()) {
+            f = f.withStates(states(states));
+        }
+        Instant from = time(r.param("parkedFrom"), "parkedFrom");
+        Instant until = time(r.param("parkedUntil"), "parkedUntil");
+        if (from != null || until != null) {
+            f = f.withParkedBetween(from, until);
+        }
+        String text = r.param("text");
+        if (text != null) {
+            f = f.withText(text);
+        }
+        return f;
+    }
+
+    static DeadLetterFilter filterFromJson(JsonNode n) {
+        DeadLetterFilter f = DeadLetterFilter.all();
+        List<String> jobTypes = strings(n, "jobTypes", "jobType");
+        List<String> keys = strings(n, "providerKeys", "providerKey");
+        List<String> failures = strings(n, "failureTypes", "failureType");
+        List<String> states = strings(n, "states", "state");
+        if (!jobTypes.isEmpty()) {
+            f = f.withJobTypes(jobTypes.toArray(String[]::new));
+        }
+        if (!keys.isEmpty()) {
+            f = f.withProviderKeys(keys.toArray(String[]::new));
+        }
+        if (!failures.isEmpty()) {
+            f = f.withFailureTypes(failures.toArray(String[]::new));
+        }
+        if (!states.isEmpty()) {
+            f = f.withStates(states(states));
+        }
+        Instant from = time(textOf(n, "parkedFrom"), "parkedFrom");
+        Instant until = time(textOf(n, "parkedUntil"), "parkedUntil");
+        if (from != null || until != null) {
+            f = f.withParkedBetween(from, until);
+        }
+        String text = textOf(n, "text");
+        if (text != null) {
+            f = f.withText(text);
+        }
+        return f;
+    }
+
+    private static List<String> strings(JsonNode n, String plural, String singular) {
+        Set<String> out = new LinkedHashSet<>();
+        for (String name : List.of(plural, singular)) {
+            JsonNode v = n.get(name);
+            if (v == null || v.isNull()) {
+                continue;
+            }
+            if (v.isTextual()) {
+                if (!v.asText().isEmpty()) {
+                    out.add(v.asText());
+                }
+            } else if (v.isArray()) {
+                for (JsonNode e : v) {
+                    if (!e.isTextual()) {
+                        throw ApiException.badRequest(name + " must be strings", "filter." + name);
+                    }
+                    if (!e.asText().isEmpty()) {
+                        out.add(e.asText());
+                    }
+                }
+            } else {
+                throw ApiException.badRequest(name + " must be a string or an array of strings", "filter." + name);
+            }
+        }
+        return new ArrayList<>(out);
+    }
+
+    private static String textOf(JsonNode n, String name) {
+        JsonNode v = n.get(name);
+        if (v == null || v.isNull()) {
+            return null;
+        }
+        if (!v.isTextual()) {
+            throw ApiException.badRequest(name + " must be a string", "filter." + name);
+        }
+        return v.asText().isEmpty() ? null : v.asText();
+    }
+
+    private static DeadLetterState[] states(List<String> codes) {
+        List<DeadLetterState> out = new ArrayList<>();
+        for (String c : codes) {
+            try {
+                out.add(DeadLetterState.fromCode(c));
+            } catch (IllegalArgumentException e) {
+                throw ApiException.badRequest("state must be parked, review, replayed or discarded, was '" + c + "'",
+                        "state");
+            }
+        }
+        return out.toArray(DeadLetterState[]::new);
+    }
+
+    /** ISO-8601 instants ({@code 2025-05-01T10:00:00Z}), offsets, or local dates and times taken as UTC. */
+    static Instant time(String s, String field) {
+        if (s == null || s.isBlank()) {
+            return null;
+        }
+        String v = s.strip();
+        try {
+            return Instant.parse(v);
+        } catch (DateTimeParseException e1) {
+            try {
+                return OffsetDateTime.parse(v).toInstant();
+            } catch (DateTimeParseException e2) {
+                try {
+                    return LocalDateTime.parse(v).toInstant(ZoneOffset.UTC);
+                } catch (DateTimeParseException e3) {
+                    try {
+                        return LocalDate.parse(v).atStartOfDay().toInstant(ZoneOffset.UTC);
+                    } catch (DateTimeParseException e4) {
+                        throw ApiException.badRequest(field + " must be an ISO-8601 time such as "
+                                + "2025-05-01T10:00:00Z, was '" + s + "'", field);
+                    }
+                }
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- helpers
+
+    private static void maskField(ObjectNode o, String field) {
+        JsonNode v = o.get(field);
+        if (v != null && v.isTextual()) {
+            o.put(field, Masking.maskText(v.asText()));
+        }
+    }
+
+    private static String text(String s, boolean reveal, boolean[] masked) {
+        if (s == null || reveal) {
+            return s;
+        }
+        String m = Masking.maskText(s);
+        masked[0] |= !m.equals(s);
+        return m;
+    }
+
+    private static JsonNode parse(String json) {
+        try {
+            return JSON.readTree(json);
+        } catch (JsonProcessingException e) {
+            return F.textNode(json);
+        }
+    }
+
+    private static String pretty(JsonNode n) {
+        try {
+            return PRETTY.writeValueAsString(n);
+        } catch (JsonProcessingException e) {
+            return n.toString();
+        }
+    }
+
+    private static String str(Instant t) {
+        return t == null ? null : t.toString();
+    }
+}

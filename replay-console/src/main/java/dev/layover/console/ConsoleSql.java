@@ -1,0 +1,356 @@
+package dev.layover.console;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.layover.core.internal.Db;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.ResultSetMetaData;
+import java.sql.SQLException;
+import java.sql.Types;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import javax.sql.DataSource;
+
+/**
+ * Every SQL statement of the console, in one place. The dead-letter store's own statements live
+ * in {@code layover-dlq}; these read jobs and provider state for the overview, the jobs page and
+ * the breakers page. Filters are assembled from the fixed fragments below; every value is a bound
+ * parameter, never part of the SQL text. Every statement is a single autocommitted read.
+ */
+final class ConsoleSql {
+
+    private final Db db;
+
+    ConsoleSql(DataSource dataSource) {
+        this.db = new Db(dataSource);
+    }
+
+    // ---------------------------------------------------------------- statements
+
+    static final String SCHEMA_PRESENT = """
+            SELECT to_regclass('layover.dead_letters') IS NOT NULL
+               AND to_regclass('layover.audit_log') IS NOT NULL
+               AND to_regclass('layover.breakers') IS NOT NULL
+               AND to_regclass('layover.jobs') IS NOT NULL""";
+
+    /** Distinct job types of dead letters: a skip scan over {@code dead_letters_job_idx}. */
+    static final String DEAD_LETTER_JOB_TYPES = """
+            WITH RECURSIVE t(job_type) AS (
+                (SELECT d.job_type FROM layover.dead_letters d ORDER BY d.job_type LIMIT 1)
+                UNION ALL
+                SELECT (SELECT d.job_type FROM layover.dead_letters d WHERE d.job_type > t.job_type
+                        ORDER BY d.job_type LIMIT 1)
+                FROM t WHERE t.job_type IS NOT NULL)
+            SELECT job_type FROM t WHERE job_type IS NOT NULL""";
+
+    static final String JOBS_BY_STATE = """
+            SELECT j.state, count(*) AS n, count(*) FILTER (WHERE j.run_at <= now()) AS due
+            FROM layover.jobs j GROUP BY j.state""";
+
+    static final String DEAD_LETTERS_BY_STATE_AND_FAILURE = """
+            SELECT d.state, d.failure_type, count(*) AS n
+            FROM layover.dead_letters d GROUP BY d.state, d.failure_type""";
+
+    /** Every provider key with state rows, or with dead letters waiting for a person or the sweep. */
+    static final String PROVIDER_KEYS = """
+            WITH keys AS (
+                SELECT provider_key FROM layover.provider_keys
+                UNION
+                SELECT DISTINCT d.provider_key FROM layover.dead_letters d
+                WHERE d.state IN ('parked', 'review') AND d.provider_key IS NOT NULL)
+            SELECT k.provider_key,
+                   coalesce(b.state, 'closed') AS breaker_state,
+                   b.open_until AS breaker_open_until,
+                   b.reason AS breaker_reason,
+                   CASE WHEN c.until > now() THEN c.until END AS cooldown_until,
+                   CASE WHEN c.until > now() THEN c.reason END AS cooldown_reason,
+                   CASE WHEN c.until > now() THEN c.detail END AS cooldown_detail,
+                   bk.requests_per_minute, bk.tokens_per_minute, bk.burst_ms,
+                   CASE WHEN greatest(bk.request_tat, bk.token_tat) > now()
+                        THEN greatest(bk.request_tat, bk.token_tat) END AS bucket_booked_until,
+                   CASE WHEN greatest(bk.request_tat, bk.token_tat) > now()
+                        THEN (extract(epoch FROM greatest(bk.request_tat, bk.token_tat) - now()) * 1000)::bigint
+                        ELSE 0 END AS bucket_booked_ahead_ms,
+                   (SELECT count(*) FROM layover.jobs j WHERE j.provider_key = k.provider_key) AS jobs,
+                   (SELECT count(*) FROM layover.dead_letters d
+                    WHERE d.provider_key = k.provider_key AND d.state = 'parked') AS parked
+            FROM keys k
+            LEFT JOIN layover.breakers b ON b.provider_key = k.provider_key
+            LEFT JOIN layover.cooldowns c ON c.provider_key = k.provider_key
+            LEFT JOIN layover.buckets bk ON bk.provider_key = k.provider_key
+            ORDER BY (coalesce(b.state, 'closed') <> 'closed') DESC, k.provider_key
+            LIMIT 500""";
+
+    static final String BREAKERS = """
+            SELECT b.provider_key, b.state, b.previous_state, b.window_started_at, b.calls, b.failures,
+                   b.opened_at, b.open_until, b.open_count, b.closed_at, b.trial_claimed_by, b.trial_expires_at,
+                   b.reason, b.last_failure, b.last_failure_at, b.changed_at, b.changed_by,
+                   CASE WHEN c.until > now() THEN c.until END AS cooldown_until,
+                   CASE WHEN c.until > now() THEN c.reason END AS cooldown_reason
+            FROM layover.breakers b
+            LEFT JOIN layover.cooldowns c ON c.provider_key = b.provider_key
+            ORDER BY (b.state <> 'closed') DESC, b.provider_key
+            LIMIT 1000""";
+
+    static final String BREAKER_EXISTS = "SELECT state FROM layover.breakers WHERE provider_key = ?";
+
+    /** The live job a dead letter's replay created (same type and id), if it is still queued. */
+    static final String LIVE_JOB = """
+            SELECT j.state, j.run_at, j.attempts, j.reschedules, j.reschedule_reason, j.picked_by
+            FROM layover.jobs j WHERE j.job_type = ? AND j.id = ?""";
+
+    /** Jobs with why they wait; filters are appended as {@code AND} fragments on {@code x}. */
+    static final String JOBS_SELECT = """
+            SELECT x.* FROM (
+                SELECT j.id, j.job_type, j.state, j.run_at, j.attempts, j.reschedules, j.provider_key,
+                       j.reschedule_reason, j.reschedule_detail, j.rescheduled_at,
+                       j.last_error ->> 'message' AS last_error_message,
+                       j.last_error ->> 'error_class' AS last_error_class,
+                       j.failed_at, j.enqueued_at, j.picked_by, j.dead_letter_id, j.replay_kind,
+                       coalesce(b.state, 'closed') AS breaker_state, b.open_until AS breaker_open_until,
+                       CASE WHEN c.until > now() THEN c.until END AS cooldown_until,
+                       j.run_at <= now() AS due,
+                       CASE WHEN j.state = 'running' THEN 'running'
+                            WHEN j.state = 'retrying' THEN 'retry'
+                            WHEN j.state = 'rescheduled' THEN
+                                CASE WHEN j.reschedule_reason = 'cooldown' THEN 'cooldown'
+                                     WHEN j.reschedule_reason = 'bucket' THEN 'bucket'
+                                     WHEN j.reschedule_reason LIKE 'breaker%' THEN 'breaker'
+                                     WHEN j.reschedule_reason = 'rate_limited' THEN 'rate_limited'
+                                     WHEN j.reschedule_reason = 'quota_exhausted' THEN 'quota'
+                                     WHEN j.reschedule_reason = 'snooze' THEN 'snooze'
+                                     ELSE coalesce(j.reschedule_reason, 'rescheduled') END
+                            WHEN j.dead_letter_id IS NOT NULL THEN 'replay'
+                            ELSE 'new' END AS why
+                FROM layover.jobs j
+                LEFT JOIN layover.breakers b ON b.provider_key = j.provider_key
+                LEFT JOIN layover.cooldowns c ON c.provider_key = j.provider_key) x
+            WHERE true""";
+    static final String JOBS_BY_TYPE = " AND x.job_type = ANY(?)";
+    static final String JOBS_BY_PROVIDER = " AND x.provider_key = ANY(?)";
+    static final String JOBS_BY_STATE_IN = " AND x.state = ANY(?)";
+    static final String JOBS_BY_WHY = " AND x.why = ANY(?)";
+    static final String JOBS_AFTER = " AND (x.run_at, x.job_type, x.id) > (?, ?, ?)";
+    static final String JOBS_ORDER = " ORDER BY x.run_at, x.job_type, x.id LIMIT ?";
+
+    // ---------------------------------------------------------------- reads
+
+    boolean schemaPresent() {
+        return db.autocommit("checking the Layover schema", c -> {
+            try (PreparedStatement ps = c.prepareStatement(SCHEMA_PRESENT); ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getBoolean(1);
+            }
+        });
+    }
+
+    List<String> deadLetterJobTypes() {
+        return db.autocommit("reading dead-letter job types", c -> {
+            List<String> out = new ArrayList<>();
+            try (PreparedStatement ps = c.prepareStatement(DEAD_LETTER_JOB_TYPES); ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.add(rs.getString(1));
+                }
+            }
+            return out;
+        });
+    }
+
+    ArrayNode jobsByState() {
+        return query("counting jobs", JOBS_BY_STATE);
+    }
+
+    ArrayNode deadLettersByStateAndFailure() {
+        return query("counting dead letters", DEAD_LETTERS_BY_STATE_AND_FAILURE);
+    }
+
+    ArrayNode providerKeys() {
+        return query("reading provider keys", PROVIDER_KEYS);
+    }
+
+    ArrayNode breakers() {
+        return query("reading breakers", BREAKERS);
+    }
+
+    /** @return the breaker's state, or {@code null} when the key has no breaker row */
+    String breakerState(String providerKey) {
+        return db.autocommit("reading a breaker", c -> {
+            try (PreparedStatement ps = c.prepareStatement(BREAKER_EXISTS)) {
+                ps.setString(1, providerKey);
+                try (ResultSet rs = ps.executeQuery()) {
+                    return rs.next() ? rs.getString(1) : null;
+                }
+            }
+        });
+    }
+
+    /** @return the live job, or {@code null} */
+    ObjectNode liveJob(String jobType, String jobId) {
+        ArrayNode rows = query("reading a job", LIVE_JOB, jobType, jobId);
+        return rows.isEmpty() ? null : (ObjectNode) rows.get(0);
+    }
+
+    /** A filter of the jobs page; empty lists mean any. */
+    record JobFilter(List<String> jobTypes, List<String> providerKeys, List<String> states, List<String> whys) {}
+
+    /** A position in the jobs page order. */
+    record JobCursor(Instant runAt, String jobType, String id) {}
+
+    /**
+     * @param f the filter
+     * @param after the last row of the previous page, or {@code null}
+     * @param limit rows (one more is read to tell whether there is a next page)
+     * @return the rows
+     */
+    ArrayNode jobs(JobFilter f, JobCursor after, int limit) {
+        StringBuilder sql = new StringBuilder(JOBS_SELECT);
+        List<Object> params = new ArrayList<>();
+        if (!f.jobTypes().isEmpty()) {
+            sql.append(JOBS_BY_TYPE);
+            params.add(f.jobTypes().toArray(String[]::new));
+        }
+        if (!f.providerKeys().isEmpty()) {
+            sql.append(JOBS_BY_PROVIDER);
+            params.add(f.providerKeys().toArray(String[]::new));
+        }
+        if (!f.states().isEmpty()) {
+            sql.append(JOBS_BY_STATE_IN);
+            params.add(f.states().toArray(String[]::new));
+        }
+        if (!f.whys().isEmpty()) {
+            sql.append(JOBS_BY_WHY);
+            params.add(f.whys().toArray(String[]::new));
+        }
+        if (after != null) {
+            sql.append(JOBS_AFTER);
+            params.add(after.runAt());
+            params.add(after.jobType());
+            params.add(after.id());
+        }
+        sql.append(JOBS_ORDER);
+        params.add(limit);
+        return query("reading jobs", sql.toString(), params.toArray());
+    }
+
+    // ---------------------------------------------------------------- mapping
+
+    private ArrayNode query(String what, String sql, Object... params) {
+        return db.autocommit(what, c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql)) {
+                bind(c, ps, params);
+                try (ResultSet rs = ps.executeQuery()) {
+                    return rows(rs);
+                }
+            }
+        });
+    }
+
+    private static void bind(Connection c, PreparedStatement ps, Object... params) throws SQLException {
+        for (int i = 0; i < params.length; i++) {
+            Object p = params[i];
+            int n = i + 1;
+            if (p == null) {
+                ps.setNull(n, Types.VARCHAR);
+            } else if (p instanceof String[] a) {
+                Array arr = c.createArrayOf("text", a);
+                ps.setArray(n, arr);
+            } else if (p instanceof Instant t) {
+                ps.setObject(n, OffsetDateTime.ofInstant(t, ZoneOffset.UTC));
+            } else if (p instanceof Integer v) {
+                ps.setInt(n, v);
+            } else if (p instanceof Long v) {
+                ps.setLong(n, v);
+            } else {
+                ps.setString(n, p.toString());
+            }
+        }
+    }
+
+    /** Rows as JSON objects: snake_case columns become camelCase names, times ISO-8601 strings. */
+    private static ArrayNode rows(ResultSet rs) throws SQLException {
+        ArrayNode out = JsonNodeFactory.instance.arrayNode();
+        ResultSetMetaData md = rs.getMetaData();
+        int n = md.getColumnCount();
+        String[] names = new String[n];
+        for (int i = 0; i < n; i++) {
+            names[i] = camel(md.getColumnLabel(i + 1));
+        }
+        while (rs.next()) {
+            ObjectNode row = out.addObject();
+            for (int i = 0; i < n; i++) {
+                int col = i + 1;
+                int type = md.getColumnType(col);
+                String name = names[i];
+                switch (type) {
+                    case Types.TIMESTAMP_WITH_TIMEZONE, Types.TIMESTAMP -> {
+                        OffsetDateTime t = rs.getObject(col, OffsetDateTime.class);
+                        if (t == null) {
+                            row.putNull(name);
+                        } else {
+                            row.put(name, time(t));
+                        }
+                    }
+                    case Types.INTEGER, Types.SMALLINT, Types.BIGINT -> {
+                        long v = rs.getLong(col);
+                        if (rs.wasNull()) {
+                            row.putNull(name);
+                        } else {
+                            row.put(name, v);
+                        }
+                    }
+                    case Types.DOUBLE, Types.REAL, Types.FLOAT, Types.NUMERIC -> {
+                        double v = rs.getDouble(col);
+                        if (rs.wasNull()) {
+                            row.putNull(name);
+                        } else {
+                            row.put(name, v);
+                        }
+                    }
+                    case Types.BOOLEAN, Types.BIT -> {
+                        boolean v = rs.getBoolean(col);
+                        if (rs.wasNull()) {
+                            row.putNull(name);
+                        } else {
+                            row.put(name, v);
+                        }
+                    }
+                    default -> row.put(name, rs.getString(col));
+                }
+            }
+        }
+        return out;
+    }
+
+    /** ISO-8601 in UTC; Postgres' {@code infinity} and {@code -infinity} by name. */
+    static String time(OffsetDateTime t) {
+        if (t.getYear() > 100_000) {
+            return "infinity";
+        }
+        if (t.getYear() < -100_000) {
+            return "-infinity";
+        }
+        return t.toInstant().toString();
+    }
+
+    static String camel(String column) {
+        StringBuilder b = new StringBuilder();
+        boolean up = false;
+        for (char ch : column.toLowerCase(Locale.ROOT).toCharArray()) {
+            if (ch == '_') {
+                up = true;
+            } else {
+                b.append(up ? Character.toUpperCase(ch) : ch);
+                up = false;
+            }
+        }
+        return b.toString();
+    }
+}

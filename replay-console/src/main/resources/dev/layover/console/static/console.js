@@ -1,0 +1,762 @@
+/*
+ * Layover replay console. Vanilla JS, no build step.
+ *
+ * Rule: data from the server is put on the page only as text (text nodes, textContent, value,
+ * setAttribute with fixed prefixes) - never through an API that parses HTML - so that provider
+ * errors and args containing markup show as what they are. A test checks this file for such APIs.
+ */
+'use strict';
+
+(function () {
+  const REFRESH_MS = 5000;
+  const DL_STATES = ['parked', 'review', 'replayed', 'discarded'];
+  const JOB_STATES = ['scheduled', 'rescheduled', 'retrying', 'running'];
+  const WHYS = ['new', 'replay', 'retry', 'cooldown', 'bucket', 'breaker', 'rate_limited', 'quota', 'snooze', 'running'];
+
+  const S = {
+    session: null,
+    timer: null,
+    renderId: 0,
+    selected: new Set(),
+    selectAllMatching: false,
+  };
+
+  // ------------------------------------------------------------------ DOM helpers (text only)
+
+  function el(tag, attrs) {
+    const e = document.createElement(tag);
+    if (attrs) {
+      for (const k of Object.keys(attrs)) {
+        const v = attrs[k];
+        if (v === null || v === undefined || v === false) continue;
+        if (k === 'class') e.className = v;
+        else if (k === 'text') e.textContent = String(v);
+        else if (k.startsWith('on') && typeof v === 'function') e.addEventListener(k.slice(2), v);
+        else if (k === 'value') e.value = v;
+        else if (k === 'checked') e.checked = !!v;
+        else if (v === true) e.setAttribute(k, '');
+        else e.setAttribute(k, String(v));
+      }
+    }
+    for (let i = 2; i < arguments.length; i++) add(e, arguments[i]);
+    return e;
+  }
+
+  function add(parent, child) {
+    if (child === null || child === undefined || child === false) return;
+    if (Array.isArray(child)) { child.forEach(c => add(parent, c)); return; }
+    if (typeof child === 'string' || typeof child === 'number' || typeof child === 'boolean') {
+      parent.appendChild(document.createTextNode(String(child)));
+      return;
+    }
+    parent.appendChild(child);
+  }
+
+  function clear(node) {
+    while (node.firstChild) node.removeChild(node.firstChild);
+  }
+
+  function main() { return document.getElementById('main'); }
+
+  function link(href, text, attrs) {
+    return el('a', Object.assign({ href: href }, attrs || {}), text);
+  }
+
+  function badge(text, kind) {
+    return el('span', { class: 'badge ' + (kind || '') }, text);
+  }
+
+  function stateBadge(state) {
+    return badge(state || '–', 'st-' + String(state || 'none').replace(/[^a-z_]/g, ''));
+  }
+
+  function fmtTime(iso) {
+    if (!iso) return '–';
+    if (iso === 'infinity') return 'until forced closed';
+    const d = new Date(iso);
+    if (isNaN(d.getTime())) return String(iso);
+    const pad = n => String(n).padStart(2, '0');
+    return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + ' ' +
+      pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds());
+  }
+
+  function relTime(iso) {
+    if (!iso || iso === 'infinity' || iso === '-infinity') return '';
+    const ms = new Date(iso).getTime() - Date.now();
+    if (isNaN(ms)) return '';
+    const a = Math.abs(ms);
+    let s;
+    if (a < 1000) return 'now';
+    if (a < 60000) s = Math.round(a / 1000) + ' s';
+    else if (a < 3600000) s = Math.round(a / 60000) + ' min';
+    else if (a < 86400000) s = (a / 3600000).toFixed(1) + ' h';
+    else s = (a / 86400000).toFixed(1) + ' d';
+    return ms > 0 ? 'in ' + s : s + ' ago';
+  }
+
+  function timeCell(iso) {
+    const r = relTime(iso);
+    return el('span', { class: 'time', title: iso || '' }, fmtTime(iso), r ? el('small', null, ' (' + r + ')') : null);
+  }
+
+  function num(n) {
+    return (n === null || n === undefined) ? '–' : Number(n).toLocaleString('en-US');
+  }
+
+  function table(headers, rows, attrs) {
+    return el('table', Object.assign({ class: 'grid' }, attrs || {}),
+      el('thead', null, el('tr', null, headers.map(h => el('th', null, h)))),
+      el('tbody', null, rows.length ? rows : el('tr', null, el('td', { colspan: headers.length, class: 'empty' }, 'Nothing here.'))));
+  }
+
+  function flash(message, kind) {
+    const f = document.getElementById('flash');
+    clear(f);
+    if (!message) return;
+    f.appendChild(el('div', { class: 'flash ' + (kind || 'ok') }, message,
+      el('button', { class: 'link', type: 'button', 'aria-label': 'Dismiss', onclick: () => clear(f) }, '×')));
+  }
+
+  // ------------------------------------------------------------------ API
+
+  function operator() {
+    const v = document.getElementById('operator').value.trim();
+    return v || null;
+  }
+
+  async function api(method, path, body) {
+    const headers = { 'Accept': 'application/json' };
+    const s = S.session;
+    if (s && s.csrfToken) headers[s.tokenHeader || 'X-Layover-Token'] = s.csrfToken;
+    const op = operator();
+    if (op) headers[(s && s.operatorHeader) || 'X-Layover-Operator'] = op;
+    const init = { method: method, headers: headers, credentials: 'same-origin', cache: 'no-store', referrerPolicy: 'same-origin' };
+    if (body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    let res;
+    try {
+      res = await fetch('/api' + path, init);
+    } catch (e) {
+      const err = new Error('The console did not answer (' + e.message + ').');
+      err.status = 0;
+      throw err;
+    }
+    let data = null;
+    try { data = await res.json(); } catch (e) { data = null; }
+    if (!res.ok) {
+      const err = new Error((data && data.error) || ('HTTP ' + res.status));
+      err.status = res.status;
+      err.field = data && data.field;
+      throw err;
+    }
+    return data;
+  }
+
+  function errorBox(e) {
+    return el('div', { class: 'flash error' }, (e.status ? e.status + ': ' : '') + e.message);
+  }
+
+  // ------------------------------------------------------------------ modal
+
+  function modal(title, body, confirmText, onConfirm, danger) {
+    const back = document.getElementById('modal-backdrop');
+    const box = document.getElementById('modal');
+    clear(box);
+    const err = el('div', { class: 'field-error', id: 'modal-error' });
+    const ok = el('button', { type: 'button', class: danger ? 'danger' : 'primary', id: 'modal-confirm' }, confirmText);
+    const cancel = el('button', { type: 'button', id: 'modal-cancel' }, 'Cancel');
+    const close = () => { back.hidden = true; clear(box); document.removeEventListener('keydown', onKey); };
+    const onKey = e => { if (e.key === 'Escape') close(); };
+    ok.addEventListener('click', async () => {
+      ok.disabled = true;
+      cancel.disabled = true;
+      clear(err);
+      try {
+        await onConfirm();
+        close();
+      } catch (e) {
+        err.textContent = (e.status ? e.status + ': ' : '') + e.message;
+        ok.disabled = false;
+        cancel.disabled = false;
+      }
+    });
+    cancel.addEventListener('click', close);
+    document.addEventListener('keydown', onKey);
+    add(box, [el('h2', { id: 'modal-title' }, title), body, err, el('div', { class: 'actions' }, cancel, ok)]);
+    back.hidden = false;
+    ok.focus();
+  }
+
+  // ------------------------------------------------------------------ routing
+
+  function route() {
+    const h = location.hash.replace(/^#/, '') || '/overview';
+    const q = h.indexOf('?');
+    return { path: q < 0 ? h : h.slice(0, q), params: new URLSearchParams(q < 0 ? '' : h.slice(q + 1)) };
+  }
+
+  function go(path, params) {
+    const qs = params ? params.toString() : '';
+    location.hash = '#' + path + (qs ? '?' + qs : '');
+  }
+
+  function stopRefresh() {
+    if (S.timer) { clearInterval(S.timer); S.timer = null; }
+  }
+
+  async function render() {
+    stopRefresh();
+    const id = ++S.renderId;
+    const r = route();
+    const page = r.path.split('/')[1] || 'overview';
+    document.querySelectorAll('#nav a').forEach(a => a.classList.toggle('active', a.getAttribute('data-page') === page));
+    const m = /^\/dead-letters\/(\d+)$/.exec(r.path);
+    try {
+      if (r.path === '/overview' || r.path === '/') await pageOverview(id);
+      else if (m) await pageDeadLetter(id, m[1], r.params);
+      else if (r.path === '/dead-letters') await pageDeadLetters(id, r.params);
+      else if (r.path === '/jobs') await pageJobs(id, r.params);
+      else if (r.path === '/breakers') await pageBreakers(id);
+      else if (r.path === '/audit') await pageAudit(id, r.params);
+      else show(id, el('h1', null, 'Not found'), el('p', null, 'No such page.'));
+    } catch (e) {
+      if (id === S.renderId) show(id, el('h1', null, 'Something went wrong'), errorBox(e));
+    }
+  }
+
+  function show(id) {
+    if (id !== S.renderId) return false;
+    const m = main();
+    clear(m);
+    for (let i = 1; i < arguments.length; i++) add(m, arguments[i]);
+    return true;
+  }
+
+  // ------------------------------------------------------------------ overview
+
+  async function pageOverview(id) {
+    const draw = async () => {
+      const o = await api('GET', '/overview');
+      if (id !== S.renderId) return;
+      const js = o.jobs.byState;
+      const jobsCard = el('section', { class: 'card' }, el('h2', null, 'Jobs'),
+        el('dl', { class: 'counts' },
+          JOB_STATES.map(s => [el('dt', null, s), el('dd', null, link('#/jobs?state=' + encodeURIComponent(s), num(js[s] || 0)))]),
+          el('dt', { class: 'total' }, 'total'), el('dd', { class: 'total' }, num(o.jobs.total)),
+          el('dt', null, 'due now'), el('dd', null, num(o.jobs.dueNow))));
+      const ds = o.deadLetters.byState;
+      const deadCard = el('section', { class: 'card' }, el('h2', null, 'Dead letters'),
+        el('dl', { class: 'counts' },
+          DL_STATES.map(s => [el('dt', null, s), el('dd', null, link('#/dead-letters?state=' + encodeURIComponent(s), num(ds[s] || 0)))])));
+      const failures = Object.keys(o.deadLetters.parkedByFailureType);
+      const parkedCard = el('section', { class: 'card' }, el('h2', null, 'Parked by failure type'),
+        failures.length === 0 ? el('p', { class: 'muted' }, 'Nothing parked.') :
+          el('dl', { class: 'counts' }, failures.sort().map(f => [el('dt', null, f),
+            el('dd', null, link('#/dead-letters?state=parked&failureType=' + encodeURIComponent(f), num(o.deadLetters.parkedByFailureType[f])))])));
+      const keys = o.providerKeys.map(k => el('tr', null,
+        el('td', null, el('code', null, k.providerKey)),
+        el('td', null, stateBadge(k.breakerState), k.breakerState !== 'closed' && k.breakerOpenUntil ? el('small', { class: 'muted' }, ' until ', fmtTime(k.breakerOpenUntil)) : null),
+        el('td', null, k.cooldownUntil ? [timeCell(k.cooldownUntil), el('div', { class: 'muted small' }, k.cooldownReason || '')] : '–'),
+        el('td', null, bucketText(k)),
+        el('td', { class: 'num' }, link('#/jobs?providerKey=' + encodeURIComponent(k.providerKey), num(k.jobs))),
+        el('td', { class: 'num' }, link('#/dead-letters?state=parked&providerKey=' + encodeURIComponent(k.providerKey), num(k.parked)))));
+      show(id,
+        el('div', { class: 'page-head' }, el('h1', null, 'Overview'),
+          el('span', { class: 'muted', id: 'updated' }, 'Updated ' + fmtTime(o.at) + ' · refreshes every ' + (REFRESH_MS / 1000) + ' s')),
+        el('div', { class: 'cards' }, jobsCard, deadCard, parkedCard),
+        el('h2', null, 'Provider keys'),
+        table(['Provider key', 'Breaker', 'Cooldown until', 'Bucket', 'Jobs', 'Parked'], keys, { id: 'provider-keys' }));
+    };
+    await draw();
+    if (id === S.renderId) {
+      S.timer = setInterval(() => { draw().catch(e => flash('Refresh failed: ' + e.message, 'error')); }, REFRESH_MS);
+    }
+  }
+
+  function bucketText(k) {
+    if (k.requestsPerMinute == null && k.tokensPerMinute == null) return el('span', { class: 'muted' }, 'no limit');
+    const limits = [];
+    if (k.requestsPerMinute != null) limits.push(num(k.requestsPerMinute) + ' req/min');
+    if (k.tokensPerMinute != null) limits.push(num(k.tokensPerMinute) + ' tok/min');
+    const ahead = k.bucketBookedAheadMs || 0;
+    const burst = k.burstMs || 0;
+    const pct = burst > 0 ? Math.min(100, Math.round(ahead * 100 / burst)) : (ahead > 0 ? 100 : 0);
+    const fill = el('span', { class: 'fill' + (pct >= 100 ? ' full' : '') });
+    fill.style.width = pct + '%'; // CSSOM, allowed by the CSP (inline style attributes are not)
+    return el('div', { class: 'bucket' },
+      el('div', { class: 'meter', title: 'booked ' + (ahead / 1000).toFixed(1) + ' s ahead (burst ' + (burst / 1000).toFixed(1) + ' s)' }, fill),
+      el('small', null, limits.join(', ') + ' · ' + (ahead > 0 ? 'booked ' + (ahead / 1000).toFixed(1) + ' s ahead' : 'free')));
+  }
+
+  // ------------------------------------------------------------------ dead letters list
+
+  const FILTER_KEYS = ['jobType', 'providerKey', 'failureType', 'state', 'parkedFrom', 'parkedUntil', 'text'];
+
+  function apiFilterParams(params) {
+    const q = new URLSearchParams();
+    for (const k of FILTER_KEYS) {
+      for (const v of params.getAll(k)) {
+        if (!v) continue;
+        if (k === 'parkedFrom' || k === 'parkedUntil') {
+          const d = new Date(v);
+          q.append(k, isNaN(d.getTime()) ? v : d.toISOString());
+        } else {
+          q.append(k, v);
+        }
+      }
+    }
+    return q;
+  }
+
+  function apiFilterJson(params) {
+    const f = {};
+    const q = apiFilterParams(params);
+    const plural = { jobType: 'jobTypes', providerKey: 'providerKeys', failureType: 'failureTypes', state: 'states' };
+    for (const k of FILTER_KEYS) {
+      const vs = q.getAll(k);
+      if (!vs.length) continue;
+      if (plural[k]) f[plural[k]] = vs; else f[k] = vs[0];
+    }
+    return f;
+  }
+
+  async function pageDeadLetters(id, params) {
+    const q = apiFilterParams(params);
+    const listQ = new URLSearchParams(q);
+    listQ.set('limit', params.get('limit') || '50');
+    if (params.get('cursor')) listQ.set('cursor', params.get('cursor'));
+    const filterKey = q.toString();
+    if (S.filterKey !== filterKey) {
+      S.filterKey = filterKey;
+      S.selected = new Set();
+      S.selectAllMatching = false;
+    }
+    const [page, facets] = await Promise.all([api('GET', '/dead-letters?' + listQ), api('GET', '/dead-letters/facets?' + q)]);
+    if (id !== S.renderId) return;
+
+    const datalist = (idName, facet) => el('datalist', { id: idName }, facet.filter(f => f.value).map(f => el('option', { value: f.value })));
+    const input = (name, label, attrs) => el('label', null, label,
+      el('input', Object.assign({ name: name, id: 'f-' + name, value: params.get(name) || '' }, attrs || {})));
+    const stateSel = el('select', { name: 'state', id: 'f-state' }, el('option', { value: '' }, 'any'),
+      DL_STATES.map(s => el('option', { value: s, selected: params.get('state') === s }, s)));
+    const form = el('form', { class: 'filters', id: 'filters' },
+      input('jobType', 'Job type', { list: 'dl-job-types', autocomplete: 'off' }),
+      input('providerKey', 'Provider key', { list: 'dl-provider-keys', autocomplete: 'off' }),
+      input('failureType', 'Failure type', { list: 'dl-failure-types', autocomplete: 'off' }),
+      el('label', null, 'State', stateSel),
+      input('parkedFrom', 'Parked from', { type: 'datetime-local', step: '1' }),
+      input('parkedUntil', 'Parked until', { type: 'datetime-local', step: '1' }),
+      input('text', 'Text in error', { type: 'search', maxlength: '200' }),
+      el('div', { class: 'filter-actions' },
+        el('button', { type: 'submit', class: 'primary', id: 'apply-filter' }, 'Apply'),
+        el('button', { type: 'button', onclick: () => go('/dead-letters') }, 'Clear')),
+      datalist('dl-job-types', facets.byJobType), datalist('dl-provider-keys', facets.byProviderKey),
+      datalist('dl-failure-types', facets.byFailureType));
+    form.addEventListener('submit', e => {
+      e.preventDefault();
+      const p = new URLSearchParams();
+      for (const k of FILTER_KEYS) {
+        const v = form.elements[k].value.trim();
+        if (v) p.set(k, v);
+      }
+      go('/dead-letters', p);
+    });
+
+    const chips = el('div', { class: 'facets' },
+      el('strong', { id: 'matching-count' }, num(facets.total) + ' matching'),
+      facets.byState.map(f => el('span', { class: 'chip' }, stateBadge(f.value), ' ' + num(f.count))),
+      facets.byFailureType.slice(0, 8).map(f => el('span', { class: 'chip' }, f.value + ' ' + num(f.count))));
+
+    const rows = page.items.map(d => {
+      const cb = el('input', { type: 'checkbox', class: 'pick', 'aria-label': 'select dead letter ' + d.id, checked: S.selected.has(d.id) || S.selectAllMatching, disabled: S.selectAllMatching });
+      cb.addEventListener('change', () => { if (cb.checked) S.selected.add(d.id); else S.selected.delete(d.id); updateBulk(); });
+      return el('tr', { 'data-id': d.id },
+        el('td', null, cb),
+        el('td', null, link('#/dead-letters/' + d.id, '#' + d.id, { class: 'dl-link' })),
+        el('td', null, d.jobType, d.jobTypeRegistered === false ? el('div', { class: 'muted small' }, 'not registered') : null),
+        el('td', null, d.providerKey ? el('code', null, d.providerKey) : '–'),
+        el('td', null, d.failureType),
+        el('td', null, stateBadge(d.state)),
+        el('td', { class: 'error-cell' }, d.errorClass ? el('div', { class: 'muted small' }, d.errorClass) : null, el('div', { class: 'error-text' }, d.errorMessage || '')),
+        el('td', { class: 'num' }, d.attempts),
+        el('td', null, timeCell(d.parkedAt)),
+        el('td', { class: 'num' }, d.replayCount));
+    });
+    const all = el('input', { type: 'checkbox', 'aria-label': 'select all on this page', id: 'pick-page', disabled: S.selectAllMatching });
+    all.addEventListener('change', () => {
+      document.querySelectorAll('input.pick').forEach(cb => {
+        cb.checked = all.checked;
+        const tr = cb.closest('tr');
+        const did = Number(tr.getAttribute('data-id'));
+        if (all.checked) S.selected.add(did); else S.selected.delete(did);
+      });
+      updateBulk();
+    });
+
+    const bulk = el('div', { class: 'bulk', id: 'bulk' });
+    function updateBulk() {
+      clear(bulk);
+      const ro = S.session.readOnly;
+      if (S.selectAllMatching) {
+        add(bulk, [el('span', { id: 'selection-text' }, 'All ' + num(facets.total) + ' dead letters matching this filter are selected.'),
+          el('button', { type: 'button', id: 'bulk-replay', disabled: ro, onclick: () => confirmBulk('replay', q, null) }, 'Replay all…'),
+          el('button', { type: 'button', id: 'bulk-discard', class: 'danger', disabled: ro, onclick: () => confirmBulk('discard', q, null) }, 'Discard all…'),
+          el('button', { type: 'button', id: 'bulk-move-back', disabled: ro, onclick: () => confirmBulk('move_back', q, null) }, 'Move back all from review…'),
+          el('button', { type: 'button', class: 'link', onclick: () => { S.selectAllMatching = false; render(); } }, 'Clear selection')]);
+        return;
+      }
+      const n = S.selected.size;
+      add(bulk, [el('span', { id: 'selection-text' }, n + ' selected'),
+        el('button', { type: 'button', id: 'bulk-replay', disabled: ro || n === 0, onclick: () => confirmBulk('replay', q, [...S.selected]) }, 'Replay selected…'),
+        el('button', { type: 'button', id: 'bulk-discard', class: 'danger', disabled: ro || n === 0, onclick: () => confirmBulk('discard', q, [...S.selected]) }, 'Discard selected…'),
+        facets.total > 0 ? el('button', { type: 'button', class: 'link', id: 'select-all-matching', onclick: () => { S.selectAllMatching = true; S.selected = new Set(); render(); } },
+          'Select all ' + num(facets.total) + ' matching this filter') : null]);
+    }
+    updateBulk();
+
+    const pager = el('div', { class: 'pager' },
+      params.get('cursor') ? el('button', { type: 'button', onclick: () => { const p = new URLSearchParams(params); p.delete('cursor'); go('/dead-letters', p); } }, '← First page') : null,
+      page.nextCursor ? el('button', { type: 'button', id: 'next-page', onclick: () => { const p = new URLSearchParams(params); p.set('cursor', page.nextCursor); go('/dead-letters', p); } }, 'Next page →') : null);
+
+    show(id, el('div', { class: 'page-head' }, el('h1', null, 'Dead letters')), form, chips, bulk,
+      table([all, 'Id', 'Job type', 'Provider key', 'Failure type', 'State', 'Error', 'Attempts', 'Parked', 'Replays'], rows, { id: 'dead-letters' }),
+      pager);
+  }
+
+  const ACTION_WORDS = {
+    replay: ['Replay', 'replay', 'replayed'],
+    discard: ['Discard', 'discard', 'discarded'],
+    move_back: ['Move back', 'move back to parked', 'moved back'],
+  };
+
+  async function confirmBulk(action, filterQuery, ids) {
+    const w = ACTION_WORDS[action];
+    let count;
+    let detail = null;
+    try {
+      if (ids) {
+        count = ids.length;
+      } else {
+        const q = new URLSearchParams(filterQuery);
+        q.set('action', action);
+        const p = await api('GET', '/dead-letters/preview?' + q);
+        count = p.count;
+        if (p.matching !== p.count) {
+          detail = num(p.matching) + ' match the filter; ' + num(p.matching - p.count) + ' of them are not in a state (or of a job type) this action applies to and will be left as they are.';
+        }
+      }
+    } catch (e) {
+      flash(e.message, 'error');
+      return;
+    }
+    const note = el('input', { id: 'bulk-note', maxlength: '2000', placeholder: 'why (goes to the audit log)' });
+    const what = ids ? num(count) + ' selected dead letter' + (count === 1 ? '' : 's') : num(count) + ' dead letter' + (count === 1 ? '' : 's') + ' matching this filter';
+    modal(w[0] + ' ' + num(count) + ' dead letter' + (count === 1 ? '' : 's') + '?',
+      [el('p', { id: 'confirm-text' }, w[0] + ' ' + what + '?'), detail ? el('p', { class: 'muted' }, detail) : null,
+        el('label', { class: 'block' }, 'Note', note)],
+      w[0] + ' ' + num(count), async () => {
+        const body = ids ? { ids: ids } : { filter: apiFilterJson(new URLSearchParams(filterQuery)) };
+        if (note.value.trim()) body.note = note.value.trim();
+        const res = await api('POST', '/dead-letters/' + (action === 'move_back' ? 'move-back' : action), body);
+        S.selected = new Set();
+        S.selectAllMatching = false;
+        flash(cap(w[2]) + ' ' + num(res.changed) + skippedText(res), res.skippedTotal ? 'warn' : 'ok');
+        render();
+      }, action === 'discard');
+  }
+
+  function skippedText(res) {
+    if (!res.skippedTotal) return '.';
+    const parts = Object.keys(res.skipped).map(k => num(res.skipped[k]) + ' ' + k.replace(/_/g, ' '));
+    return '; skipped ' + num(res.skippedTotal) + ' (' + parts.join(', ') + ').';
+  }
+
+  function cap(s) { return s.charAt(0).toUpperCase() + s.slice(1); }
+
+  // ------------------------------------------------------------------ one dead letter
+
+  async function pageDeadLetter(id, dlId, params) {
+    const reveal = params.get('reveal') === 'true';
+    const d = await api('GET', '/dead-letters/' + dlId + (reveal ? '?reveal=true' : ''));
+    if (id !== S.renderId) return;
+    const ro = S.session.readOnly;
+
+    const facts = el('dl', { class: 'facts' },
+      fact('Job type', d.jobType, d.jobTypeRegistered === false ? ' (not registered in the application)' : null),
+      fact('Job id', el('code', null, d.jobId)),
+      fact('Provider key', d.providerKey ? el('code', null, d.providerKey) : '–'),
+      fact('Failure type', d.failureType),
+      fact('Attempts', num(d.attempts)),
+      fact('Reschedules', num(d.reschedules)),
+      fact('Parked', timeCell(d.parkedAt)),
+      fact('Times parked', num(d.parkCount)),
+      fact('First enqueued', timeCell(d.firstEnqueuedAt)),
+      fact('State changed', timeCell(d.stateChangedAt)),
+      fact('Replays', num(d.replayCount) + (d.autoReplayCount ? ' (' + d.autoReplayCount + ' automatic)' : '')),
+      fact('Priority', d.priority == null ? '–' : String(d.priority)));
+
+    const errorSec = el('section', { class: 'card' }, el('h2', null, 'Error'),
+      d.errorClass ? el('div', { class: 'muted', id: 'error-class' }, d.errorClass) : null,
+      el('pre', { class: 'error-text', id: 'error-message' }, d.errorMessage || '(no message)'));
+
+    const maskNote = d.masked ? el('div', { class: 'notice', id: 'masked-note' },
+      'Values that look sensitive (tokens, secrets, passwords, API keys, authorization) are masked as [masked]. ',
+      d.actions.reveal ? el('button', { type: 'button', id: 'reveal', onclick: () => go('/dead-letters/' + d.id, new URLSearchParams('reveal=true')) }, 'Reveal (recorded in the audit log)') : null) :
+      (d.revealed ? el('div', { class: 'notice warn', id: 'revealed-note' }, 'Sensitive values are shown. This reveal was recorded in the audit log. ',
+        link('#/dead-letters/' + d.id, 'Mask them again')) : null);
+
+    const argsArea = el('textarea', { id: 'args', rows: Math.min(24, Math.max(4, (d.argsPretty || '').split('\n').length + 1)), spellcheck: 'false', readonly: !d.actions.editArgs, 'aria-describedby': 'args-error' });
+    argsArea.value = d.argsPretty || '';
+    const argsError = el('div', { class: 'field-error', id: 'args-error', role: 'alert' });
+    const note = el('input', { id: 'note', maxlength: '2000', placeholder: 'why (goes to the audit log)' });
+    const replayBtn = el('button', { type: 'button', class: 'primary', id: 'replay', disabled: !d.actions.replay }, 'Replay');
+    const edited = () => d.actions.editArgs && argsArea.value.trim() !== (d.argsPretty || '').trim();
+    argsArea.addEventListener('input', () => { replayBtn.textContent = edited() ? 'Replay with edited args' : 'Replay'; clear(argsError); argsArea.classList.remove('invalid'); });
+    replayBtn.addEventListener('click', async () => {
+      replayBtn.disabled = true;
+      clear(argsError);
+      argsArea.classList.remove('invalid');
+      const body = {};
+      if (edited()) body.args = argsArea.value;
+      if (note.value.trim()) body.note = note.value.trim();
+      try {
+        const res = await api('POST', '/dead-letters/' + d.id + '/replay', body);
+        flash('Replayed as job ' + res.replayed.jobId + (res.replayed.argsEdited ? ' with edited args' : '') + '.', 'ok');
+        render();
+      } catch (e) {
+        if (e.field === 'args') {
+          argsError.textContent = e.message;
+          argsArea.classList.add('invalid');
+        } else {
+          flash((e.status ? e.status + ': ' : '') + e.message, 'error');
+        }
+        replayBtn.disabled = false;
+      }
+    });
+    const discardBtn = el('button', { type: 'button', class: 'danger', id: 'discard', disabled: !d.actions.discard, onclick: () =>
+      modal('Discard dead letter #' + d.id + '?', el('p', null, 'It will not run again; retention deletes it later.'), 'Discard', async () => {
+        await api('POST', '/dead-letters/' + d.id + '/discard', note.value.trim() ? { note: note.value.trim() } : {});
+        flash('Discarded dead letter #' + d.id + '.', 'ok');
+        render();
+      }, true) }, 'Discard…');
+    const moveBackBtn = d.state === 'review' ? el('button', { type: 'button', id: 'move-back', disabled: !d.actions.moveBack, onclick: async () => {
+      try {
+        await api('POST', '/dead-letters/' + d.id + '/move-back', note.value.trim() ? { note: note.value.trim() } : {});
+        flash('Moved dead letter #' + d.id + ' back to parked.', 'ok');
+        render();
+      } catch (e) { flash((e.status ? e.status + ': ' : '') + e.message, 'error'); }
+    } }, 'Move back to parked') : null;
+
+    const validation = d.argsValidation.available ? null : el('div', { class: 'notice', id: 'no-validation' }, d.argsValidation.message);
+    const argsSec = el('section', { class: 'card' }, el('h2', null, 'Args'),
+      d.argsNotJson != null ? el('div', { class: 'notice warn' }, 'The stored args are not JSON: ', el('code', null, d.argsNotJson)) : null,
+      validation,
+      el('label', { for: 'args', class: 'sr-only' }, 'Args (JSON)'),
+      argsArea, argsError,
+      el('label', { class: 'block' }, 'Note', note),
+      ro ? el('p', { class: 'muted' }, 'This console is read-only.') : el('div', { class: 'actions left' }, replayBtn, discardBtn, moveBackBtn));
+
+    let liveText;
+    if (d.liveJob) {
+      liveText = el('p', { id: 'live-job' }, 'Job ', el('code', null, d.jobId), ' is ', stateBadge(d.liveJob.state), ', runs at ', timeCell(d.liveJob.runAt),
+        ' · attempts ' + d.liveJob.attempts + ', reschedules ' + d.liveJob.reschedules);
+    } else if (d.state === 'replayed') {
+      liveText = el('p', { id: 'live-job' }, stateBadge('done'), ' The replayed job ran and finished: it is no longer queued.');
+    } else {
+      liveText = el('p', { id: 'live-job', class: 'muted' }, 'No live job with this id.');
+    }
+
+    const attempts = d.errors.map(e => el('tr', null, el('td', { class: 'num' }, e.attempt == null ? '–' : e.attempt), el('td', null, timeCell(e.at)),
+      el('td', null, e.kind || '–'), el('td', null, e.errorClass || '–'),
+      el('td', null, el('div', { class: 'error-text' }, e.message || ''), e.extra && Object.keys(e.extra).length ? el('pre', { class: 'small muted' }, JSON.stringify(e.extra, null, 2)) : null)));
+    const replays = d.replays.map(r => el('tr', null, el('td', null, timeCell(r.at)), el('td', null, r.by || '–'), el('td', null, r.kind),
+      el('td', null, el('code', null, r.jobId || '–')), el('td', null, r.argsEdited ? 'yes' : 'no')));
+    const history = d.history.map(auditRow);
+
+    show(id,
+      el('p', null, link('#/dead-letters', '← Dead letters')),
+      el('div', { class: 'page-head' }, el('h1', null, 'Dead letter #' + d.id), stateBadge(d.state)),
+      maskNote, facts, errorSec, argsSec,
+      el('section', { class: 'card' }, el('h2', null, 'Replayed job'), liveText),
+      el('section', { class: 'card' }, el('h2', null, 'Attempts'), table(['#', 'At', 'Kind', 'Error class', 'Message'], attempts, { id: 'attempts' })),
+      el('section', { class: 'card' }, el('h2', null, 'Replay history'), table(['At', 'By', 'Kind', 'Job id', 'Args edited'], replays, { id: 'replays' })),
+      el('section', { class: 'card' }, el('h2', null, 'Audit'), table(['Id', 'At', 'Who', 'Action', 'What', 'Count', 'Note', 'Details'], history)));
+
+    if (d.liveJob && id === S.renderId) {
+      S.timer = setInterval(async () => {
+        try {
+          const again = await api('GET', '/dead-letters/' + dlId);
+          if (id !== S.renderId) return;
+          if (!again.liveJob || again.liveJob.state !== d.liveJob.state || again.state !== d.state) render();
+        } catch (e) { /* keep the page */ }
+      }, 2000);
+    }
+  }
+
+  function fact(label, value, extra) {
+    return el('div', { class: 'fact' }, el('dt', null, label), el('dd', null, value, extra || null));
+  }
+
+  // ------------------------------------------------------------------ jobs
+
+  async function pageJobs(id, params) {
+    const q = new URLSearchParams();
+    for (const k of ['jobType', 'providerKey', 'state', 'why', 'cursor']) {
+      const v = params.get(k);
+      if (v) q.set(k, v);
+    }
+    q.set('limit', '50');
+    const page = await api('GET', '/jobs?' + q);
+    if (id !== S.renderId) return;
+    const input = (name, label) => el('label', null, label, el('input', { name: name, value: params.get(name) || '', autocomplete: 'off' }));
+    const sel = (name, label, values, anyText) => el('label', null, label, el('select', { name: name }, el('option', { value: '' }, anyText),
+      values.map(v => el('option', { value: v, selected: params.get(name) === v }, v))));
+    const form = el('form', { class: 'filters' }, input('jobType', 'Job type'), input('providerKey', 'Provider key'),
+      sel('state', 'State', JOB_STATES, 'waiting (not running)'), sel('why', 'Why', WHYS, 'any'),
+      el('div', { class: 'filter-actions' }, el('button', { type: 'submit', class: 'primary' }, 'Apply'),
+        el('button', { type: 'button', onclick: () => go('/jobs') }, 'Clear')));
+    form.addEventListener('submit', e => {
+      e.preventDefault();
+      const p = new URLSearchParams();
+      for (const k of ['jobType', 'providerKey', 'state', 'why']) {
+        const v = form.elements[k].value.trim();
+        if (v) p.set(k, v);
+      }
+      go('/jobs', p);
+    });
+    const rows = page.items.map(j => el('tr', null,
+      el('td', null, el('code', null, j.id), j.deadLetterId ? el('div', { class: 'small' }, link('#/dead-letters/' + j.deadLetterId, 'replay of #' + j.deadLetterId)) : null),
+      el('td', null, j.jobType),
+      el('td', null, stateBadge(j.state)),
+      el('td', null, timeCell(j.runAt), j.due && j.state !== 'running' ? el('div', { class: 'small muted' }, 'due, waiting for a worker') : null),
+      el('td', { class: 'num' }, j.attempts),
+      el('td', { class: 'num' }, j.reschedules),
+      el('td', null, badge(j.why, 'why'), j.rescheduleDetail ? el('div', { class: 'small error-text' }, j.rescheduleDetail) : null),
+      el('td', null, j.providerKey ? [el('code', null, j.providerKey), el('div', { class: 'small' },
+        j.breakerState !== 'closed' ? stateBadge(j.breakerState) : null,
+        j.cooldownUntil ? el('span', { class: 'muted' }, ' cooling down until ' + fmtTime(j.cooldownUntil)) : null)] : '–'),
+      el('td', null, j.lastErrorMessage ? el('div', { class: 'error-text small' }, (j.lastErrorClass ? j.lastErrorClass + ': ' : '') + j.lastErrorMessage) : '–')));
+    const pager = el('div', { class: 'pager' },
+      params.get('cursor') ? el('button', { type: 'button', onclick: () => { const p = new URLSearchParams(params); p.delete('cursor'); go('/jobs', p); } }, '← First page') : null,
+      page.nextCursor ? el('button', { type: 'button', onclick: () => { const p = new URLSearchParams(params); p.set('cursor', page.nextCursor); go('/jobs', p); } }, 'Next page →') : null);
+    show(id, el('div', { class: 'page-head' }, el('h1', null, 'Jobs waiting'),
+      el('span', { class: 'muted' }, 'Oldest run time first. Why: new, replay, retry (an attempt failed), cooldown, bucket, breaker, rate limited, quota, snooze.')),
+      form, table(['Job', 'Type', 'State', 'Run at', 'Attempts', 'Reschedules', 'Why', 'Provider', 'Last error'], rows, { id: 'jobs' }), pager);
+  }
+
+  // ------------------------------------------------------------------ breakers
+
+  async function pageBreakers(id) {
+    const res = await api('GET', '/breakers');
+    if (id !== S.renderId) return;
+    const ro = S.session.readOnly;
+    const rows = res.items.map(b => el('tr', { 'data-key': b.providerKey },
+      el('td', null, el('code', null, b.providerKey)),
+      el('td', null, stateBadge(b.state), b.previousState ? el('div', { class: 'small muted' }, 'was ' + b.previousState) : null),
+      el('td', { class: 'num' }, num(b.failures) + ' / ' + num(b.calls)),
+      el('td', { class: 'num' }, num(b.openCount)),
+      el('td', null, b.state !== 'closed' ? timeCell(b.openUntil) : '–'),
+      el('td', null, timeCell(b.closedAt)),
+      el('td', null, b.trialClaimedBy || '–'),
+      el('td', null, el('div', { class: 'error-text small' }, b.reason || '–'), b.lastFailure ? el('div', { class: 'error-text small muted' }, 'last failure: ' + b.lastFailure) : null),
+      el('td', null, timeCell(b.changedAt), el('div', { class: 'small muted' }, b.changedBy || '')),
+      el('td', { class: 'actions-cell' }, ro ? '–' : [
+        el('button', { type: 'button', class: 'danger small-btn', disabled: b.state === 'open', onclick: () => forceOpen(b.providerKey) }, 'Force open…'),
+        el('button', { type: 'button', class: 'small-btn', disabled: b.state === 'closed', onclick: () => forceClose(b.providerKey) }, 'Force close…')])));
+    const keyInput = el('input', { id: 'open-key', placeholder: 'provider key, e.g. openai:gpt-4o-mini', maxlength: '200' });
+    const other = ro ? null : el('form', { class: 'inline-form' }, el('label', null, 'Open another key ', keyInput),
+      el('button', { type: 'submit' }, 'Force open…'));
+    if (other) other.addEventListener('submit', e => { e.preventDefault(); if (keyInput.value.trim()) forceOpen(keyInput.value.trim()); });
+    show(id, el('div', { class: 'page-head' }, el('h1', null, 'Breakers'),
+      el('span', { class: 'muted' }, 'Counters are failures / calls in the current window. Closing a breaker lets the recovery sweep replay its parked jobs.')),
+      table(['Provider key', 'State', 'Failures / calls', 'Openings', 'Open until', 'Last closed', 'Trial by', 'Reason', 'Changed', ''], rows, { id: 'breakers' }),
+      other);
+  }
+
+  function forceOpen(key) {
+    const hold = el('input', { id: 'hold-minutes', type: 'number', min: '1', step: '1', placeholder: 'until forced closed' });
+    const reason = el('input', { id: 'breaker-reason', maxlength: '500', placeholder: 'why (goes to the audit log)' });
+    modal('Force open ' + key + '?', [el('p', null, 'Jobs of this key picked while it is open are parked (breaker_open) without calling the provider.'),
+      el('label', { class: 'block' }, 'Hold open for (minutes)', hold), el('label', { class: 'block' }, 'Reason', reason)],
+    'Force open', async () => {
+      const body = {};
+      if (hold.value) body.holdForSeconds = Math.round(Number(hold.value) * 60);
+      if (reason.value.trim()) body.reason = reason.value.trim();
+      const res = await api('POST', '/breakers/' + encodeURIComponent(key) + '/force-open', body);
+      flash(res.changed ? 'Breaker ' + key + ' forced open.' : 'Breaker ' + key + ' was already open.', 'ok');
+      render();
+    }, true);
+  }
+
+  function forceClose(key) {
+    const reason = el('input', { id: 'breaker-reason', maxlength: '500', placeholder: 'why (goes to the audit log)' });
+    modal('Force close ' + key + '?', [el('p', null, 'Calls to this key pass again; the recovery sweep replays its parked jobs.'),
+      el('label', { class: 'block' }, 'Reason', reason)],
+    'Force close', async () => {
+      const body = {};
+      if (reason.value.trim()) body.reason = reason.value.trim();
+      const res = await api('POST', '/breakers/' + encodeURIComponent(key) + '/force-close', body);
+      flash(res.changed ? 'Breaker ' + key + ' forced closed.' : 'Breaker ' + key + ' was already closed.', 'ok');
+      render();
+    });
+  }
+
+  // ------------------------------------------------------------------ audit
+
+  function auditRow(a) {
+    let what = a.subject || '';
+    if (a.ids && a.ids.length) {
+      what = el('span', null, a.ids.slice(0, 10).map((i, n) => [n ? ', ' : '', link('#/dead-letters/' + i, '#' + i)]), a.ids.length > 10 ? ' …' : '');
+    } else if (a.filter) {
+      what = 'filter ' + JSON.stringify(a.filter);
+    }
+    return el('tr', null, el('td', { class: 'num' }, a.id), el('td', null, timeCell(a.at)), el('td', null, a.actor),
+      el('td', null, badge(a.action, 'action')), el('td', null, what), el('td', { class: 'num' }, num(a.count)),
+      el('td', null, a.note || ''), el('td', null, a.details && Object.keys(a.details).length ? el('code', { class: 'small details' }, JSON.stringify(a.details)) : ''));
+  }
+
+  async function pageAudit(id, params) {
+    const q = new URLSearchParams();
+    q.set('limit', '50');
+    if (params.get('before')) q.set('before', params.get('before'));
+    const res = await api('GET', '/audit?' + q);
+    if (id !== S.renderId) return;
+    const pager = el('div', { class: 'pager' },
+      params.get('before') ? el('button', { type: 'button', onclick: () => go('/audit') }, '← Newest') : null,
+      res.nextBefore ? el('button', { type: 'button', onclick: () => go('/audit', new URLSearchParams('before=' + res.nextBefore)) }, 'Older →') : null);
+    show(id, el('div', { class: 'page-head' }, el('h1', null, 'Audit log'), el('span', { class: 'muted' }, 'Newest first.')),
+      table(['Id', 'At', 'Who', 'Action', 'What', 'Count', 'Note', 'Details'], res.items.map(auditRow), { id: 'audit' }), pager);
+  }
+
+  // ------------------------------------------------------------------ start
+
+  async function start() {
+    const op = document.getElementById('operator');
+    try {
+      S.session = await api('GET', '/session');
+    } catch (e) {
+      show(S.renderId, el('h1', null, 'Layover replay console'),
+        e.status === 401 ? el('p', null, 'This console needs its access token. Open the link with ?token=… that the console printed at start.') : errorBox(e));
+      return;
+    }
+    op.placeholder = S.session.defaultOperator;
+    try { op.value = localStorage.getItem('layover.operator') || ''; } catch (e) { /* storage off */ }
+    op.addEventListener('change', () => {
+      const v = op.value.trim();
+      if (/[^\x20-\x7e\xa0-\xff]/.test(v)) {
+        flash('The operator name must use Latin-1 characters (it travels in an HTTP header).', 'error');
+        op.value = '';
+        return;
+      }
+      try { localStorage.setItem('layover.operator', v); } catch (e) { /* storage off */ }
+    });
+    const mode = document.getElementById('mode');
+    if (S.session.readOnly) { mode.textContent = 'read-only'; mode.hidden = false; }
+    window.addEventListener('hashchange', () => { flash(null); render(); });
+    render();
+  }
+
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start); else start();
+}());
