@@ -62,6 +62,7 @@ public final class Layover implements AutoCloseable {
     private final Engine engine;
     private final ProviderStates providerStates;
     private final List<Task<?>> extraTasks;
+    private final List<LayoverPlugin> plugins;
     private final boolean migrate;
     private volatile boolean started;
     private volatile boolean stopped;
@@ -88,6 +89,7 @@ public final class Layover implements AutoCloseable {
                 b.threads, b.pollInterval, b.heartbeatInterval, b.missedHeartbeats, b.shutdownMaxWait,
                 worker, b.priority), gate, b.tokenCosts);
         this.extraTasks = List.copyOf(b.extraTasks);
+        this.plugins = List.copyOf(b.plugins);
         this.migrate = b.migrate;
         if (migrate) {
             LayoverMigrations.migrate(b.dataSource);
@@ -118,7 +120,11 @@ public final class Layover implements AutoCloseable {
             throw new IllegalStateException(stopped ? "this Layover instance was stopped; build a new one"
                     : "already started");
         }
-        engine.start(extraTasks);
+        List<Task<?>> tasks = new ArrayList<>(extraTasks);
+        for (LayoverPlugin p : plugins) {
+            tasks.addAll(p.tasks(this));
+        }
+        engine.start(tasks);
         started = true;
         return this;
     }
@@ -247,6 +253,17 @@ public final class Layover implements AutoCloseable {
     }
 
     /**
+     * Asks this JVM's workers to look for due jobs now instead of at the next poll. Enqueue calls
+     * it by itself; code that inserts jobs another way (a replay) may call it. Does nothing when
+     * the workers are not running.
+     */
+    public void wakeUp() {
+        if (isRunning()) {
+            engine.wakeUp();
+        }
+    }
+
+    /**
      * @param name a job type name
      * @return the registered job type of that name
      */
@@ -360,6 +377,7 @@ public final class Layover implements AutoCloseable {
         private final DataSource dataSource;
         private final List<JobType<?>> types = new ArrayList<>();
         private final List<Task<?>> extraTasks = new ArrayList<>();
+        private final List<LayoverPlugin> plugins = new ArrayList<>();
         private int threads = 10;
         private Duration pollInterval = Duration.ofSeconds(1);
         private Duration heartbeatInterval = Duration.ofSeconds(5);
@@ -602,8 +620,19 @@ public final class Layover implements AutoCloseable {
         }
 
         /**
-         * Adds a db-scheduler task run by the same scheduler (Layover's plugins use this: the
-         * recovery sweep, retention).
+         * Adds a plugin: its tasks run in this instance's scheduler once it starts (see {@link
+         * LayoverPlugin}).
+         *
+         * @param plugin the plugin
+         * @return this builder
+         */
+        public Builder plugin(LayoverPlugin plugin) {
+            plugins.add(Objects.requireNonNull(plugin, "plugin"));
+            return this;
+        }
+
+        /**
+         * Adds a db-scheduler task run by the same scheduler.
          *
          * @param task the task
          * @return this builder

@@ -116,4 +116,26 @@ class ClusterAndShutdownTest {
             layover.stop();
         }
     }
+
+    @Test
+    void anEnqueueOnlyClientOwnsNoBackgroundThread(TestDatabase db) {
+        long before = layoverThreads();
+        for (int i = 0; i < 5; i++) {
+            Layover client = Layover.builder(db.dataSource()).register(JobType.of("c", Item.class, (a, c) -> null)).build();
+            client.enqueue(client.jobType("c").map(t -> {
+                @SuppressWarnings("unchecked")
+                JobType<Item> typed = (JobType<Item>) t;
+                return typed;
+            }).orElseThrow(), new Item(i));
+            client.stop();
+        }
+        assertEquals(before, layoverThreads(), "building and stopping clients leaves no thread behind");
+        assertEquals(5, db.count("select count(*) from layover.jobs"));
+    }
+
+    private static long layoverThreads() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.isAlive() && t.getName().startsWith("layover-"))
+                .count();
+    }
 }

@@ -313,6 +313,7 @@ public final class DeadLetters {
             return new Replayed(id, r.jobType(), r.jobId(), kind, r.runAt(), edited != null, auditId);
         });
         if (result instanceof Replayed replayed) {
+            layover.wakeUp();
             return replayed;
         }
         throw new ReplayConflictException(id, ReplayConflictException.Reason.BUDGET_SPENT,
@@ -374,8 +375,10 @@ public final class DeadLetters {
             tally.skip(BulkResult.SkipReason.STATE, ids.size() - rows.size());
             return changed;
         };
-        return bulk("replay", selection, options.actor(), options.note(), options.batchSize(), options.limit(),
-                options.progress(), states, action, replayDetails(options));
+        BulkResult result = bulk("replay", selection, options.actor(), options.note(), options.batchSize(),
+                options.limit(), options.progress(), states, action, replayDetails(options));
+        layover.wakeUp();
+        return result;
     }
 
     /**

@@ -30,17 +30,28 @@ final class BatchCompleter implements AutoCloseable {
     private final Object idle = new Object();
     private final Thread thread;
     private volatile boolean stopping;
+    private volatile boolean started;
 
     BatchCompleter(Db db, String name) {
         this.db = db;
         this.thread = new Thread(this::loop, name);
         this.thread.setDaemon(true);
-        this.thread.start();
     }
 
     void complete(String name, String id, long version) {
+        if (!started) {
+            startThread();
+        }
         pending.incrementAndGet();
         queue.add(new Done(name, id, version));
+    }
+
+    /** The thread starts with the first finished job, so an instance that never runs jobs owns none. */
+    private synchronized void startThread() {
+        if (!started) {
+            thread.start();
+            started = true;
+        }
     }
 
     /**
@@ -136,7 +147,10 @@ final class BatchCompleter implements AutoCloseable {
     }
 
     /** Stops after deleting what is queued (waits up to {@code timeout}). */
-    void stop(Duration timeout) {
+    synchronized void stop(Duration timeout) {
+        if (!started) {
+            return;
+        }
         awaitFlushed(timeout);
         stopping = true;
         thread.interrupt();

@@ -6,6 +6,7 @@ import com.github.kagkarlsson.scheduler.jdbc.PostgreSqlJdbcCustomization;
 import com.github.kagkarlsson.scheduler.task.CompletionHandler;
 import com.github.kagkarlsson.scheduler.task.Execution;
 import com.github.kagkarlsson.scheduler.task.ExecutionContext;
+import com.github.kagkarlsson.scheduler.task.OnStartup;
 import com.github.kagkarlsson.scheduler.task.Task;
 import com.github.kagkarlsson.scheduler.task.TaskInstance;
 import com.github.kagkarlsson.scheduler.task.helper.CustomTask;
@@ -92,7 +93,11 @@ public final class Engine {
         for (Registry.Entry<?> e : registry.entries()) {
             tasks.add(new JobTask<>(e));
         }
-        tasks.addAll(extraTasks);
+        List<Task<?>> onStartup = new ArrayList<>();
+        for (Task<?> t : extraTasks) {
+            // db-scheduler schedules a recurring task's first run only when it is a start task
+            (t instanceof OnStartup ? onStartup : tasks).add(t);
+        }
         var builder = Scheduler.create(db.dataSource(), tasks)
                 .tableName(CoreSql.TABLE)
                 .serializer(new PassThroughSerializer())
@@ -107,12 +112,20 @@ public final class Engine {
                 // a job of a type this JVM does not know stays in the table, visible in layover.jobs
                 .deleteUnresolvedAfter(Duration.ofDays(36500))
                 .enableImmediateExecution();
+        if (!onStartup.isEmpty()) {
+            addStartTasks(builder, onStartup);
+        }
         if (settings.priority()) {
             builder.enablePriority();
         }
         scheduler = builder.build();
         gate.start();
         scheduler.start();
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static void addStartTasks(com.github.kagkarlsson.scheduler.SchedulerBuilder builder, List<Task<?>> tasks) {
+        builder.startTasks((List) tasks);
     }
 
     /** Asks the scheduler to look for due jobs now (after an enqueue in this JVM). */
