@@ -17,7 +17,7 @@ import java.util.regex.Pattern;
  * }</pre>
  *
  * <p>The name is stored with every job ({@code job_type} in {@code layover.jobs}); keep it stable
- * across deployments. Arguments are stored as JSON written by Jackson; the args type is a record or
+ * across deployments. Names starting with {@code layover-} are reserved for Layover's own tasks. Arguments are stored as JSON written by Jackson; the args type is a record or
  * a POJO Jackson can write and read back, checked when the type is registered.
  *
  * @param <A> the args type
@@ -122,6 +122,10 @@ public final class JobType<A> {
             if (name == null || !NAME.matcher(name).matches()) {
                 throw new ConfigurationException("job type name must be 1-100 characters of letters, digits and . _ : - "
                         + "starting with a letter or digit, was: " + name);
+            }
+            if (name.startsWith("layover-")) {
+                throw new ConfigurationException("job type names starting with 'layover-' are reserved for Layover's own "
+                        + "tasks, was: " + name);
             }
             this.name = name;
             this.argsType = Objects.requireNonNull(argsType, "argsType");

@@ -49,8 +49,8 @@ import javax.sql.DataSource;
  *
  * <p>Delivery is at least once. A job runs again when its worker dies before its outcome is
  * written (a worker that stops heartbeating for {@code heartbeatInterval * missedHeartbeats},
- * default 40 s, is declared dead and its jobs are retried; such a revival spends an attempt), or
- * when the database is lost between the end of a handler and the delete of its row.
+ * default 40 s, is declared dead and its jobs are retried; such a revival spends an attempt), and in
+ * the other cases the README's "Delivery guarantee" section lists. Handlers must be idempotent.
  *
  * <p>Thread-safe. {@link #build()} without {@link #start()} gives an enqueue-only client.
  */
@@ -87,7 +87,7 @@ public final class Layover implements AutoCloseable {
         }
         this.engine = new Engine(db, clock, registry, b.classifier, new Engine.Settings(
                 b.threads, b.pollInterval, b.heartbeatInterval, b.missedHeartbeats, b.shutdownMaxWait,
-                worker, b.priority), gate, b.tokenCosts);
+                worker, b.priority, b.prefetch), gate, b.tokenCosts);
         this.extraTasks = List.copyOf(b.extraTasks);
         this.plugins = List.copyOf(b.plugins);
         this.migrate = b.migrate;
@@ -99,10 +99,10 @@ public final class Layover implements AutoCloseable {
     /**
      * Starts configuring a Layover instance on a database.
      *
-     * @param dataSource a pool (HikariCP or any other); give it at least {@code threads + 5}
+     * @param dataSource a pool (HikariCP or any other); give it at least {@code threads + 6}
      *     connections, since each running job's outcome write and db-scheduler's polling and
-     *     heartbeats need one, and a running instance keeps one to LISTEN for provider state
-     *     changes
+     *     heartbeats need one, and a running instance keeps two to LISTEN (for new jobs and for
+     *     provider state changes)
      * @return a builder
      */
     public static Builder builder(DataSource dataSource) {
@@ -137,6 +137,13 @@ public final class Layover implements AutoCloseable {
     public synchronized void stop() {
         if (started && !stopped) {
             engine.stop();
+            for (LayoverPlugin p : plugins) {
+                try {
+                    p.stop(this);
+                } catch (RuntimeException e) {
+                    org.slf4j.LoggerFactory.getLogger(Layover.class).warn("plugin {} failed to stop: {}", p, e.toString());
+                }
+            }
         }
         stopped = true;
     }
@@ -387,6 +394,7 @@ public final class Layover implements AutoCloseable {
         private int maxArgsBytes = 256 * 1024;
         private boolean migrate = true;
         private boolean priority;
+        private double prefetch = 2.0;
         private ObjectMapper objectMapper;
         private Function<Throwable, Optional<Outcome>> classifier = ProviderClassifier.defaults()::outcomeOf;
         private BreakerSettings breakers = BreakerSettings.defaults();
@@ -453,15 +461,33 @@ public final class Layover implements AutoCloseable {
          * twice.
          *
          * @param interval the heartbeat interval
-         * @param missed heartbeats missed before dead, at least 2
+         * @param missed heartbeats missed before dead, at least 4 (db-scheduler's minimum)
          * @return this builder
          */
         public Builder heartbeat(Duration interval, int missed) {
             this.heartbeatInterval = positive(interval, "heartbeat interval");
-            if (missed < 2) {
-                throw new ConfigurationException("missed heartbeats must be at least 2, was " + missed);
+            if (missed < 4) {
+                throw new ConfigurationException("missed heartbeats must be at least 4, was " + missed);
             }
             this.missedHeartbeats = missed;
+            return this;
+        }
+
+        /**
+         * How many jobs a worker picks at a time, as a multiple of its threads; default 2: up to
+         * {@code threads} picked jobs wait in memory for a free thread. Picking ahead is what
+         * makes short jobs fast (fewer, larger picks); a job waiting in memory is kept alive by
+         * the worker's bulk heartbeat, so it is never taken for dead. For slow jobs in a large
+         * fleet, 1 keeps an idle JVM from waiting while another holds jobs it has not started.
+         *
+         * @param factor 1 to 10
+         * @return this builder
+         */
+        public Builder prefetch(double factor) {
+            if (factor < 1 || factor > 10) {
+                throw new ConfigurationException("prefetch must be between 1 and 10, was " + factor);
+            }
+            this.prefetch = factor;
             return this;
         }
 

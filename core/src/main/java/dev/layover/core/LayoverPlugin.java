@@ -26,4 +26,12 @@ public interface LayoverPlugin {
      * @return the tasks to run in its scheduler; recurring tasks are scheduled on startup
      */
     List<Task<?>> tasks(Layover layover);
+
+    /**
+     * Called once by {@link Layover#stop()} after the scheduler has stopped, to release what
+     * {@link #tasks(Layover)} set up (listeners, threads). Default: nothing.
+     *
+     * @param layover the instance being stopped
+     */
+    default void stop(Layover layover) {}
 }

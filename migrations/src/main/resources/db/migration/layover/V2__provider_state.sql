@@ -236,4 +236,6 @@ SELECT t.task_instance                              AS id,
        t.dead_letter_id                             AS dead_letter_id,
        t.replay_kind                                AS replay_kind,
        t.provider_trail                             AS provider_trail
-FROM layover.scheduled_tasks t;
+FROM layover.scheduled_tasks t
+-- rows of Layover's own recurring tasks (recovery sweep, retention) are not jobs
+WHERE t.task_name NOT LIKE 'layover-%';

@@ -65,10 +65,7 @@ public final class JvmProcess implements AutoCloseable {
      * @return the running process
      */
     public static JvmProcess start(Class<?> mainClass, String name, List<String> jvmArgs, List<String> args) {
-        String classpath = System.getProperty("surefire.test.class.path");
-        if (classpath == null || classpath.isBlank()) {
-            classpath = System.getProperty("java.class.path");
-        }
+        String classpath = classpathOf(mainClass);
         List<String> cmd = new ArrayList<>();
         cmd.add(javaExecutable());
         cmd.addAll(jvmArgs);
@@ -90,6 +87,29 @@ public final class JvmProcess implements AutoCloseable {
         } catch (IOException e) {
             throw new IllegalStateException("cannot start " + name + ": " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * The class path that loaded {@code mainClass}: surefire's test class path, the URLs of an
+     * isolated class loader (as {@code exec:java} uses), or this JVM's class path.
+     */
+    private static String classpathOf(Class<?> mainClass) {
+        String surefire = System.getProperty("surefire.test.class.path");
+        if (surefire != null && !surefire.isBlank()) {
+            return surefire;
+        }
+        if (mainClass.getClassLoader() instanceof java.net.URLClassLoader loader && loader.getURLs().length > 0) {
+            List<String> paths = new ArrayList<>();
+            for (java.net.URL url : loader.getURLs()) {
+                try {
+                    paths.add(Paths.get(url.toURI()).toString());
+                } catch (java.net.URISyntaxException | IllegalArgumentException e) {
+                    // not a file URL: cannot be on a class path
+                }
+            }
+            return String.join(java.io.File.pathSeparator, paths);
+        }
+        return System.getProperty("java.class.path");
     }
 
     /**

@@ -24,6 +24,9 @@ import java.io.IOException;
  */
 public final class ArgsCodec<A> {
 
+    private static final String TOO_DEEP = "nesting depth exceeds what this JVM's stack can hold (StackOverflowError); "
+            + "keep args shallow or restore Jackson's default nesting limit (1000)";
+
     private final String jobType;
     private final Class<A> type;
     private final ObjectReader reader;
@@ -105,8 +108,14 @@ public final class ArgsCodec<A> {
         try {
             json = writer.writeValueAsBytes(args);
         } catch (JsonProcessingException e) {
+            String why = e.getCause() instanceof StackOverflowError
+                    ? "a reference cycle, or " + TOO_DEEP
+                    : e.getOriginalMessage();
+            throw new InvalidArgsException("job type '" + jobType + "': Jackson cannot write these args: " + why, e);
+        } catch (StackOverflowError e) {
+            // a mapper without Jackson's nesting limit, and args nested deeper than the stack
             throw new InvalidArgsException("job type '" + jobType + "': Jackson cannot write these args: "
-                    + e.getOriginalMessage(), e);
+                    + TOO_DEEP);
         }
         if (json.length > maxBytes) {
             throw new InvalidArgsException("job type '" + jobType + "': args are " + json.length
@@ -143,6 +152,9 @@ public final class ArgsCodec<A> {
             String m = e instanceof JsonProcessingException jp ? jp.getOriginalMessage() : e.getMessage();
             throw new InvalidArgsException("job type '" + jobType + "': args do not read as " + type.getSimpleName()
                     + ": " + m, e);
+        } catch (StackOverflowError e) {
+            throw new InvalidArgsException("job type '" + jobType + "': args do not read as " + type.getSimpleName()
+                    + ": " + TOO_DEEP);
         }
         return write(value);
     }

@@ -25,6 +25,7 @@ final class BatchCompleter implements AutoCloseable {
     record Done(String name, String id, long version) {}
 
     private final Db db;
+    private final DatabaseOutage outage;
     private final LinkedBlockingQueue<Done> queue = new LinkedBlockingQueue<>();
     private final AtomicLong pending = new AtomicLong();
     private final Object idle = new Object();
@@ -32,8 +33,9 @@ final class BatchCompleter implements AutoCloseable {
     private volatile boolean stopping;
     private volatile boolean started;
 
-    BatchCompleter(Db db, String name) {
+    BatchCompleter(Db db, String name, DatabaseOutage outage) {
         this.db = db;
+        this.outage = outage;
         this.thread = new Thread(this::loop, name);
         this.thread.setDaemon(true);
     }
@@ -117,7 +119,12 @@ final class BatchCompleter implements AutoCloseable {
                     failing = true;
                 }
                 try {
-                    Thread.sleep(backoffMs);
+                    if (outage != null && outage.isDown()) {
+                        // the database is away: try again as soon as it answers
+                        outage.awaitWritable(Duration.ofSeconds(5));
+                    } else {
+                        Thread.sleep(backoffMs);
+                    }
                 } catch (InterruptedException ie) {
                     return;
                 }

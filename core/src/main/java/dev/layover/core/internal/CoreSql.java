@@ -48,6 +48,18 @@ final class CoreSql {
             ON CONFLICT (task_name, task_instance) DO NOTHING
             RETURNING task_instance""".formatted(NOT_PARKED.formatted("?", "u.id"));
 
+    /**
+     * One heartbeat for every job this worker has picked, running or still waiting for a thread, so
+     * that jobs picked ahead of free threads are never taken for dead. Rows another statement holds
+     * are skipped (they are being written anyway), which also keeps this from deadlocking with
+     * batched writes.
+     */
+    static final String HEARTBEAT_PICKED = """
+            UPDATE layover.scheduled_tasks t SET last_heartbeat = ?
+            FROM (SELECT task_name, task_instance FROM layover.scheduled_tasks
+                  WHERE picked AND picked_by = ? FOR UPDATE SKIP LOCKED) s
+            WHERE t.task_name = s.task_name AND t.task_instance = s.task_instance""";
+
     /** Finished jobs, deleted in one statement; a row whose version moved on is left alone. */
     static final String DELETE_DONE = """
             DELETE FROM layover.scheduled_tasks t
@@ -85,7 +97,8 @@ final class CoreSql {
      * letter, or updates the dead letter it was replayed from. Returns how many rows were moved
      * and the dead letter's id; the caller commits only when both are there.
      *
-     * <p>Parameters: task name, id, version; then for the update: failure type, error class,
+     * <p>Parameters: task name, id, version; then for the update: failure type (for the state),
+     * failure type, error class,
      * message, new error (jsonb), attempts, the last run's fallback trail (jsonb); then the same six
      * for the insert. The job's fallback trail moves with it to the dead letter.
      */
@@ -95,8 +108,11 @@ final class CoreSql {
                 WHERE t.task_name = ? AND t.task_instance = ? AND t.version = ?
                 RETURNING t.*
             ), linked AS (
+                -- a sweep replay that failed again needs a person; one parked by an open breaker never
+                -- reached the provider, so the sweep may try it again (its replay budget caps that)
                 UPDATE layover.dead_letters d
-                SET state = CASE WHEN m.replay_kind = 'sweep' THEN 'review' ELSE 'parked' END,
+                SET state = CASE WHEN m.replay_kind = 'sweep' AND ? <> 'breaker_open' THEN 'review'
+                                     ELSE 'parked' END,
                     state_changed_at = now(), parked_at = now(), park_count = d.park_count + 1,
                     failure_type = ?, error_class = ?, error_message = ?,
                     errors = d.errors || m.errors || ?::jsonb, attempts = ?,

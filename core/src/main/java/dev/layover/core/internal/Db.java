@@ -4,6 +4,9 @@ import dev.layover.core.LayoverException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Consumer;
 import javax.sql.DataSource;
 
 /**
@@ -14,12 +17,47 @@ import javax.sql.DataSource;
 public final class Db {
 
     private final DataSource dataSource;
+    private final List<Consumer<SQLException>> failureListeners = new CopyOnWriteArrayList<>();
 
     /**
      * @param dataSource the pool
      */
     public Db(DataSource dataSource) {
         this.dataSource = dataSource;
+    }
+
+    /**
+     * Hears of every failed statement (for the outage detection of a running engine).
+     *
+     * @param listener called with the driver's exception, on the failing thread; must not throw
+     */
+    void addFailureListener(Consumer<SQLException> listener) {
+        failureListeners.add(listener);
+    }
+
+    void removeFailureListener(Consumer<SQLException> listener) {
+        failureListeners.remove(listener);
+    }
+
+    /**
+     * Reports a failure met outside {@link #autocommit} and {@link #transaction} (on a connection
+     * held for {@code LISTEN}, say), so that a running engine notices a lost database at once.
+     *
+     * @param e the driver's exception
+     */
+    public void reportFailure(SQLException e) {
+        heard(e);
+    }
+
+    private SQLException heard(SQLException e) {
+        for (Consumer<SQLException> l : failureListeners) {
+            try {
+                l.accept(e);
+            } catch (RuntimeException ignored) {
+                // a listener must not change the error the caller sees
+            }
+        }
+        return e;
     }
 
     /** @return the pool */
@@ -60,7 +98,7 @@ public final class Db {
                 }
             }
         } catch (SQLException e) {
-            throw failure(what, e);
+            throw failure(what, heard(e));
         }
     }
 
@@ -95,7 +133,7 @@ public final class Db {
                 c.setAutoCommit(was);
             }
         } catch (SQLException e) {
-            throw failure(what, e);
+            throw failure(what, heard(e));
         }
     }
 

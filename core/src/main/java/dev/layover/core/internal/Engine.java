@@ -44,6 +44,19 @@ public final class Engine {
 
     private static final Logger LOG = LoggerFactory.getLogger(Engine.class);
 
+    /**
+     * After a database outage, how long db-scheduler's threads (polling, heartbeats, dead-execution
+     * checks) wait once the database answers: time for every worker of the fleet to notice and
+     * renew the heartbeats of the jobs it holds before anyone looks for dead ones.
+     */
+    private static final Duration RESUME_DELAY = Duration.ofSeconds(1);
+
+    /** db-scheduler's deleteUnresolvedAfter: never (see {@link #start}). */
+    private static final Duration UNRESOLVED_NEVER_DELETED = Duration.ofDays(365L * 10_000);
+
+    /** A handler interrupted because the worker stops: written by {@link OutcomeWriter#workerStopped}. */
+    private static final Outcome STOPPED = new Outcome.Snooze(Duration.ZERO, "the worker stopped");
+
     /** Settings of the worker side, defaults documented on {@code Layover.Builder}. */
     public record Settings(
             int threads,
@@ -52,7 +65,8 @@ public final class Engine {
             int missedHeartbeats,
             Duration shutdownMaxWait,
             String workerName,
-            boolean priority) {}
+            boolean priority,
+            double prefetch) {}
 
     private final Db db;
     private final Clock clock;
@@ -63,7 +77,10 @@ public final class Engine {
     private final Settings settings;
     private final ProviderGate gate;
     private final Map<String, ToLongFunction<Object>> tokenCosts;
-    private Scheduler scheduler;
+    private final DatabaseOutage outage;
+    private final java.util.function.Consumer<java.sql.SQLException> outageSignal;
+    private volatile Scheduler scheduler;
+    private WorkerLoops loops;
 
     /**
      * @param db the database
@@ -83,8 +100,10 @@ public final class Engine {
         this.settings = settings;
         this.gate = gate;
         this.tokenCosts = Map.copyOf(tokenCosts);
-        this.completer = new BatchCompleter(db, "layover-completer-" + settings.workerName());
-        this.writer = new OutcomeWriter(db, clock, completer, gate);
+        this.outage = new DatabaseOutage(db.dataSource(), settings.workerName(), RESUME_DELAY, new OutageHooks());
+        this.outageSignal = outage::failed;
+        this.completer = new BatchCompleter(db, "layover-completer-" + settings.workerName(), outage);
+        this.writer = new OutcomeWriter(db, clock, completer, gate, outage);
     }
 
     /** Builds and starts db-scheduler with one task per job type, plus {@code extraTasks}. */
@@ -98,7 +117,9 @@ public final class Engine {
             // db-scheduler schedules a recurring task's first run only when it is a start task
             (t instanceof OnStartup ? onStartup : tasks).add(t);
         }
-        var builder = Scheduler.create(db.dataSource(), tasks)
+        // db-scheduler's connections wait while the database is away instead of failing (and logging) at
+        // every poll and heartbeat; their failures tell the outage detection
+        var builder = Scheduler.create(outage.gate(db.dataSource()), tasks)
                 .tableName(CoreSql.TABLE)
                 .serializer(new PassThroughSerializer())
                 .jdbcCustomization(new PostgreSqlJdbcCustomization(false, false))
@@ -106,11 +127,14 @@ public final class Engine {
                 .pollingInterval(settings.pollInterval())
                 .heartbeatInterval(settings.heartbeatInterval())
                 .missedHeartbeatsLimit(settings.missedHeartbeats())
-                .pollUsingLockAndFetch(0.5, 1.0)
+                .pollUsingLockAndFetch(0.5, settings.prefetch())
                 .shutdownMaxWait(settings.shutdownMaxWait())
                 .schedulerName(new SchedulerName.Fixed(settings.workerName()))
-                // a job of a type this JVM does not know stays in the table, visible in layover.jobs
-                .deleteUnresolvedAfter(Duration.ofDays(36500))
+                // a job of a type this JVM does not know stays in the table, visible in layover.jobs. db-scheduler
+                // deletes every job of an unknown type once the oldest run time it saw of that type is older than
+                // this: 10,000 years is beyond any timestamp Postgres stores (100 years was not: one job enqueued
+                // for 1900 took all the others of its type with it)
+                .deleteUnresolvedAfter(UNRESOLVED_NEVER_DELETED)
                 .enableImmediateExecution();
         if (!onStartup.isEmpty()) {
             addStartTasks(builder, onStartup);
@@ -119,8 +143,47 @@ public final class Engine {
             builder.enablePriority();
         }
         scheduler = builder.build();
+        db.addFailureListener(outageSignal);
         gate.start();
         scheduler.start();
+        loops = new WorkerLoops(db, clock, settings.workerName(), settings.heartbeatInterval(), this::wakeUp);
+        loops.start();
+    }
+
+    /**
+     * What the engine does during a database outage: polling paused while it is away; when it is
+     * back, first the heartbeat of every job this worker holds is renewed (an outage longer than
+     * the dead-execution limit must not make another worker, or this one, take them for dead),
+     * then polling resumes.
+     */
+    private final class OutageHooks implements DatabaseOutage.Listener {
+        @Override
+        public void onDown() {
+            Scheduler s = scheduler;
+            if (s != null) {
+                s.pause();
+            }
+        }
+
+        @Override
+        public void onBack() {
+            db.autocommit("renewing heartbeats after a database outage", c -> {
+                try (java.sql.PreparedStatement ps = c.prepareStatement(CoreSql.HEARTBEAT_PICKED)) {
+                    ps.setTimestamp(1, java.sql.Timestamp.from(clock.instant()));
+                    ps.setString(2, settings.workerName());
+                    return ps.executeUpdate();
+                }
+            });
+        }
+
+        @Override
+        public void onResumed() {
+            Scheduler s = scheduler;
+            if (s != null) {
+                s.resume();
+                s.triggerCheckForDueExecutions();
+            }
+        }
     }
 
     @SuppressWarnings({"unchecked", "rawtypes"})
@@ -141,6 +204,18 @@ public final class Engine {
      * ones still waiting for the completer.
      */
     public synchronized void stop() {
+        if (outage.isDown()) {
+            LOG.warn("Layover: stopping while the database is away; jobs whose outcome could not be written stay "
+                    + "picked and run again once their heartbeats are {} old", settings.heartbeatInterval()
+                    .multipliedBy(settings.missedHeartbeats()));
+        }
+        // let every thread waiting for the database go: nothing waits for it during a stop
+        outage.close();
+        db.removeFailureListener(outageSignal);
+        if (loops != null) {
+            loops.stop();
+            loops = null;
+        }
         if (scheduler != null) {
             scheduler.stop();
             scheduler = null;
@@ -167,15 +242,31 @@ public final class Engine {
             return e.outcome();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+            if (ctx.isStopping()) {
+                // Layover.stop() ran out of shutdownMaxWait: not the job's failure
+                return STOPPED;
+            }
             return new Outcome.Retry("interrupted (the worker is stopping or the job timed out)", e, null);
+        } catch (StackOverflowError e) {
+            // the handler's own bug; the stack has unwound, the worker thread is fine
+            LOG.warn("Job {}/{} failed: {}", entry.type().name(), ctx.jobId(), e.getClass().getName());
+            return new Outcome.Retry(null, e, null);
         } catch (VirtualMachineError e) {
             throw e;
         } catch (Throwable t) {
-            Optional<Outcome> classified = classifier.apply(t);
+            Optional<Outcome> classified;
+            try {
+                classified = classifier.apply(t);
+            } catch (RuntimeException | LinkageError | StackOverflowError e) {
+                // an exception the classifier cannot even look at (its getMessage() throws, ...)
+                LOG.debug("Job {}/{}: the exception classifier failed on {}", entry.type().name(), ctx.jobId(),
+                        t.getClass().getName(), e);
+                classified = Optional.empty();
+            }
             if (classified.isPresent()) {
                 return classified.get();
             }
-            LOG.warn("Job {}/{} failed: {}", entry.type().name(), ctx.jobId(), t.toString());
+            LOG.warn("Job {}/{} failed: {}", entry.type().name(), ctx.jobId(), OutcomeWriter.describe(t));
             LOG.debug("Job {}/{} stack trace", entry.type().name(), ctx.jobId(), t);
             return new Outcome.Retry(null, t, null);
         }
@@ -202,8 +293,11 @@ public final class Engine {
             A args;
             try {
                 args = entry.codec().read(instance.getData());
-            } catch (Exception e) {
-                String why = "stored args do not read as " + entry.type().argsType().getName() + ": " + e.getMessage();
+            } catch (Exception | StackOverflowError e) {
+                // StackOverflowError: JSON nested deeper than the stack, read by a mapper without a depth limit
+                String why = "stored args do not read as " + entry.type().argsType().getName() + ": "
+                        + (e instanceof StackOverflowError ? "nested too deeply (StackOverflowError)"
+                                : OutcomeWriter.safeMessage(e));
                 return (complete, ops) -> writer.park(run, FailureType.BAD_ARGS, e.getClass().getName(), why);
             }
             String key = entry.type().providerKeyOf(args);
@@ -217,6 +311,9 @@ public final class Engine {
             }
             JobContext ctx = new Context(run, ex.executionTime, key, ec, pr);
             Outcome outcome = runHandler(entry, args, ctx);
+            if (outcome == STOPPED) {
+                return (complete, ops) -> writer.workerStopped(run, pr);
+            }
             return (complete, ops) -> writer.apply(run, outcome, pr);
         }
 

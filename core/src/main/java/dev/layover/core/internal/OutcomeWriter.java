@@ -2,6 +2,7 @@ package dev.layover.core.internal;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.layover.core.LayoverException;
 import dev.layover.core.outcome.FailureType;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.state.Admission;
@@ -49,13 +50,69 @@ public final class OutcomeWriter {
     private final Clock clock;
     private final BatchCompleter completer;
     private final ProviderGate gate;
+    private final DatabaseOutage outage;
     private final ObjectMapper json = new ObjectMapper();
 
-    OutcomeWriter(Db db, Clock clock, BatchCompleter completer, ProviderGate gate) {
+    OutcomeWriter(Db db, Clock clock, BatchCompleter completer, ProviderGate gate, DatabaseOutage outage) {
         this.db = db;
         this.clock = clock;
         this.completer = completer;
         this.gate = gate;
+        this.outage = outage;
+    }
+
+    /** How long an outcome write waits for a database that went away. */
+    private static final Duration OUTAGE_WAIT = Duration.ofHours(24);
+
+    /**
+     * Runs one write of an outcome. When the database is away (a connection error), waits until
+     * it answers again and writes then: a finished job is neither lost nor run again because of a
+     * database restart. Every write is version-checked, so writing it again after an error whose
+     * commit is unknown is harmless (the second finds the version moved on and changes nothing).
+     * Gives up when the engine stops (the row stays picked and is revived as a lost worker's).
+     */
+    private <T> T write(String what, boolean transaction, Db.Work<T> work) {
+        int quickRetries = 0;
+        long pauseMs = 100;
+        while (true) {
+            try {
+                return transaction ? db.transaction(what, work) : db.autocommit(what, work);
+            } catch (LayoverException e) {
+                if (outage == null || !DatabaseOutage.isConnectionFailure(e)) {
+                    throw e;
+                }
+                outage.failed(e);
+                int seen = outage.outages();
+                try {
+                    if (!outage.awaitWritable(OUTAGE_WAIT)) {
+                        throw new Stopping(e);
+                    }
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    throw new Stopping(e);
+                }
+                // a connection error with no outage behind it (one broken pooled connection): retry a few times
+                if (outage.outages() == seen && ++quickRetries > 3) {
+                    throw e;
+                }
+                try {
+                    Thread.sleep(pauseMs);
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    throw new Stopping(e);
+                }
+                pauseMs = Math.min(1000, pauseMs * 2);
+            }
+        }
+    }
+
+    /** A write abandoned because the worker stops while the database is away. */
+    static final class Stopping extends LayoverException {
+        private static final long serialVersionUID = 1L;
+
+        Stopping(LayoverException cause) {
+            super("the worker stopped while the database was away: " + cause.getMessage(), cause);
+        }
     }
 
     /** Applies an outcome that did not come from a handler run (no provider call was recorded). */
@@ -68,9 +125,13 @@ public final class OutcomeWriter {
      * taught when the job has a provider key.
      */
     void apply(JobRun run, Outcome outcome, ProviderRun pr) {
+        guard(run, () -> applyNow(run, outcome, pr));
+    }
+
+    private void applyNow(JobRun run, Outcome outcome, ProviderRun pr) {
         String key = pr == null ? null : pr.providerKey();
         Instant cooldown = key == null ? null : gate.afterCall(key, pr.trialToken(), outcome);
-        String trail = pr == null ? NO_TRAIL : pr.trailJson();
+        String trail = pr == null ? NO_TRAIL : cleanTrail(pr.trailJson());
         Instant now = clock.instant();
         if (outcome instanceof Outcome.Done) {
             completer.complete(run.taskName(), run.id(), run.version());
@@ -102,7 +163,7 @@ public final class OutcomeWriter {
 
     /** Parks a job for a reason the engine found (bad args, an open breaker), no attempt spent. */
     void park(JobRun run, FailureType type, String errorClass, String message) {
-        park(run, clock.instant(), type, type.code(), errorClass, message, false, NO_TRAIL);
+        guard(run, () -> park(run, clock.instant(), type, type.code(), errorClass, message, false, NO_TRAIL));
     }
 
     /**
@@ -111,6 +172,10 @@ public final class OutcomeWriter {
      * {@code maxDeferral} or {@code maxReschedules} it parks as {@code rate_limit_exhausted}.
      */
     void waitForProvider(JobRun run, Admission.Wait w) {
+        guard(run, () -> waitForProviderNow(run, w));
+    }
+
+    private void waitForProviderNow(JobRun run, Admission.Wait w) {
         Instant now = clock.instant();
         Duration wait = Duration.between(now, w.runAt());
         Duration max = run.policy().maxDeferral();
@@ -122,11 +187,45 @@ public final class OutcomeWriter {
         reschedule(run, now, w.runAt(), w.reason(), w.detail(), FailureType.RATE_LIMIT_EXHAUSTED, w.permitAt(), NO_TRAIL);
     }
 
+    /**
+     * A handler interrupted because its worker is stopping ({@code Layover.stop()} ran out of
+     * {@code shutdownMaxWait}): the job did not fail, so it runs again at once, elsewhere or after
+     * a restart, without spending an attempt (a reschedule, reason {@code worker_stopped}). A
+     * breaker trial it held is given back.
+     */
+    void workerStopped(JobRun run, ProviderRun pr) {
+        guard(run, () -> workerStoppedNow(run, pr));
+    }
+
+    private void workerStoppedNow(JobRun run, ProviderRun pr) {
+        String trail = NO_TRAIL;
+        if (pr != null && pr.providerKey() != null) {
+            gate.afterCall(pr.providerKey(), pr.trialToken(), Outcome.snooze(Duration.ZERO));
+            trail = cleanTrail(pr.trailJson());
+        }
+        Instant now = clock.instant();
+        reschedule(run, now, now, "worker_stopped", "the worker stopped while the job ran (shutdownMaxWait "
+                + "reached); it runs again without spending an attempt", FailureType.SNOOZE_EXHAUSTED, null, trail);
+    }
+
     /** A job whose worker stopped heartbeating: an attempt spent, then retried or parked. */
     void workerLost(JobRun run, Instant lastHeartbeat) {
-        retry(run, clock.instant(), FailureType.JOB_ERROR, WORKER_LOST, "WorkerLost",
+        guard(run, () -> retry(run, clock.instant(), FailureType.JOB_ERROR, WORKER_LOST, "WorkerLost",
                 "the worker running this job stopped sending heartbeats (last at " + lastHeartbeat
-                        + "): killed, hung, or cut off from the database", null);
+                        + "): killed, hung, or cut off from the database", null));
+    }
+
+    /**
+     * Runs an outcome's writes; a write abandoned because the worker stops during a database
+     * outage leaves the row picked (another worker revives it once its heartbeat is old) and is
+     * not logged per job (the engine says it once).
+     */
+    private static void guard(JobRun run, Runnable writes) {
+        try {
+            writes.run();
+        } catch (Stopping s) {
+            LOG.debug("Job {}: outcome not written, the worker stopped while the database was away", run.label());
+        }
     }
 
     /** A rate limit: run_at = now + max(retryAfter, the key's cooldown left) + jitter. */
@@ -174,7 +273,7 @@ public final class OutcomeWriter {
 
     private void reschedule(JobRun run, Instant now, Instant runAt, String reason, String detail, FailureType whenCapped,
             Instant permitAt, String trail) {
-        int updated = db.autocommit("rescheduling job " + run.label(), c -> {
+        int updated = write("rescheduling job " + run.label(), false, c -> {
             try (PreparedStatement ps = c.prepareStatement(CoreSql.RESCHEDULE)) {
                 Db.bind(ps, Timestamp.from(runAt), reason, cut(detail), Timestamp.from(now),
                         permitAt == null ? null : Timestamp.from(permitAt), trail,
@@ -211,7 +310,7 @@ public final class OutcomeWriter {
             delay = floor;
         }
         Instant runAt = now.plus(delay);
-        int updated = db.autocommit("retrying job " + run.label(), c -> {
+        int updated = write("retrying job " + run.label(), false, c -> {
             try (PreparedStatement ps = c.prepareStatement(CoreSql.RETRY)) {
                 Db.bind(ps, Timestamp.from(runAt), attempts, Timestamp.from(now), error, trail,
                         run.taskName(), run.id(), run.version());
@@ -233,10 +332,10 @@ public final class OutcomeWriter {
     private void parkWithError(JobRun run, FailureType type, String errorClass, String message, int attempts,
             String error, String trail) {
         String msg = cut(message);
-        Long deadLetter = db.transaction("parking job " + run.label(), c -> {
+        Long deadLetter = write("parking job " + run.label(), true, c -> {
             try (PreparedStatement ps = c.prepareStatement(CoreSql.PARK)) {
                 Db.bind(ps, run.taskName(), run.id(), run.version(),
-                        type.code(), errorClass, msg, error, attempts, trail,
+                        type.code(), type.code(), errorClass, msg, error, attempts, trail,
                         type.code(), errorClass, msg, error, attempts, trail);
                 try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
@@ -261,7 +360,7 @@ public final class OutcomeWriter {
     }
 
     private int reschedulesOf(JobRun run) {
-        return db.autocommit("reading job " + run.label(), c -> {
+        return write("reading job " + run.label(), false, c -> {
             try (PreparedStatement ps = c.prepareStatement(CoreSql.JOB_EXTRAS)) {
                 Db.bind(ps, run.taskName(), run.id());
                 try (ResultSet rs = ps.executeQuery()) {
@@ -297,17 +396,116 @@ public final class OutcomeWriter {
         if (cause == null) {
             return reason == null ? "failed" : reason;
         }
-        String m = cause.getMessage();
+        String m = safeMessage(cause);
         if (reason != null && m != null && !reason.contains(m)) {
             return reason + ": " + m;
         }
         return reason != null ? reason : (m != null ? m : cause.getClass().getName());
     }
 
+    /**
+     * The message of {@code t}, or a description when its {@code getMessage()} itself throws; never
+     * throws (handlers and SDKs throw exceptions of every shape).
+     */
+    static String safeMessage(Throwable t) {
+        if (t == null) {
+            return null;
+        }
+        try {
+            return t.getMessage();
+        } catch (Throwable e) {
+            return "(getMessage() of " + t.getClass().getName() + " threw " + e.getClass().getName() + ")";
+        }
+    }
+
+    /** {@code ClassName: message} of {@code t}, cut, for a log line; never throws. */
+    static String describe(Throwable t) {
+        String m = safeMessage(t);
+        return cut(m == null ? t.getClass().getName() : t.getClass().getName() + ": " + m);
+    }
+
+    /**
+     * A text as stored: at most {@link #MAX_MESSAGE} characters (the last one an ellipsis when
+     * cut), never a split surrogate pair, and NUL characters (which Postgres text and jsonb
+     * refuse) replaced by U+FFFD, so that no message can fail the write that records it.
+     */
     static String cut(String s) {
         if (s == null) {
             return null;
         }
-        return s.length() <= MAX_MESSAGE ? s : s.substring(0, MAX_MESSAGE - 1) + "…";
+        String c = s;
+        if (c.length() > MAX_MESSAGE) {
+            int end = MAX_MESSAGE - 1;
+            if (Character.isHighSurrogate(c.charAt(end - 1))) {
+                end--;
+            }
+            c = c.substring(0, end) + "…";
+        }
+        return clean(c);
+    }
+
+    /** Replaces NUL and unpaired surrogates by U+FFFD; returns {@code s} itself when there are none. */
+    static String clean(String s) {
+        StringBuilder b = null;
+        int n = s.length();
+        for (int i = 0; i < n; i++) {
+            char ch = s.charAt(i);
+            boolean bad;
+            if (ch == 0) {
+                bad = true;
+            } else if (Character.isHighSurrogate(ch)) {
+                bad = i + 1 >= n || !Character.isLowSurrogate(s.charAt(i + 1));
+                if (!bad) {
+                    if (b != null) {
+                        b.append(ch).append(s.charAt(i + 1));
+                    }
+                    i++;
+                    continue;
+                }
+            } else {
+                bad = Character.isLowSurrogate(ch);
+            }
+            if (bad && b == null) {
+                b = new StringBuilder(n).append(s, 0, i);
+            }
+            if (b != null) {
+                b.append(bad ? '\uFFFD' : ch);
+            }
+        }
+        return b == null ? s : b.toString();
+    }
+
+    /**
+     * A fallback trail as stored: NUL escapes (refused by jsonb) in its texts replaced.
+     * The trail is Jackson's output, so the escape only appears inside strings.
+     */
+    private String cleanTrail(String trail) {
+        if (trail == null || !trail.contains("\\u0000")) {
+            return trail;
+        }
+        try {
+            com.fasterxml.jackson.databind.JsonNode tree = json.readTree(trail);
+            return json.writeValueAsString(cleanNode(tree));
+        } catch (Exception e) {
+            return NO_TRAIL;
+        }
+    }
+
+    private com.fasterxml.jackson.databind.JsonNode cleanNode(com.fasterxml.jackson.databind.JsonNode n) {
+        if (n.isTextual()) {
+            return json.getNodeFactory().textNode(clean(n.asText()));
+        }
+        if (n instanceof ObjectNode o) {
+            var names = new java.util.ArrayList<String>();
+            o.fieldNames().forEachRemaining(names::add);
+            for (String f : names) {
+                o.set(f, cleanNode(o.get(f)));
+            }
+        } else if (n instanceof com.fasterxml.jackson.databind.node.ArrayNode a) {
+            for (int i = 0; i < a.size(); i++) {
+                a.set(i, cleanNode(a.get(i)));
+            }
+        }
+        return n;
     }
 }

@@ -108,7 +108,7 @@ class TwoProcessesTest {
                     return Outcome.done();
                 })
                 .build();
-        Layover here = Workers.builder(db.dataSource(), "worker-b").register(chat).threads(1).start();
+        Layover here = Workers.builder(db.dataSource(), "worker-b").register(chat).threads(1).prefetch(1).start();
         instances.add(here);
         here.enqueue(chat, new Chat("warm")); // this instance now has the key's state cached: no cooldown
         Await.equal(WAIT, "job rows", 0L, () -> db.count("select count(*) from layover.jobs"));
