@@ -1,13 +1,17 @@
 package dev.layover.dlq;
 
+import com.github.kagkarlsson.scheduler.task.Task;
 import com.github.kagkarlsson.scheduler.task.helper.RecurringTask;
 import com.github.kagkarlsson.scheduler.task.helper.Tasks;
 import com.github.kagkarlsson.scheduler.task.schedule.Schedules;
+import dev.layover.core.Layover;
+import dev.layover.core.LayoverPlugin;
 import dev.layover.core.internal.Db;
 import java.sql.PreparedStatement;
 import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Objects;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
@@ -18,14 +22,19 @@ import org.slf4j.LoggerFactory;
  * whose state has not changed for longer than the retention period (default
  * {@link #DEFAULT_KEEP 30 days}). {@code parked} and {@code review} dead letters are never deleted.
  *
- * <p>Run it as a db-scheduler recurring task of Layover's scheduler (one run at a time across the
- * cluster, every hour by default):
+ * <p>Run it as a plugin of Layover: a db-scheduler recurring task of Layover's scheduler, scheduled
+ * when the instance starts, run on one worker of the cluster at a time, every hour by default:
  *
  * <pre>{@code
- * DeadLetterRetention retention = DeadLetterRetention.builder(dataSource).keep(Duration.ofDays(14)).build();
- * Layover layover = Layover.builder(dataSource).register(...).addTask(retention.task()).start();
- * retention.ensureScheduled();
+ * Layover layover = Layover.builder(dataSource).register(...)
+ *         .plugin(DeadLetterRetention.plugin())                                        // every default
+ *         .start();
+ * Layover custom = Layover.builder(dataSource).register(...)
+ *         .plugin(DeadLetterRetention.builder(dataSource).keep(Duration.ofDays(14)).build())
+ *         .start();
  * }</pre>
+ *
+ * <p>The older form, {@code addTask(retention.task())} and {@link #ensureScheduled()}, still works.
  *
  * <p>What it does to the database: {@code DELETE}s of at most {@code batchSize} rows (default
  * 10,000) of {@code layover.dead_letters}, each autocommitted, until fewer remain; then one
@@ -33,7 +42,7 @@ import org.slf4j.LoggerFactory;
  * deleted. A job still live from a purged dead letter's replay is unaffected; if it parks, it gets a
  * new dead letter.
  */
-public final class DeadLetterRetention {
+public final class DeadLetterRetention implements LayoverPlugin {
 
     /** Default retention period of replayed and discarded dead letters: 30 days. */
     public static final Duration DEFAULT_KEEP = Duration.ofDays(30);
@@ -77,6 +86,27 @@ public final class DeadLetterRetention {
     }
 
     /**
+     * Retention with every default (keep 30 days, run every hour), as a plugin for
+     * {@code Layover.Builder#plugin}: it works on the database of the instance it is given to.
+     *
+     * @return the plugin
+     */
+    public static LayoverPlugin plugin() {
+        return layover -> defaults(layover.dataSource()).tasks(layover);
+    }
+
+    /**
+     * The plugin's task: {@link #task()}, scheduled by Layover when the instance starts.
+     *
+     * @param layover the instance being started
+     * @return the recurring task
+     */
+    @Override
+    public List<Task<?>> tasks(Layover layover) {
+        return List.of(task());
+    }
+
+    /**
      * The recurring task to add to Layover with {@code Layover.Builder.addTask(..)}: runs
      * {@link #purgeNow()} every {@code every}, on one worker of the cluster at a time.
      *
@@ -89,8 +119,9 @@ public final class DeadLetterRetention {
     /**
      * Schedules the task's first run (due now) unless it is scheduled already: one {@code INSERT ..
      * ON CONFLICT DO NOTHING} into {@code layover.scheduled_tasks}. Idempotent and safe from many
-     * JVMs. Needed once per database while Layover's engine does not schedule the start-up of tasks
-     * added with {@code addTask}.
+     * JVMs. Not needed with {@link #plugin()} (Layover schedules a plugin's recurring task when it
+     * starts), nor with {@code addTask} since Layover schedules recurring tasks added that way too;
+     * kept for code written before.
      */
     public void ensureScheduled() {
         db.autocommit("scheduling dead-letter retention", c -> {

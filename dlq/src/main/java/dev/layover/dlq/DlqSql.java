@@ -184,6 +184,128 @@ final class DlqSql {
             VALUES (?, ?, NULL, now(), false, 1, 0, 0)
             ON CONFLICT (task_name, task_instance) DO NOTHING""";
 
+    // ---------------------------------------------------------------- recovery sweep and trial
+
+    /**
+     * The provider keys the sweep looks at, with their breaker, cooldown and sweep state: every key
+     * with parked dead letters (a skip scan over V4's partial index: one probe per key, whatever
+     * the number of entries) and every key whose sweep state is not idle. No parameters.
+     */
+    static final String RECOVERY_KEYS = """
+            WITH RECURSIVE parked_keys AS (
+                (SELECT d.provider_key FROM layover.dead_letters d
+                 WHERE d.state = 'parked' AND d.provider_key IS NOT NULL
+                 ORDER BY d.provider_key LIMIT 1)
+                UNION ALL
+                SELECT (SELECT d.provider_key FROM layover.dead_letters d
+                        WHERE d.state = 'parked' AND d.provider_key > k.provider_key
+                        ORDER BY d.provider_key LIMIT 1)
+                FROM parked_keys k
+                WHERE k.provider_key IS NOT NULL
+            ), keys AS (
+                SELECT provider_key FROM parked_keys WHERE provider_key IS NOT NULL
+                UNION
+                SELECT provider_key FROM layover.recovery_state WHERE phase <> 'idle'
+            )
+            SELECT k.provider_key, now() AS db_now,
+                   coalesce(b.state, 'closed') AS breaker_state,
+                   b.closed_at,
+                   CASE WHEN b.open_until = 'infinity' THEN NULL ELSE b.open_until END AS open_until,
+                   coalesce(b.open_until = 'infinity', false) AS held_open,
+                   coalesce(b.state = 'half_open' AND b.trial_token IS NOT NULL AND b.trial_expires_at > now(), false)
+                       AS trial_in_flight,
+                   coalesce(b.closed_at > r.handled_closed_at
+                            OR (b.closed_at IS NOT NULL AND r.handled_closed_at IS NULL), false) AS new_close,
+                   (r.provider_key IS NOT NULL AND b.closed_at IS DISTINCT FROM r.trials_since) AS new_trial_period,
+                   CASE WHEN c.until > now() THEN c.until END AS cooldown_until,
+                   r.provider_key IS NOT NULL AS has_state,
+                   r.phase, r.handled_closed_at, r.cutoff, r.episode_started_at, r.batch_size, r.batches, r.replayed,
+                   r.moved_to_review, r.parked_again, r.last_batch_at, r.last_batch_count, r.last_batch_first_id,
+                   r.last_batch_last_id, r.next_batch_at, r.checked_at, r.trials, r.trials_since, r.last_trial_at,
+                   r.last_trial_run_at, r.last_trial_dead_letter_id, r.next_trial_at, r.note
+            FROM keys k
+            LEFT JOIN layover.breakers b ON b.provider_key = k.provider_key
+            LEFT JOIN layover.cooldowns c ON c.provider_key = k.provider_key
+            LEFT JOIN layover.recovery_state r ON r.provider_key = k.provider_key
+            ORDER BY k.provider_key""";
+
+    /**
+     * The next parked dead letters of one key and one failure type the sweep (or a trial) may
+     * replay, oldest id first: an ordered walk of V4's partial index that stops after {@code limit}
+     * matches. A dead letter qualifies when its job type is one for which the failure type is
+     * auto-replayable, no live job has its type and id, and it was parked up to the later of the
+     * cutoff (the breaker close being swept, plus its grace) and now minus the type's minimum age
+     * (rate-limit and quota entries). One statement per failure type (rather than one over all of
+     * them) keeps every condition one the planner can estimate, so it walks the index in id order.
+     *
+     * <p>Parameters: key; failure type; after id; job types (text[]); cutoff (or null); minimum age
+     * in ms (or null); limit.
+     */
+    static final String RECOVERY_CANDIDATES = """
+            SELECT d.id, d.job_type, d.job_id, d.failure_type
+            FROM layover.dead_letters d
+            WHERE d.provider_key = ? AND d.state = 'parked' AND d.failure_type = ? AND d.id > ?
+              AND d.job_type = ANY(?::text[])
+              AND d.parked_at <= greatest(?::timestamptz, now() - ?::bigint * interval '1 millisecond')
+              AND NOT EXISTS (SELECT 1 FROM layover.scheduled_tasks t
+                              WHERE t.task_name = d.job_type AND t.task_instance = d.job_id)
+            ORDER BY d.id
+            LIMIT ?""";
+
+    /**
+     * How the sweep's replays of one key are doing: live sweep jobs not failed yet (pending) and
+     * failing (an attempt spent), and sweep replays that parked again (in review) since a time.
+     * Parameters: key, since, key.
+     */
+    static final String RECOVERY_HEALTH = """
+            SELECT count(*) FILTER (WHERE coalesce(t.consecutive_failures, 0) = 0) AS pending,
+                   count(*) FILTER (WHERE coalesce(t.consecutive_failures, 0) > 0) AS retrying,
+                   (SELECT count(*) FROM layover.dead_letters d
+                    WHERE d.provider_key = ? AND d.state = 'review' AND d.parked_at > ?) AS parked_again
+            FROM layover.scheduled_tasks t
+            WHERE t.provider_key = ? AND t.replay_kind = 'sweep' AND t.dead_letter_id IS NOT NULL""";
+
+    /**
+     * Whether a key has traffic that will make the breaker's trial call by itself: a live job of
+     * the key due by a time (running jobs included). Parameters: key, time.
+     */
+    static final String RECOVERY_TRAFFIC = """
+            SELECT EXISTS (SELECT 1 FROM layover.scheduled_tasks t
+                           WHERE t.provider_key = ? AND t.execution_time <= ?)""";
+
+    /** Writes one key's sweep state. Parameters: the columns in order, then the worker. */
+    static final String RECOVERY_SAVE = """
+            INSERT INTO layover.recovery_state AS r
+                (provider_key, phase, handled_closed_at, cutoff, episode_started_at, batch_size, batches, replayed,
+                 moved_to_review, parked_again, last_batch_at, last_batch_count, last_batch_first_id,
+                 last_batch_last_id, next_batch_at, checked_at, trials, trials_since, last_trial_at,
+                 last_trial_run_at, last_trial_dead_letter_id, next_trial_at, note, updated_at, updated_by)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?)
+            ON CONFLICT (provider_key) DO UPDATE SET
+                phase = excluded.phase, handled_closed_at = excluded.handled_closed_at, cutoff = excluded.cutoff,
+                episode_started_at = excluded.episode_started_at, batch_size = excluded.batch_size,
+                batches = excluded.batches, replayed = excluded.replayed, moved_to_review = excluded.moved_to_review,
+                parked_again = excluded.parked_again, last_batch_at = excluded.last_batch_at,
+                last_batch_count = excluded.last_batch_count, last_batch_first_id = excluded.last_batch_first_id,
+                last_batch_last_id = excluded.last_batch_last_id, next_batch_at = excluded.next_batch_at,
+                checked_at = excluded.checked_at, trials = excluded.trials, trials_since = excluded.trials_since,
+                last_trial_at = excluded.last_trial_at, last_trial_run_at = excluded.last_trial_run_at,
+                last_trial_dead_letter_id = excluded.last_trial_dead_letter_id, next_trial_at = excluded.next_trial_at,
+                note = excluded.note, updated_at = now(), updated_by = excluded.updated_by""";
+
+    /**
+     * Brings the sweep's next run forward to now (after a breaker close was heard), when it is not
+     * running; the version moves as with any change of a db-scheduler row. Parameter: task name.
+     */
+    static final String RECOVERY_NUDGE = """
+            UPDATE layover.scheduled_tasks
+            SET execution_time = now(), version = version + 1
+            WHERE task_name = ? AND task_instance = 'recurring' AND NOT picked AND execution_time > now()""";
+
+    /** Names the provider key of a sweep's or trial's audit row. Parameters: key, audit id. */
+    static final String AUDIT_SUBJECT = """
+            UPDATE layover.audit_log SET subject = ? WHERE id = ? AND subject IS NULL""";
+
     // ---------------------------------------------------------------- audit log
 
     /** Parameters: actor, action, subject, count, ids, filter, note, details, finished. */
