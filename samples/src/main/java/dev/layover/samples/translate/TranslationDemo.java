@@ -1,0 +1,383 @@
+package dev.layover.samples.translate;
+
+import com.openai.client.OpenAIClient;
+import dev.layover.console.ConsoleOptions;
+import dev.layover.console.ReplayConsole;
+import dev.layover.core.EnqueueOptions;
+import dev.layover.core.JobType;
+import dev.layover.core.Layover;
+import dev.layover.core.provider.state.BreakerState;
+import dev.layover.samples.translate.DemoScript.Step;
+import dev.layover.samples.translate.TranslateJob.TranslateDocument;
+import dev.layover.testing.provider.FakeProvider;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.net.URI;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import javax.sql.DataSource;
+
+/**
+ * The LLM translation demo: documents arrive at a steady rate and are translated by
+ * {@link TranslateJob} through a fake OpenAI-compatible provider that goes normal → throttled
+ * (429) → outage (503/529) → recovered ({@link DemoScript}). It prints the phases, every breaker
+ * change and a live progress line, and ends with a {@link DemoReport} once every job is completed
+ * or waits for a person, or at the script's deadline.
+ *
+ * <p>Database: Layover's schema (migrated at start) and the demo's own, {@code layover_demo},
+ * dropped and created at start. Rows an earlier run left in Layover's tables for the demo's job
+ * type and provider keys (jobs, dead letters, breakers, cooldowns, buckets, sweep state) are
+ * deleted at start; nothing else is touched.
+ */
+public final class TranslationDemo {
+
+    private static final List<String> KEYS = List.of(TranslateJob.MODEL_KEY, TranslateJob.PRIMARY_KEY,
+            TranslateJob.SECONDARY_KEY);
+
+    /**
+     * How to run the demo.
+     *
+     * @param fast the compressed script (a few seconds) instead of the real one
+     * @param keepRunning keep Layover and the console up after the report, until {@code stop} counts down
+     * @param console start the replay console
+     * @param terminal redraw the progress line in place (stdout is a terminal)
+     * @param stop counted down to end a {@code keepRunning} demo (a shutdown hook); may be {@code null}
+     */
+    public record Options(boolean fast, boolean keepRunning, boolean console, boolean terminal, CountDownLatch stop) {}
+
+    private TranslationDemo() {}
+
+    /**
+     * Runs the demo.
+     *
+     * @param dataSource the database (a pool of at least 24 connections)
+     * @param options how
+     * @param out where to print
+     * @return the report
+     * @throws Exception if the demo cannot run
+     */
+    public static DemoReport run(DataSource dataSource, Options options, PrintStream out) throws Exception {
+        DemoScript script = options.fast() ? DemoScript.fastSpeed() : DemoScript.normalSpeed();
+        TranslationStats stats = new TranslationStats();
+        Progress progress = new Progress(out, options.terminal(), script.progressEvery().toMillis());
+        AtomicInteger openings = new AtomicInteger();
+        AtomicLong startedAt = new AtomicLong(System.nanoTime()); // set again when the script starts
+
+        try (FakeProvider fake = FakeProvider.start()) {
+            OpenAIClient primary = TranslateJob.client(URI.create(fake.baseUri() + "/v1"), "sk-demo-primary");
+            OpenAIClient secondary = TranslateJob.client(URI.create(fake.baseUri() + "/secondary/v1"), "sk-demo-secondary");
+            Set<String> failedOnce = ConcurrentHashMap.newKeySet();
+            TranslateJob job = new TranslateJob(dataSource, TranslateJob.chain(primary, secondary), (jobId, doc, segments) -> {
+                if (Documents.firstDeliveryFails(number(doc)) && failedOnce.add(jobId)) {
+                    throw new IOException("the customer's webhook timed out");
+                }
+            }, stats);
+            JobType<TranslateDocument> type = job.jobType(script.policy());
+
+            Layover layover = Layover.builder(dataSource)
+                    .register(type)
+                    .threads(8)
+                    .pollInterval(script.pollInterval())
+                    .shutdownMaxWait(Duration.ofSeconds(10))
+                    .breakers(script.breakers())
+                    .cooldowns(script.cooldowns())
+                    .bucket(TranslateJob.PRIMARY_KEY, script.primaryBucket())
+                    .bucket(TranslateJob.SECONDARY_KEY, script.secondaryBucket())
+                    .breakerListener(e -> {
+                        if (e.to() == BreakerState.OPEN && e.from() != BreakerState.OPEN) {
+                            openings.incrementAndGet();
+                        }
+                        progress.event(String.format("%5.1fs  breaker %s: %s -> %s  (%s)", seconds(startedAt.get()), e.providerKey(),
+                                name(e.from()), name(e.to()), shorten(e.reason())));
+                    })
+                    .plugin(script.sweep())
+                    .build(); // migrates
+            ReplayConsole console = null;
+            try {
+                prepare(dataSource);
+                layover.start();
+                if (options.console()) {
+                    console = ReplayConsole.start(layover, ConsoleOptions.defaults());
+                    out.println("Replay console: " + console.loginUrl());
+                    out.println("  (open it in a browser on this machine; the token in the link is this run's password)");
+                }
+                out.println("Provider: a fake OpenAI-compatible server at " + fake.baseUri() + " (primary /v1, secondary /secondary/v1)");
+                out.println("Keys: " + TranslateJob.MODEL_KEY + " (the job's, over both endpoints), " + TranslateJob.PRIMARY_KEY
+                        + ", " + TranslateJob.SECONDARY_KEY);
+                out.println();
+
+                long start = System.nanoTime();
+                startedAt.set(start);
+                script.start(fake);
+                AtomicInteger enqueued = new AtomicInteger();
+                Thread producer = producer(layover, type, script, enqueued, start);
+                producer.start();
+                try {
+                    watch(dataSource, script, stats, progress, fake, enqueued, producer, start);
+                } finally {
+                    producer.interrupt();
+                    producer.join();
+                }
+                layover.awaitCompletions(Duration.ofSeconds(5));
+                progress.finish();
+                DemoReport report = report(dataSource, stats, fake, enqueued.get(), openings.get(), start);
+                report.print(out);
+                out.println();
+                out.println("Look around with SQL: layover.dead_letters (what parked, why, its replays), "
+                        + "layover_demo.charges, layover_demo.translations, layover.provider_keys.");
+                if (options.keepRunning()) {
+                    out.println("--keep-running: Layover and the console stay up" + (console != null
+                            ? " at " + console.loginUrl() : "") + ". Press Ctrl-C to stop.");
+                    out.println("Try: top up the trial account with SQL (UPDATE layover_demo.accounts SET balance = balance + 100"
+                            + " WHERE id = '" + Documents.INITECH + "'), then replay its dead letters (failure type"
+                            + " handler_parked) from the console: they complete, charged once.");
+                    out.flush();
+                    if (options.stop() != null) {
+                        options.stop().await();
+                    } else {
+                        new CountDownLatch(1).await();
+                    }
+                }
+                return report;
+            } finally {
+                if (console != null) {
+                    console.close();
+                }
+                layover.stop();
+                RescheduleLog.uninstall(dataSource);
+                primary.close();
+                secondary.close();
+            }
+        }
+    }
+
+    /** Deletes what an earlier run left for the demo's job type and keys; creates the demo's schema. */
+    private static void prepare(DataSource ds) throws SQLException {
+        try (Connection c = ds.getConnection()) {
+            for (String sql : List.of(
+                    "DELETE FROM layover.scheduled_tasks WHERE task_name = ?",
+                    "DELETE FROM layover.dead_letters WHERE job_type = ?")) {
+                try (PreparedStatement ps = c.prepareStatement(sql)) {
+                    ps.setString(1, TranslateJob.NAME);
+                    ps.executeUpdate();
+                }
+            }
+            for (String table : List.of("breakers", "cooldowns", "buckets", "recovery_state")) {
+                if (!exists(c, "layover." + table)) {
+                    continue;
+                }
+                try (PreparedStatement ps = c.prepareStatement("DELETE FROM layover." + table + " WHERE provider_key = ANY (?)")) {
+                    ps.setArray(1, c.createArrayOf("text", KEYS.toArray()));
+                    ps.executeUpdate();
+                }
+            }
+        }
+        Credits.createSchema(ds, Documents.openingBalances());
+        RescheduleLog.install(ds, TranslateJob.NAME);
+    }
+
+    private static boolean exists(Connection c, String table) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
+            ps.setString(1, table);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getBoolean(1);
+            }
+        }
+    }
+
+    private static Thread producer(Layover layover, JobType<TranslateDocument> type, DemoScript script,
+            AtomicInteger enqueued, long start) {
+        Thread t = new Thread(() -> {
+            long every = (long) (1e9 / script.documentsPerSecond());
+            long until = start + script.produceFor().toNanos();
+            for (int n = 0; ; n++) {
+                long due = start + n * every;
+                if (due - until >= 0) {
+                    return;
+                }
+                long wait = due - System.nanoTime();
+                if (wait > 0) {
+                    try {
+                        Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+                TranslateDocument doc = Documents.document(n);
+                // the idempotency key is the business key: enqueueing a document twice does nothing
+                layover.enqueue(type, doc, EnqueueOptions.key("translate:" + doc.documentId() + ":" + doc.target()));
+                enqueued.incrementAndGet();
+            }
+        }, "demo-documents");
+        t.setDaemon(true);
+        return t;
+    }
+
+    /** Prints phases and progress until everything is done or waits for a person, or the deadline. */
+    private static void watch(DataSource ds, DemoScript script, TranslationStats stats, Progress progress,
+            FakeProvider fake, AtomicInteger enqueued, Thread producer, long start) throws Exception {
+        Step announced = null;
+        long deadline = start + script.deadline().toNanos();
+        while (true) {
+            Duration elapsed = Duration.ofNanos(System.nanoTime() - start);
+            Step step = script.stepAt(elapsed);
+            if (step != announced) {
+                script.styles(fake, step);
+                progress.event(String.format("%5.1fs  == %s", seconds(start), script.describe(step)));
+                announced = step;
+            }
+            Snapshot s = snapshot(ds);
+            progress.update(String.format("%4ds %-9s| done %d  waiting %d  rescheduled %d  parked %d  replayed %d | %s",
+                    elapsed.toSeconds(), step.name().toLowerCase(), stats.completed(), s.waiting(), s.rescheduled(),
+                    s.parked(), s.replayed(), s.keys()));
+            boolean drained = step == Step.RECOVERED && !producer.isAlive() && s.live() == 0 && s.recoverable() == 0;
+            if (drained || System.nanoTime() - deadline >= 0) {
+                if (!drained) {
+                    progress.event(String.format("%5.1fs  deadline reached: reporting what is still open", seconds(start)));
+                }
+                return;
+            }
+            Thread.sleep(250);
+        }
+    }
+
+    private record Snapshot(long waiting, long rescheduled, long live, long parked, long recoverable,
+            long replayed, String keys) {}
+
+    private static Snapshot snapshot(DataSource ds) throws SQLException {
+        try (Connection c = ds.getConnection()) {
+            long waiting;
+            long rescheduled;
+            long live;
+            long parked;
+            long recoverable;
+            long replayed;
+            try (PreparedStatement ps = c.prepareStatement("""
+                    SELECT count(*) FILTER (WHERE j.state IN ('scheduled', 'retrying')),
+                           count(*) FILTER (WHERE j.state = 'rescheduled'),
+                           count(*),
+                           (SELECT count(*) FROM layover.dead_letters d WHERE d.job_type = ? AND d.state IN ('parked', 'review')),
+                           (SELECT count(*) FROM layover.dead_letters d WHERE d.job_type = ? AND d.state = 'parked'
+                                AND d.failure_type IN ('provider_unavailable', 'breaker_open', 'rate_limit_exhausted',
+                                                       'quota_exhausted')),
+                           (SELECT coalesce(sum(d.replay_count), 0) FROM layover.dead_letters d WHERE d.job_type = ?)
+                    FROM layover.jobs j WHERE j.job_type = ?""")) {
+                for (int i = 1; i <= 4; i++) {
+                    ps.setString(i, TranslateJob.NAME);
+                }
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    waiting = rs.getLong(1);
+                    rescheduled = rs.getLong(2);
+                    live = rs.getLong(3);
+                    parked = rs.getLong(4);
+                    recoverable = rs.getLong(5);
+                    replayed = rs.getLong(6);
+                }
+            }
+            Map<String, String> keys = new LinkedHashMap<>();
+            KEYS.forEach(k -> keys.put(k, "closed"));
+            try (PreparedStatement ps = c.prepareStatement("""
+                    SELECT provider_key, breaker_state,
+                           ceil(extract(epoch FROM (breaker_open_until - now()))),
+                           ceil(extract(epoch FROM (cooldown_until - now())))
+                    FROM layover.provider_keys WHERE provider_key = ANY (?)""")) {
+                ps.setArray(1, c.createArrayOf("text", KEYS.toArray()));
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        StringBuilder b = new StringBuilder(rs.getString(2).replace('_', '-'));
+                        double open = rs.getDouble(3);
+                        if (!rs.wasNull() && open > 0 && !"closed".equals(rs.getString(2))) {
+                            b.append(' ').append((long) open).append('s');
+                        }
+                        double cool = rs.getDouble(4);
+                        if (!rs.wasNull() && cool > 0) {
+                            b.append(", cool ").append((long) cool).append('s');
+                        }
+                        keys.put(rs.getString(1), b.toString());
+                    }
+                }
+            }
+            String k = "model " + keys.get(TranslateJob.MODEL_KEY) + " | primary " + keys.get(TranslateJob.PRIMARY_KEY)
+                    + " | secondary " + keys.get(TranslateJob.SECONDARY_KEY);
+            return new Snapshot(waiting, rescheduled, live, parked, recoverable, replayed, k);
+        }
+    }
+
+    private static DemoReport report(DataSource ds, TranslationStats stats, FakeProvider fake, int enqueued, int openings,
+            long start) throws SQLException {
+        Map<String, Long> waitingForPerson = counts(ds, "SELECT failure_type, count(*) FROM layover.dead_letters"
+                + " WHERE job_type = '" + TranslateJob.NAME + "' AND state IN ('parked', 'review') GROUP BY 1");
+        Map<String, Long> byType = counts(ds, "SELECT failure_type, count(*) FROM layover.dead_letters"
+                + " WHERE job_type = '" + TranslateJob.NAME + "' GROUP BY 1");
+        Map<String, Long> replays = counts(ds, "SELECT r ->> 'kind', count(*) FROM layover.dead_letters d,"
+                + " jsonb_array_elements(d.replays) r WHERE d.job_type = '" + TranslateJob.NAME + "' GROUP BY 1");
+        long opening = Documents.openingBalances().values().stream().mapToLong(Long::longValue).sum();
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement();
+                ResultSet rs = st.executeQuery("""
+                        SELECT (SELECT count(*) FROM layover.jobs WHERE job_type = '%1$s'),
+                               (SELECT count(*) FROM layover.dead_letters WHERE job_type = '%1$s'),
+                               (SELECT coalesce(sum(park_count), 0) FROM layover.dead_letters WHERE job_type = '%1$s'),
+                               (SELECT count(*) FROM layover_demo.charges),
+                               (SELECT coalesce(sum(amount), 0) FROM layover_demo.charges),
+                               (SELECT coalesce(sum(balance), 0) FROM layover_demo.accounts),
+                               (SELECT count(*) FROM (SELECT job_id FROM layover_demo.charges GROUP BY job_id
+                                                      HAVING count(*) > 1) twice),
+                               (SELECT count(*) FROM layover_demo.accounts WHERE balance < 0)""".formatted(TranslateJob.NAME))) {
+            rs.next();
+            long touching = RescheduleLog.touchingAttempts(ds);
+            return new DemoReport(Math.round(seconds(start)), enqueued, stats.completed(), waitingForPerson, rs.getLong(1),
+                    fake.primary().calls(), fake.secondary().calls(),
+                    fake.primary().rateLimited() + fake.secondary().rateLimited(),
+                    fake.primary().unavailable() + fake.primary().overloaded() + fake.secondary().unavailable()
+                            + fake.secondary().overloaded(),
+                    RescheduleLog.byReason(ds), stats.rateLimitedRuns(), stats.attemptsSpentOnRateLimits() + touching,
+                    stats.attemptsSpent(), stats.answeredByPrimary(), stats.answeredBySecondary(), stats.fenced(),
+                    stats.chatty(), stats.truncated(), stats.deliveryFailures(), openings, rs.getLong(2), rs.getLong(3),
+                    byType, replays, rs.getLong(4), rs.getLong(5), opening - rs.getLong(6), rs.getLong(7), rs.getLong(8));
+        }
+    }
+
+    private static Map<String, Long> counts(DataSource ds, String sql) throws SQLException {
+        Map<String, Long> out = new TreeMap<>();
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement(); ResultSet rs = st.executeQuery(sql)) {
+            while (rs.next()) {
+                out.put(rs.getString(1), rs.getLong(2));
+            }
+        }
+        return out;
+    }
+
+    private static int number(TranslateDocument doc) {
+        return Integer.parseInt(doc.documentId().substring("doc-".length()));
+    }
+
+    private static double seconds(long start) {
+        return (System.nanoTime() - start) / 1e9;
+    }
+
+    private static String name(BreakerState s) {
+        return s.name().toLowerCase().replace('_', '-');
+    }
+
+    private static String shorten(String s) {
+        if (s == null) {
+            return "";
+        }
+        return s.length() > 110 ? s.substring(0, 107) + "..." : s;
+    }
+}

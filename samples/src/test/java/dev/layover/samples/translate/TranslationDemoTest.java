@@ -1,0 +1,59 @@
+package dev.layover.samples.translate;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.TestDatabase;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** The demo in fast mode, start to end, and the checks of its report. */
+@ExtendWith(LayoverPostgresExtension.class)
+class TranslationDemoTest {
+
+    @Test
+    @Timeout(90)
+    void theFastDemoRecoversFromTheOutageWithoutSpendingAttemptsOnRateLimitsOrChargingTwice(TestDatabase db)
+            throws Exception {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
+        long started = System.nanoTime();
+        DemoReport r = TranslationDemo.run(db.dataSource(), new TranslationDemo.Options(true, false, true, false, null), out);
+        String printed = bytes.toString(StandardCharsets.UTF_8);
+        System.out.println(printed);
+
+        assertEquals(List.of(), r.problems(), printed);
+        assertTrue(r.enqueued() > 50, printed);
+        assertEquals(0, r.unaccounted(), "every job completed or accounted for");
+        assertEquals(0, r.stillLive());
+        assertEquals(r.enqueued(), r.completed() + r.waitingForAPerson());
+        assertEquals(r.waitingForAPerson(), r.waitingForPerson().getOrDefault("handler_parked", 0L),
+                "only the jobs of the account without credits wait for a person");
+        assertTrue(r.waitingForAPerson() > 0, "the trial account ran out of credits");
+
+        assertTrue(r.rateLimited429s() > 0, "the throttled phase answered 429s");
+        assertTrue(r.reschedules() > 0);
+        assertEquals(0, r.attemptsSpentOnRateLimits());
+        assertTrue(r.answeredBySecondary() > 0, "the chain fell back to the secondary");
+        assertTrue(r.fenced() + r.chatty() > 0, "fenced or chatty answers were repaired (JsonRepairTest has every case)");
+
+        assertTrue(r.breakerOpenings() > 0, "the outage opened a breaker");
+        assertTrue(r.deadLetters() > r.waitingForAPerson(), "the outage parked jobs");
+        assertTrue(r.replaysByKind().getOrDefault("sweep", 0L) > 0, "the recovery sweep replayed the parked jobs");
+
+        assertEquals(0, r.doubleCharges());
+        assertEquals(0, r.overdrawnAccounts());
+        assertEquals(r.completed(), r.jobsCharged(), "every completed job charged exactly once, nothing else charged");
+        assertEquals(r.completed(), db.count("select count(*) from layover_demo.translations"));
+        assertEquals(0, db.count("select count(*) from layover_demo.accounts where balance < 0"));
+        assertTrue(printed.contains("Replay console: http://127.0.0.1:"), printed);
+        assertTrue(Duration.ofNanos(System.nanoTime() - started).toSeconds() < 60, "the fast demo takes under a minute");
+    }
+}
