@@ -1,45 +1,362 @@
 package dev.layover.bench;
 
+import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
 
 /**
- * The benchmark runner: every comparison measured in the same run, printed as a markdown table.
+ * The benchmark runner: every comparison of issue 11 measured in the same run, printed as markdown
+ * tables, then the issue's goals with the figures that decide them.
  *
- * <p>Usage: {@code mvn -q -pl bench -am -DskipTests package exec:java -Dexec.args="[--quick] [--jdbc-url URL]"}.
- * {@code --quick} runs small sizes (a smoke test, no figure worth quoting).
+ * <ol>
+ *   <li>throughput, no-op jobs: Layover against raw db-scheduler ({@link ThroughputBench});
+ *   <li>wake-up latency, same JVM and another JVM ({@link LatencyBench});
+ *   <li>enqueue, single and batch ({@link EnqueueBench});
+ *   <li>provider etiquette, two worker JVMs against a rate-limited fake provider
+ *       ({@link EtiquetteBench});
+ *   <li>recovery of 10,000 jobs parked by an outage ({@link RecoveryBench}).
+ * </ol>
+ *
+ * <p>Usage: {@code mvn -q -pl bench -am -DskipTests package exec:java -Dexec.args="[--quick]
+ * [--jdbc-url URL] [--only throughput,latency,enqueue,etiquette,recovery] [--poll-ms 200]"}. Without a URL (or
+ * {@code LAYOVER_JDBC_URL}) an embedded Postgres is started; with one, a scratch database is
+ * created on that server and dropped afterwards. {@code --quick} runs small sizes in under a
+ * minute: a smoke test, no figure worth quoting.
  */
 public final class Bench {
+
+    /**
+     * The Layover workers' poll interval in the etiquette and recovery benchmarks unless
+     * {@code --poll-ms} says otherwise: 200 ms. Jobs rescheduled to a bucket permit (or a cooldown's
+     * end) are picked at the next poll; with the default 1 s the permits of a whole second are
+     * spent together at each poll and meet a provider whose own bucket holds one second with
+     * occasional 429s (see docs/benchmarks.md).
+     */
+    static final long DEFAULT_POLL_MS = 200;
+
+    /** The sections, in the order they run. */
+    static final List<String> SECTIONS = List.of("throughput", "latency", "enqueue", "etiquette", "recovery");
+
+    /** Everything one run measured (null where a section was not run). */
+    public static final class Report {
+        List<ThroughputBench.Run> throughput;
+        List<LatencyBench.Result> latency;
+        List<EnqueueBench.Result> enqueue;
+        List<EtiquetteBench.Result> etiquette;
+        RecoveryBench.Result recovery;
+        double seconds;
+
+        /** @return the throughput runs */
+        public List<ThroughputBench.Run> throughput() {
+            return throughput;
+        }
+
+        /** @return the latency results */
+        public List<LatencyBench.Result> latency() {
+            return latency;
+        }
+
+        /** @return the enqueue results */
+        public List<EnqueueBench.Result> enqueue() {
+            return enqueue;
+        }
+
+        /** @return the etiquette results */
+        public List<EtiquetteBench.Result> etiquette() {
+            return etiquette;
+        }
+
+        /** @return the recovery result */
+        public RecoveryBench.Result recovery() {
+            return recovery;
+        }
+
+        /** @return the run's duration */
+        public double seconds() {
+            return seconds;
+        }
+    }
 
     private Bench() {}
 
     /**
-     * @param args {@code --quick}, {@code --jdbc-url URL}
+     * @param args {@code --quick}, {@code --jdbc-url URL}, {@code --only a,b}
      * @throws Exception on failure
      */
     public static void main(String[] args) throws Exception {
-        boolean quick = List.of(args).contains("--quick");
-        int jobs = quick ? 5_000 : 100_000;
-        int rounds = quick ? 1 : 3;
+        run(args, System.out);
+        System.exit(0);
+    }
+
+    /**
+     * Runs the benchmarks and prints the tables.
+     *
+     * @param args {@code --quick}, {@code --jdbc-url URL}, {@code --only a,b}
+     * @param out where the tables go
+     * @return the figures
+     * @throws Exception on failure
+     */
+    public static Report run(String[] args, PrintStream out) throws Exception {
+        boolean quick = Arrays.asList(args).contains("--quick");
+        Set<String> only = new LinkedHashSet<>(SECTIONS);
+        java.time.Duration poll = java.time.Duration.ofMillis(DEFAULT_POLL_MS);
+        for (int i = 0; i < args.length - 1; i++) {
+            if (args[i].equals("--poll-ms")) {
+                poll = java.time.Duration.ofMillis(Long.parseLong(args[i + 1]));
+            }
+            if (args[i].equals("--only")) {
+                only = new LinkedHashSet<>(Arrays.asList(args[i + 1].split(",")));
+                if (!SECTIONS.containsAll(only)) {
+                    throw new IllegalArgumentException("--only takes some of " + SECTIONS + ", was " + only);
+                }
+            }
+        }
+        long start = System.nanoTime();
+        Report report = new Report();
         int threads = 16;
         try (BenchDatabase db = BenchDatabase.open(args, threads + 8)) {
-            System.out.printf("Layover benchmarks on %s, %d cores, Java %s%n%n", db.description,
-                    Runtime.getRuntime().availableProcessors(), System.getProperty("java.version"));
-            List<ThroughputBench.Run> runs = ThroughputBench.measure(db.dataSource(), jobs, threads, rounds);
-            System.out.println("### Throughput, no-op jobs (" + jobs + " per run, " + threads + " threads, lock-and-fetch)");
-            System.out.println();
-            System.out.println("| round | db-scheduler jobs/s | Layover jobs/s | ratio |");
-            System.out.println("|---|---|---|---|");
-            double[] ratios = new double[rounds];
-            for (int r = 0; r < rounds; r++) {
-                ThroughputBench.Run raw = runs.get(2 * r);
-                ThroughputBench.Run lay = runs.get(2 * r + 1);
-                ratios[r] = lay.perSecond() / raw.perSecond();
-                System.out.printf(Locale.ROOT, "| %d | %,.0f | %,.0f | %.2f× |%n", r + 1, raw.perSecond(), lay.perSecond(), ratios[r]);
+            header(out, db, quick);
+            // Layover's schema (the first Layover run migrates; the etiquette workers do not)
+            dev.layover.migrations.LayoverMigrations.migrate(db.dataSource());
+            if (only.contains("throughput")) {
+                int jobs = quick ? 5_000 : 50_000;
+                int rounds = quick ? 1 : 3;
+                long t = System.nanoTime();
+                report.throughput = ThroughputBench.measure(db.dataSource(), jobs, threads, rounds);
+                throughput(out, report.throughput, jobs, threads, rounds, t);
             }
-            java.util.Arrays.sort(ratios);
-            System.out.printf(Locale.ROOT, "%nmedian ratio Layover / db-scheduler: %.2f×%n", ratios[rounds / 2]);
+            if (only.contains("latency")) {
+                int samples = quick ? 100 : 1000;
+                long t = System.nanoTime();
+                report.latency = LatencyBench.measure(db.dataSource(), db.jdbcUrl(), samples);
+                out.println("### Wake-up latency, enqueue to handler start (" + samples + " jobs, 10 ms apart, 8 threads)");
+                out.println();
+                out.println("| enqueued in | p50 ms | p95 ms | p99 ms |");
+                out.println("|---|---|---|---|");
+                for (LatencyBench.Result r : report.latency) {
+                    out.printf(Locale.ROOT, "| %s | %.2f | %.2f | %.2f |%n", r.arm(), r.p50(), r.p95(), r.p99());
+                }
+                took(out, t);
+            }
+            if (only.contains("enqueue")) {
+                long t = System.nanoTime();
+                int single = quick ? 400 : 4_000;
+                int batch = quick ? 5_000 : 50_000;
+                report.enqueue = EnqueueBench.measure(db.dataSource(), single, batch, threads, quick ? 1 : 3);
+                out.println("### Enqueue, enqueue-only client, jobs/s (median of " + (quick ? 1 : 3) + " rounds)");
+                out.println();
+                out.println("| how | jobs per run | jobs/s |");
+                out.println("|---|---|---|");
+                for (EnqueueBench.Result r : report.enqueue) {
+                    out.printf(Locale.ROOT, "| %s | %,d | %,.0f |%n", r.arm(), r.jobs(), r.perSecond());
+                }
+                took(out, t);
+            }
+            if (only.contains("etiquette")) {
+                long t = System.nanoTime();
+                EtiquetteBench.Settings s = quick ? EtiquetteBench.Settings.quick(poll) : EtiquetteBench.Settings.full(poll);
+                report.etiquette = EtiquetteBench.measure(db.dataSource(), db.jdbcUrl(), s);
+                etiquette(out, report.etiquette, s, t);
+            }
+            if (only.contains("recovery")) {
+                long t = System.nanoTime();
+                RecoveryBench.Settings s = quick ? RecoveryBench.Settings.quick(poll) : RecoveryBench.Settings.full(poll);
+                report.recovery = RecoveryBench.measure(db.dataSource(), s);
+                recovery(out, report.recovery, s, t);
+            }
         }
-        System.exit(0);
+        report.seconds = (System.nanoTime() - start) / 1e9;
+        goals(out, report, quick);
+        out.printf(Locale.ROOT, "%nwhole run: %.0f s; load average now: %s%n", report.seconds, loadAverage());
+        out.flush();
+        return report;
+    }
+
+    private static void header(PrintStream out, BenchDatabase db, boolean quick) {
+        long memory = 0;
+        if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os) {
+            memory = os.getTotalMemorySize();
+        }
+        out.printf(Locale.ROOT, "## Layover benchmarks%s%n%n", quick ? " (--quick: a smoke test, figures not meaningful)" : "");
+        out.printf(Locale.ROOT, "%s; %d cores, %.1f GiB memory, Java %s (%s); load average at start: %s%n%n",
+                db.description, Runtime.getRuntime().availableProcessors(), memory / (1024.0 * 1024 * 1024),
+                System.getProperty("java.version"), System.getProperty("java.vm.name"), loadAverage());
+    }
+
+    static String loadAverage() {
+        try {
+            String[] f = Files.readString(Path.of("/proc/loadavg")).trim().split(" ");
+            return f[0] + " " + f[1] + " " + f[2];
+        } catch (Exception e) {
+            return String.format(Locale.ROOT, "%.2f", ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage());
+        }
+    }
+
+    private static void took(PrintStream out, long t) {
+        out.printf(Locale.ROOT, "%n(%.0f s)%n%n", (System.nanoTime() - t) / 1e9);
+    }
+
+    private static void throughput(PrintStream out, List<ThroughputBench.Run> runs, int jobs, int threads, int rounds,
+            long t) {
+        out.println("### Throughput, no-op jobs (" + String.format(Locale.ROOT, "%,d", jobs) + " per run, " + threads
+                + " threads, lock-and-fetch, rounds alternate)");
+        out.println();
+        out.println("| round | db-scheduler jobs/s | Layover jobs/s (default: prefetch 2, history on) | ratio "
+                + "| Layover, history off | ratio | Layover prefetch 4 | ratio |");
+        out.println("|---|---|---|---|---|---|---|---|");
+        double[] r2 = new double[rounds];
+        double[] rOff = new double[rounds];
+        double[] r4 = new double[rounds];
+        double[] historyCost = new double[rounds];
+        int arms = ThroughputBench.ARMS;
+        for (int r = 0; r < rounds; r++) {
+            ThroughputBench.Run raw = runs.get(arms * r);
+            ThroughputBench.Run p2 = runs.get(arms * r + 1);
+            ThroughputBench.Run off = runs.get(arms * r + 2);
+            ThroughputBench.Run p4 = runs.get(arms * r + 3);
+            r2[r] = p2.perSecond() / raw.perSecond();
+            rOff[r] = off.perSecond() / raw.perSecond();
+            r4[r] = p4.perSecond() / raw.perSecond();
+            historyCost[r] = 1 - p2.perSecond() / off.perSecond();
+            out.printf(Locale.ROOT, "| %d | %,.0f | %,.0f | %.2f× | %,.0f | %.2f× | %,.0f | %.2f× |%n", r + 1,
+                    raw.perSecond(), p2.perSecond(), r2[r], off.perSecond(), rOff[r], p4.perSecond(), r4[r]);
+        }
+        out.printf(Locale.ROOT, "%nmedian ratio Layover / db-scheduler: %.2f× (default), %.2f× (history off), %.2f× "
+                + "(prefetch 4); the history row costs %.0f%% of throughput (median). db-scheduler: "
+                + "pollUsingLockAndFetch(0.5, %.1f), the same jobs held per thread as Layover's default.%n",
+                EnqueueBench.median(r2), EnqueueBench.median(rOff), EnqueueBench.median(r4),
+                100 * EnqueueBench.median(historyCost), ThroughputBench.RAW_PREFETCH);
+        took(out, t);
+    }
+
+    private static void etiquette(PrintStream out, List<EtiquetteBench.Result> results, EtiquetteBench.Settings s, long t) {
+        out.printf(Locale.ROOT, "### Provider etiquette: R = %d requests/s, %d JVMs × %d worker threads, %,d jobs "
+                + "(%d× what R allows in the run), window %s after a %s warm-up, Layover poll interval %s%n%n", s.rate(),
+                s.jvms(), s.threads(), s.jobs(), s.overload(), RecoveryBench.seconds(s.window()),
+                RecoveryBench.seconds(s.warmUp()), RecoveryBench.seconds(s.pollInterval()));
+        out.println("| refused calls | arm | goodput / R | goodput / R, 2nd half | 429 share | 429 share, whole run "
+                + "| attempts spent on rate limits | successes per thread, min–max (max/min) | job-row writes per success |");
+        out.println("|---|---|---|---|---|---|---|---|---|");
+        for (EtiquetteBench.Result r : results) {
+            out.printf(Locale.ROOT, "| %s | %s | %.3f | %.3f | %.1f%% | %.1f%% | %,d | %d–%d (%s) | %s |%n",
+                    r.refusedCounts() ? "count against the limit" : "cost nothing", r.arm(), r.goodput(),
+                    r.goodputSecondHalf(), 100 * r.share429(), 100 * r.share429Run(), r.attemptsSpent(), r.minPerThread(),
+                    r.maxPerThread(), Double.isInfinite(r.spread()) ? "∞" : String.format(Locale.ROOT, "%.1f×", r.spread()),
+                    Double.isNaN(r.writesPerSuccess()) ? "–" : String.format(Locale.ROOT, "%.1f", r.writesPerSuccess()));
+        }
+        out.println();
+        out.println("Goodput (successful calls/s over R) and 429 share: the fake provider's counters over the window; "
+                + "2nd half: its last half (the steady state). Attempts spent: for Layover Σ attempts in layover.jobs "
+                + "+ dead letters + runs started after a spent attempt; for per-call backoff, its retries after a 429. "
+                + "Job-row writes: rows of layover.scheduled_tasks inserted/updated/deleted in the window "
+                + "(pg_stat_user_tables: picks, reschedules, heartbeats, deletes) per successful call.");
+        for (EtiquetteBench.Result r : results) {
+            if (!r.note().isEmpty()) {
+                out.println("note (" + r.arm() + "): " + r.note());
+            }
+        }
+        took(out, t);
+    }
+
+    private static void recovery(PrintStream out, RecoveryBench.Result r, RecoveryBench.Settings s, long t) {
+        out.printf(Locale.ROOT, "### Recovery: %,d jobs parked by an outage, R = %d/s%n%n", r.jobs(), s.rate());
+        out.println("| | value |");
+        out.println("|---|---|");
+        out.printf(Locale.ROOT, "| parked (breaker_open / provider_unavailable), time to park all | %,d / %,d, %.1f s |%n",
+                r.parkedBreakerOpen(), r.parkedUnavailable(), r.parkSeconds());
+        out.printf(Locale.ROOT, "| provider back → breaker closed (next trial) | %.1f s |%n", r.toClose());
+        out.printf(Locale.ROOT, "| breaker closed → last job done (N / R = %.0f s) | %.1f s |%n", (double) r.jobs() / s.rate(),
+                r.closeToDone());
+        out.printf(Locale.ROOT, "| **provider back → all done** | **%.1f s** |%n", r.total());
+        out.printf(Locale.ROOT, "| ideal (trial interval + N / R) | %.1f s |%n", r.ideal());
+        out.printf(Locale.ROOT, "| **ratio to ideal** | **%.3f×** |%n", r.ratio());
+        out.printf(Locale.ROOT, "| jobs done / successful calls at the provider | %,d / %,d |%n", r.distinctDone(),
+                r.providerSuccesses());
+        out.printf(Locale.ROOT, "| jobs answered more than once (duplicates) | %d |%n", r.duplicates());
+        out.printf(Locale.ROOT, "| 429s during the recovery | %d |%n", r.rateLimited());
+        out.printf(Locale.ROOT, "| dead letters in review at the end | %d |%n", r.inReview());
+        out.printf(Locale.ROOT, "| sweep batches | %s |%n", summarize(r.batches()));
+        out.println();
+        out.println("configured: " + r.config() + ".");
+        took(out, t);
+    }
+
+    private static String summarize(List<Long> batches) {
+        if (batches.size() <= 10) {
+            return batches.toString();
+        }
+        List<Long> head = new ArrayList<>(batches.subList(0, 8));
+        return head.toString().replace("]", ", … (" + batches.size() + " batches, last " + batches.get(batches.size() - 1)
+                + ")]");
+    }
+
+    private static void goals(PrintStream out, Report r, boolean quick) {
+        out.println("### Goals of issue 11" + (quick ? " (--quick: not a measurement)" : ""));
+        out.println();
+        out.println("| goal | target | measured | met |");
+        out.println("|---|---|---|---|");
+        if (r.throughput != null) {
+            int arms = ThroughputBench.ARMS;
+            int rounds = r.throughput.size() / arms;
+            double[] ratios = new double[rounds];
+            for (int i = 0; i < rounds; i++) {
+                ratios[i] = r.throughput.get(arms * i + 1).perSecond() / r.throughput.get(arms * i).perSecond();
+            }
+            double m = EnqueueBench.median(ratios);
+            row(out, "throughput, Layover / db-scheduler", "≥ 3×", String.format(Locale.ROOT, "%.2f× (median)", m), m >= 3);
+        }
+        if (r.latency != null) {
+            LatencyBench.Result same = r.latency.get(0);
+            LatencyBench.Result other = r.latency.get(1);
+            row(out, "wake-up p50, same JVM", "< 3 ms", String.format(Locale.ROOT, "%.2f ms", same.p50()), same.p50() < 3);
+            row(out, "wake-up p50, another JVM", "< 10 ms", String.format(Locale.ROOT, "%.2f ms", other.p50()),
+                    other.p50() < 10);
+        }
+        if (r.etiquette != null) {
+            for (EtiquetteBench.Result e : r.etiquette) {
+                String mode = e.refusedCounts() ? " (refused calls count)" : " (refused calls free)";
+                String fig = String.format(Locale.ROOT, "%.3f R, %.1f%% 429", e.goodput(), 100 * e.share429());
+                if (e.arm().equals(EtiquetteBench.Arm.BUCKET.label)) {
+                    row(out, "etiquette, bucket" + mode, "≥ 0.95 R, ≤ 1% 429", fig, e.goodput() >= 0.95 && e.share429() <= 0.01);
+                } else if (e.arm().equals(EtiquetteBench.Arm.LEARN.label)) {
+                    row(out, "etiquette, 429s only" + mode, "≥ 0.85 R, ≤ 5% 429", fig,
+                            e.goodput() >= 0.85 && e.share429() <= 0.05);
+                }
+            }
+            long spent = r.etiquette.stream().filter(e -> !e.arm().equals(EtiquetteBench.Arm.BACKOFF.label))
+                    .mapToLong(EtiquetteBench.Result::attemptsSpent).sum();
+            row(out, "etiquette, attempts spent on rate limits (Layover arms)", "0", String.valueOf(spent), spent == 0);
+            double backoff = r.etiquette.stream().filter(e -> e.refusedCounts() && e.arm().equals(EtiquetteBench.Arm.BACKOFF.label))
+                    .mapToDouble(EtiquetteBench.Result::goodput).findFirst().orElse(Double.NaN);
+            for (EtiquetteBench.Result e : r.etiquette) {
+                if (e.refusedCounts() && !e.arm().equals(EtiquetteBench.Arm.BACKOFF.label)) {
+                    row(out, "etiquette, refused calls count: " + e.arm() + " ahead of per-call backoff", "goodput >",
+                            String.format(Locale.ROOT, "%.3f R vs %.3f R", e.goodput(), backoff), e.goodput() > backoff);
+                }
+            }
+        }
+        if (r.recovery != null) {
+            row(out, "recovery, provider back → all done", "≤ 1.2× ideal", String.format(Locale.ROOT, "%.1f s / %.1f s = %.3f×",
+                    r.recovery.total(), r.recovery.ideal(), r.recovery.ratio()), r.recovery.ratio() <= 1.2);
+            row(out, "recovery, duplicates", "0", String.valueOf(r.recovery.duplicates()), r.recovery.duplicates() == 0);
+        }
+        if (r.enqueue != null) {
+            StringBuilder b = new StringBuilder();
+            for (EnqueueBench.Result e : r.enqueue) {
+                b.append(b.length() == 0 ? "" : "; ").append(e.arm()).append(String.format(Locale.ROOT, " %,.0f/s", e.perSecond()));
+            }
+            row(out, "enqueue, single and batch", "(figures only)", b.toString(), null);
+        }
+    }
+
+    private static void row(PrintStream out, String goal, String target, String measured, Boolean met) {
+        out.printf("| %s | %s | %s | %s |%n", goal, target, measured, met == null ? "–" : met ? "yes" : "**no**");
     }
 }

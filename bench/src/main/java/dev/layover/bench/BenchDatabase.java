@@ -5,16 +5,27 @@ import com.zaxxer.hikari.HikariDataSource;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import javax.sql.DataSource;
 
-/** The benchmark database: {@code --jdbc-url} or {@code LAYOVER_JDBC_URL}, else an embedded Postgres. */
+/**
+ * The benchmark database: a scratch database created on the server of {@code --jdbc-url} or
+ * {@code LAYOVER_JDBC_URL} and dropped afterwards (so a benchmark never writes into a database in
+ * use), else an embedded Postgres.
+ */
 final class BenchDatabase implements AutoCloseable {
 
     private final EmbeddedPostgres embedded;
     private final HikariDataSource pool;
+    private final String adminUrl;
+    private final String scratch;
+    private final String url;
     final String description;
 
-    private BenchDatabase(EmbeddedPostgres embedded, HikariDataSource pool, String description) {
+    private BenchDatabase(EmbeddedPostgres embedded, HikariDataSource pool, String adminUrl, String scratch,
+            String description) {
+        this.url = pool.getJdbcUrl();
         this.embedded = embedded;
         this.pool = pool;
+        this.adminUrl = adminUrl;
+        this.scratch = scratch;
         this.description = description;
     }
 
@@ -27,18 +38,44 @@ final class BenchDatabase implements AutoCloseable {
         }
         EmbeddedPostgres pg = null;
         String description;
+        String adminUrl = null;
+        String scratch = null;
         if (url == null || url.isBlank()) {
             pg = EmbeddedPostgres.builder().start();
             url = pg.getJdbcUrl("postgres", "postgres");
-            description = "embedded Postgres (zonky)";
+            description = "embedded Postgres (zonky) " + version(url);
         } else {
-            description = url.replaceAll("password=[^&]*", "password=***");
+            adminUrl = url;
+            scratch = "layover_bench_" + ProcessHandle.current().pid();
+            admin(adminUrl, "DROP DATABASE IF EXISTS " + scratch);
+            admin(adminUrl, "CREATE DATABASE " + scratch);
+            url = url.replaceFirst("(jdbc:postgresql://[^/?]+)/[^?]*", "$1/" + scratch);
+            description = "scratch database " + scratch + " on " + adminUrl.replaceAll("password=[^&]*", "password=***")
+                    + " " + version(url);
         }
         HikariConfig cfg = new HikariConfig();
         cfg.setJdbcUrl(url);
         cfg.setMaximumPoolSize(poolSize);
         cfg.setPoolName("bench");
-        return new BenchDatabase(pg, new HikariDataSource(cfg), description);
+        return new BenchDatabase(pg, new HikariDataSource(cfg), adminUrl, scratch, description);
+    }
+
+    private static void admin(String url, String sql) throws Exception {
+        try (var c = java.sql.DriverManager.getConnection(url); var st = c.createStatement()) {
+            st.execute(sql);
+        }
+    }
+
+    private static String version(String url) throws Exception {
+        try (var c = java.sql.DriverManager.getConnection(url); var st = c.createStatement();
+                var rs = st.executeQuery("show server_version")) {
+            rs.next();
+            return "(PostgreSQL " + rs.getString(1) + ")";
+        }
+    }
+
+    String jdbcUrl() {
+        return url;
     }
 
     DataSource dataSource() {
@@ -48,6 +85,9 @@ final class BenchDatabase implements AutoCloseable {
     @Override
     public void close() throws Exception {
         pool.close();
+        if (scratch != null) {
+            admin(adminUrl, "DROP DATABASE IF EXISTS " + scratch + " WITH (FORCE)");
+        }
         if (embedded != null) {
             embedded.close();
         }

@@ -17,8 +17,11 @@ import javax.sql.DataSource;
 
 /**
  * No-op job throughput: Layover against raw db-scheduler, same threads, same database, same
- * polling strategy (lock-and-fetch), runs alternating. Each run inserts N due jobs with one SQL
- * statement, starts the scheduler, and times until the table is empty.
+ * polling strategy (lock-and-fetch; db-scheduler with {@code pollUsingLockAndFetch(0.5, 2.0)},
+ * Layover with its default prefetch of 2 × threads; then the same with the finished-job history
+ * switched off, to show what the history row costs; and prefetch 4), runs alternating. Each run
+ * inserts N due jobs with one SQL statement, starts the scheduler, and times
+ * until the table is empty (Layover's batched deletes included).
  */
 public final class ThroughputBench {
 
@@ -38,20 +41,29 @@ public final class ThroughputBench {
      * @param jobs jobs per run
      * @param threads worker threads of both arms
      * @param rounds alternating rounds
-     * @return every run, in order
+     * @return every run, in order: per round db-scheduler, Layover (default prefetch 2, history on),
+     *     Layover without history, Layover prefetch 4 ({@link #ARMS} runs per round)
      * @throws Exception on failure
      */
     public static List<Run> measure(DataSource ds, int jobs, int threads, int rounds) throws Exception {
         createRawTable(ds);
         List<Run> runs = new ArrayList<>();
         for (int r = 0; r < rounds; r++) {
-            runs.add(raw(ds, jobs, threads));
-            runs.add(layover(ds, jobs, threads));
+            runs.add(raw(ds, jobs, threads, RAW_PREFETCH));
+            runs.add(layover(ds, jobs, threads, 2.0, true));
+            runs.add(layover(ds, jobs, threads, 2.0, false));
+            runs.add(layover(ds, jobs, threads, 4.0, true));
         }
         return runs;
     }
 
-    private static Run raw(DataSource ds, int jobs, int threads) throws Exception {
+    /** Runs per round: db-scheduler, Layover, Layover without history, Layover prefetch 4. */
+    static final int ARMS = 4;
+
+    /** db-scheduler's lock-and-fetch upper limit (jobs held per thread), the same as Layover's default prefetch. */
+    static double RAW_PREFETCH = Double.parseDouble(System.getProperty("bench.rawPrefetch", "2.0"));
+
+    private static Run raw(DataSource ds, int jobs, int threads, double prefetch) throws Exception {
         AtomicLong executed = new AtomicLong();
         OneTimeTask<Void> task = Tasks.oneTime("noop").execute((inst, ctx) -> executed.incrementAndGet());
         exec(ds, "truncate bench_raw.scheduled_tasks");
@@ -61,35 +73,36 @@ public final class ThroughputBench {
         Scheduler s = Scheduler.create(ds, task)
                 .tableName("bench_raw.scheduled_tasks")
                 .threads(threads)
-                .pollUsingLockAndFetch(0.5, 1.0)
+                .pollUsingLockAndFetch(0.5, prefetch)
                 .pollingInterval(Duration.ofMillis(500))
                 .build();
         long t0 = System.nanoTime();
         s.start();
-        waitEmpty(ds, "bench_raw.scheduled_tasks");
+        waitEmpty(ds, "bench_raw.scheduled_tasks where task_name = 'noop'");
         double secs = (System.nanoTime() - t0) / 1e9;
         s.stop();
-        return new Run("db-scheduler", jobs, secs);
+        return new Run("db-scheduler lock-and-fetch(0.5, " + prefetch + ")", jobs, secs);
     }
 
-    private static Run layover(DataSource ds, int jobs, int threads) throws Exception {
+    private static Run layover(DataSource ds, int jobs, int threads, double prefetch, boolean history) throws Exception {
         AtomicLong executed = new AtomicLong();
         JobType<NoOp> noop = JobType.of("noop", NoOp.class, (a, c) -> {
             executed.incrementAndGet();
             return Outcome.done();
         });
-        Layover l = Layover.builder(ds).register(noop).threads(threads).pollInterval(Duration.ofMillis(500)).build();
-        exec(ds, "truncate layover.scheduled_tasks");
+        Layover l = Layover.builder(ds).register(noop).threads(threads).prefetch(prefetch).history(history)
+                .pollInterval(Duration.ofMillis(500)).build();
+        exec(ds, "truncate layover.scheduled_tasks, layover.job_history");
         exec(ds, "insert into layover.scheduled_tasks (task_name, task_instance, task_data, execution_time, picked, version)"
                 + " select 'noop', 'j' || g, convert_to('{\"n\":' || g || '}', 'UTF8'), now(), false, 1"
                 + " from generate_series(1, " + jobs + ") g");
         exec(ds, "analyze layover.scheduled_tasks");
         long t0 = System.nanoTime();
         l.start();
-        waitEmpty(ds, "layover.scheduled_tasks");
+        waitEmpty(ds, "layover.scheduled_tasks where task_name = 'noop'"); // Layover's own recurring tasks stay
         double secs = (System.nanoTime() - t0) / 1e9;
         l.stop();
-        return new Run("layover", jobs, secs);
+        return new Run("layover prefetch " + prefetch + (history ? "" : ", history off"), jobs, secs);
     }
 
     private static void createRawTable(DataSource ds) throws Exception {
@@ -108,10 +121,10 @@ public final class ThroughputBench {
                 """);
     }
 
-    private static void waitEmpty(DataSource ds, String table) throws Exception {
+    private static void waitEmpty(DataSource ds, String rows) throws Exception {
         while (true) {
             try (Connection c = ds.getConnection(); Statement st = c.createStatement();
-                    ResultSet rs = st.executeQuery("select exists (select 1 from " + table + ")")) {
+                    ResultSet rs = st.executeQuery("select exists (select 1 from " + rows + ")")) {
                 rs.next();
                 if (!rs.getBoolean(1)) {
                     return;
