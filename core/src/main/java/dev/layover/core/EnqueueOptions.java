@@ -13,15 +13,23 @@ import java.time.Instant;
  *       dead letter still {@code parked} or in {@code review}, writes nothing and returns that job.
  *       Without a key the id is a random UUID;
  *   <li><b>priority</b>: higher runs first among due jobs (only when the Layover instance has
- *       priority enabled; stored either way). Default 0.
+ *       priority enabled; stored either way). Default 0;
+ *   <li><b>deadline</b>: absolute ({@link #withDeadline(Instant)}) or relative to the enqueue
+ *       ({@link #withDeadline(Duration)}); stored in {@code deadline}. Past it the job is parked
+ *       {@code deadline_exceeded} instead of being started, rescheduled or retried (within about a
+ *       second; see {@code docs/admission-and-control.md}). Default none.
  * </ul>
  *
  * @param runAt when the job may first run; {@code null} means now
  * @param delay added to now when {@code runAt} is null; {@code null} means none
  * @param key the idempotency key (1-200 characters), or {@code null}
  * @param priority the priority, -32768..32767
+ * @param deadline the latest time the job is worth running at, or {@code null}
+ * @param deadlineAfter the deadline relative to the enqueue, when {@code deadline} is null; or
+ *     {@code null}
  */
-public record EnqueueOptions(Instant runAt, Duration delay, String key, int priority) {
+public record EnqueueOptions(Instant runAt, Duration delay, String key, int priority, Instant deadline,
+        Duration deadlineAfter) {
 
     private static final EnqueueOptions NOW = new EnqueueOptions(null, null, null, 0);
 
@@ -39,6 +47,24 @@ public record EnqueueOptions(Instant runAt, Duration delay, String key, int prio
         if (priority < Short.MIN_VALUE || priority > Short.MAX_VALUE) {
             throw new IllegalArgumentException("priority must fit a smallint: " + priority);
         }
+        if (deadline != null && deadlineAfter != null) {
+            throw new IllegalArgumentException("give either an absolute deadline or one relative to the enqueue, not both");
+        }
+        if (deadlineAfter != null && (deadlineAfter.isNegative() || deadlineAfter.isZero())) {
+            throw new IllegalArgumentException("a relative deadline must be positive: " + deadlineAfter);
+        }
+    }
+
+    /**
+     * Options without a deadline (the form before deadlines existed).
+     *
+     * @param runAt when the job may first run; {@code null} means now
+     * @param delay added to now when {@code runAt} is null; {@code null} means none
+     * @param key the idempotency key (1-200 characters), or {@code null}
+     * @param priority the priority, -32768..32767
+     */
+    public EnqueueOptions(Instant runAt, Duration delay, String key, int priority) {
+        this(runAt, delay, key, priority, null, null);
     }
 
     /** @return run as soon as possible, random id, priority 0 */
@@ -75,7 +101,7 @@ public record EnqueueOptions(Instant runAt, Duration delay, String key, int prio
      * @return a copy with that run time
      */
     public EnqueueOptions withRunAt(Instant when) {
-        return new EnqueueOptions(when, null, key, priority);
+        return new EnqueueOptions(when, null, key, priority, deadline, deadlineAfter);
     }
 
     /**
@@ -83,7 +109,7 @@ public record EnqueueOptions(Instant runAt, Duration delay, String key, int prio
      * @return a copy with that delay
      */
     public EnqueueOptions withDelay(Duration d) {
-        return new EnqueueOptions(null, d, key, priority);
+        return new EnqueueOptions(null, d, key, priority, deadline, deadlineAfter);
     }
 
     /**
@@ -91,7 +117,7 @@ public record EnqueueOptions(Instant runAt, Duration delay, String key, int prio
      * @return a copy with that key
      */
     public EnqueueOptions withKey(String k) {
-        return new EnqueueOptions(runAt, delay, k, priority);
+        return new EnqueueOptions(runAt, delay, k, priority, deadline, deadlineAfter);
     }
 
     /**
@@ -99,7 +125,40 @@ public record EnqueueOptions(Instant runAt, Duration delay, String key, int prio
      * @return a copy with that priority
      */
     public EnqueueOptions withPriority(int p) {
-        return new EnqueueOptions(runAt, delay, key, p);
+        return new EnqueueOptions(runAt, delay, key, p, deadline, deadlineAfter);
+    }
+
+    /**
+     * An absolute deadline: past it the job is parked {@code deadline_exceeded} instead of being
+     * started, rescheduled or retried.
+     *
+     * @param when the latest time the job is worth running at, or {@code null} for none
+     * @return a copy with that deadline
+     */
+    public EnqueueOptions withDeadline(Instant when) {
+        return new EnqueueOptions(runAt, delay, key, priority, when, null);
+    }
+
+    /**
+     * A deadline relative to the enqueue: the job is worth running until {@code d} after it was
+     * enqueued (the time of the enqueue call, not of the first run).
+     *
+     * @param d how long after the enqueue, positive; or {@code null} for none
+     * @return a copy with that deadline
+     */
+    public EnqueueOptions withDeadline(Duration d) {
+        return new EnqueueOptions(runAt, delay, key, priority, null, d);
+    }
+
+    /**
+     * @param now the time of the enqueue
+     * @return the deadline these options give, or {@code null}
+     */
+    public Instant deadlineTime(Instant now) {
+        if (deadline != null) {
+            return deadline;
+        }
+        return deadlineAfter == null ? null : now.plus(deadlineAfter);
     }
 
     /**

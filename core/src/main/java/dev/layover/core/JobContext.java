@@ -29,4 +29,32 @@ public interface JobContext {
      * @return true while stopping
      */
     boolean isStopping();
+
+    /**
+     * Whether an operator asked this job to stop ({@code JobControl.cancel} while it runs). Layover
+     * never interrupts a handler for a cancel: a long handler checks this between steps and
+     * returns (any outcome but done parks the job {@code cancelled}; done means the work finished
+     * anyway). Seen within about a second of the request.
+     *
+     * @return true once a cancel was requested
+     */
+    default boolean isCancelled() {
+        return false;
+    }
+
+    /**
+     * @return the job's deadline ({@code EnqueueOptions.withDeadline}) when this worker knows it,
+     *     else {@code null}
+     */
+    default Instant deadline() {
+        return null;
+    }
+
+    /**
+     * @return the keys besides the provider key whose limits and pauses this job is subject to
+     *     ({@code JobType.Builder#limitKeys}), possibly empty
+     */
+    default java.util.List<String> limitKeys() {
+        return java.util.List.of();
+    }
 }

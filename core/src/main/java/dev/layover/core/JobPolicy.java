@@ -19,6 +19,10 @@ import java.util.Objects;
  *   <tr><td>{@link #maxDeferral()}</td><td>1 h</td><td>the longest single wait a rate limit or
  *       quota reset may impose; a longer one parks the job (and the recovery sweep brings it back
  *       when the provider recovers)</td></tr>
+ *   <tr><td>{@link #timeout()}</td><td>none</td><td>the longest a handler may run; past it its thread
+ *       is interrupted and the run counts as TRANSIENT (an attempt spent, a breaker failure of the
+ *       job's provider key). The call may still have reached the provider and done its work:
+ *       handlers must be idempotent</td></tr>
  * </table>
  *
  * @param maxAttempts failed runs before parking; at least 1
@@ -26,12 +30,14 @@ import java.util.Objects;
  * @param backoffCap the longest retry delay; at least {@code backoffBase}
  * @param maxReschedules reschedules before parking; at least 0
  * @param maxDeferral the longest wait on a rate limit or quota reset; positive
+ * @param timeout the longest a handler may run, or {@code null} for no limit; positive
  */
 public record JobPolicy(
-        int maxAttempts, Duration backoffBase, Duration backoffCap, int maxReschedules, Duration maxDeferral) {
+        int maxAttempts, Duration backoffBase, Duration backoffCap, int maxReschedules, Duration maxDeferral,
+        Duration timeout) {
 
     private static final JobPolicy DEFAULTS =
-            new JobPolicy(10, Duration.ofSeconds(2), Duration.ofMinutes(10), 100, Duration.ofHours(1));
+            new JobPolicy(10, Duration.ofSeconds(2), Duration.ofMinutes(10), 100, Duration.ofHours(1), null);
 
     /** Validates the settings. */
     public JobPolicy {
@@ -48,9 +54,26 @@ public record JobPolicy(
             throw new ConfigurationException("maxReschedules must not be negative, was " + maxReschedules);
         }
         positive(maxDeferral, "maxDeferral");
+        if (timeout != null) {
+            positive(timeout, "timeout");
+        }
     }
 
-    /** @return the defaults: 10 attempts, backoff 2 s to 10 min, 100 reschedules, 1 h deferral */
+    /**
+     * The limits without an execution timeout (the form before timeouts existed).
+     *
+     * @param maxAttempts failed runs before parking; at least 1
+     * @param backoffBase base of the exponential retry backoff; positive
+     * @param backoffCap the longest retry delay; at least {@code backoffBase}
+     * @param maxReschedules reschedules before parking; at least 0
+     * @param maxDeferral the longest wait on a rate limit or quota reset; positive
+     */
+    public JobPolicy(int maxAttempts, Duration backoffBase, Duration backoffCap, int maxReschedules,
+            Duration maxDeferral) {
+        this(maxAttempts, backoffBase, backoffCap, maxReschedules, maxDeferral, null);
+    }
+
+    /** @return the defaults: 10 attempts, backoff 2 s to 10 min, 100 reschedules, 1 h deferral, no timeout */
     public static JobPolicy defaults() {
         return DEFAULTS;
     }
@@ -60,7 +83,7 @@ public record JobPolicy(
      * @return a copy with that setting
      */
     public JobPolicy withMaxAttempts(int n) {
-        return new JobPolicy(n, backoffBase, backoffCap, maxReschedules, maxDeferral);
+        return new JobPolicy(n, backoffBase, backoffCap, maxReschedules, maxDeferral, timeout);
     }
 
     /**
@@ -69,7 +92,7 @@ public record JobPolicy(
      * @return a copy with those settings
      */
     public JobPolicy withBackoff(Duration base, Duration cap) {
-        return new JobPolicy(maxAttempts, base, cap, maxReschedules, maxDeferral);
+        return new JobPolicy(maxAttempts, base, cap, maxReschedules, maxDeferral, timeout);
     }
 
     /**
@@ -77,7 +100,7 @@ public record JobPolicy(
      * @return a copy with that setting
      */
     public JobPolicy withMaxReschedules(int n) {
-        return new JobPolicy(maxAttempts, backoffBase, backoffCap, n, maxDeferral);
+        return new JobPolicy(maxAttempts, backoffBase, backoffCap, n, maxDeferral, timeout);
     }
 
     /**
@@ -85,7 +108,22 @@ public record JobPolicy(
      * @return a copy with that setting
      */
     public JobPolicy withMaxDeferral(Duration d) {
-        return new JobPolicy(maxAttempts, backoffBase, backoffCap, maxReschedules, d);
+        return new JobPolicy(maxAttempts, backoffBase, backoffCap, maxReschedules, d, timeout);
+    }
+
+    /**
+     * An execution timeout: a handler still running after {@code d} has its thread interrupted,
+     * and the run counts as TRANSIENT (retried with backoff, an attempt spent, a breaker failure
+     * of the provider key; {@code provider_unavailable} once attempts run out), whatever the
+     * handler returns afterwards, unless it returns done. The call may still have reached the
+     * provider and done its work: handlers must be idempotent. A handler that ignores interrupts
+     * (a busy loop, I/O that is not interruptible) keeps its worker thread until it returns.
+     *
+     * @param d the longest run, or {@code null} for none (the default)
+     * @return a copy with that setting
+     */
+    public JobPolicy withTimeout(Duration d) {
+        return new JobPolicy(maxAttempts, backoffBase, backoffCap, maxReschedules, maxDeferral, d);
     }
 
     private static void positive(Duration d, String name) {

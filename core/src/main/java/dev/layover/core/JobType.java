@@ -1,6 +1,9 @@
 package dev.layover.core;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.Collection;
+import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Objects;
 import java.util.function.Function;
 import java.util.regex.Pattern;
@@ -31,6 +34,7 @@ public final class JobType<A> {
     private final JobHandler<A> handler;
     private final JobPolicy policy;
     private final Function<? super A, String> providerKey;
+    private final Function<? super A, ? extends Collection<String>> limitKeys;
     private final ObjectMapper objectMapper;
 
     private JobType(Builder<A> b) {
@@ -39,6 +43,7 @@ public final class JobType<A> {
         this.handler = Objects.requireNonNull(b.handler, () -> "job type '" + b.name + "' has no handler");
         this.policy = b.policy;
         this.providerKey = b.providerKey;
+        this.limitKeys = b.limitKeys;
         this.objectMapper = b.objectMapper;
     }
 
@@ -95,6 +100,36 @@ public final class JobType<A> {
         return providerKey == null ? null : providerKey.apply(args);
     }
 
+    /**
+     * The limit keys of a job with these args (see {@link Builder#limitKeys(Function)}): distinct,
+     * in the order given, without nulls and without the provider key.
+     *
+     * @param args the args
+     * @return the keys, possibly empty; never {@code null}
+     */
+    public List<String> limitKeysOf(A args) {
+        if (limitKeys == null) {
+            return List.of();
+        }
+        Collection<String> keys = limitKeys.apply(args);
+        if (keys == null || keys.isEmpty()) {
+            return List.of();
+        }
+        String own = providerKeyOf(args);
+        LinkedHashSet<String> out = new LinkedHashSet<>();
+        for (String k : keys) {
+            if (k != null && !k.equals(own)) {
+                out.add(k);
+            }
+        }
+        return List.copyOf(out);
+    }
+
+    /** @return whether the job type derives limit keys from its args */
+    public boolean hasLimitKeys() {
+        return limitKeys != null;
+    }
+
     /** @return the job type's own Jackson mapper, or {@code null} to use Layover's */
     public ObjectMapper objectMapper() {
         return objectMapper;
@@ -116,6 +151,7 @@ public final class JobType<A> {
         private JobHandler<A> handler;
         private JobPolicy policy = JobPolicy.defaults();
         private Function<? super A, String> providerKey;
+        private Function<? super A, ? extends Collection<String>> limitKeys;
         private ObjectMapper objectMapper;
 
         private Builder(String name, Class<A> argsType) {
@@ -169,6 +205,26 @@ public final class JobType<A> {
          */
         public Builder<A> providerKey(Function<? super A, String> key) {
             this.providerKey = Objects.requireNonNull(key, "key");
+            return this;
+        }
+
+        /**
+         * Keys whose limits and pauses each job is subject to besides its provider key, derived
+         * from the job's args: for a tenant budget, {@code args -> List.of("tenant:" + args.tenantId())}.
+         * A job runs only when every one of its keys admits it (concurrency limits and buckets
+         * configured with {@code Layover.Builder#concurrencyLimit} and {@code #bucket}, exact or
+         * with a {@code prefix*} pattern), all or nothing. Pausing one of its keys pauses it.
+         *
+         * <p>The keys must come from the args as the application enqueued them (never from
+         * anything else the handler's JVM knows, such as a thread-local tenant): they are computed
+         * once at enqueue and stored in {@code limit_keys} for SQL and pauses, and computed again
+         * from the same args by the worker that runs the job.
+         *
+         * @param keys a function of the args; may return {@code null} or an empty collection
+         * @return this builder
+         */
+        public Builder<A> limitKeys(Function<? super A, ? extends Collection<String>> keys) {
+            this.limitKeys = Objects.requireNonNull(keys, "keys");
             return this;
         }
 

@@ -2,6 +2,7 @@ package dev.layover.core;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.github.kagkarlsson.scheduler.task.Task;
+import dev.layover.core.control.JobControl;
 import dev.layover.core.internal.ArgsCodec;
 import dev.layover.core.internal.Db;
 import dev.layover.core.internal.Engine;
@@ -61,8 +62,14 @@ public final class Layover implements AutoCloseable {
     private final Enqueuer enqueuer;
     private final Engine engine;
     private final ProviderStates providerStates;
+    private final JobControl control;
     private final List<Task<?>> extraTasks;
     private final List<LayoverPlugin> plugins;
+    private final dev.layover.core.internal.SafeMetrics metrics;
+    private final dev.layover.core.internal.StateSampler sampler;
+    /** The history retention this instance runs while started (null: history off or kept forever). */
+    private final dev.layover.core.history.JobHistoryRetention historyRetention;
+    private final String workerName;
     private final boolean migrate;
     private volatile boolean started;
     private volatile boolean stopped;
@@ -79,6 +86,9 @@ public final class Layover implements AutoCloseable {
         ProviderGate gate = new ProviderGate(db, clock, worker, new ProviderGate.Config(
                 b.breakers, b.perKeyBreakers, b.cooldowns, b.buckets, b.breakerListeners,
                 twoPolls.compareTo(grace) > 0 ? twoPolls : grace));
+        this.metrics = dev.layover.core.internal.SafeMetrics.of(b.metrics);
+        gate.metrics(metrics);
+        this.sampler = new dev.layover.core.internal.StateSampler(db, metrics, worker);
         this.providerStates = new ProviderStates(gate);
         for (String typeName : b.tokenCosts.keySet()) {
             if (registry.get(typeName) == null) {
@@ -87,9 +97,21 @@ public final class Layover implements AutoCloseable {
         }
         this.engine = new Engine(db, clock, registry, b.classifier, new Engine.Settings(
                 b.threads, b.pollInterval, b.heartbeatInterval, b.missedHeartbeats, b.shutdownMaxWait,
-                worker, b.priority, b.prefetch), gate, b.tokenCosts);
+                worker, b.priority, b.prefetch), gate, b.tokenCosts,
+                new dev.layover.core.internal.Observability(metrics, b.history, b.historyArgs));
+        // admission and control (docs/admission-and-control.md): limits of the engine, the operators' handle
+        Map<String, BucketSettings> limitBuckets = new LinkedHashMap<>(b.buckets);
+        limitBuckets.putAll(b.patternBuckets);
+        engine.limits(new dev.layover.core.provider.state.Limits(db, clock, worker,
+                new dev.layover.core.provider.state.Limits.Config(b.concurrencyLimits, limitBuckets,
+                        b.heartbeatInterval.multipliedBy(b.missedHeartbeats))));
+        this.control = new JobControl(new dev.layover.core.internal.Controls(db, clock,
+                new dev.layover.core.internal.Observability(metrics, b.history, b.historyArgs)));
         this.extraTasks = List.copyOf(b.extraTasks);
         this.plugins = List.copyOf(b.plugins);
+        this.historyRetention = b.history && !b.historyKeep.isZero()
+                ? dev.layover.core.history.JobHistoryRetention.builder(b.dataSource).keep(b.historyKeep).build() : null;
+        this.workerName = worker;
         this.migrate = b.migrate;
         if (migrate) {
             LayoverMigrations.migrate(b.dataSource);
@@ -125,6 +147,10 @@ public final class Layover implements AutoCloseable {
             tasks.addAll(p.tasks(this));
         }
         engine.start(tasks);
+        sampler.start();
+        if (historyRetention != null) {
+            historyRetention.start(workerName);
+        }
         started = true;
         return this;
     }
@@ -136,6 +162,10 @@ public final class Layover implements AutoCloseable {
      */
     public synchronized void stop() {
         if (started && !stopped) {
+            sampler.stop();
+            if (historyRetention != null) {
+                historyRetention.stop();
+            }
             engine.stop();
             for (LayoverPlugin p : plugins) {
                 try {
@@ -310,6 +340,17 @@ public final class Layover implements AutoCloseable {
     }
 
     /**
+     * The metrics this instance reports to ({@link Builder#metrics}; none by default). Plugins
+     * report through it too (the dead-letter store counts its replays here). Exceptions thrown by
+     * the application's implementation are caught and logged.
+     *
+     * @return the metrics, never null
+     */
+    public dev.layover.core.metrics.LayoverMetrics metrics() {
+        return metrics;
+    }
+
+    /**
      * The fleet-wide provider state (breakers, cooldowns, buckets) for operators: force a breaker
      * open or closed, read it, listen to its changes.
      *
@@ -317,6 +358,16 @@ public final class Layover implements AutoCloseable {
      */
     public ProviderStates providerStates() {
         return providerStates;
+    }
+
+    /**
+     * Operators' control: cancel a job, pause and resume a job type or a key (see
+     * {@code docs/admission-and-control.md}). Works in an instance that was never started too.
+     *
+     * @return the control handle of this instance
+     */
+    public JobControl control() {
+        return control;
     }
 
     /**
@@ -373,6 +424,13 @@ public final class Layover implements AutoCloseable {
      *       10 min</td></tr>
      *   <tr><td>{@link #cooldowns(CooldownSettings)}</td><td>{@link CooldownSettings#defaults()}</td></tr>
      *   <tr><td>{@link #bucket(String, BucketSettings)}</td><td>none: no admission limit</td></tr>
+     *   <tr><td>{@link #concurrencyLimit(String, int)}</td><td>none: no limit on calls in flight</td></tr>
+     *   <tr><td>{@link #metrics(dev.layover.core.metrics.LayoverMetrics)}</td><td>none: nothing
+     *       measured, no sampling query</td></tr>
+     *   <tr><td>{@link #history(boolean)}</td><td>on: every finished job gets a row in
+     *       {@code layover.job_history}</td></tr>
+     *   <tr><td>{@link #historyArgs(boolean)}</td><td>off: history rows keep no args</td></tr>
+     *   <tr><td>{@link #historyRetention(Duration)}</td><td>7 days</td></tr>
      * </table>
      *
      * <p>Provider state (see {@code docs/provider-state.md}): every job whose type has a provider
@@ -401,8 +459,14 @@ public final class Layover implements AutoCloseable {
         private final Map<String, BreakerSettings> perKeyBreakers = new LinkedHashMap<>();
         private CooldownSettings cooldowns = CooldownSettings.defaults();
         private final Map<String, BucketSettings> buckets = new LinkedHashMap<>();
+        private final Map<String, BucketSettings> patternBuckets = new LinkedHashMap<>();
+        private final Map<String, Integer> concurrencyLimits = new LinkedHashMap<>();
         private final List<BreakerListener> breakerListeners = new ArrayList<>();
         private final Map<String, ToLongFunction<Object>> tokenCosts = new LinkedHashMap<>();
+        private dev.layover.core.metrics.LayoverMetrics metrics = dev.layover.core.metrics.LayoverMetrics.none();
+        private boolean history = true;
+        private boolean historyArgs;
+        private Duration historyKeep = dev.layover.core.history.JobHistoryRetention.DEFAULT_KEEP;
 
         private Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -607,14 +671,58 @@ public final class Layover implements AutoCloseable {
          * An admission limit shared by the fleet for one provider key (also a fallback endpoint's
          * key). Database: {@link #start()} writes the limits to {@code layover.buckets}; permits
          * are taken from that row. Every instance calling the key should configure the same limit.
+         * The key may also be a limit key ({@code JobType.Builder#limitKeys}, e.g. a tenant), an API
+         * key pool's key ({@code openai#team-a}), or a {@code prefix*} pattern: every key starting
+         * with the prefix gets a bucket of its own, written when a worker first meets it (see
+         * {@code docs/admission-and-control.md}).
          *
          * @param providerKey the key
          * @param settings the limit
          * @return this builder
          */
         public Builder bucket(String providerKey, BucketSettings settings) {
-            buckets.put(Objects.requireNonNull(providerKey, "providerKey"), Objects.requireNonNull(settings, "settings"));
+            Objects.requireNonNull(providerKey, "providerKey");
+            Objects.requireNonNull(settings, "settings");
+            if (dev.layover.core.provider.state.Limits.isPattern(providerKey)) {
+                // a bucket for every key matching the pattern (limit keys: docs/admission-and-control.md)
+                patternBuckets.put(pattern(providerKey), settings);
+            } else {
+                buckets.put(providerKey, settings);
+            }
             return this;
+        }
+
+        /**
+         * A fleet-wide concurrency limit: at most {@code maxInFlight} jobs of the key run at once
+         * across every JVM. The key is a provider key or a limit key ({@code JobType.Builder#limitKeys});
+         * a key ending in {@code *} is a pattern: every key starting with what precedes the
+         * {@code *} gets a limit of its own ({@code concurrencyLimit("tenant:*", 2)}: two per
+         * tenant). An exact key wins over a pattern, a longer pattern over a shorter one. A job
+         * that finds no free slot is held a little (100 ms doubling to 2 s, jittered), without an
+         * attempt and without counting as a reschedule, reason {@code concurrency}. Database:
+         * {@code layover.concurrency_limits} and {@code _slots}, written when a worker first meets
+         * the key; every instance should configure the same limit. See
+         * {@code docs/admission-and-control.md}.
+         *
+         * @param key the key or {@code prefix*} pattern
+         * @param maxInFlight at least 1
+         * @return this builder
+         */
+        public Builder concurrencyLimit(String key, int maxInFlight) {
+            Objects.requireNonNull(key, "key");
+            if (maxInFlight < 1) {
+                throw new ConfigurationException("a concurrency limit must be at least 1, was " + maxInFlight);
+            }
+            concurrencyLimits.put(dev.layover.core.provider.state.Limits.isPattern(key) ? pattern(key) : key, maxInFlight);
+            return this;
+        }
+
+        private static String pattern(String key) {
+            if (key.length() < 2 || key.indexOf('*') != key.length() - 1) {
+                throw new ConfigurationException("a key pattern is a prefix followed by one '*' (for example "
+                        + "'tenant:*'), was '" + key + "'");
+            }
+            return key;
         }
 
         /**
@@ -654,6 +762,67 @@ public final class Layover implements AutoCloseable {
          */
         public Builder plugin(LayoverPlugin plugin) {
             plugins.add(Objects.requireNonNull(plugin, "plugin"));
+            return this;
+        }
+
+        /**
+         * Where this instance reports its metrics (see {@code docs/observability.md}): counters
+         * of jobs and provider calls, timers of job runs, and gauges of the queue and the
+         * provider state. With Micrometer: {@code metrics(MicrometerMetrics.of(registry))}.
+         * Micrometer is an optional dependency; without this call none of it is loaded.
+         *
+         * @param metrics the metrics; default {@link dev.layover.core.metrics.LayoverMetrics#none()}
+         * @return this builder
+         */
+        public Builder metrics(dev.layover.core.metrics.LayoverMetrics metrics) {
+            this.metrics = Objects.requireNonNull(metrics, "metrics");
+            return this;
+        }
+
+        /**
+         * Whether every job that finishes (completed or parked; cancelled too) gets a row in
+         * {@code layover.job_history}: its outcome, attempts, reschedules, run start and duration,
+         * worker, provider key and fallback trail. The row is written by the statement that
+         * removes the job (no extra round trip), and deleted after {@link #historyRetention}.
+         * Off: no row is written and no retention runs (rows written before stay until you
+         * delete them).
+         *
+         * @param on default true
+         * @return this builder
+         */
+        public Builder history(boolean on) {
+            this.history = on;
+            return this;
+        }
+
+        /**
+         * Whether history rows keep the job's args (jsonb), answering "with what did job X run?".
+         * Costs the size of the args per finished job.
+         *
+         * @param on default false
+         * @return this builder
+         */
+        public Builder historyArgs(boolean on) {
+            this.historyArgs = on;
+            return this;
+        }
+
+        /**
+         * How long rows of {@code layover.job_history} are kept: while this instance runs, a
+         * background thread (see {@link dev.layover.core.history.JobHistoryRetention}) deletes
+         * older ones when it starts and every 10 minutes; the instances of a cluster share the
+         * work, and it adds no row to the job table. {@link Duration#ZERO}: no retention (rows
+         * stay until you delete them). Give every instance of the cluster the same period.
+         *
+         * @param keep positive, or zero for no retention; default 7 days
+         * @return this builder
+         */
+        public Builder historyRetention(Duration keep) {
+            Objects.requireNonNull(keep, "keep");
+            if (keep.isNegative()) {
+                throw new ConfigurationException("historyRetention must not be negative, was " + keep);
+            }
+            this.historyKeep = keep;
             return this;
         }
 

@@ -313,6 +313,7 @@ public final class DeadLetters {
             return new Replayed(id, r.jobType(), r.jobId(), kind, r.runAt(), edited != null, auditId);
         });
         if (result instanceof Replayed replayed) {
+            layover.metrics().jobsReplayed(replayed.jobType(), kind.code(), 1);
             layover.wakeUp();
             return replayed;
         }
@@ -346,6 +347,7 @@ public final class DeadLetters {
         }
         ReplayKind kind = options.kind();
         List<String> states = kind == ReplayKind.MANUAL ? MANUAL_STATES : AUTO_STATES;
+        Map<String, Long> replayedByType = new java.util.concurrent.ConcurrentHashMap<>();
         BatchAction action = (c, candidates, tally) -> {
             List<Long> ids = new ArrayList<>();
             for (Candidate cand : candidates) {
@@ -368,6 +370,7 @@ public final class DeadLetters {
             for (ReplayRow r : rows) {
                 if (r.replayed()) {
                     changed.add(r.id());
+                    replayedByType.merge(r.jobType(), 1L, Long::sum);
                 } else {
                     tally.skip(BulkResult.SkipReason.LIVE_JOB_EXISTS, 1);
                 }
@@ -375,8 +378,14 @@ public final class DeadLetters {
             tally.skip(BulkResult.SkipReason.STATE, ids.size() - rows.size());
             return changed;
         };
-        BulkResult result = bulk("replay", selection, options.actor(), options.note(), options.batchSize(),
-                options.limit(), options.progress(), states, action, replayDetails(options));
+        BulkResult result;
+        try {
+            result = bulk("replay", selection, options.actor(), options.note(), options.batchSize(),
+                    options.limit(), options.progress(), states, action, replayDetails(options));
+        } finally {
+            // counted per batch in its transaction: batches committed before a failure count too
+            replayedByType.forEach((type, n) -> layover.metrics().jobsReplayed(type, kind.code(), n));
+        }
         layover.wakeUp();
         return result;
     }

@@ -8,6 +8,8 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.layover.core.control.CancelResult;
+import dev.layover.core.control.Pause;
 import dev.layover.dlq.ActionOptions;
 import dev.layover.dlq.AuditEntry;
 import dev.layover.dlq.BulkResult;
@@ -84,6 +86,10 @@ final class ConsoleApi {
         s.post("/breakers/([^/]+)/force-open", "forcing a breaker open", r -> forceBreaker(r, true));
         s.post("/breakers/([^/]+)/force-close", "forcing a breaker closed", r -> forceBreaker(r, false));
         s.get("/audit", this::audit);
+        s.post("/jobs/([^/]+)/([^/]+)/cancel", "cancelling a job", this::cancelJob);
+        s.get("/pauses", r -> pauses());
+        s.post("/pauses/(job-type|key)/([^/]+)/pause", "pausing", r -> pauseOrResume(r, true));
+        s.post("/pauses/(job-type|key)/([^/]+)/resume", "resuming", r -> pauseOrResume(r, false));
     }
 
     // ---------------------------------------------------------------- session
@@ -331,6 +337,7 @@ final class ConsoleApi {
             o.put("kind", rp.kind().code());
             o.put("argsEdited", rp.argsEdited());
         }
+        n.set("providerTrail", trail(sql.deadLetterTrail(d.id()), reveal, masked));
         ObjectNode live = sql.liveJob(d.jobType(), d.jobId());
         n.set("liveJob", live);
         ArrayNode history = n.putArray("history");
@@ -562,6 +569,8 @@ final class ConsoleApi {
             ObjectNode row = (ObjectNode) rows.get(i);
             maskField(row, "rescheduleDetail");
             maskField(row, "lastErrorMessage");
+            JsonNode t = row.get("providerTrail");
+            row.set("providerTrail", trail(t == null || t.isNull() ? null : t.asText(), false, new boolean[1]));
             items.add(row);
         }
         if (rows.size() > limit) {
@@ -659,6 +668,111 @@ final class ConsoleApi {
         out.put("state", Optional.ofNullable(sql.breakerState(key)).orElse("closed"));
         out.put("auditId", auditId);
         return out;
+    }
+
+    // ---------------------------------------------------------------- cancel, pause, resume
+
+    private JsonNode cancelJob(ConsoleRequest r) {
+        String jobType = r.path(0);
+        String id = r.path(1);
+        if (jobType.isBlank() || jobType.length() > 200 || id.isBlank() || id.length() > 200) {
+            throw ApiException.badRequest("job type and id must be 1-200 characters");
+        }
+        String reason = r.bodyText("reason", 500);
+        String operator = r.operator();
+        CancelResult res = store.control().cancel(jobType, id, operator, reason);
+        if (res.status() == CancelResult.Status.NOT_FOUND) {
+            throw ApiException.notFound("no live job " + jobType + "/" + id + " (finished, parked or cancelled already)");
+        }
+        ObjectNode details = F.objectNode();
+        details.put("status", res.status().name().toLowerCase(java.util.Locale.ROOT));
+        if (res.deadLetterId() != null) {
+            details.put("dead_letter_id", res.deadLetterId());
+        }
+        long auditId = store.auditLog().record(operator, "cancel", "job:" + jobType + "/" + id, 1, reason,
+                details.toString());
+        ObjectNode out = F.objectNode();
+        out.put("jobType", jobType);
+        out.put("id", id);
+        out.put("status", res.status().name().toLowerCase(java.util.Locale.ROOT));
+        if (res.deadLetterId() == null) {
+            out.putNull("deadLetterId");
+        } else {
+            out.put("deadLetterId", res.deadLetterId());
+        }
+        out.put("auditId", auditId);
+        return out;
+    }
+
+    private JsonNode pauses() {
+        ObjectNode out = F.objectNode();
+        ArrayNode active = out.putArray("active");
+        store.control().activePauses().forEach(p -> active.add(pause(p)));
+        ArrayNode recent = out.putArray("recent");
+        store.control().recentPauses(20).forEach(p -> recent.add(pause(p)));
+        return out;
+    }
+
+    private JsonNode pauseOrResume(ConsoleRequest r, boolean pause) {
+        Pause.Scope scope = r.path(0).equals("job-type") ? Pause.Scope.JOB_TYPE : Pause.Scope.KEY;
+        String target = r.path(1);
+        if (target.isBlank() || target.length() > 200) {
+            throw ApiException.badRequest((scope == Pause.Scope.JOB_TYPE ? "job type" : "key") + " must be 1-200 characters");
+        }
+        String reason = r.bodyText("reason", 500);
+        String operator = r.operator();
+        Pause p;
+        boolean changed;
+        if (pause) {
+            boolean already = store.control().activePauses().stream()
+                    .anyMatch(x -> x.scope() == scope && x.target().equals(target));
+            p = scope == Pause.Scope.JOB_TYPE ? store.control().pauseJobType(target, operator, reason)
+                    : store.control().pauseKey(target, operator, reason);
+            changed = !already;
+        } else {
+            Optional<Pause> ended = scope == Pause.Scope.JOB_TYPE ? store.control().resumeJobType(target, operator)
+                    : store.control().resumeKey(target, operator);
+            if (ended.isEmpty()) {
+                throw ApiException.notFound((scope == Pause.Scope.JOB_TYPE ? "job type '" : "key '") + target
+                        + "' is not paused");
+            }
+            p = ended.get();
+            changed = true;
+        }
+        ObjectNode details = F.objectNode();
+        details.put("pause_id", p.id());
+        if (pause) {
+            details.put("held_jobs", p.heldJobs());
+        } else {
+            details.put("released_jobs", p.releasedJobs() == null ? 0 : p.releasedJobs());
+        }
+        String subject = scope.code() + ":" + target;
+        long auditId = store.auditLog().record(operator, pause ? "pause" : "resume", subject, changed ? 1 : 0, reason,
+                details.toString());
+        ObjectNode out = pause(p);
+        out.put("changed", changed);
+        out.put("auditId", auditId);
+        return out;
+    }
+
+    private static ObjectNode pause(Pause p) {
+        ObjectNode o = F.objectNode();
+        o.put("id", p.id());
+        o.put("scope", p.scope().code());
+        o.put("target", p.target());
+        o.put("pausedAt", str(p.pausedAt()));
+        o.put("pausedBy", p.pausedBy());
+        o.put("reason", Masking.maskText(p.reason()));
+        o.put("heldJobs", p.heldJobs());
+        o.put("active", p.active());
+        o.put("resumedAt", str(p.resumedAt()));
+        o.put("resumedBy", p.resumedBy());
+        if (p.releasedJobs() == null) {
+            o.putNull("releasedJobs");
+        } else {
+            o.put("releasedJobs", p.releasedJobs());
+        }
+        return o;
     }
 
     // ---------------------------------------------------------------- audit
@@ -847,6 +961,36 @@ final class ConsoleApi {
     }
 
     // ---------------------------------------------------------------- helpers
+
+    /**
+     * A fallback trail (jsonb text) as the console shows it: one object per line, {@code at,
+     * attempt, key, result, detail, waitMs}; details (provider words) masked unless revealed.
+     */
+    private static ArrayNode trail(String json, boolean reveal, boolean[] masked) {
+        ArrayNode out = F.arrayNode();
+        JsonNode t = json == null ? null : parse(json);
+        if (t == null || !t.isArray()) {
+            return out;
+        }
+        for (JsonNode s : t) {
+            ObjectNode o = out.addObject();
+            o.put("at", s.path("at").asText(null));
+            if (s.path("attempt").isNumber()) {
+                o.put("attempt", s.path("attempt").asInt());
+            } else {
+                o.putNull("attempt");
+            }
+            o.put("key", s.path("key").asText(null));
+            o.put("result", s.path("result").asText(null));
+            o.put("detail", text(s.path("detail").isTextual() ? s.path("detail").asText() : null, reveal, masked));
+            if (s.path("wait_ms").isNumber()) {
+                o.put("waitMs", s.path("wait_ms").asLong());
+            } else {
+                o.putNull("waitMs");
+            }
+        }
+        return out;
+    }
 
     private static void maskField(ObjectNode o, String field) {
         JsonNode v = o.get(field);

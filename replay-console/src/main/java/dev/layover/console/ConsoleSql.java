@@ -119,7 +119,9 @@ final class ConsoleSql {
                        CASE WHEN c.until > now() THEN c.until END AS cooldown_until,
                        j.run_at <= now() AS due,
                        CASE WHEN j.state = 'running' THEN 'running'
+                            WHEN j.run_at >= '9999-12-31T00:00:00Z' THEN 'paused'
                             WHEN j.state = 'retrying' THEN 'retry'
+                            WHEN j.reschedule_reason = 'concurrency' THEN 'concurrency'
                             WHEN j.state = 'rescheduled' THEN
                                 CASE WHEN j.reschedule_reason = 'cooldown' THEN 'cooldown'
                                      WHEN j.reschedule_reason = 'bucket' THEN 'bucket'
@@ -140,6 +142,24 @@ final class ConsoleSql {
     static final String JOBS_BY_WHY = " AND x.why = ANY(?)";
     static final String JOBS_AFTER = " AND (x.run_at, x.job_type, x.id) > (?, ?, ?)";
     static final String JOBS_ORDER = " ORDER BY x.run_at, x.job_type, x.id LIMIT ?";
+
+    /**
+     * The last {@value #TRAIL_SHOWN} lines of a job's fallback trail, read for the rows of a page
+     * only (after its LIMIT), so a long queue costs no jsonb work per row. Wraps the page query.
+     */
+    static final int TRAIL_SHOWN = 10;
+    static final String JOBS_WITH_TRAIL = """
+            SELECT p.*,
+                   (SELECT jsonb_agg(e ORDER BY n)::text
+                    FROM layover.scheduled_tasks t,
+                         jsonb_array_elements(t.provider_trail) WITH ORDINALITY AS s(e, n)
+                    WHERE t.task_name = p.job_type AND t.task_instance = p.id
+                      AND n > jsonb_array_length(t.provider_trail) - %d) AS provider_trail
+            FROM (%s) p
+            ORDER BY p.run_at, p.job_type, p.id""";
+
+    /** A dead letter's fallback trail (jsonb text), for its page. */
+    static final String DEAD_LETTER_TRAIL = "SELECT provider_trail::text FROM layover.dead_letters WHERE id = ?";
 
     // ---------------------------------------------------------------- reads
 
@@ -237,7 +257,22 @@ final class ConsoleSql {
         }
         sql.append(JOBS_ORDER);
         params.add(limit);
-        return query("reading jobs", sql.toString(), params.toArray());
+        return query("reading jobs", JOBS_WITH_TRAIL.formatted(TRAIL_SHOWN, sql), params.toArray());
+    }
+
+    /**
+     * @param id a dead letter id
+     * @return its fallback trail as jsonb text ({@code []} when none), or null when it does not exist
+     */
+    String deadLetterTrail(long id) {
+        return db.autocommit("reading the trail of dead letter " + id, c -> {
+            try (PreparedStatement ps = c.prepareStatement(DEAD_LETTER_TRAIL)) {
+                ps.setLong(1, id);
+                try (ResultSet rs = ps.executeQuery()) {
+                    return rs.next() ? rs.getString(1) : null;
+                }
+            }
+        });
     }
 
     // ---------------------------------------------------------------- mapping

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.layover.core.ConfigurationException;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
+import dev.layover.core.control.JobControl;
 import dev.layover.core.provider.state.ProviderStates;
 import dev.layover.dlq.AuditLog;
 import dev.layover.dlq.DeadLetters;
@@ -37,6 +38,7 @@ final class ConsoleStore {
     private final ConsoleSql sql;
     private final ProviderStates providerStates;
     private final AuditLog auditLog;
+    private final JobControl control;
     private volatile Holder holder;
 
     /** The pass-through instance and its store, or the application's. */
@@ -49,6 +51,7 @@ final class ConsoleStore {
         this.appLayover = validating ? appLayover : null;
         this.providerStates = appLayover != null ? appLayover.providerStates() : ProviderStates.create(dataSource);
         this.auditLog = AuditLog.create(dataSource);
+        this.control = appLayover != null ? appLayover.control() : JobControl.create(dataSource);
         if (validating) {
             this.holder = new Holder(appLayover, DeadLetters.create(appLayover), Set.of());
         } else {
@@ -84,6 +87,11 @@ final class ConsoleStore {
 
     AuditLog auditLog() {
         return auditLog;
+    }
+
+    /** @return cancel, pause and resume (the application's, or one on the data source) */
+    JobControl control() {
+        return control;
     }
 
     /** @return the store for reads and actions that need no particular job type */

@@ -267,6 +267,9 @@ class BrowserEndToEndTest {
                 .error("<b>Boom</b>", "provider said: " + payload)
                 .args("{\"name\": " + ApiClient.JSON.getNodeFactory().textNode(payload) + ", \"n\": 1}")
                 .insert(db);
+        db.update("update layover.dead_letters set provider_trail = jsonb_build_array(jsonb_build_object('at', "
+                + "'2025-01-01T10:00:00Z', 'attempt', 1, 'key', ?::text, 'result', 'rate_limited', 'detail', ?::text, "
+                + "'wait_ms', 1200)) where id = ?", "evil:" + XSS_IMG, payload, id);
         layover.providerStates().forceOpen("evil:" + XSS_IMG, Duration.ofMinutes(1), payload);
 
         browser().get(console.loginUrl().toString());
@@ -284,6 +287,8 @@ class BrowserEndToEndTest {
         assertEquals("<b>Boom</b>", driver.findElement(By.id("error-class")).getText());
         assertTrue(driver.findElement(By.id("args")).getAttribute("value").contains(XSS_SCRIPT));
         assertTrue(driver.findElement(By.id("attempts")).getText().contains(XSS_IMG));
+        String trail = driver.findElement(By.id("trail")).getText();
+        assertTrue(trail.contains("evil:" + XSS_IMG) && trail.contains(payload), trail);
 
         driver.get(console.url() + "#/breakers");
         visible("#breakers");
@@ -293,5 +298,49 @@ class BrowserEndToEndTest {
         assertEquals("undefined", js("return typeof window.__xss"));
         assertEquals(0L, js("return document.querySelectorAll('main img, main b, #flash img').length"));
         assertEquals(1L, js("return document.scripts.length"), "only the console's own script");
+    }
+
+    @Test
+    void anOperatorCancelsAWaitingJobAndPausesAndResumesAJobTypeFromTheJobsPage(TestDatabase db) throws IOException {
+        startConsole(db);
+        @SuppressWarnings("unchecked")
+        JobType<Fixtures.Work> work = (JobType<Fixtures.Work>) layover.jobType("work").orElseThrow();
+        layover.enqueue(work, new Fixtures.Work("later", 1),
+                EnqueueOptions.key("wait-1").withDelay(Duration.ofHours(1)));
+        browser().get(console.loginUrl() + "#/jobs");
+        visible("#jobs");
+        waiting().until(d -> d.findElements(By.cssSelector("#jobs button[data-cancel='wait-1']")).size() == 1);
+        driver.findElement(By.cssSelector("#jobs button[data-cancel='wait-1']")).click();
+        visible("#cancel-reason").sendKeys("customer asked");
+        screenshot("cancel-confirmation.png");
+        driver.findElement(By.id("modal-confirm")).click();
+        waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("flash"), "cancelled"));
+        assertEquals("cancelled", db.value("select failure_type from layover.dead_letters where job_id = 'wait-1'"));
+        assertEquals("customer asked", db.value("select note from layover.audit_log where action = 'cancel'"));
+
+        waiting().until(ExpectedConditions.invisibilityOfElementLocated(By.id("modal-backdrop")));
+        visible("#pause-target").sendKeys("work");
+        driver.findElement(By.cssSelector("#pause-form button[type=submit]")).click();
+        visible("#pause-reason").sendKeys("maintenance");
+        driver.findElement(By.id("modal-confirm")).click();
+        waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("flash"), "Paused work"));
+        waiting().until(ExpectedConditions.invisibilityOfElementLocated(By.id("modal-backdrop")));
+        waiting().until(d -> d.findElements(By.cssSelector("#pauses-table tr[data-pause='job_type:work']")).size() == 1);
+        screenshot("jobs-paused.png");
+        try {
+            Thread.sleep(1200); // the worker learns of the pause
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        String held = layover.enqueue(work, new Fixtures.Work("held", 1)).id();
+        Await.equal(UI_WAIT, "held", 1L,
+                () -> db.count("select count(*) from layover.job_controls where id = ? and paused", held));
+        assertFalse(ran.contains(held), "nothing of a paused job type starts");
+
+        driver.findElement(By.cssSelector("#pauses-table tr[data-pause='job_type:work'] button")).click();
+        visible("#modal-confirm").click();
+        waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("flash"), "Resumed work"));
+        Await.until(UI_WAIT, "the held job ran", () -> ran.contains(held));
+        assertEquals(Fixtures.options().defaultOperator(), db.value("select resumed_by from layover.pauses"));
     }
 }

@@ -22,10 +22,15 @@ final class BatchCompleter implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(BatchCompleter.class);
     private static final int MAX_BATCH = 5000;
 
-    record Done(String name, String id, long version) {}
+    /**
+     * A finished job: its key and version, and for its history row the start of its run, its
+     * handler's duration in ms and its last run's fallback trail (each null when unknown or none).
+     */
+    record Done(String name, String id, long version, String startedAt, Double durationMs, String trail) {}
 
     private final Db db;
     private final DatabaseOutage outage;
+    private final Observability observability;
     private final LinkedBlockingQueue<Done> queue = new LinkedBlockingQueue<>();
     private final AtomicLong pending = new AtomicLong();
     private final Object idle = new Object();
@@ -34,18 +39,28 @@ final class BatchCompleter implements AutoCloseable {
     private volatile boolean started;
 
     BatchCompleter(Db db, String name, DatabaseOutage outage) {
+        this(db, name, outage, Observability.DEFAULT);
+    }
+
+    BatchCompleter(Db db, String name, DatabaseOutage outage, Observability observability) {
         this.db = db;
         this.outage = outage;
+        this.observability = observability;
         this.thread = new Thread(this::loop, name);
         this.thread.setDaemon(true);
     }
 
     void complete(String name, String id, long version) {
+        complete(new Done(name, id, version, null, null, null));
+    }
+
+    /** Hands in a finished job, with what its history row records of its last run. */
+    void complete(Done done) {
         if (!started) {
             startThread();
         }
         pending.incrementAndGet();
-        queue.add(new Done(name, id, version));
+        queue.add(done);
     }
 
     /** The thread starts with the first finished job, so an instance that never runs jobs owns none. */
@@ -134,6 +149,10 @@ final class BatchCompleter implements AutoCloseable {
     }
 
     private void delete(List<Done> batch) {
+        if (observability.history()) {
+            deleteWithHistory(batch);
+            return;
+        }
         String[] names = new String[batch.size()];
         String[] ids = new String[batch.size()];
         Long[] versions = new Long[batch.size()];
@@ -148,6 +167,42 @@ final class BatchCompleter implements AutoCloseable {
                 ps.setArray(1, c.createArrayOf("text", names));
                 ps.setArray(2, c.createArrayOf("text", ids));
                 ps.setArray(3, c.createArrayOf("bigint", versions));
+                return ps.executeUpdate();
+            }
+        });
+    }
+
+    /**
+     * The delete of {@link #delete} and, in the same statement, a {@code layover.job_history}
+     * row per deleted job ({@link CoreSql#DELETE_DONE_WITH_HISTORY}).
+     */
+    private void deleteWithHistory(List<Done> batch) {
+        int n = batch.size();
+        String[] names = new String[n];
+        String[] ids = new String[n];
+        Long[] versions = new Long[n];
+        String[] starts = new String[n];
+        Double[] durations = new Double[n];
+        String[] trails = new String[n];
+        for (int i = 0; i < n; i++) {
+            Done d = batch.get(i);
+            names[i] = d.name();
+            ids[i] = d.id();
+            versions[i] = d.version();
+            starts[i] = d.startedAt();
+            durations[i] = d.durationMs();
+            trails[i] = d.trail();
+        }
+        boolean args = observability.historyArgs();
+        db.autocommit("deleting finished jobs", c -> {
+            try (PreparedStatement ps = c.prepareStatement(CoreSql.DELETE_DONE_WITH_HISTORY)) {
+                ps.setArray(1, c.createArrayOf("text", names));
+                ps.setArray(2, c.createArrayOf("text", ids));
+                ps.setArray(3, c.createArrayOf("bigint", versions));
+                ps.setArray(4, c.createArrayOf("text", starts));
+                ps.setArray(5, c.createArrayOf("float8", durations));
+                ps.setArray(6, c.createArrayOf("text", trails));
+                ps.setBoolean(7, args);
                 return ps.executeUpdate();
             }
         });

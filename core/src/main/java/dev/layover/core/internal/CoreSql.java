@@ -16,34 +16,35 @@ final class CoreSql {
             NOT EXISTS (SELECT 1 FROM layover.dead_letters d
                         WHERE d.job_type = %s AND d.job_id = %s AND d.state IN ('parked', 'review'))""";
 
-    /** One job with a random id: nothing can conflict. */
+    /** One job with a random id: nothing can conflict. The last two: deadline, limit keys (text[]). */
     static final String INSERT = """
             INSERT INTO layover.scheduled_tasks
                 (task_name, task_instance, task_data, execution_time, picked, version,
-                 priority, consecutive_failures, provider_key)
-            VALUES (?, ?, ?, ?, false, 1, ?, 0, ?)""";
+                 priority, consecutive_failures, provider_key, deadline, limit_keys)
+            VALUES (?, ?, ?, ?, false, 1, ?, 0, ?, ?, ?)""";
 
     /** One job with an idempotency key: writes nothing if the key names a live job or an unresolved dead letter. */
     static final String INSERT_KEYED = """
             INSERT INTO layover.scheduled_tasks
                 (task_name, task_instance, task_data, execution_time, picked, version,
-                 priority, consecutive_failures, provider_key)
-            SELECT ?, ?, ?, ?, false, 1, ?, 0, ?
+                 priority, consecutive_failures, provider_key, deadline, limit_keys)
+            SELECT ?, ?, ?, ?, false, 1, ?, 0, ?, ?::timestamptz, ?::text[]
             WHERE %s
             ON CONFLICT (task_name, task_instance) DO NOTHING""".formatted(NOT_PARKED.formatted("?", "?"));
 
     /**
      * Many jobs of one type in one statement; returns the ids it inserted. Parameters: job type,
-     * then arrays of ids, data, run times (ISO-8601 text), priorities, provider keys, then the job
-     * type again.
+     * then arrays of ids, data, run times (ISO-8601 text), priorities, provider keys, deadlines
+     * (ISO-8601 text or null), limit keys (each a text[] literal or null), then the job type again.
      */
     static final String INSERT_BATCH = """
             INSERT INTO layover.scheduled_tasks
                 (task_name, task_instance, task_data, execution_time, picked, version,
-                 priority, consecutive_failures, provider_key)
-            SELECT ?, u.id, u.data, u.run_at::timestamptz, false, 1, u.priority::smallint, 0, u.provider_key
-            FROM unnest(?::text[], ?::bytea[], ?::text[], ?::int[], ?::text[])
-                 AS u(id, data, run_at, priority, provider_key)
+                 priority, consecutive_failures, provider_key, deadline, limit_keys)
+            SELECT ?, u.id, u.data, u.run_at::timestamptz, false, 1, u.priority::smallint, 0, u.provider_key,
+                   u.deadline::timestamptz, u.limit_keys::text[]
+            FROM unnest(?::text[], ?::bytea[], ?::text[], ?::int[], ?::text[], ?::text[], ?::text[])
+                 AS u(id, data, run_at, priority, provider_key, deadline, limit_keys)
             WHERE %s
             ON CONFLICT (task_name, task_instance) DO NOTHING
             RETURNING task_instance""".formatted(NOT_PARKED.formatted("?", "u.id"));
@@ -65,6 +66,56 @@ final class CoreSql {
             DELETE FROM layover.scheduled_tasks t
             USING unnest(?::text[], ?::text[], ?::bigint[]) AS d(name, id, version)
             WHERE t.task_name = d.name AND t.task_instance = d.id AND t.version = d.version""";
+
+    /**
+     * Finished jobs, deleted in one statement that also writes their {@code layover.job_history}
+     * rows (a data-modifying CTE: no second round trip). A row whose version moved on is left
+     * alone and gets no history row. Parameters: arrays of names, ids, versions, run starts
+     * (ISO-8601 text, null when unknown), handler durations in ms (null when unknown), the last
+     * run's fallback trail (jsonb text, null when none); then whether to keep the args (boolean).
+     */
+    static final String DELETE_DONE_WITH_HISTORY = """
+            WITH moved AS (
+                DELETE FROM layover.scheduled_tasks t
+                USING unnest(?::text[], ?::text[], ?::bigint[], ?::text[], ?::float8[], ?::text[])
+                      AS d(name, id, version, started_at, duration_ms, trail)
+                WHERE t.task_name = d.name AND t.task_instance = d.id AND t.version = d.version
+                RETURNING t.task_name, t.task_instance, t.consecutive_failures, t.reschedules, t.provider_key,
+                          t.picked_by, t.first_enqueued_at, t.dead_letter_id, t.replay_kind, t.provider_trail,
+                          CASE WHEN ?::boolean THEN layover.args_jsonb(t.task_data) END AS args,
+                          d.started_at, d.duration_ms, d.trail
+            )
+            INSERT INTO layover.job_history
+                (job_type, job_id, outcome, attempts, reschedules, provider_key, worker, enqueued_at,
+                 started_at, duration_ms, dead_letter_id, replay_kind, provider_trail, args)
+            SELECT m.task_name, m.task_instance, 'completed', coalesce(m.consecutive_failures, 0), m.reschedules,
+                   m.provider_key, m.picked_by, m.first_enqueued_at, m.started_at::timestamptz, m.duration_ms,
+                   m.dead_letter_id, m.replay_kind,
+                   -- trail_append is not inlined: call it only for a run that has a trail
+                   CASE WHEN m.trail IS NULL THEN nullif(m.provider_trail, '[]'::jsonb)
+                        ELSE nullif(layover.trail_append(m.provider_trail, m.trail::jsonb), '[]'::jsonb) END,
+                   m.args
+            FROM moved m""";
+
+    /**
+     * For a statement that ends jobs some other way (a cancel): one more CTE that writes the
+     * {@code layover.job_history} rows of the jobs a CTE named {@code moved} removed, in the same
+     * statement. {@code moved} must be {@code DELETE FROM layover.scheduled_tasks t ... RETURNING
+     * t.*}. Use it as {@code WITH moved AS (...), history AS (} this {@code ) SELECT ... FROM
+     * moved}. Parameters, in this order: outcome ({@code 'cancelled'}), failure type (null),
+     * detail (for a cancel: who and why), whether to keep the args, whether history is on (both
+     * booleans: {@link Observability#historyArgs()}, {@link Observability#history()}).
+     */
+    static final String HISTORY_OF_MOVED = """
+            INSERT INTO layover.job_history
+                (job_type, job_id, outcome, failure_type, detail, attempts, reschedules, provider_key, worker,
+                 enqueued_at, dead_letter_id, replay_kind, provider_trail, args)
+            SELECT m.task_name, m.task_instance, ?, ?, ?, coalesce(m.consecutive_failures, 0), m.reschedules,
+                   m.provider_key, m.picked_by, m.first_enqueued_at, m.dead_letter_id, m.replay_kind,
+                   nullif(m.provider_trail, '[]'::jsonb),
+                   CASE WHEN ?::boolean THEN layover.args_jsonb(m.task_data) END
+            FROM moved m
+            WHERE ?::boolean""";
 
     /**
      * A reschedule: moves the run time and counts it, leaving {@code consecutive_failures} (the
@@ -101,6 +152,11 @@ final class CoreSql {
      * failure type, error class,
      * message, new error (jsonb), attempts, the last run's fallback trail (jsonb); then the same six
      * for the insert. The job's fallback trail moves with it to the dead letter.
+     *
+     * <p>The same statement writes the job's {@code layover.job_history} row (outcome
+     * {@code parked}) when history is on. Parameters, after the twelve above: failure type,
+     * message, attempts, the run's start (ISO-8601 text or null), its handler duration in ms (or
+     * null), the last run's fallback trail (jsonb), whether to keep the args, whether history is on.
      */
     static final String PARK = """
             WITH moved AS (
@@ -136,7 +192,151 @@ final class CoreSql {
                 FROM moved m
                 WHERE NOT EXISTS (SELECT 1 FROM layover.dead_letters d WHERE d.id = m.dead_letter_id)
                 RETURNING id
+            ), history AS (
+                INSERT INTO layover.job_history
+                    (job_type, job_id, outcome, failure_type, detail, attempts, reschedules, provider_key, worker,
+                     enqueued_at, started_at, duration_ms, dead_letter_id, replay_kind, provider_trail, args)
+                SELECT m.task_name, m.task_instance, 'parked', ?, ?, ?, m.reschedules, m.provider_key, m.picked_by,
+                       m.first_enqueued_at, ?::timestamptz, ?::float8,
+                       (SELECT id FROM linked UNION ALL SELECT id FROM inserted LIMIT 1), m.replay_kind,
+                       nullif(layover.trail_append(m.provider_trail, ?::jsonb), '[]'::jsonb),
+                       CASE WHEN ?::boolean THEN layover.args_jsonb(m.task_data) END
+                FROM moved m
+                WHERE ?::boolean
             )
             SELECT (SELECT count(*) FROM moved) AS moved,
-                   (SELECT id FROM linked UNION ALL SELECT id FROM inserted LIMIT 1) AS dead_letter_id""";
+                   (SELECT id FROM linked UNION ALL SELECT id FROM inserted LIMIT 1) AS dead_letter_id,
+                   (SELECT provider_key FROM moved LIMIT 1) AS provider_key""";
+
+    /**
+     * Gauges: live jobs by type and state (the states of {@code layover.jobs}), and how many of
+     * them are due and not running. One scan of the job table, every gauge interval.
+     */
+    static final String SAMPLE_JOBS = """
+            SELECT job_type, state, count(*) AS n,
+                   count(*) FILTER (WHERE state <> 'running' AND run_at <= now()) AS due
+            FROM layover.jobs
+            GROUP BY job_type, state""";
+
+    /** Gauges: dead letters waiting for a decision, by type, failure type and state. */
+    static final String SAMPLE_DEAD_LETTERS = """
+            SELECT job_type, failure_type, state, count(*) AS n
+            FROM layover.dead_letters
+            WHERE state IN ('parked', 'review')
+            GROUP BY job_type, failure_type, state""";
+
+    /**
+     * Gauges: every provider key's breaker state, cooldown end and free bucket permits (GCRA:
+     * capacity = rate x burst, at least 1; free = capacity - what is booked past now). Also the
+     * database's clock.
+     */
+    static final String SAMPLE_PROVIDER_KEYS = """
+            SELECT k.provider_key, coalesce(b.state, 'closed') AS breaker_state, c.until AS cooldown_until,
+                   CASE WHEN bk.requests_per_minute > 0 THEN
+                       greatest(1, bk.requests_per_minute / 60.0 * bk.burst_ms / 1000.0)
+                       - extract(epoch FROM greatest(bk.request_tat, now()) - now()) * bk.requests_per_minute / 60.0
+                   END AS request_permits,
+                   CASE WHEN bk.tokens_per_minute > 0 THEN
+                       greatest(1, bk.tokens_per_minute / 60.0 * bk.burst_ms / 1000.0)
+                       - extract(epoch FROM greatest(bk.token_tat, now()) - now()) * bk.tokens_per_minute / 60.0
+                   END AS token_permits,
+                   now() AS sampled_at
+            FROM (SELECT provider_key FROM layover.breakers
+                  UNION SELECT provider_key FROM layover.cooldowns
+                  UNION SELECT provider_key FROM layover.buckets) k
+            LEFT JOIN layover.breakers b ON b.provider_key = k.provider_key
+            LEFT JOIN layover.cooldowns c ON c.provider_key = k.provider_key
+            LEFT JOIN layover.buckets bk ON bk.provider_key = k.provider_key""";
+
+    // ---- admission and control (docs/admission-and-control.md) ----------------------------------
+
+    /** The run time of a job a pause holds: no worker picks it; {@code paused_run_at} keeps its own. */
+    static final String PAUSED_RUN_AT = "9999-12-31T00:00:00Z";
+
+    /**
+     * A hold: no concurrency slot was free. Moves the run time a little forward (full jitter over
+     * a delay doubling with the job's holds, from the base up to the cap), counts it in {@code
+     * holds}, never in {@code reschedules} (no cap, no attempt). Parameters: now, cap (s), base (s),
+     * reason, detail, task name, id, version.
+     */
+    static final String HOLD = """
+            UPDATE layover.scheduled_tasks
+            SET execution_time = ?::timestamptz
+                    + make_interval(secs => least(?::float8, ?::float8 * power(2, least(holds, 16))) * (0.5 + random() / 2)),
+                picked = false, picked_by = NULL, last_heartbeat = NULL, version = version + 1, holds = holds + 1,
+                last_reschedule_reason = ?, last_reschedule_detail = ?
+            WHERE task_name = ? AND task_instance = ? AND version = ?""";
+
+    /**
+     * A job picked while a pause covers it (its job type, provider key or one of its limit keys):
+     * held without running, its run time kept in {@code paused_run_at}. The pause rows are read
+     * {@code FOR SHARE}, so a resume running at the same time either waits for this write and then
+     * gives the run time back, or ends first and this finds no active pause: the job then runs
+     * again at once. Returns whether it is held. Parameters: job type, keys (text[]), now, now,
+     * limit keys (text[] or null), detail, task name, id, version.
+     */
+    static final String HOLD_PAUSED = """
+            WITH pz AS (
+                SELECT p.id FROM layover.pauses p
+                WHERE p.resumed_at IS NULL
+                  AND ((p.scope = 'job_type' AND p.target = ?) OR (p.scope = 'key' AND p.target = ANY(?::text[])))
+                FOR SHARE
+            )
+            UPDATE layover.scheduled_tasks t
+            SET execution_time = CASE WHEN EXISTS (SELECT 1 FROM pz) THEN '%1$s'::timestamptz ELSE ?::timestamptz END,
+                paused_run_at = CASE WHEN EXISTS (SELECT 1 FROM pz) THEN least(t.execution_time, ?::timestamptz) END,
+                limit_keys = coalesce(t.limit_keys, ?::text[]),
+                picked = false, picked_by = NULL, last_heartbeat = NULL, version = t.version + 1, holds = t.holds + 1,
+                last_reschedule_reason = CASE WHEN EXISTS (SELECT 1 FROM pz) THEN 'paused' ELSE t.last_reschedule_reason END,
+                last_reschedule_detail = CASE WHEN EXISTS (SELECT 1 FROM pz) THEN ? ELSE t.last_reschedule_detail END
+            WHERE t.task_name = ? AND t.task_instance = ? AND t.version = ?
+            RETURNING t.paused_run_at IS NOT NULL AS held""".formatted(PAUSED_RUN_AT);
+
+    /**
+     * Cancels a job: deletes its row (version-checked; a picked row only when the caller runs it)
+     * and, in the same statement, parks it as a dead letter with failure type {@code cancelled}
+     * (or updates the dead letter it was replayed from, like {@link #PARK}) and writes its
+     * {@code layover.job_history} row (outcome {@code cancelled}, {@link #HISTORY_OF_MOVED}).
+     * Returns how many rows were moved and the dead letter's id.
+     *
+     * <p>Parameters: task name, id, version, whether a picked row may be cancelled (the engine,
+     * for the job it runs); message, error (jsonb) for the update; message, error for the insert;
+     * then {@link #HISTORY_OF_MOVED}'s five.
+     */
+    static final String CANCEL = """
+            WITH moved AS (
+                DELETE FROM layover.scheduled_tasks t
+                WHERE t.task_name = ? AND t.task_instance = ? AND t.version = ? AND (NOT t.picked OR ?::boolean)
+                RETURNING t.*
+            ), linked AS (
+                UPDATE layover.dead_letters d
+                SET state = 'parked', state_changed_at = now(), parked_at = now(), park_count = d.park_count + 1,
+                    failure_type = 'cancelled', error_class = 'Cancelled', error_message = ?,
+                    errors = d.errors || m.errors || ?::jsonb, attempts = coalesce(m.consecutive_failures, 0),
+                    provider_trail = layover.trail_append(d.provider_trail, m.provider_trail),
+                    reschedules = m.reschedules,
+                    args = layover.args_jsonb(m.task_data),
+                    args_raw = CASE WHEN layover.args_jsonb(m.task_data) IS NULL THEN m.task_data END,
+                    provider_key = m.provider_key
+                FROM moved m
+                WHERE d.id = m.dead_letter_id
+                RETURNING d.id
+            ), inserted AS (
+                INSERT INTO layover.dead_letters
+                    (job_type, job_id, args, args_raw, provider_key, failure_type, error_class,
+                     error_message, errors, attempts, provider_trail, reschedules, priority, first_enqueued_at)
+                SELECT m.task_name, m.task_instance, layover.args_jsonb(m.task_data),
+                       CASE WHEN layover.args_jsonb(m.task_data) IS NULL THEN m.task_data END,
+                       m.provider_key, 'cancelled', 'Cancelled', ?, m.errors || ?::jsonb,
+                       coalesce(m.consecutive_failures, 0), m.provider_trail, m.reschedules, m.priority,
+                       m.first_enqueued_at
+                FROM moved m
+                WHERE NOT EXISTS (SELECT 1 FROM layover.dead_letters d WHERE d.id = m.dead_letter_id)
+                RETURNING id
+            ), history AS (
+            %s
+            )
+            SELECT (SELECT count(*) FROM moved) AS moved,
+                   (SELECT id FROM linked UNION ALL SELECT id FROM inserted LIMIT 1) AS dead_letter_id""".formatted(
+                    HISTORY_OF_MOVED);
 }

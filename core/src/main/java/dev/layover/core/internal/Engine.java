@@ -79,6 +79,7 @@ public final class Engine {
     private final Map<String, ToLongFunction<Object>> tokenCosts;
     private final DatabaseOutage outage;
     private final java.util.function.Consumer<java.sql.SQLException> outageSignal;
+    private final Observability observability;
     private volatile Scheduler scheduler;
     private WorkerLoops loops;
 
@@ -93,6 +94,23 @@ public final class Engine {
      */
     public Engine(Db db, Clock clock, Registry registry, Function<Throwable, Optional<Outcome>> classifier,
             Settings settings, ProviderGate gate, Map<String, ToLongFunction<Object>> tokenCosts) {
+        this(db, clock, registry, classifier, settings, gate, tokenCosts, Observability.DEFAULT);
+    }
+
+    /**
+     * @param db the database
+     * @param clock the clock
+     * @param registry the job types
+     * @param classifier turns provider exceptions into outcomes
+     * @param settings worker settings
+     * @param gate the provider state
+     * @param tokenCosts token estimates by job type name (args to tokens)
+     * @param observability metrics and the history of finished jobs
+     */
+    public Engine(Db db, Clock clock, Registry registry, Function<Throwable, Optional<Outcome>> classifier,
+            Settings settings, ProviderGate gate, Map<String, ToLongFunction<Object>> tokenCosts,
+            Observability observability) {
+        this.observability = observability;
         this.db = db;
         this.clock = clock;
         this.registry = registry;
@@ -102,8 +120,24 @@ public final class Engine {
         this.tokenCosts = Map.copyOf(tokenCosts);
         this.outage = new DatabaseOutage(db.dataSource(), settings.workerName(), RESUME_DELAY, new OutageHooks());
         this.outageSignal = outage::failed;
-        this.completer = new BatchCompleter(db, "layover-completer-" + settings.workerName(), outage);
-        this.writer = new OutcomeWriter(db, clock, completer, gate, outage);
+        this.completer = new BatchCompleter(db, "layover-completer-" + settings.workerName(), outage, observability);
+        this.writer = new OutcomeWriter(db, clock, completer, gate, outage, observability);
+        this.control = new AdmissionControl(db, clock, settings.workerName(), writer, gate);
+    }
+
+    // ---- admission and control (docs/admission-and-control.md) ----------------------------------
+
+    /** Cancel, deadline, pause, timeout and the limits of each run. */
+    private final AdmissionControl control;
+
+    /**
+     * Sets the concurrency limits and the buckets of limit keys (none by default). Before
+     * {@link #start}.
+     *
+     * @param limits the limits
+     */
+    public void limits(dev.layover.core.provider.state.Limits limits) {
+        control.limits(limits);
     }
 
     /** Builds and starts db-scheduler with one task per job type, plus {@code extraTasks}. */
@@ -145,6 +179,7 @@ public final class Engine {
         scheduler = builder.build();
         db.addFailureListener(outageSignal);
         gate.start();
+        control.start();
         scheduler.start();
         loops = new WorkerLoops(db, clock, settings.workerName(), settings.heartbeatInterval(), this::wakeUp);
         loops.start();
@@ -221,6 +256,7 @@ public final class Engine {
             scheduler = null;
         }
         completer.stop(settings.shutdownMaxWait());
+        control.stop();
         gate.stop();
     }
 
@@ -289,7 +325,7 @@ public final class Engine {
         @Override
         public CompletionHandler<byte[]> execute(TaskInstance<byte[]> instance, ExecutionContext ec) {
             Execution ex = ec.getExecution();
-            JobRun run = run(entry, ex);
+            JobRun run = startRun(entry, ex);
             A args;
             try {
                 args = entry.codec().read(instance.getData());
@@ -301,18 +337,31 @@ public final class Engine {
                 return (complete, ops) -> writer.park(run, FailureType.BAD_ARGS, e.getClass().getName(), why);
             }
             String key = entry.type().providerKeyOf(args);
+            // admission and control: a cancel, a passed deadline or a pause stop the job before it runs
+            AdmissionControl.Check check = control.check(run, entry.type(), args, key);
+            if (check.stop() != null) {
+                return check.stop();
+            }
             ProviderRun pr = gate.newRun(key, run.taskName(), run.id(), run.version(), tokens(args), run.attemptsSpent() + 1);
-            Admission admission = gate.admit(pr);
+            Admission admission = control.admit(check, pr); // gate.admit(pr) unless the job has limits of its own
+            if (admission instanceof Admission.Wait w && AdmissionControl.isHold(w)) {
+                return (complete, ops) -> writer.hold(run, w.reason(), w.detail());
+            }
             if (admission instanceof Admission.Wait w) {
                 return (complete, ops) -> writer.waitForProvider(run, w);
             }
             if (admission instanceof Admission.Refuse r) {
                 return (complete, ops) -> writer.park(run, FailureType.BREAKER_OPEN, "BreakerOpen", r.detail());
             }
-            JobContext ctx = new Context(run, ex.executionTime, key, ec, pr);
-            Outcome outcome = runHandler(entry, args, ctx);
+            JobContext ctx = control.context(new Context(run, ex.executionTime, key, ec, pr), check);
+            Outcome outcome = control.runTimed(check, ctx::isStopping, () -> runHandler(entry, args, ctx));
+            handlerReturned(run, outcome);
             if (outcome == STOPPED) {
                 return (complete, ops) -> writer.workerStopped(run, pr);
+            }
+            CompletionHandler<byte[]> cancelled = control.afterRun(check, outcome, pr);
+            if (cancelled != null) {
+                return cancelled;
             }
             return (complete, ops) -> writer.apply(run, outcome, pr);
         }
@@ -328,6 +377,23 @@ public final class Engine {
                 LOG.warn("Token estimate of job type {} failed; counting 0 tokens: {}", entry.type().name(), e.toString());
                 return 0;
             }
+        }
+    }
+
+    /** A run starting now: its start is kept for its history row, its queue wait is measured. */
+    private JobRun startRun(Registry.Entry<?> entry, Execution ex) {
+        Instant now = clock.instant();
+        JobRun timed = run(entry, ex).withTiming(RunTiming.start(now));
+        observability.metrics().jobStarted(timed.taskName(), Duration.between(ex.executionTime, now));
+        return timed;
+    }
+
+    /** The handler of a run returned: its duration, for the metrics and the history row. */
+    private void handlerReturned(JobRun run, Outcome outcome) {
+        Duration took = run.timing().handlerReturned();
+        SafeMetrics m = observability.metrics();
+        if (m.enabled()) {
+            m.jobRan(run.taskName(), outcome == STOPPED ? "stopped" : SafeMetrics.outcomeTag(outcome), took);
         }
     }
 

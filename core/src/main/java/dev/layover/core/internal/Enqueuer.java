@@ -47,14 +47,19 @@ public final class Enqueuer {
         String name = entry.type().name();
         String providerKey = providerKey(entry, args);
         String id = options.key() != null ? options.key() : UUID.randomUUID().toString();
-        Instant runAt = options.runTime(clock.instant());
+        Instant now = clock.instant();
+        Instant runAt = options.runTime(now);
+        Instant deadline = options.deadlineTime(now);
+        String[] limitKeys = limitKeys(entry, args);
         Db.Work<Integer> insert = c -> {
             boolean keyed = options.key() != null;
             try (PreparedStatement ps = c.prepareStatement(keyed ? CoreSql.INSERT_KEYED : CoreSql.INSERT)) {
-                Db.bind(ps, name, id, data, Timestamp.from(runAt), (short) options.priority(), providerKey);
+                Db.bind(ps, name, id, data, Timestamp.from(runAt), (short) options.priority(), providerKey,
+                        deadline == null ? null : Timestamp.from(deadline),
+                        limitKeys == null ? null : c.createArrayOf("text", limitKeys));
                 if (keyed) {
-                    ps.setString(7, name);
-                    ps.setString(8, id);
+                    ps.setString(9, name);
+                    ps.setString(10, id);
                 }
                 return ps.executeUpdate();
             }
@@ -78,6 +83,8 @@ public final class Enqueuer {
         String[] runAts = new String[n];
         Integer[] priorities = new Integer[n];
         String[] keys = new String[n];
+        String[] deadlines = new String[n];
+        String[] limitKeys = new String[n];
         for (int i = 0; i < n; i++) {
             A a = args.get(i);
             EnqueueOptions o = options.apply(a);
@@ -86,6 +93,9 @@ public final class Enqueuer {
             runAts[i] = o.runTime(now).toString();
             priorities[i] = o.priority();
             keys[i] = providerKey(entry, a);
+            Instant deadline = o.deadlineTime(now);
+            deadlines[i] = deadline == null ? null : deadline.toString();
+            limitKeys[i] = arrayLiteral(limitKeys(entry, a));
         }
         Set<String> created = new HashSet<>();
         for (int from = 0; from < n; from += BATCH) {
@@ -99,7 +109,9 @@ public final class Enqueuer {
                     ps.setArray(4, c.createArrayOf("text", java.util.Arrays.copyOfRange(runAts, f, to)));
                     ps.setArray(5, c.createArrayOf("int4", java.util.Arrays.copyOfRange(priorities, f, to)));
                     ps.setArray(6, c.createArrayOf("text", java.util.Arrays.copyOfRange(keys, f, to)));
-                    ps.setString(7, name);
+                    ps.setArray(7, c.createArrayOf("text", java.util.Arrays.copyOfRange(deadlines, f, to)));
+                    ps.setArray(8, c.createArrayOf("text", java.util.Arrays.copyOfRange(limitKeys, f, to)));
+                    ps.setString(9, name);
                     try (ResultSet rs = ps.executeQuery()) {
                         while (rs.next()) {
                             created.add(rs.getString(1));
@@ -127,6 +139,42 @@ public final class Enqueuer {
         } catch (SQLException e) {
             throw Db.failure(what, e);
         }
+    }
+
+    /** The job's limit keys ({@code JobType.Builder#limitKeys}), checked like a provider key; null when none. */
+    private static <A> String[] limitKeys(Registry.Entry<A> entry, A args) {
+        if (!entry.type().hasLimitKeys()) {
+            return null;
+        }
+        List<String> keys;
+        try {
+            keys = entry.type().limitKeysOf(args);
+        } catch (RuntimeException e) {
+            throw new InvalidArgsException("job type '" + entry.type().name() + "': its limit keys could not be derived "
+                    + "from the args: " + e, e);
+        }
+        for (String k : keys) {
+            if (k.isEmpty() || k.length() > MAX_PROVIDER_KEY) {
+                throw new InvalidArgsException("job type '" + entry.type().name() + "': limit keys must be 1-"
+                        + MAX_PROVIDER_KEY + " characters, got " + k.length());
+            }
+        }
+        return keys.isEmpty() ? null : keys.toArray(String[]::new);
+    }
+
+    /** A text[] literal ({@code {"a","b"}}) for the batch insert, which passes each row's keys as text. */
+    private static String arrayLiteral(String[] keys) {
+        if (keys == null) {
+            return null;
+        }
+        StringBuilder b = new StringBuilder("{");
+        for (int i = 0; i < keys.length; i++) {
+            if (i > 0) {
+                b.append(',');
+            }
+            b.append('"').append(keys[i].replace("\\", "\\\\").replace("\"", "\\\"")).append('"');
+        }
+        return b.append('}').toString();
     }
 
     private static <A> String providerKey(Registry.Entry<A> entry, A args) {

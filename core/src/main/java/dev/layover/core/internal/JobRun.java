@@ -11,8 +11,19 @@ import dev.layover.core.JobPolicy;
  * @param version the row version when picked
  * @param attemptsSpent {@code consecutive_failures} when picked
  * @param policy the job type's limits
+ * @param timing when this run started and how long its handler took ({@link RunTiming#NONE} when
+ *     the outcome is written without a run in this JVM)
  */
-record JobRun(String taskName, String id, long version, int attemptsSpent, JobPolicy policy) {
+record JobRun(String taskName, String id, long version, int attemptsSpent, JobPolicy policy, RunTiming timing) {
+
+    JobRun(String taskName, String id, long version, int attemptsSpent, JobPolicy policy) {
+        this(taskName, id, version, attemptsSpent, policy, RunTiming.NONE);
+    }
+
+    /** @return this run with its timing */
+    JobRun withTiming(RunTiming t) {
+        return new JobRun(taskName, id, version, attemptsSpent, policy, t);
+    }
 
     String label() {
         return taskName + "/" + id;

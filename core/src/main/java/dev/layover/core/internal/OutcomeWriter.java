@@ -51,9 +51,16 @@ public final class OutcomeWriter {
     private final BatchCompleter completer;
     private final ProviderGate gate;
     private final DatabaseOutage outage;
+    private final Observability observability;
     private final ObjectMapper json = new ObjectMapper();
 
     OutcomeWriter(Db db, Clock clock, BatchCompleter completer, ProviderGate gate, DatabaseOutage outage) {
+        this(db, clock, completer, gate, outage, Observability.DEFAULT);
+    }
+
+    OutcomeWriter(Db db, Clock clock, BatchCompleter completer, ProviderGate gate, DatabaseOutage outage,
+            Observability observability) {
+        this.observability = observability;
         this.db = db;
         this.clock = clock;
         this.completer = completer;
@@ -134,7 +141,7 @@ public final class OutcomeWriter {
         String trail = pr == null ? NO_TRAIL : cleanTrail(pr.trailJson());
         Instant now = clock.instant();
         if (outcome instanceof Outcome.Done) {
-            completer.complete(run.taskName(), run.id(), run.version());
+            completed(run, trail);
         } else if (outcome instanceof Outcome.Snooze s) {
             reschedule(run, now, now.plus(s.delay()), "snooze", s.reason(), FailureType.SNOOZE_EXHAUSTED, null, trail);
         } else if (outcome instanceof Outcome.RateLimited r) {
@@ -281,6 +288,9 @@ public final class OutcomeWriter {
                 return ps.executeUpdate();
             }
         });
+        if (updated > 0) {
+            observability.metrics().jobRescheduled(run.taskName(), reason);
+        }
         if (updated == 0) {
             // either the cap is reached or the row moved on; the version-checked park tells which
             park(run, now, whenCapped, reason, capClass(whenCapped),
@@ -319,6 +329,8 @@ public final class OutcomeWriter {
         });
         if (updated == 0) {
             LOG.debug("Job {} changed while it ran; its retry was not written", run.label());
+        } else {
+            observability.metrics().jobRetried(run.taskName(), kind);
         }
     }
 
@@ -332,17 +344,20 @@ public final class OutcomeWriter {
     private void parkWithError(JobRun run, FailureType type, String errorClass, String message, int attempts,
             String error, String trail) {
         String msg = cut(message);
+        String[] providerKey = new String[1];
         Long deadLetter = write("parking job " + run.label(), true, c -> {
             try (PreparedStatement ps = c.prepareStatement(CoreSql.PARK)) {
                 Db.bind(ps, run.taskName(), run.id(), run.version(),
                         type.code(), type.code(), errorClass, msg, error, attempts, trail,
                         type.code(), errorClass, msg, error, attempts, trail);
+                bindParkHistory(ps, 17, run, type, msg, attempts, trail);
                 try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
                     long moved = rs.getLong("moved");
                     long id = rs.getLong("dead_letter_id");
                     boolean hasId = !rs.wasNull();
                     if (moved == 1 && hasId) {
+                        providerKey[0] = rs.getString("provider_key");
                         return id;
                     }
                     if (moved == 1) {
@@ -355,8 +370,46 @@ public final class OutcomeWriter {
         if (deadLetter == null) {
             LOG.debug("Job {} changed while it ran; it was not parked", run.label());
         } else {
-            LOG.info("Parked job {} as {} (dead letter {}): {}", run.label(), type.code(), deadLetter, msg);
+            LOG.info("Parked job {} as {} (dead letter {}, provider key {}): {}", run.label(), type.code(), deadLetter,
+                    providerKey[0], msg);
+            observability.metrics().jobParked(run.taskName(), type.code());
         }
+    }
+
+    /**
+     * The parameters of the park's {@code layover.job_history} row ({@link CoreSql#PARK}), from
+     * position {@code at}.
+     */
+    private void bindParkHistory(PreparedStatement ps, int at, JobRun run, FailureType type, String msg, int attempts,
+            String trail) throws java.sql.SQLException {
+        RunTiming t = run.timing() == null ? RunTiming.NONE : run.timing();
+        ps.setString(at, type.code());
+        ps.setString(at + 1, msg);
+        ps.setInt(at + 2, attempts);
+        ps.setString(at + 3, t.startedAtText());
+        if (t.durationMs() == null) {
+            ps.setNull(at + 4, java.sql.Types.DOUBLE);
+        } else {
+            ps.setDouble(at + 4, t.durationMs());
+        }
+        ps.setString(at + 5, trail);
+        ps.setBoolean(at + 6, observability.historyArgs());
+        ps.setBoolean(at + 7, observability.history());
+    }
+
+    /**
+     * A job whose handler returned done: counted, and handed to the batch completer, which
+     * deletes it and writes its history row (with this run's start, duration and fallback trail).
+     */
+    private void completed(JobRun run, String trail) {
+        observability.metrics().jobCompleted(run.taskName());
+        if (!observability.history()) {
+            completer.complete(run.taskName(), run.id(), run.version());
+            return;
+        }
+        RunTiming t = run.timing() == null ? RunTiming.NONE : run.timing();
+        completer.complete(new BatchCompleter.Done(run.taskName(), run.id(), run.version(), t.startedAtText(),
+                t.durationMs(), trail == null || trail.equals(NO_TRAIL) ? null : trail));
     }
 
     private int reschedulesOf(JobRun run) {
@@ -507,5 +560,120 @@ public final class OutcomeWriter {
             }
         }
         return n;
+    }
+
+    // ---- admission and control (docs/admission-and-control.md) ----------------------------------
+
+    /** The delay of a hold for a concurrency slot: full jitter over base * 2^holds, up to the cap. */
+    static final Duration HOLD_BASE = Duration.ofMillis(100);
+    static final Duration HOLD_CAP = Duration.ofSeconds(2);
+
+    /**
+     * No concurrency slot was free: the job is held a little ({@link CoreSql#HOLD}), without an
+     * attempt and without counting as a reschedule (a busy limit never parks a job).
+     */
+    void hold(JobRun run, String reason, String detail) {
+        guard(run, () -> {
+            Instant now = clock.instant();
+            int updated = write("holding job " + run.label(), false, c -> {
+                try (PreparedStatement ps = c.prepareStatement(CoreSql.HOLD)) {
+                    Db.bind(ps, Timestamp.from(now), HOLD_CAP.toNanos() / 1e9, HOLD_BASE.toNanos() / 1e9, reason,
+                            cut(detail), run.taskName(), run.id(), run.version());
+                    return ps.executeUpdate();
+                }
+            });
+            if (updated > 0) {
+                observability.metrics().jobRescheduled(run.taskName(), reason);
+            } else {
+                LOG.debug("Job {} changed while it was picked; its hold was not written", run.label());
+            }
+        });
+    }
+
+    /**
+     * A job picked while a pause covers it: held without running until the pause ends
+     * ({@link CoreSql#HOLD_PAUSED}); when the pause ended meanwhile it runs again at once.
+     *
+     * @param keys the job's provider key and limit keys (what a key pause may name)
+     * @param limitKeys its limit keys, stored when the row has none yet (a replayed job)
+     */
+    void holdPaused(JobRun run, java.util.List<String> keys, java.util.List<String> limitKeys, String detail) {
+        guard(run, () -> {
+            Instant now = clock.instant();
+            Boolean held = write("holding paused job " + run.label(), false, c -> {
+                try (PreparedStatement ps = c.prepareStatement(CoreSql.HOLD_PAUSED)) {
+                    Db.bind(ps, run.taskName(), c.createArrayOf("text", keys.toArray()), Timestamp.from(now),
+                            Timestamp.from(now), limitKeys.isEmpty() ? null : c.createArrayOf("text", limitKeys.toArray()),
+                            cut(detail), run.taskName(), run.id(), run.version());
+                    try (ResultSet rs = ps.executeQuery()) {
+                        return rs.next() ? rs.getBoolean(1) : null;
+                    }
+                }
+            });
+            if (held == null) {
+                LOG.debug("Job {} changed while it was picked; its pause hold was not written", run.label());
+            } else if (held) {
+                observability.metrics().jobRescheduled(run.taskName(), "paused");
+            }
+        });
+    }
+
+    /**
+     * Cancels a job ({@link CoreSql#CANCEL}): its row deleted, a dead letter {@code cancelled}
+     * recording who and why, and its history row (outcome {@code cancelled}), in one statement.
+     *
+     * @param run the job as read (or as picked, when {@code running})
+     * @param running whether the caller runs it (a picked row may then be cancelled)
+     * @param by who cancelled it
+     * @param reason why, or null
+     * @return the dead letter's id, or null when the row changed meanwhile (nothing written)
+     */
+    Long cancel(JobRun run, boolean running, String by, String reason) {
+        Instant now = clock.instant();
+        String msg = cut("cancelled by " + by + (reason == null || reason.isBlank() ? "" : ": " + reason));
+        ObjectNode e = json.createObjectNode();
+        e.put("attempt", run.attemptsSpent() + 1);
+        e.put("at", now.toString());
+        e.put("kind", "cancelled");
+        e.put("error_class", "Cancelled");
+        e.put("message", msg);
+        e.put("by", cut(by));
+        String error = e.toString();
+        Long deadLetter = write("cancelling job " + run.label(), true, c -> {
+            try (PreparedStatement ps = c.prepareStatement(CoreSql.CANCEL)) {
+                Db.bind(ps, run.taskName(), run.id(), run.version(), running, msg, error, msg, error,
+                        "cancelled", FailureType.CANCELLED.code(), msg, observability.historyArgs(), observability.history());
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    long moved = rs.getLong("moved");
+                    long id = rs.getLong("dead_letter_id");
+                    if (moved == 1 && !rs.wasNull()) {
+                        return id;
+                    }
+                    throw Db.Rollback.now();
+                }
+            }
+        });
+        if (deadLetter != null) {
+            LOG.info("Cancelled job {} (dead letter {}): {}", run.label(), deadLetter, msg);
+            observability.metrics().jobCancelled(run.taskName());
+        }
+        return deadLetter;
+    }
+
+    /**
+     * A run whose job was asked to stop while it ran and did not finish (any outcome but done):
+     * the provider state learns what the call taught, then the job is cancelled instead of being
+     * rescheduled or retried.
+     */
+    void cancelledWhileRunning(JobRun run, Outcome outcome, ProviderRun pr, String by, String reason) {
+        guard(run, () -> {
+            if (pr != null && pr.providerKey() != null) {
+                gate.afterCall(pr.providerKey(), pr.trialToken(), outcome);
+            }
+            if (cancel(run, true, by, reason) == null) {
+                LOG.debug("Job {} changed while it ran; it was not cancelled", run.label());
+            }
+        });
     }
 }

@@ -26,7 +26,18 @@ public enum FailureType {
     /** The handler returned {@link Outcome.Park}. */
     HANDLER_PARKED("handler_parked", false),
     /** Snoozed past {@code maxReschedules}. */
-    SNOOZE_EXHAUSTED("snooze_exhausted", false);
+    SNOOZE_EXHAUSTED("snooze_exhausted", false),
+    /**
+     * Its deadline ({@code EnqueueOptions.withDeadline}) passed before it could run, or it would have
+     * been rescheduled or retried past it. Not replayed automatically: the deadline said the work
+     * is worthless by now.
+     */
+    DEADLINE_EXCEEDED("deadline_exceeded", false),
+    /**
+     * Cancelled by an operator ({@code JobControl.cancel}): the dead letter records who and why. Not
+     * replayed automatically; a replay undoes the cancel.
+     */
+    CANCELLED("cancelled", false);
 
     private final String code;
     private final boolean autoReplayable;

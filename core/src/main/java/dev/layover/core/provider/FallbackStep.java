@@ -7,7 +7,8 @@ import java.time.Instant;
  * One line of a job's fallback trail: what a {@link FallbackChain} did with one endpoint.
  *
  * <p>Stored with the job when its run ends in anything but done (a reschedule, a retry or a park),
- * in {@code layover.jobs.provider_trail} and, once parked, {@code layover.dead_letters.provider_trail}:
+ * in {@code layover.jobs.provider_trail} and, once parked, {@code layover.dead_letters.provider_trail};
+ * once the job finished (the run that answered included), in {@code layover.job_history.provider_trail}:
  * a jsonb array, oldest first (the newest 50 kept), of objects
  * {@code {"at", "attempt", "key", "result", "detail", "wait_ms"}}.
  *

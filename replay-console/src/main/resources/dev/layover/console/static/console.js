@@ -11,7 +11,7 @@
   const REFRESH_MS = 5000;
   const DL_STATES = ['parked', 'review', 'replayed', 'discarded'];
   const JOB_STATES = ['scheduled', 'rescheduled', 'retrying', 'running'];
-  const WHYS = ['new', 'replay', 'retry', 'cooldown', 'bucket', 'breaker', 'rate_limited', 'quota', 'snooze', 'running'];
+  const WHYS = ['new', 'replay', 'retry', 'cooldown', 'bucket', 'breaker', 'rate_limited', 'quota', 'snooze', 'concurrency', 'paused', 'running'];
 
   const S = {
     session: null,
@@ -581,6 +581,7 @@
       maskNote, facts, errorSec, argsSec,
       el('section', { class: 'card' }, el('h2', null, 'Replayed job'), liveText),
       el('section', { class: 'card' }, el('h2', null, 'Attempts'), table(['#', 'At', 'Kind', 'Error class', 'Message'], attempts, { id: 'attempts' })),
+      el('section', { class: 'card' }, el('h2', null, 'Provider trail'), trailTable(d.providerTrail)),
       el('section', { class: 'card' }, el('h2', null, 'Replay history'), table(['At', 'By', 'Kind', 'Job id', 'Args edited'], replays, { id: 'replays' })),
       el('section', { class: 'card' }, el('h2', null, 'Audit'), table(['Id', 'At', 'Who', 'Action', 'What', 'Count', 'Note', 'Details'], history)));
 
@@ -593,6 +594,29 @@
         } catch (e) { /* keep the page */ }
       }, 2000);
     }
+  }
+
+  // The fallback trail: for each attempt, which endpoint answered or why the chain moved on. Text only.
+  function waitText(ms) {
+    if (ms == null) return '';
+    return ms >= 1000 ? ' (retry in ' + (ms / 1000).toFixed(ms >= 10000 ? 0 : 1) + ' s)' : ' (retry in ' + ms + ' ms)';
+  }
+
+  function trailTable(trail) {
+    const rows = (trail || []).map(s => el('tr', null,
+      el('td', { class: 'num' }, s.attempt == null ? '–' : s.attempt),
+      el('td', null, timeCell(s.at)),
+      el('td', null, el('code', null, s.key || '–')),
+      el('td', null, badge(s.result || '–', s.result === 'answered' ? 'ok' : 'trail')),
+      el('td', null, el('div', { class: 'error-text small' }, (s.detail || '') + waitText(s.waitMs)))));
+    return rows.length ? table(['Attempt', 'At', 'Endpoint', 'Result', 'Detail'], rows, { id: 'trail' })
+      : el('p', { class: 'muted', id: 'trail' }, 'No fallback chain was used by this job.');
+  }
+
+  function trailLines(trail) {
+    if (!trail || !trail.length) return '–';
+    return el('div', { class: 'trail small' }, trail.map(s => el('div', null,
+      (s.attempt == null ? '' : '#' + s.attempt + ' '), el('code', null, s.key || '–'), ' ' + (s.result || '') + waitText(s.waitMs))));
   }
 
   function fact(label, value, extra) {
@@ -609,7 +633,9 @@
     }
     q.set('limit', '50');
     const page = await api('GET', '/jobs?' + q);
+    const pz = await api('GET', '/pauses');
     if (id !== S.renderId) return;
+    const ro = S.session.readOnly;
     const input = (name, label) => el('label', null, label, el('input', { name: name, value: params.get(name) || '', autocomplete: 'off' }));
     const sel = (name, label, values, anyText) => el('label', null, label, el('select', { name: name }, el('option', { value: '' }, anyText),
       values.map(v => el('option', { value: v, selected: params.get(name) === v }, v))));
@@ -637,13 +663,76 @@
       el('td', null, j.providerKey ? [el('code', null, j.providerKey), el('div', { class: 'small' },
         j.breakerState !== 'closed' ? stateBadge(j.breakerState) : null,
         j.cooldownUntil ? el('span', { class: 'muted' }, ' cooling down until ' + fmtTime(j.cooldownUntil)) : null)] : '–'),
-      el('td', null, j.lastErrorMessage ? el('div', { class: 'error-text small' }, (j.lastErrorClass ? j.lastErrorClass + ': ' : '') + j.lastErrorMessage) : '–')));
+      el('td', null, j.lastErrorMessage ? el('div', { class: 'error-text small' }, (j.lastErrorClass ? j.lastErrorClass + ': ' : '') + j.lastErrorMessage) : '–'),
+      el('td', null, trailLines(j.providerTrail)),
+      el('td', { class: 'actions-cell' }, ro ? '–' : el('button', { type: 'button', class: 'danger small-btn', 'data-cancel': j.id,
+        onclick: () => cancelJob(j) }, j.state === 'running' ? 'Ask to stop…' : 'Cancel…'))));
     const pager = el('div', { class: 'pager' },
       params.get('cursor') ? el('button', { type: 'button', onclick: () => { const p = new URLSearchParams(params); p.delete('cursor'); go('/jobs', p); } }, '← First page') : null,
       page.nextCursor ? el('button', { type: 'button', onclick: () => { const p = new URLSearchParams(params); p.set('cursor', page.nextCursor); go('/jobs', p); } }, 'Next page →') : null);
     show(id, el('div', { class: 'page-head' }, el('h1', null, 'Jobs waiting'),
-      el('span', { class: 'muted' }, 'Oldest run time first. Why: new, replay, retry (an attempt failed), cooldown, bucket, breaker, rate limited, quota, snooze.')),
-      form, table(['Job', 'Type', 'State', 'Run at', 'Attempts', 'Reschedules', 'Why', 'Provider', 'Last error'], rows, { id: 'jobs' }), pager);
+      el('span', { class: 'muted' }, 'Oldest run time first. Why: new, replay, retry (an attempt failed), cooldown, bucket, breaker, rate limited, quota, snooze, concurrency (no free slot), paused.')),
+      pausesPanel(pz, ro),
+      form, table(['Job', 'Type', 'State', 'Run at', 'Attempts', 'Reschedules', 'Why', 'Provider', 'Last error', 'Trail', ''], rows, { id: 'jobs' }), pager);
+  }
+
+  function cancelJob(j) {
+    const reason = el('input', { id: 'cancel-reason', maxlength: '500', placeholder: 'why (recorded with the cancel)' });
+    const running = j.state === 'running';
+    modal((running ? 'Ask job ' : 'Cancel job ') + j.id + '?', [el('p', null, running
+      ? 'The job is running: its handler is asked to stop (JobContext.isCancelled()). If it does not finish anyway, it is cancelled.'
+      : 'The job leaves the queue now. It is kept as a dead letter (failure type cancelled): replay it to undo.'),
+    el('label', { class: 'block' }, 'Reason', reason)],
+    running ? 'Ask to stop' : 'Cancel job', async () => {
+      const body = {};
+      if (reason.value.trim()) body.reason = reason.value.trim();
+      const res = await api('POST', '/jobs/' + encodeURIComponent(j.jobType) + '/' + encodeURIComponent(j.id) + '/cancel', body);
+      flash(res.status === 'cancelled' ? 'Job ' + j.id + ' cancelled (dead letter #' + res.deadLetterId + ').'
+        : 'Job ' + j.id + ' is running: it was asked to stop.', 'ok');
+      render();
+    }, true);
+  }
+
+  function pausesPanel(pz, ro) {
+    const rows = pz.active.map(p => el('tr', { 'data-pause': p.scope + ':' + p.target },
+      el('td', null, p.scope === 'job_type' ? 'job type' : 'key'),
+      el('td', null, el('code', null, p.target)),
+      el('td', null, timeCell(p.pausedAt), el('div', { class: 'small muted' }, p.pausedBy || '')),
+      el('td', null, el('div', { class: 'error-text small' }, p.reason || '–')),
+      el('td', { class: 'num' }, num(p.heldJobs)),
+      el('td', { class: 'actions-cell' }, ro ? '–' : el('button', { type: 'button', class: 'small-btn', onclick: () => resumePause(p) }, 'Resume…'))));
+    const scope = el('select', { id: 'pause-scope' }, el('option', { value: 'job-type' }, 'job type'), el('option', { value: 'key' }, 'provider or limit key'));
+    const target = el('input', { id: 'pause-target', maxlength: '200', placeholder: 'e.g. translate, or openai:gpt-4o' });
+    const f = ro ? null : el('form', { class: 'inline-form', id: 'pause-form' }, el('label', null, 'Pause a ', scope), ' ', target,
+      el('button', { type: 'submit' }, 'Pause…'));
+    if (f) f.addEventListener('submit', e => { e.preventDefault(); if (target.value.trim()) pause(scope.value, target.value.trim()); });
+    return el('section', { class: 'card', id: 'pauses' }, el('h2', null, 'Paused'),
+      rows.length ? table(['What', 'Name', 'Since', 'Reason', 'Held when paused', ''], rows, { id: 'pauses-table' })
+        : el('p', { class: 'muted' }, 'Nothing is paused.'), f);
+  }
+
+  function pause(scope, target) {
+    const reason = el('input', { id: 'pause-reason', maxlength: '500', placeholder: 'why (recorded with the pause)' });
+    modal('Pause ' + (scope === 'job-type' ? 'job type ' : 'key ') + target + '?', [el('p', null,
+      'Nothing of it starts until it is resumed. Waiting jobs stay in the queue (run time kept); running jobs finish; nothing is parked or charged an attempt.'),
+    el('label', { class: 'block' }, 'Reason', reason)],
+    'Pause', async () => {
+      const body = {};
+      if (reason.value.trim()) body.reason = reason.value.trim();
+      const res = await api('POST', '/pauses/' + scope + '/' + encodeURIComponent(target) + '/pause', body);
+      flash(res.changed ? 'Paused ' + target + ' (' + res.heldJobs + ' waiting jobs held).' : target + ' was already paused.', 'ok');
+      render();
+    }, true);
+  }
+
+  function resumePause(p) {
+    const scope = p.scope === 'job_type' ? 'job-type' : 'key';
+    modal('Resume ' + p.target + '?', [el('p', null, 'Its held jobs get their run time back (those no other pause holds).')],
+    'Resume', async () => {
+      const res = await api('POST', '/pauses/' + scope + '/' + encodeURIComponent(p.target) + '/resume', {});
+      flash('Resumed ' + p.target + ' (' + (res.releasedJobs || 0) + ' jobs released).', 'ok');
+      render();
+    });
   }
 
   // ------------------------------------------------------------------ breakers

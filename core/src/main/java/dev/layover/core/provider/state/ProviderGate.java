@@ -117,6 +117,9 @@ public final class ProviderGate {
     private final AtomicLong inlineStatements = new AtomicLong();
     private final AtomicLong backgroundStatements = new AtomicLong();
     private volatile ExecutorService events;
+    private volatile dev.layover.core.metrics.LayoverMetrics metrics = dev.layover.core.metrics.LayoverMetrics.none();
+    /** Per key, the end of the newest cooldown this instance wrote: one log line per cooldown that starts. */
+    private final ConcurrentHashMap<String, Instant> cooldownsWritten = new ConcurrentHashMap<>();
     private volatile boolean running;
     private volatile boolean wakeRequested;
     private volatile boolean refreshFailing;
@@ -136,6 +139,16 @@ public final class ProviderGate {
         this.workerName = workerName;
         this.config = config;
         this.listeners.addAll(config.listeners());
+    }
+
+    /**
+     * Where provider calls and breaker transitions are counted ({@code layover.provider.calls},
+     * {@code layover.breaker.transitions}); default none. Set before {@link #start()}.
+     *
+     * @param metrics the metrics (guarded against exceptions by the caller)
+     */
+    public void metrics(dev.layover.core.metrics.LayoverMetrics metrics) {
+        this.metrics = metrics == null ? dev.layover.core.metrics.LayoverMetrics.none() : metrics;
     }
 
     // ---- lifecycle ------------------------------------------------------------------------
@@ -225,7 +238,27 @@ public final class ProviderGate {
         return admit(key, Math.max(0, tokens), null, false);
     }
 
+    /**
+     * Like {@link #admit(ProviderRun)} without the key's bucket: breaker, cooldown and the
+     * half-open trial only. For a job whose limits (buckets, concurrency) are all claimed at once
+     * by {@link Limits}; a trial claimed here is given back with {@link #afterCall} when they refuse.
+     *
+     * @param run the job's run
+     * @return go (maybe as the breaker's trial), wait, or refuse (breaker open)
+     */
+    public Admission admitState(ProviderRun run) {
+        String key = run.providerKey();
+        if (key == null) {
+            return GO;
+        }
+        return admit(key, run.tokens(), run, true, false);
+    }
+
     private Admission admit(String key, long tokens, ProviderRun run, boolean forJob) {
+        return admit(key, tokens, run, forJob, true);
+    }
+
+    private Admission admit(String key, long tokens, ProviderRun run, boolean forJob, boolean withBucket) {
         Instant now = now();
         KeyState ks = keyState(key);
         Snapshot s;
@@ -244,7 +277,7 @@ public final class ProviderGate {
             return a;
         }
         String trial = ((Admission.Go) a).trialToken();
-        BucketSettings bucket = config.buckets().get(key);
+        BucketSettings bucket = withBucket ? config.buckets().get(key) : null;
         if (bucket != null) {
             Admission b;
             try {
@@ -417,6 +450,7 @@ public final class ProviderGate {
         }
         Instant now = now();
         KeyState ks = keyState(key);
+        countCall(key, outcome);
         Instant until = null;
         try {
             until = cooldownFor(key, outcome, now);
@@ -464,6 +498,7 @@ public final class ProviderGate {
 
     private Instant cooldown(String key, Instant now, Instant untilAbs, Duration wait, Duration base, Duration cap,
             String reason, String detail) {
+        Snapshot before = keyState(key).snapshot;
         Instant until = inline("writing the cooldown of " + key, c -> {
             try (PreparedStatement ps = c.prepareStatement(StateSql.COOLDOWN)) {
                 Db.bind(ps, key, ts(now), untilAbs == null ? null : ts(untilAbs), wait == null ? null : seconds(wait),
@@ -476,7 +511,39 @@ public final class ProviderGate {
             }
         });
         update(keyState(key), s -> s.withCooldown(until, reason, cut(detail)));
+        logCooldown(key, before, now, until, reason, detail);
         return until;
+    }
+
+    /**
+     * One INFO line when a cooldown starts (the key was callable before this write, as far as
+     * this instance knew); a cooldown pushed further while it runs is logged at DEBUG.
+     */
+    private void logCooldown(String key, Snapshot before, Instant now, Instant until, String reason, String detail) {
+        if (until == null) {
+            return;
+        }
+        boolean[] starts = {false};
+        cooldownsWritten.compute(key, (k, written) -> {
+            boolean wasCooling = (written != null && written.isAfter(now))
+                    || (before != null && before.cooldownUntil() != null && before.cooldownUntil().isAfter(now));
+            starts[0] = !wasCooling && until.isAfter(now);
+            return written == null || until.isAfter(written) ? until : written;
+        });
+        if (starts[0]) {
+            LOG.info("Cooldown of {}: no call until {} ({} ms; {}{})", key, until, Duration.between(now, until).toMillis(),
+                    reason, detail == null ? "" : ": " + cut(detail));
+        } else if (LOG.isDebugEnabled()) {
+            LOG.debug("Cooldown of {} until {} ({})", key, until, reason);
+        }
+    }
+
+    /** Counts one call of {@code key} by its outcome ({@code layover.provider.calls}). */
+    private void countCall(String key, Outcome outcome) {
+        String tag = dev.layover.core.internal.SafeMetrics.callTag(outcome);
+        if (tag != null) {
+            metrics.providerCall(key, tag);
+        }
     }
 
     private void success(KeyState ks, String trialToken, Instant now) {
@@ -868,6 +935,35 @@ public final class ProviderGate {
             LOG.warn("Layover: unreadable provider state notification {}: {}", payload, e.toString());
         }
         wakeUp();
+        for (Runnable hook : notificationHooks) {
+            hook.run();
+        }
+    }
+
+    // ---- other readers of the provider state channel (pauses, cancels) -------------------------
+
+    private final CopyOnWriteArrayList<Runnable> notificationHooks = new CopyOnWriteArrayList<>();
+
+    /**
+     * Runs {@code hook} (on the NOTIFY thread; it must be quick and must not throw) for every
+     * notification on the provider state channel, which also carries pauses and cancel requests.
+     *
+     * @param hook what to run
+     */
+    public void addNotificationHook(Runnable hook) {
+        notificationHooks.add(Objects.requireNonNull(hook, "hook"));
+    }
+
+    /**
+     * Gives back a half-open breaker's trial claimed by {@link #admitState} for a call that is not
+     * made after all (another limit of the job refused it). Never throws; the claim expires by
+     * itself if this fails.
+     *
+     * @param key the provider key
+     * @param trialToken the claim
+     */
+    public void giveBackTrial(String key, String trialToken) {
+        releaseTrialQuietly(key, trialToken);
     }
 
     // ---- events -------------------------------------------------------------------------------
@@ -875,6 +971,7 @@ public final class ProviderGate {
     private void emit(String key, BreakerState from, BreakerState to, String reason, Instant at, String by, boolean local) {
         if (local) {
             LOG.info("Breaker of {}: {} -> {} ({})", key, from.code(), to.code(), reason);
+            metrics.breakerChanged(key, from.code(), to.code());
         }
         if (listeners.isEmpty()) {
             return;

@@ -1,0 +1,124 @@
+package dev.layover.core.admission;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.layover.core.JobType;
+import dev.layover.core.Layover;
+import dev.layover.core.admission.Admission.TenantTask;
+import dev.layover.core.outcome.Outcome;
+import dev.layover.testing.Await;
+import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.TestDatabase;
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What admission and control cost on the worker threads, counted statement by statement: nothing
+ * for a job without limits (pauses, cancels and deadlines are read from memory), one statement for
+ * a job with limits of its own (the all-or-nothing claim).
+ */
+@ExtendWith(LayoverPostgresExtension.class)
+class AdmissionCostTest {
+
+    private static final Logger LOG = LoggerFactory.getLogger(AdmissionCostTest.class);
+    private static final int JOBS = 200;
+
+    /** Statements executed on the threads that run handlers, by SQL. */
+    private final Map<String, AtomicLong> onWorkers = new ConcurrentHashMap<>();
+
+    private long run(TestDatabase db, boolean limits) {
+        onWorkers.clear();
+        JobType<TenantTask> t = JobType.builder("cost", TenantTask.class)
+                .limitKeys(a -> List.of("tenant:" + a.tenant()))
+                .handler((a, ctx) -> Outcome.done())
+                .build();
+        // history off: its retention task would run on a worker thread too
+        Layover.Builder b = Admission.builder(counting(db.newDataSource(12)), "w1").register(t).migrate(false).history(false);
+        if (limits) {
+            b.concurrencyLimit("tenant:*", 100);
+        }
+        Layover layover = b.build();
+        List<TenantTask> args = new ArrayList<>();
+        for (int i = 0; i < JOBS; i++) {
+            args.add(new TenantTask("t" + (i % 5), "job " + i));
+        }
+        layover.enqueueBatch(t, args);
+        onWorkers.clear();
+        layover.start();
+        try {
+            Await.equal(Admission.WAIT, "job rows", 0L, () -> db.count("select count(*) from layover.jobs"));
+            layover.awaitCompletions(Admission.WAIT);
+        } finally {
+            layover.stop();
+        }
+        long all = onWorkers.values().stream().mapToLong(AtomicLong::get).sum();
+        LOG.info("MEASURED {} jobs {}: {} statements on worker threads: {}", JOBS, limits ? "with a tenant concurrency "
+                + "limit" : "without limits", all, onWorkers);
+        return all;
+    }
+
+    @Test
+    void aJobWithoutLimitsCostsNoStatementAndOneWithLimitsOne(TestDatabase db) {
+        assertEquals(0, run(db, false), "no limits: cancel, deadline and pause checks read memory only");
+        long limited = run(db, true);
+        long claims = onWorkers.entrySet().stream().filter(e -> e.getKey().startsWith("SELECT admitted")).mapToLong(
+                e -> e.getValue().get()).sum();
+        assertEquals(JOBS, claims, "one all-or-nothing claim per job");
+        assertTrue(limited <= JOBS + 10,
+                "plus writing each tenant's limit when first met (two threads may meet it at once): " + limited);
+    }
+
+    private DataSource counting(DataSource target) {
+        return proxy(DataSource.class, target, (t, m, a) -> {
+            Object r = invoke(t, m, a);
+            return r instanceof Connection c ? connection(c) : r;
+        });
+    }
+
+    private Connection connection(Connection c) {
+        return proxy(Connection.class, c, (t, m, a) -> {
+            Object r = invoke(t, m, a);
+            if (r instanceof PreparedStatement ps && a != null && a.length > 0 && a[0] instanceof String sql) {
+                return proxy(PreparedStatement.class, ps, (t2, m2, a2) -> {
+                    if (m2.getName().startsWith("execute") && Thread.currentThread().getName().startsWith("db-scheduler-pool")) {
+                        onWorkers.computeIfAbsent(sql.strip().split("\n")[0], k -> new AtomicLong()).incrementAndGet();
+                    }
+                    return invoke(t2, m2, a2);
+                });
+            }
+            return r;
+        });
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <T> T proxy(Class<T> type, Object target, Handler h) {
+        InvocationHandler ih = (p, m, a) -> h.handle(target, m, a);
+        return (T) Proxy.newProxyInstance(AdmissionCostTest.class.getClassLoader(), new Class<?>[] {type}, ih);
+    }
+
+    private static Object invoke(Object t, java.lang.reflect.Method m, Object[] a) throws Throwable {
+        try {
+            return m.invoke(t, a);
+        } catch (InvocationTargetException e) {
+            throw e.getCause();
+        }
+    }
+
+    private interface Handler {
+        Object handle(Object target, java.lang.reflect.Method m, Object[] args) throws Throwable;
+    }
+}

@@ -1,0 +1,122 @@
+package dev.layover.core.observability;
+
+import static dev.layover.core.observability.ObservabilityFixtures.WAIT;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.layover.core.ConfigurationException;
+import dev.layover.core.JobType;
+import dev.layover.core.Layover;
+import dev.layover.core.history.JobHistoryRetention;
+import dev.layover.core.outcome.Outcome;
+import dev.layover.testing.Await;
+import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.TestDatabase;
+import java.time.Duration;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** Retention deletes the history rows past the period, and only those. */
+@ExtendWith(LayoverPostgresExtension.class)
+class JobHistoryRetentionTest {
+
+    record Work(String text) {}
+
+    private Layover layover;
+
+    @AfterEach
+    void stop() {
+        if (layover != null) {
+            layover.stop();
+        }
+    }
+
+    /** Rows finished {@code hoursAgo} hours ago, one per id. */
+    private static void seed(TestDatabase db, String prefix, int n, double hoursAgo) {
+        db.update("""
+                insert into layover.job_history (job_type, job_id, outcome, enqueued_at, finished_at)
+                select 'work', ? || g, 'completed', now() - make_interval(hours => ?::int + 1),
+                       now() - make_interval(secs => ? * 3600)
+                from generate_series(1, ?) g""", prefix, (int) Math.ceil(hoursAgo), hoursAgo, n);
+    }
+
+    @Test
+    void deletesOnlyRowsPastTheRetentionPeriodInBatches(TestDatabase db) {
+        Layover.builder(db.dataSource()).build(); // migrates
+        seed(db, "old-", 25, 49);
+        seed(db, "edge-", 3, 47.9);
+        seed(db, "new-", 5, 1);
+        JobHistoryRetention retention = JobHistoryRetention.builder(db.dataSource()).keep(Duration.ofHours(48))
+                .batchSize(10).build();
+        assertEquals(25, retention.purgeNow(), "three batches of at most 10");
+        assertEquals(0, db.count("select count(*) from layover.job_history where job_id like 'old-%'"));
+        assertEquals(8, db.count("select count(*) from layover.job_history"), "younger rows stay");
+        assertEquals(0, retention.purgeNow(), "nothing more to delete");
+    }
+
+    @Test
+    void defaultsAreDocumented() {
+        assertEquals(Duration.ofDays(7), JobHistoryRetention.DEFAULT_KEEP);
+        assertEquals(Duration.ofMinutes(10), JobHistoryRetention.DEFAULT_EVERY);
+        assertThrows(IllegalArgumentException.class,
+                () -> JobHistoryRetention.builder(new org.postgresql.ds.PGSimpleDataSource()).keep(Duration.ZERO));
+        assertThrows(ConfigurationException.class,
+                () -> Layover.builder(new org.postgresql.ds.PGSimpleDataSource()).historyRetention(Duration.ofDays(-1)));
+    }
+
+    @Test
+    void aRunningInstanceRunsTheRetentionWithItsPeriodWithoutARowInTheJobTable(TestDatabase db) {
+        JobType<Work> type = JobType.builder("work", Work.class).handler((a, c) -> Outcome.done()).build();
+        layover = ObservabilityFixtures.builder(db).register(type).historyRetention(Duration.ofHours(1)).build();
+        seed(db, "old-", 4, 2);
+        seed(db, "new-", 2, 0.5);
+        layover.start();
+        // the retention runs on a background thread when the workers start
+        Await.equal(WAIT, "old rows purged", 0L,
+                () -> db.count("select count(*) from layover.job_history where job_id like 'old-%'"));
+        assertEquals(2, db.count("select count(*) from layover.job_history where job_id like 'new-%'"));
+        assertEquals(0, db.count("select count(*) from layover.scheduled_tasks"), "no task row of its own");
+        assertTrue(threads().contains("layover-history-retention-" + ObservabilityFixtures.WORKER), threads().toString());
+        layover.stop();
+        assertFalse(threads().contains("layover-history-retention-" + ObservabilityFixtures.WORKER), "stopped with it");
+    }
+
+    @Test
+    void retentionZeroKeepsEverything(TestDatabase db) throws Exception {
+        JobType<Work> type = JobType.builder("work", Work.class).handler((a, c) -> Outcome.done()).build();
+        layover = ObservabilityFixtures.builder(db).register(type).historyRetention(Duration.ZERO).build();
+        seed(db, "old-", 3, 24 * 30);
+        layover.start();
+        Thread.sleep(500);
+        assertEquals(3, db.count("select count(*) from layover.job_history"));
+        assertFalse(threads().contains("layover-history-retention-" + ObservabilityFixtures.WORKER));
+    }
+
+    @Test
+    void instancesRunningTheRetentionAtOnceShareTheWork(TestDatabase db) throws Exception {
+        Layover.builder(db.dataSource()).build(); // migrates
+        seed(db, "old-", 3000, 49);
+        JobHistoryRetention a = JobHistoryRetention.builder(db.dataSource()).keep(Duration.ofHours(48)).batchSize(100).build();
+        JobHistoryRetention b = JobHistoryRetention.builder(db.dataSource()).keep(Duration.ofHours(48)).batchSize(100).build();
+        var pool = java.util.concurrent.Executors.newFixedThreadPool(2);
+        try {
+            var fa = pool.submit(a::purgeNow);
+            var fb = pool.submit(b::purgeNow);
+            long deleted = fa.get() + fb.get();
+            deleted += a.purgeNow(); // one of them may stop early on a short batch the other one left
+            assertEquals(3000, deleted, "each row deleted once");
+        } finally {
+            pool.shutdown();
+        }
+        assertEquals(0, db.count("select count(*) from layover.job_history"));
+    }
+
+    private static java.util.Set<String> threads() {
+        java.util.Set<String> names = new java.util.HashSet<>();
+        Thread.getAllStackTraces().keySet().forEach(t -> names.add(t.getName()));
+        return names;
+    }
+}

@@ -1,0 +1,102 @@
+package dev.layover.core.observability;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.layover.core.Layover;
+import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.TestDatabase;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** docs/observability.md: every SQL query runs and finds the rows it promises; every meter is listed. */
+@ExtendWith(LayoverPostgresExtension.class)
+class ObservabilityDocsTest {
+
+    private static final Pattern SQL_BLOCK = Pattern.compile("```sql\\n(.*?)```", Pattern.DOTALL);
+    private static final Pattern METER = Pattern.compile("\"(layover\\.[a-z_.]+)\"");
+
+    private static String doc() throws Exception {
+        return Files.readString(Path.of("..", "docs", "observability.md"));
+    }
+
+    static List<String> queries() throws Exception {
+        List<String> out = new ArrayList<>();
+        Matcher m = SQL_BLOCK.matcher(doc());
+        while (m.find()) {
+            out.add(m.group(1).strip());
+        }
+        return out;
+    }
+
+    @Test
+    void everyDocumentedQueryRunsAndFindsTheSeededRows(TestDatabase db) throws Exception {
+        Layover.builder(db.dataSource()).build(); // migrates
+        String trail = """
+                [{"at": "2026-01-01T10:00:00Z", "attempt": 1, "key": "openai:gpt-4o", "result": "rate_limited",
+                  "detail": "429", "wait_ms": 20000},
+                 {"at": "2026-01-01T10:00:00.1Z", "attempt": 1, "key": "anthropic:claude", "result": "answered",
+                  "detail": null, "wait_ms": null}]""";
+        db.update("""
+                insert into layover.job_history (job_type, job_id, outcome, attempts, reschedules, provider_key, worker,
+                    enqueued_at, started_at, finished_at, duration_ms, provider_trail)
+                values ('translate', 'doc-42', 'completed', 0, 2, 'openai:gpt-4o', 'host#1',
+                        now() - interval '10 minutes', now() - interval '5 minutes', now() - interval '5 minutes',
+                        120.5, ?::jsonb)""", trail);
+        db.update("""
+                insert into layover.job_history (job_type, job_id, outcome, failure_type, detail, attempts, worker,
+                    enqueued_at, started_at, finished_at, duration_ms, dead_letter_id)
+                values ('translate', 'doc-7', 'parked', 'provider_unavailable', '529 overloaded', 3, 'host#1',
+                        now() - interval '20 minutes', now() - interval '2 minutes', now() - interval '2 minutes',
+                        40, 1)""");
+        db.update("""
+                insert into layover.dead_letters (job_type, job_id, args, failure_type, attempts, first_enqueued_at,
+                    provider_trail)
+                values ('translate', 'doc-7', '{"doc": 7}', 'provider_unavailable', 3, now() - interval '20 minutes',
+                        ?::jsonb)""", trail);
+
+        List<String> queries = queries();
+        assertEquals(5, queries.size(), "the documented queries");
+        for (String q : queries) {
+            assertFalse(db.rows(q).isEmpty(), "the seeded data answers this documented query:\n" + q);
+        }
+        Map<String, Object> ran = db.rows(queries.get(0)).get(0);
+        assertEquals("completed", ran.get("outcome"));
+        assertEquals(2, ran.get("reschedules"));
+        assertEquals(2, db.rows(queries.get(1)).size(), "completed and parked");
+        assertEquals(1, db.rows(queries.get(2)).size());
+        List<Map<String, Object>> endpoints = db.rows(queries.get(3));
+        assertEquals("anthropic:claude", endpoints.get(0).get("endpoint"));
+        assertEquals("answered", endpoints.get(0).get("result"));
+        assertEquals("rate_limited", endpoints.get(1).get("result"));
+        List<Map<String, Object>> lines = db.rows(queries.get(4));
+        assertEquals(2, lines.size());
+        assertEquals(20000L, lines.get(0).get("wait_ms"));
+    }
+
+    @Test
+    void everyMeterIsDocumented() throws Exception {
+        String source = Files.readString(Path.of("src", "main", "java", "dev", "layover", "core", "metrics",
+                "MicrometerMetrics.java"));
+        Set<String> meters = new TreeSet<>();
+        Matcher m = METER.matcher(source);
+        while (m.find()) {
+            meters.add(m.group(1));
+        }
+        assertTrue(meters.size() >= 17, "meters: " + meters);
+        String doc = doc();
+        for (String meter : meters) {
+            assertTrue(doc.contains("| `" + meter + "` |"), meter + " is in the table of docs/observability.md");
+        }
+    }
+}
