@@ -3,17 +3,24 @@ package dev.layover.core;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.github.kagkarlsson.scheduler.task.Task;
 import dev.layover.core.control.JobControl;
+import dev.layover.core.history.JobHistoryRetention;
 import dev.layover.core.internal.ArgsCodec;
+import dev.layover.core.internal.Controls;
 import dev.layover.core.internal.Db;
 import dev.layover.core.internal.Engine;
 import dev.layover.core.internal.Enqueuer;
+import dev.layover.core.internal.Observability;
 import dev.layover.core.internal.Registry;
+import dev.layover.core.internal.SafeMetrics;
+import dev.layover.core.internal.StateSampler;
+import dev.layover.core.metrics.LayoverMetrics;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.ProviderClassifier;
 import dev.layover.core.provider.state.BreakerListener;
 import dev.layover.core.provider.state.BreakerSettings;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.provider.state.CooldownSettings;
+import dev.layover.core.provider.state.Limits;
 import dev.layover.core.provider.state.ProviderGate;
 import dev.layover.core.provider.state.ProviderStates;
 import dev.layover.migrations.LayoverMigrations;
@@ -65,10 +72,10 @@ public final class Layover implements AutoCloseable {
     private final JobControl control;
     private final List<Task<?>> extraTasks;
     private final List<LayoverPlugin> plugins;
-    private final dev.layover.core.internal.SafeMetrics metrics;
-    private final dev.layover.core.internal.StateSampler sampler;
+    private final SafeMetrics metrics;
+    private final StateSampler sampler;
     /** The history retention this instance runs while started (null: history off or kept forever). */
-    private final dev.layover.core.history.JobHistoryRetention historyRetention;
+    private final JobHistoryRetention historyRetention;
     private final String workerName;
     private final boolean migrate;
     private volatile boolean started;
@@ -86,9 +93,9 @@ public final class Layover implements AutoCloseable {
         ProviderGate gate = new ProviderGate(db, clock, worker, new ProviderGate.Config(
                 b.breakers, b.perKeyBreakers, b.cooldowns, b.buckets, b.breakerListeners,
                 twoPolls.compareTo(grace) > 0 ? twoPolls : grace));
-        this.metrics = dev.layover.core.internal.SafeMetrics.of(b.metrics);
+        this.metrics = SafeMetrics.of(b.metrics);
         gate.metrics(metrics);
-        this.sampler = new dev.layover.core.internal.StateSampler(db, metrics, worker);
+        this.sampler = new StateSampler(db, metrics, worker);
         this.providerStates = new ProviderStates(gate);
         for (String typeName : b.tokenCosts.keySet()) {
             if (registry.get(typeName) == null) {
@@ -98,19 +105,19 @@ public final class Layover implements AutoCloseable {
         this.engine = new Engine(db, clock, registry, b.classifier, new Engine.Settings(
                 b.threads, b.pollInterval, b.heartbeatInterval, b.missedHeartbeats, b.shutdownMaxWait,
                 worker, b.priority, b.prefetch), gate, b.tokenCosts,
-                new dev.layover.core.internal.Observability(metrics, b.history, b.historyArgs));
+                new Observability(metrics, b.history, b.historyArgs));
         // admission and control (docs/admission-and-control.md): limits of the engine, the operators' handle
         Map<String, BucketSettings> limitBuckets = new LinkedHashMap<>(b.buckets);
         limitBuckets.putAll(b.patternBuckets);
-        engine.limits(new dev.layover.core.provider.state.Limits(db, clock, worker,
-                new dev.layover.core.provider.state.Limits.Config(b.concurrencyLimits, limitBuckets,
+        engine.limits(new Limits(db, clock, worker,
+                new Limits.Config(b.concurrencyLimits, limitBuckets,
                         b.heartbeatInterval.multipliedBy(b.missedHeartbeats))));
-        this.control = new JobControl(new dev.layover.core.internal.Controls(db, clock,
-                new dev.layover.core.internal.Observability(metrics, b.history, b.historyArgs)));
+        this.control = new JobControl(new Controls(db, clock,
+                new Observability(metrics, b.history, b.historyArgs)));
         this.extraTasks = List.copyOf(b.extraTasks);
         this.plugins = List.copyOf(b.plugins);
         this.historyRetention = b.history && !b.historyKeep.isZero()
-                ? dev.layover.core.history.JobHistoryRetention.builder(b.dataSource).keep(b.historyKeep).build() : null;
+                ? JobHistoryRetention.builder(b.dataSource).keep(b.historyKeep).build() : null;
         this.workerName = worker;
         this.migrate = b.migrate;
         if (migrate) {
@@ -346,7 +353,7 @@ public final class Layover implements AutoCloseable {
      *
      * @return the metrics, never null
      */
-    public dev.layover.core.metrics.LayoverMetrics metrics() {
+    public LayoverMetrics metrics() {
         return metrics;
     }
 
@@ -425,7 +432,7 @@ public final class Layover implements AutoCloseable {
      *   <tr><td>{@link #cooldowns(CooldownSettings)}</td><td>{@link CooldownSettings#defaults()}</td></tr>
      *   <tr><td>{@link #bucket(String, BucketSettings)}</td><td>none: no admission limit</td></tr>
      *   <tr><td>{@link #concurrencyLimit(String, int)}</td><td>none: no limit on calls in flight</td></tr>
-     *   <tr><td>{@link #metrics(dev.layover.core.metrics.LayoverMetrics)}</td><td>none: nothing
+     *   <tr><td>{@link #metrics(LayoverMetrics)}</td><td>none: nothing
      *       measured, no sampling query</td></tr>
      *   <tr><td>{@link #history(boolean)}</td><td>on: every finished job gets a row in
      *       {@code layover.job_history}</td></tr>
@@ -463,10 +470,10 @@ public final class Layover implements AutoCloseable {
         private final Map<String, Integer> concurrencyLimits = new LinkedHashMap<>();
         private final List<BreakerListener> breakerListeners = new ArrayList<>();
         private final Map<String, ToLongFunction<Object>> tokenCosts = new LinkedHashMap<>();
-        private dev.layover.core.metrics.LayoverMetrics metrics = dev.layover.core.metrics.LayoverMetrics.none();
+        private LayoverMetrics metrics = LayoverMetrics.none();
         private boolean history = true;
         private boolean historyArgs;
-        private Duration historyKeep = dev.layover.core.history.JobHistoryRetention.DEFAULT_KEEP;
+        private Duration historyKeep = JobHistoryRetention.DEFAULT_KEEP;
 
         private Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -683,7 +690,7 @@ public final class Layover implements AutoCloseable {
         public Builder bucket(String providerKey, BucketSettings settings) {
             Objects.requireNonNull(providerKey, "providerKey");
             Objects.requireNonNull(settings, "settings");
-            if (dev.layover.core.provider.state.Limits.isPattern(providerKey)) {
+            if (Limits.isPattern(providerKey)) {
                 // a bucket for every key matching the pattern (limit keys: docs/admission-and-control.md)
                 patternBuckets.put(pattern(providerKey), settings);
             } else {
@@ -713,7 +720,7 @@ public final class Layover implements AutoCloseable {
             if (maxInFlight < 1) {
                 throw new ConfigurationException("a concurrency limit must be at least 1, was " + maxInFlight);
             }
-            concurrencyLimits.put(dev.layover.core.provider.state.Limits.isPattern(key) ? pattern(key) : key, maxInFlight);
+            concurrencyLimits.put(Limits.isPattern(key) ? pattern(key) : key, maxInFlight);
             return this;
         }
 
@@ -771,10 +778,10 @@ public final class Layover implements AutoCloseable {
          * provider state. With Micrometer: {@code metrics(MicrometerMetrics.of(registry))}.
          * Micrometer is an optional dependency; without this call none of it is loaded.
          *
-         * @param metrics the metrics; default {@link dev.layover.core.metrics.LayoverMetrics#none()}
+         * @param metrics the metrics; default {@link LayoverMetrics#none()}
          * @return this builder
          */
-        public Builder metrics(dev.layover.core.metrics.LayoverMetrics metrics) {
+        public Builder metrics(LayoverMetrics metrics) {
             this.metrics = Objects.requireNonNull(metrics, "metrics");
             return this;
         }
@@ -809,7 +816,7 @@ public final class Layover implements AutoCloseable {
 
         /**
          * How long rows of {@code layover.job_history} are kept: while this instance runs, a
-         * background thread (see {@link dev.layover.core.history.JobHistoryRetention}) deletes
+         * background thread (see {@link JobHistoryRetention}) deletes
          * older ones when it starts and every 10 minutes; the instances of a cluster share the
          * work, and it adds no row to the job table. {@link Duration#ZERO}: no retention (rows
          * stay until you delete them). Give every instance of the cluster the same period.

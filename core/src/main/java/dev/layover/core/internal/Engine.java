@@ -11,6 +11,7 @@ import com.github.kagkarlsson.scheduler.task.Task;
 import com.github.kagkarlsson.scheduler.task.TaskInstance;
 import com.github.kagkarlsson.scheduler.task.helper.CustomTask;
 import dev.layover.core.JobContext;
+import dev.layover.core.JobPolicy;
 import dev.layover.core.outcome.FailureType;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.outcome.OutcomeException;
@@ -77,6 +78,10 @@ public final class Engine {
     private final Settings settings;
     private final ProviderGate gate;
     private final Map<String, ToLongFunction<Object>> tokenCosts;
+    /** The job types whose backlog of a bucket's key is reserved together. */
+    private final List<ProviderGate.BacklogType> backlogTypes;
+    /** How far ahead a bucket permit must be for the key's backlog to be reserved together. */
+    private static final Duration BACKLOG_AHEAD = Duration.ofSeconds(1);
     private final DatabaseOutage outage;
     private final java.util.function.Consumer<java.sql.SQLException> outageSignal;
     private final Observability observability;
@@ -118,6 +123,13 @@ public final class Engine {
         this.settings = settings;
         this.gate = gate;
         this.tokenCosts = Map.copyOf(tokenCosts);
+        List<ProviderGate.BacklogType> backlog = new ArrayList<>();
+        for (Registry.Entry<?> e : registry.entries()) {
+            JobPolicy p = e.type().policy();
+            backlog.add(new ProviderGate.BacklogType(e.type().name(), p.maxReschedules(), p.maxDeferral(),
+                    this.tokenCosts.containsKey(e.type().name())));
+        }
+        this.backlogTypes = List.copyOf(backlog);
         this.outage = new DatabaseOutage(db.dataSource(), settings.workerName(), RESUME_DELAY, new OutageHooks());
         this.outageSignal = outage::failed;
         this.completer = new BatchCompleter(db, "layover-completer-" + settings.workerName(), outage, observability);
@@ -348,7 +360,12 @@ public final class Engine {
                 return (complete, ops) -> writer.hold(run, w.reason(), w.detail());
             }
             if (admission instanceof Admission.Wait w) {
-                return (complete, ops) -> writer.waitForProvider(run, w);
+                return (complete, ops) -> {
+                    writer.waitForProvider(run, w);
+                    if (hasBacklog(w)) {
+                        gate.reserveBacklog(key, backlogTypes);
+                    }
+                };
             }
             if (admission instanceof Admission.Refuse r) {
                 return (complete, ops) -> writer.park(run, FailureType.BREAKER_OPEN, "BreakerOpen", r.detail());
@@ -378,6 +395,16 @@ public final class Engine {
                 return 0;
             }
         }
+    }
+
+    /**
+     * A bucket permit further ahead than {@link #BACKLOG_AHEAD}: the key has more due jobs than its
+     * bucket lets through now, and they are given their permits together
+     * ({@link ProviderGate#reserveBacklog}).
+     */
+    private boolean hasBacklog(Admission.Wait w) {
+        return "bucket".equals(w.reason()) && w.permitAt() != null
+                && w.permitAt().isAfter(clock.instant().plus(BACKLOG_AHEAD));
     }
 
     /** A run starting now: its start is kept for its history row, its queue wait is measured. */

@@ -147,17 +147,17 @@ public final class FallbackChain<C> {
             String key = ep.providerKey();
             Admission a = gate.admitEndpoint(key, tokens);
             if (a instanceof Admission.Wait w) {
-                Duration d = until(w.runAt());
-                step(run, steps, key, skipped(w.reason()), w.detail(), d);
+                Duration d = EndpointSteps.until(clock, w.runAt());
+                step(run, steps, key, EndpointSteps.skipped(w.reason()), w.detail(), d);
                 refused = true;
-                shortest = min(shortest, d);
+                shortest = EndpointSteps.min(shortest, d);
                 continue;
             }
             if (a instanceof Admission.Refuse r) {
-                Duration d = r.openUntil().equals(Instant.MAX) ? null : until(r.openUntil());
+                Duration d = r.openUntil().equals(Instant.MAX) ? null : EndpointSteps.until(clock, r.openUntil());
                 step(run, steps, key, "skipped_breaker_open", r.detail(), d);
                 refused = true;
-                shortest = min(shortest, d);
+                shortest = EndpointSteps.min(shortest, d);
                 continue;
             }
             String trial = ((Admission.Go) a).trialToken();
@@ -187,16 +187,17 @@ public final class FallbackChain<C> {
                 return new FallbackResult<>(value, key, steps);
             }
             if (o instanceof Outcome.RateLimited rl) {
-                Duration d = max(rl.retryAfter(), cooldown == null ? null : until(cooldown));
+                Duration d = EndpointSteps.max(rl.retryAfter(),
+                        cooldown == null ? null : EndpointSteps.until(clock, cooldown));
                 step(run, steps, key, "rate_limited", rl.reason(), d);
                 refused = true;
-                shortest = min(shortest, d);
+                shortest = EndpointSteps.min(shortest, d);
                 continue;
             }
             if (ProviderGate.isBreakerFailure(o)) {
-                Duration d = cooldown == null ? null : until(cooldown);
-                step(run, steps, key, kind(o), reason(o), d);
-                shortest = min(shortest, d);
+                Duration d = cooldown == null ? null : EndpointSteps.until(clock, cooldown);
+                step(run, steps, key, EndpointSteps.kind(o), EndpointSteps.reason(o), d);
+                shortest = EndpointSteps.min(shortest, d);
                 lastFailure = o;
                 continue;
             }
@@ -207,7 +208,7 @@ public final class FallbackChain<C> {
             step(run, steps, key, "error", String.valueOf(o), null);
             throw o.toException();
         }
-        String summary = summary(steps);
+        String summary = EndpointSteps.summary("no endpoint answered:", steps);
         if (refused || lastFailure == null) {
             throw new Outcome.RateLimited(shortest, summary).toException();
         }
@@ -220,74 +221,12 @@ public final class FallbackChain<C> {
         run.addTrail(s);
     }
 
-    private Duration until(Instant t) {
-        Duration d = Duration.between(clock.instant(), t);
-        return d.isNegative() ? Duration.ZERO : d;
-    }
 
-    private static String skipped(String reason) {
-        switch (reason) {
-            case "cooldown":
-                return "skipped_cooldown";
-            case "breaker_half_open":
-                return "skipped_half_open";
-            case "bucket":
-                return "skipped_bucket";
-            default:
-                return "skipped_state_unavailable";
-        }
-    }
 
-    private static Duration min(Duration a, Duration b) {
-        if (a == null) {
-            return b;
-        }
-        return b == null || a.compareTo(b) <= 0 ? a : b;
-    }
 
-    private static Duration max(Duration a, Duration b) {
-        if (a == null) {
-            return b;
-        }
-        return b == null || a.compareTo(b) >= 0 ? a : b;
-    }
 
-    private static String kind(Outcome o) {
-        if (o instanceof Outcome.Overloaded) {
-            return "overloaded";
-        } else if (o instanceof Outcome.Transient) {
-            return "transient";
-        } else if (o instanceof Outcome.QuotaExhausted) {
-            return "quota_exhausted";
-        }
-        return "auth_refused";
-    }
 
-    private static String reason(Outcome o) {
-        if (o instanceof Outcome.Overloaded ov) {
-            return ov.reason();
-        } else if (o instanceof Outcome.Transient t) {
-            return t.reason() != null ? t.reason() : String.valueOf(t.cause());
-        } else if (o instanceof Outcome.QuotaExhausted q) {
-            return q.reason();
-        } else if (o instanceof Outcome.AuthRefused a) {
-            return a.reason();
-        }
-        return String.valueOf(o);
-    }
 
-    private static String summary(List<FallbackStep> steps) {
-        StringBuilder b = new StringBuilder("no endpoint answered:");
-        for (FallbackStep s : steps) {
-            b.append(' ').append(s.providerKey()).append(' ').append(s.result());
-            if (s.retryAfter() != null) {
-                b.append(" (").append(s.retryAfter().toMillis()).append(" ms)");
-            }
-            b.append(';');
-        }
-        b.setLength(b.length() - 1);
-        return b.toString();
-    }
 
     /**
      * Builds a {@link FallbackChain}.

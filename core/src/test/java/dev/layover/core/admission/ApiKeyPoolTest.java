@@ -5,11 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.layover.core.ApiKeyPool;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.admission.Admission.Task;
 import dev.layover.core.outcome.Outcome;
+import dev.layover.core.provider.ApiKeyPool;
 import dev.layover.testing.Await;
 import dev.layover.testing.LayoverPostgresExtension;
 import dev.layover.testing.TestDatabase;

@@ -966,6 +966,93 @@ public final class ProviderGate {
         releaseTrialQuietly(key, trialToken);
     }
 
+    // ---- backlog reservation ------------------------------------------------------------------
+
+    /**
+     * A job type whose due jobs {@link #reserveBacklog} may reserve permits for.
+     *
+     * @param name the job type
+     * @param maxReschedules its reschedule cap (a reserved job is rescheduled once more)
+     * @param maxDeferral how far ahead it may be rescheduled
+     * @param countsTokens whether it has a token estimate (such jobs are reserved one by one when
+     *     the bucket limits tokens)
+     */
+    public record BacklogType(String name, int maxReschedules, Duration maxDeferral, boolean countsTokens) {}
+
+    /** Jobs reserved by one {@link #reserveBacklog} statement at most. */
+    static final int BACKLOG_BATCH = 10_000;
+
+    /** How often one instance reserves a key's backlog at most. */
+    static final Duration BACKLOG_EVERY = Duration.ofSeconds(1);
+
+    private final ConcurrentHashMap<String, Long> backlogReservedAt = new ConcurrentHashMap<>();
+
+    /**
+     * Called after a job of {@code key} was told to wait for a bucket permit far ahead: the key has
+     * a backlog. Gives the key's due, unpicked jobs their permits in one statement
+     * ({@code StateSql.RESERVE_BACKLOG}), each rescheduled to its slot holding it, so that the
+     * backlog is not picked and rescheduled one job at a time while the jobs holding permits wait
+     * behind it (and miss them). At most once per {@link #BACKLOG_EVERY} per key in this instance;
+     * nothing when the key has no request bucket. Never throws.
+     *
+     * @param key the provider key
+     * @param types the job types whose jobs may be reserved
+     * @return how many jobs were reserved
+     */
+    public int reserveBacklog(String key, List<BacklogType> types) {
+        BucketSettings b = key == null ? null : config.buckets().get(key);
+        if (b == null || b.requestRate() <= 0 || !running) {
+            return 0;
+        }
+        long t = System.nanoTime();
+        boolean[] mine = {false};
+        backlogReservedAt.compute(key, (k, last) -> {
+            if (last != null && t - last < BACKLOG_EVERY.toNanos()) {
+                return last;
+            }
+            mine[0] = true;
+            return t;
+        });
+        if (!mine[0]) {
+            return 0;
+        }
+        List<String> names = new ArrayList<>();
+        List<Integer> caps = new ArrayList<>();
+        Duration horizon = null;
+        for (BacklogType bt : types) {
+            if (bt.countsTokens() && b.tokenRate() > 0) {
+                continue;
+            }
+            names.add(bt.name());
+            caps.add(bt.maxReschedules());
+            horizon = horizon == null || bt.maxDeferral().compareTo(horizon) < 0 ? bt.maxDeferral() : horizon;
+        }
+        if (names.isEmpty()) {
+            return 0;
+        }
+        Instant now = now();
+        double horizonSeconds = seconds(horizon);
+        try {
+            int n = inline("reserving bucket permits for the backlog of " + key, c -> {
+                try (PreparedStatement ps = c.prepareStatement(StateSql.RESERVE_BACKLOG)) {
+                    Db.bind(ps, key, ts(now), b.requestRate(), b.requestCapacity(), BACKLOG_BATCH, horizonSeconds,
+                            c.createArrayOf("text", names.toArray()), c.createArrayOf("integer", caps.toArray()));
+                    try (ResultSet rs = ps.executeQuery()) {
+                        return rs.next() ? rs.getInt(1) : 0;
+                    }
+                }
+            });
+            if (n > 0) {
+                LOG.debug("Reserved bucket permits of {} for {} waiting jobs", key, n);
+            }
+            return n;
+        } catch (RuntimeException e) {
+            LOG.warn("Layover: could not reserve bucket permits for the backlog of {} (its jobs take them one by one): {}",
+                    key, e.toString());
+            return 0;
+        }
+    }
+
     // ---- events -------------------------------------------------------------------------------
 
     private void emit(String key, BreakerState from, BreakerState to, String reason, Instant at, String by, boolean local) {

@@ -291,4 +291,58 @@ final class StateSql {
             SELECT (SELECT count(*) FROM carried) AS carried, taken.last_slot, taken.last_granted_requests,
                    taken.last_granted_tokens
             FROM (SELECT 1) one LEFT JOIN taken ON true""".formatted(R_TAKE, T_TAKE, SLOT);
+
+    /**
+     * Reserves bucket permits for a key's backlog in one statement: the due, unpicked jobs of the
+     * key (oldest first, at most {@code max_jobs}, skipping rows another transaction holds) get
+     * the next slots of the bucket, as if each had asked in turn (GCRA: the k-th, from 1, gets
+     * {@code greatest(now, start + (k - capacity) / rate)} with {@code start = greatest(tat, now)}),
+     * as their run time and their held permit ({@code permit_at}); the bucket's tat moves past
+     * them. Only jobs of the given types, below their reschedule cap, without limit keys, deadline
+     * or cancel request, and only slots within the horizon. A reschedule of each (reason
+     * {@code bucket}), no attempt spent.
+     *
+     * <p>Parameters: key, now, request rate (/s), request capacity, max jobs, horizon (s), job type
+     * names (text[]), their reschedule caps (int[]). Returns the number of jobs reserved (no row
+     * when none).
+     */
+    static final String RESERVE_BACKLOG = """
+            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS rate, ?::float8 AS cap,
+                              ?::int AS max_jobs, ?::float8 AS horizon_s, ?::text[] AS types, ?::int[] AS caps),
+            b AS (
+                SELECT greatest(bk.request_tat, p.now) AS start
+                FROM layover.buckets bk JOIN p ON bk.provider_key = p.key
+                FOR UPDATE OF bk
+            ), locked AS (
+                SELECT t.task_name, t.task_instance, t.execution_time
+                FROM layover.scheduled_tasks t
+                JOIN p ON t.provider_key = p.key
+                JOIN unnest((SELECT types FROM p), (SELECT caps FROM p)) AS ty(name, cap) ON t.task_name = ty.name
+                WHERE NOT t.picked AND t.execution_time <= p.now AND t.permit_at IS NULL AND t.limit_keys IS NULL
+                  AND t.deadline IS NULL AND t.cancel_requested_at IS NULL AND t.reschedules < ty.cap
+                  AND EXISTS (SELECT 1 FROM b)
+                ORDER BY t.execution_time, t.task_instance
+                LIMIT (SELECT max_jobs FROM p)
+                FOR UPDATE OF t SKIP LOCKED
+            ), slots AS (
+                SELECT l.task_name, l.task_instance,
+                       greatest(p.now, b.start + make_interval(secs =>
+                           (row_number() OVER (ORDER BY l.execution_time, l.task_instance) - p.cap) / p.rate)) AS slot
+                FROM locked l, b, p
+            ), moved AS (
+                UPDATE layover.scheduled_tasks t
+                SET execution_time = s.slot, permit_at = s.slot, version = t.version + 1,
+                    reschedules = t.reschedules + 1, last_reschedule_reason = 'bucket',
+                    last_reschedule_detail = 'bucket of ' || p.key || ': a permit reserved with its backlog',
+                    last_rescheduled_at = p.now
+                FROM slots s, p
+                WHERE t.task_name = s.task_name AND t.task_instance = s.task_instance
+                  AND s.slot <= p.now + make_interval(secs => p.horizon_s)
+                RETURNING 1
+            )
+            UPDATE layover.buckets bk
+            SET request_tat = (SELECT start FROM b) + make_interval(secs => (SELECT count(*) FROM moved) / p.rate)
+            FROM p
+            WHERE bk.provider_key = p.key AND EXISTS (SELECT 1 FROM moved)
+            RETURNING (SELECT count(*) FROM moved) AS reserved""";
 }

@@ -97,4 +97,46 @@ class BucketTest {
         assertTrue(maxInSecond <= bound, "at most " + bound + " calls in any second, was " + maxInSecond);
         assertEquals(1, maxReschedules, "a waiting job is rescheduled once, to its permit, not polled");
     }
+
+    @Test
+    void aBacklogEnqueuedAtOnceIsGivenItsPermitsTogetherAndRunsAtTheLimit(TestDatabase db) throws Exception {
+        FakeChat.complete(fake.secondary().url(), "warm up");
+        int limit = 20;
+        fake.primary().limitPerSecond(limit).burst(2 * limit);
+        AtomicInteger calls = new AtomicInteger();
+        JobType<Chat> chat = JobType.builder("chat", Chat.class)
+                .providerKey(KEY)
+                .handler((args, ctx) -> {
+                    calls.incrementAndGet();
+                    FakeChat.complete(fake.primary().url(), args.text());
+                    return Outcome.done();
+                })
+                .build();
+        Layover layover = Workers.builder(db.newDataSource(16), "worker-a").register(chat).threads(8)
+                .bucket(KEY, BucketSettings.requestsPerSecond(limit).withBurst(BURST)).start();
+        instances.add(layover);
+        int jobs = 200;
+        List<Chat> args = new ArrayList<>();
+        for (int i = 0; i < jobs; i++) {
+            args.add(new Chat("job " + i));
+        }
+        layover.enqueueBatch(chat, args);
+
+        // one statement gives the waiting jobs their permits: they wait with it, in layover.jobs
+        Await.until(Duration.ofSeconds(10), "the backlog reserved together", () -> db.count(
+                "select count(*) from layover.jobs where reschedule_detail like '%reserved with its backlog'") >= 150);
+        Await.equal(Duration.ofSeconds(60), "job rows", 0L, () -> db.count("select count(*) from layover.jobs"));
+        layover.awaitCompletions(Duration.ofSeconds(10));
+
+        assertEquals(jobs, fake.primary().successes());
+        assertEquals(0, fake.primary().rateLimited(), "the provider, enforcing the same limit, never had to refuse");
+        assertEquals(jobs, calls.get(), "each job called once");
+        assertEquals(1L, db.count("select coalesce(max(reschedules), 0) from layover.job_history where job_type = 'chat'"),
+                "a waiting job is rescheduled once, to its permit");
+        List<Instant> arrivals = fake.primary().arrivals();
+        double seconds = Duration.between(arrivals.get(0), arrivals.get(arrivals.size() - 1)).toNanos() / 1e9;
+        double rate = (arrivals.size() - 1) / seconds;
+        LOG.info("MEASURED backlog of {} at {}/s: {}/s", jobs, limit, String.format("%.2f", rate));
+        assertTrue(rate <= limit * 1.03, "average " + rate + "/s is within 3 % of the limit " + limit + "/s");
+    }
 }

@@ -1,9 +1,8 @@
-package dev.layover.core;
+package dev.layover.core.provider;
 
+import dev.layover.core.JobContext;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.outcome.OutcomeException;
-import dev.layover.core.provider.FallbackStep;
-import dev.layover.core.provider.ProviderClassifier;
 import dev.layover.core.provider.state.Admission;
 import dev.layover.core.provider.state.ProviderGate;
 import dev.layover.core.provider.state.ProviderRun;
@@ -213,17 +212,17 @@ public final class ApiKeyPool {
             String state = stateKey(key.name());
             Admission a = gate.admitEndpoint(state, tokens);
             if (a instanceof Admission.Wait w) {
-                Duration d = until(w.runAt());
-                step(run, steps, state, skipped(w.reason()), w.detail(), d);
+                Duration d = EndpointSteps.until(clock, w.runAt());
+                step(run, steps, state, EndpointSteps.skipped(w.reason()), w.detail(), d);
                 passedOver = true;
-                soonest = min(soonest, d);
+                soonest = EndpointSteps.min(soonest, d);
                 continue;
             }
             if (a instanceof Admission.Refuse r) {
-                Duration d = r.openUntil().equals(Instant.MAX) ? null : until(r.openUntil());
+                Duration d = r.openUntil().equals(Instant.MAX) ? null : EndpointSteps.until(clock, r.openUntil());
                 step(run, steps, state, "skipped_breaker_open", r.detail(), d);
                 passedOver = true;
-                soonest = min(soonest, d);
+                soonest = EndpointSteps.min(soonest, d);
                 continue;
             }
             String trial = ((Admission.Go) a).trialToken();
@@ -258,18 +257,19 @@ public final class ApiKeyPool {
                 return new Result<>(value, key.name(), state, steps);
             }
             if (o instanceof Outcome.RateLimited rl) {
-                Duration d = max(rl.retryAfter(), cooldown == null ? null : until(cooldown));
+                Duration d = EndpointSteps.max(rl.retryAfter(),
+                        cooldown == null ? null : EndpointSteps.until(clock, cooldown));
                 step(run, steps, state, "rate_limited", rl.reason(), d);
                 passedOver = true;
-                soonest = min(soonest, d);
+                soonest = EndpointSteps.min(soonest, d);
                 continue;
             }
             if (o instanceof Outcome.QuotaExhausted q) {
                 Instant back = cooldown != null && cooldown.isAfter(q.resetAt()) ? cooldown : q.resetAt();
-                Duration d = until(back);
+                Duration d = EndpointSteps.until(clock, back);
                 step(run, steps, state, "quota_exhausted", q.reason() + " (sits out until " + back + ")", d);
                 passedOver = true;
-                soonest = min(soonest, d);
+                soonest = EndpointSteps.min(soonest, d);
                 continue;
             }
             if (o instanceof Outcome.AuthRefused ar) {
@@ -278,13 +278,14 @@ public final class ApiKeyPool {
                 lastAuth = new Outcome.AuthRefused(scrub("API key " + key.name() + " of pool " + name + ": " + ar.reason()));
                 continue;
             }
-            step(run, steps, state, kind(o), reasonOf(o), null);
+            step(run, steps, state, EndpointSteps.kind(o), EndpointSteps.reason(o), null);
             throw scrubbed(o).toException();
         }
         if (!passedOver && called > 0 && authRefused == called) {
             throw lastAuth.toException();
         }
-        throw new Outcome.RateLimited(soonest, summary(steps)).toException();
+        String summary = EndpointSteps.summary("no API key of pool " + name + " could be used:", steps);
+        throw new Outcome.RateLimited(soonest, summary).toException();
     }
 
     private void step(ProviderRun run, List<FallbackStep> steps, String key, String result, String detail, Duration wait) {
@@ -347,72 +348,12 @@ public final class ApiKeyPool {
         }
     }
 
-    private Duration until(Instant t) {
-        Duration d = Duration.between(clock.instant(), t);
-        return d.isNegative() ? Duration.ZERO : d;
-    }
 
-    private static String skipped(String reason) {
-        switch (reason) {
-            case "cooldown":
-                return "skipped_cooldown";
-            case "breaker_half_open":
-                return "skipped_half_open";
-            case "bucket":
-                return "skipped_bucket";
-            default:
-                return "skipped_state_unavailable";
-        }
-    }
 
-    private static Duration min(Duration a, Duration b) {
-        if (a == null) {
-            return b;
-        }
-        return b == null || a.compareTo(b) <= 0 ? a : b;
-    }
 
-    private static Duration max(Duration a, Duration b) {
-        if (a == null) {
-            return b;
-        }
-        return b == null || a.compareTo(b) >= 0 ? a : b;
-    }
 
-    private static String kind(Outcome o) {
-        if (o instanceof Outcome.Overloaded) {
-            return "overloaded";
-        } else if (o instanceof Outcome.Transient) {
-            return "transient";
-        } else if (o instanceof Outcome.Rejected) {
-            return "rejected";
-        }
-        return "error";
-    }
 
-    private static String reasonOf(Outcome o) {
-        if (o instanceof Outcome.Overloaded ov) {
-            return ov.reason();
-        } else if (o instanceof Outcome.Transient t) {
-            return t.reason() != null ? t.reason() : String.valueOf(t.cause());
-        } else if (o instanceof Outcome.Rejected r) {
-            return r.reason();
-        }
-        return String.valueOf(o);
-    }
 
-    private String summary(List<FallbackStep> steps) {
-        StringBuilder b = new StringBuilder("no API key of pool " + name + " could be used:");
-        for (FallbackStep s : steps) {
-            b.append(' ').append(s.providerKey()).append(' ').append(s.result());
-            if (s.retryAfter() != null) {
-                b.append(" (").append(s.retryAfter().toMillis()).append(" ms)");
-            }
-            b.append(';');
-        }
-        b.setLength(b.length() - 1);
-        return b.toString();
-    }
 
     /** Builds an {@link ApiKeyPool}. */
     public static final class Builder {
