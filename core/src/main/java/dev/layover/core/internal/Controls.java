@@ -3,6 +3,7 @@ package dev.layover.core.internal;
 import dev.layover.core.JobPolicy;
 import dev.layover.core.LayoverException;
 import dev.layover.core.control.CancelResult;
+import dev.layover.core.control.JobControl;
 import dev.layover.core.control.Pause;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -20,7 +21,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The operator side of admission and control: cancel a job, pause and resume a job type or a key.
- * Internal: the API is {@link dev.layover.core.control.JobControl}.
+ * Internal: the API is {@link JobControl}.
  */
 public final class Controls {
 

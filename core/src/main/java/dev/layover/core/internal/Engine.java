@@ -16,6 +16,7 @@ import dev.layover.core.outcome.FailureType;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.outcome.OutcomeException;
 import dev.layover.core.provider.state.Admission;
+import dev.layover.core.provider.state.Limits;
 import dev.layover.core.provider.state.ProviderGate;
 import dev.layover.core.provider.state.ProviderRun;
 import java.time.Clock;
@@ -148,7 +149,7 @@ public final class Engine {
      *
      * @param limits the limits
      */
-    public void limits(dev.layover.core.provider.state.Limits limits) {
+    public void limits(Limits limits) {
         control.limits(limits);
     }
 
@@ -363,7 +364,11 @@ public final class Engine {
                 return (complete, ops) -> {
                     writer.waitForProvider(run, w);
                     if (hasBacklog(w)) {
-                        gate.reserveBacklog(key, backlogTypes);
+                        gate.reserveBacklog(key, backlogTypes).forEach((type, n) -> {
+                            for (int i = 0; i < n; i++) {
+                                observability.metrics().jobRescheduled(type, "bucket");
+                            }
+                        });
                     }
                 };
             }

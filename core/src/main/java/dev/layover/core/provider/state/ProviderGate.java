@@ -4,7 +4,10 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.layover.core.internal.Backoff;
 import dev.layover.core.internal.Db;
+import dev.layover.core.internal.SafeMetrics;
+import dev.layover.core.metrics.LayoverMetrics;
 import dev.layover.core.outcome.Outcome;
+import dev.layover.core.provider.FallbackChain;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -15,6 +18,7 @@ import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -32,7 +36,7 @@ import org.slf4j.LoggerFactory;
  * The fleet-wide provider state as one Layover instance sees it: decides before each call whether
  * a provider key may be called (cooldown, breaker, bucket), and records what each call taught
  * (cooldowns, breaker successes and failures). Internal: used by Layover's engine and
- * {@link dev.layover.core.provider.FallbackChain}; operators use {@link ProviderStates}.
+ * {@link FallbackChain}; operators use {@link ProviderStates}.
  *
  * <p>Hot path: the breaker and cooldown of each key are cached. A background thread re-reads every
  * known key in one query each second and writes the successes counted since (one statement), and
@@ -117,7 +121,7 @@ public final class ProviderGate {
     private final AtomicLong inlineStatements = new AtomicLong();
     private final AtomicLong backgroundStatements = new AtomicLong();
     private volatile ExecutorService events;
-    private volatile dev.layover.core.metrics.LayoverMetrics metrics = dev.layover.core.metrics.LayoverMetrics.none();
+    private volatile LayoverMetrics metrics = LayoverMetrics.none();
     /** Per key, the end of the newest cooldown this instance wrote: one log line per cooldown that starts. */
     private final ConcurrentHashMap<String, Instant> cooldownsWritten = new ConcurrentHashMap<>();
     private volatile boolean running;
@@ -147,8 +151,8 @@ public final class ProviderGate {
      *
      * @param metrics the metrics (guarded against exceptions by the caller)
      */
-    public void metrics(dev.layover.core.metrics.LayoverMetrics metrics) {
-        this.metrics = metrics == null ? dev.layover.core.metrics.LayoverMetrics.none() : metrics;
+    public void metrics(LayoverMetrics metrics) {
+        this.metrics = metrics == null ? LayoverMetrics.none() : metrics;
     }
 
     // ---- lifecycle ------------------------------------------------------------------------
@@ -540,7 +544,7 @@ public final class ProviderGate {
 
     /** Counts one call of {@code key} by its outcome ({@code layover.provider.calls}). */
     private void countCall(String key, Outcome outcome) {
-        String tag = dev.layover.core.internal.SafeMetrics.callTag(outcome);
+        String tag = SafeMetrics.callTag(outcome);
         if (tag != null) {
             metrics.providerCall(key, tag);
         }
@@ -997,12 +1001,12 @@ public final class ProviderGate {
      *
      * @param key the provider key
      * @param types the job types whose jobs may be reserved
-     * @return how many jobs were reserved
+     * @return how many jobs of each type were reserved (empty when none)
      */
-    public int reserveBacklog(String key, List<BacklogType> types) {
+    public Map<String, Integer> reserveBacklog(String key, List<BacklogType> types) {
         BucketSettings b = key == null ? null : config.buckets().get(key);
         if (b == null || b.requestRate() <= 0 || !running) {
-            return 0;
+            return Map.of();
         }
         long t = System.nanoTime();
         boolean[] mine = {false};
@@ -1014,7 +1018,7 @@ public final class ProviderGate {
             return t;
         });
         if (!mine[0]) {
-            return 0;
+            return Map.of();
         }
         List<String> names = new ArrayList<>();
         List<Integer> caps = new ArrayList<>();
@@ -1028,28 +1032,32 @@ public final class ProviderGate {
             horizon = horizon == null || bt.maxDeferral().compareTo(horizon) < 0 ? bt.maxDeferral() : horizon;
         }
         if (names.isEmpty()) {
-            return 0;
+            return Map.of();
         }
         Instant now = now();
         double horizonSeconds = seconds(horizon);
         try {
-            int n = inline("reserving bucket permits for the backlog of " + key, c -> {
+            Map<String, Integer> reserved = inline("reserving bucket permits for the backlog of " + key, c -> {
                 try (PreparedStatement ps = c.prepareStatement(StateSql.RESERVE_BACKLOG)) {
                     Db.bind(ps, key, ts(now), b.requestRate(), b.requestCapacity(), BACKLOG_BATCH, horizonSeconds,
                             c.createArrayOf("text", names.toArray()), c.createArrayOf("integer", caps.toArray()));
+                    Map<String, Integer> byType = new LinkedHashMap<>();
                     try (ResultSet rs = ps.executeQuery()) {
-                        return rs.next() ? rs.getInt(1) : 0;
+                        while (rs.next()) {
+                            byType.put(rs.getString("task_name"), rs.getInt("reserved"));
+                        }
                     }
+                    return byType;
                 }
             });
-            if (n > 0) {
-                LOG.debug("Reserved bucket permits of {} for {} waiting jobs", key, n);
+            if (!reserved.isEmpty()) {
+                LOG.debug("Reserved bucket permits of {} for waiting jobs {}", key, reserved);
             }
-            return n;
+            return reserved;
         } catch (RuntimeException e) {
             LOG.warn("Layover: could not reserve bucket permits for the backlog of {} (its jobs take them one by one): {}",
                     key, e.toString());
-            return 0;
+            return Map.of();
         }
     }
 

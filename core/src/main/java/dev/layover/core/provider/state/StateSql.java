@@ -303,8 +303,8 @@ final class StateSql {
      * {@code bucket}), no attempt spent.
      *
      * <p>Parameters: key, now, request rate (/s), request capacity, max jobs, horizon (s), job type
-     * names (text[]), their reschedule caps (int[]). Returns the number of jobs reserved (no row
-     * when none).
+     * names (text[]), their reschedule caps (int[]). Returns the jobs reserved per job type
+     * ({@code task_name}, {@code reserved}; no row when none).
      */
     static final String RESERVE_BACKLOG = """
             WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS rate, ?::float8 AS cap,
@@ -338,11 +338,13 @@ final class StateSql {
                 FROM slots s, p
                 WHERE t.task_name = s.task_name AND t.task_instance = s.task_instance
                   AND s.slot <= p.now + make_interval(secs => p.horizon_s)
+                RETURNING t.task_name
+            ), booked AS (
+                UPDATE layover.buckets bk
+                SET request_tat = (SELECT start FROM b) + make_interval(secs => (SELECT count(*) FROM moved) / p.rate)
+                FROM p
+                WHERE bk.provider_key = p.key AND EXISTS (SELECT 1 FROM moved)
                 RETURNING 1
             )
-            UPDATE layover.buckets bk
-            SET request_tat = (SELECT start FROM b) + make_interval(secs => (SELECT count(*) FROM moved) / p.rate)
-            FROM p
-            WHERE bk.provider_key = p.key AND EXISTS (SELECT 1 FROM moved)
-            RETURNING (SELECT count(*) FROM moved) AS reserved""";
+            SELECT m.task_name, count(*) AS reserved FROM moved m GROUP BY m.task_name""";
 }
