@@ -98,26 +98,6 @@ final class CoreSql {
             FROM moved m""";
 
     /**
-     * For a statement that ends jobs some other way (a cancel): one more CTE that writes the
-     * {@code layover.job_history} rows of the jobs a CTE named {@code moved} removed, in the same
-     * statement. {@code moved} must be {@code DELETE FROM layover.scheduled_tasks t ... RETURNING
-     * t.*}. Use it as {@code WITH moved AS (...), history AS (} this {@code ) SELECT ... FROM
-     * moved}. Parameters, in this order: outcome ({@code 'cancelled'}), failure type (null),
-     * detail (for a cancel: who and why), whether to keep the args, whether history is on (both
-     * booleans: {@link Observability#historyArgs()}, {@link Observability#history()}).
-     */
-    static final String HISTORY_OF_MOVED = """
-            INSERT INTO layover.job_history
-                (job_type, job_id, outcome, failure_type, detail, attempts, reschedules, provider_key, worker,
-                 enqueued_at, dead_letter_id, replay_kind, provider_trail, args)
-            SELECT m.task_name, m.task_instance, ?, ?, ?, coalesce(m.consecutive_failures, 0), m.reschedules,
-                   m.provider_key, m.picked_by, m.first_enqueued_at, m.dead_letter_id, m.replay_kind,
-                   nullif(m.provider_trail, '[]'::jsonb),
-                   CASE WHEN ?::boolean THEN layover.args_jsonb(m.task_data) END
-            FROM moved m
-            WHERE ?::boolean""";
-
-    /**
      * A reschedule: moves the run time and counts it, leaving {@code consecutive_failures} (the
      * attempts) untouched. Matches nothing once {@code reschedules} reached the cap. Sets the bucket
      * permit the job holds for its new run time (null: none) and appends the run's fallback trail.
@@ -145,33 +125,33 @@ final class CoreSql {
 
     /**
      * Parks a job: deletes its row (version-checked) and, in the same statement, inserts its dead
-     * letter, or updates the dead letter it was replayed from. Returns how many rows were moved
-     * and the dead letter's id; the caller commits only when both are there.
+     * letter, or updates the dead letter it was replayed from, and writes its
+     * {@code layover.job_history} row when history is on. A cancel is a park too (failure type
+     * {@code cancelled}, history outcome {@code cancelled}). Returns how many rows were moved, the
+     * dead letter's id and the job's provider key; the caller commits only when both are there.
      *
-     * <p>Parameters: task name, id, version; then for the update: failure type (for the state),
-     * failure type, error class,
-     * message, new error (jsonb), attempts, the last run's fallback trail (jsonb); then the same six
-     * for the insert. The job's fallback trail moves with it to the dead letter.
-     *
-     * <p>The same statement writes the job's {@code layover.job_history} row (outcome
-     * {@code parked}) when history is on. Parameters, after the twelve above: failure type,
-     * message, attempts, the run's start (ISO-8601 text or null), its handler duration in ms (or
-     * null), the last run's fallback trail (jsonb), whether to keep the args, whether history is on.
+     * <p>Parameters: task name, id, version, whether a picked row may be parked (the engine parks
+     * the job it runs; an operator's cancel may not take a running one); then for the update:
+     * whether a sweep replay goes to review, failure type, error class, message, new error (jsonb),
+     * attempts (null: the row's), the last run's fallback trail (jsonb); then the five after the
+     * first for the insert; then for the history row: outcome, failure type, message, attempts
+     * (null: the row's), the run's start (ISO-8601 text or null), its handler duration in ms (or
+     * null), the last run's fallback trail, whether to keep the args, whether history is on. The
+     * job's fallback trail moves with it to the dead letter.
      */
     static final String PARK = """
             WITH moved AS (
                 DELETE FROM layover.scheduled_tasks t
-                WHERE t.task_name = ? AND t.task_instance = ? AND t.version = ?
+                WHERE t.task_name = ? AND t.task_instance = ? AND t.version = ? AND (NOT t.picked OR ?::boolean)
                 RETURNING t.*
             ), linked AS (
                 -- a sweep replay that failed again needs a person; one parked by an open breaker never
                 -- reached the provider, so the sweep may try it again (its replay budget caps that)
                 UPDATE layover.dead_letters d
-                SET state = CASE WHEN m.replay_kind = 'sweep' AND ? <> 'breaker_open' THEN 'review'
-                                     ELSE 'parked' END,
+                SET state = CASE WHEN m.replay_kind = 'sweep' AND ?::boolean THEN 'review' ELSE 'parked' END,
                     state_changed_at = now(), parked_at = now(), park_count = d.park_count + 1,
                     failure_type = ?, error_class = ?, error_message = ?,
-                    errors = d.errors || m.errors || ?::jsonb, attempts = ?,
+                    errors = d.errors || m.errors || ?::jsonb, attempts = coalesce(?::int, m.consecutive_failures, 0),
                     provider_trail = layover.trail_append(d.provider_trail, layover.trail_append(m.provider_trail, ?::jsonb)),
                     reschedules = m.reschedules,
                     args = layover.args_jsonb(m.task_data),
@@ -186,7 +166,7 @@ final class CoreSql {
                      error_message, errors, attempts, provider_trail, reschedules, priority, first_enqueued_at)
                 SELECT m.task_name, m.task_instance, layover.args_jsonb(m.task_data),
                        CASE WHEN layover.args_jsonb(m.task_data) IS NULL THEN m.task_data END,
-                       m.provider_key, ?, ?, ?, m.errors || ?::jsonb, ?,
+                       m.provider_key, ?, ?, ?, m.errors || ?::jsonb, coalesce(?::int, m.consecutive_failures, 0),
                        layover.trail_append(m.provider_trail, ?::jsonb), m.reschedules, m.priority,
                        m.first_enqueued_at
                 FROM moved m
@@ -196,8 +176,8 @@ final class CoreSql {
                 INSERT INTO layover.job_history
                     (job_type, job_id, outcome, failure_type, detail, attempts, reschedules, provider_key, worker,
                      enqueued_at, started_at, duration_ms, dead_letter_id, replay_kind, provider_trail, args)
-                SELECT m.task_name, m.task_instance, 'parked', ?, ?, ?, m.reschedules, m.provider_key, m.picked_by,
-                       m.first_enqueued_at, ?::timestamptz, ?::float8,
+                SELECT m.task_name, m.task_instance, ?, ?, ?, coalesce(?::int, m.consecutive_failures, 0), m.reschedules,
+                       m.provider_key, m.picked_by, m.first_enqueued_at, ?::timestamptz, ?::float8,
                        (SELECT id FROM linked UNION ALL SELECT id FROM inserted LIMIT 1), m.replay_kind,
                        nullif(layover.trail_append(m.provider_trail, ?::jsonb), '[]'::jsonb),
                        CASE WHEN ?::boolean THEN layover.args_jsonb(m.task_data) END
@@ -291,52 +271,4 @@ final class CoreSql {
                 last_reschedule_detail = CASE WHEN EXISTS (SELECT 1 FROM pz) THEN ? ELSE t.last_reschedule_detail END
             WHERE t.task_name = ? AND t.task_instance = ? AND t.version = ?
             RETURNING t.paused_run_at IS NOT NULL AS held""".formatted(PAUSED_RUN_AT);
-
-    /**
-     * Cancels a job: deletes its row (version-checked; a picked row only when the caller runs it)
-     * and, in the same statement, parks it as a dead letter with failure type {@code cancelled}
-     * (or updates the dead letter it was replayed from, like {@link #PARK}) and writes its
-     * {@code layover.job_history} row (outcome {@code cancelled}, {@link #HISTORY_OF_MOVED}).
-     * Returns how many rows were moved and the dead letter's id.
-     *
-     * <p>Parameters: task name, id, version, whether a picked row may be cancelled (the engine,
-     * for the job it runs); message, error (jsonb) for the update; message, error for the insert;
-     * then {@link #HISTORY_OF_MOVED}'s five.
-     */
-    static final String CANCEL = """
-            WITH moved AS (
-                DELETE FROM layover.scheduled_tasks t
-                WHERE t.task_name = ? AND t.task_instance = ? AND t.version = ? AND (NOT t.picked OR ?::boolean)
-                RETURNING t.*
-            ), linked AS (
-                UPDATE layover.dead_letters d
-                SET state = 'parked', state_changed_at = now(), parked_at = now(), park_count = d.park_count + 1,
-                    failure_type = 'cancelled', error_class = 'Cancelled', error_message = ?,
-                    errors = d.errors || m.errors || ?::jsonb, attempts = coalesce(m.consecutive_failures, 0),
-                    provider_trail = layover.trail_append(d.provider_trail, m.provider_trail),
-                    reschedules = m.reschedules,
-                    args = layover.args_jsonb(m.task_data),
-                    args_raw = CASE WHEN layover.args_jsonb(m.task_data) IS NULL THEN m.task_data END,
-                    provider_key = m.provider_key
-                FROM moved m
-                WHERE d.id = m.dead_letter_id
-                RETURNING d.id
-            ), inserted AS (
-                INSERT INTO layover.dead_letters
-                    (job_type, job_id, args, args_raw, provider_key, failure_type, error_class,
-                     error_message, errors, attempts, provider_trail, reschedules, priority, first_enqueued_at)
-                SELECT m.task_name, m.task_instance, layover.args_jsonb(m.task_data),
-                       CASE WHEN layover.args_jsonb(m.task_data) IS NULL THEN m.task_data END,
-                       m.provider_key, 'cancelled', 'Cancelled', ?, m.errors || ?::jsonb,
-                       coalesce(m.consecutive_failures, 0), m.provider_trail, m.reschedules, m.priority,
-                       m.first_enqueued_at
-                FROM moved m
-                WHERE NOT EXISTS (SELECT 1 FROM layover.dead_letters d WHERE d.id = m.dead_letter_id)
-                RETURNING id
-            ), history AS (
-            %s
-            )
-            SELECT (SELECT count(*) FROM moved) AS moved,
-                   (SELECT id FROM linked UNION ALL SELECT id FROM inserted LIMIT 1) AS dead_letter_id""".formatted(
-                    HISTORY_OF_MOVED);
 }

@@ -344,57 +344,55 @@ public final class OutcomeWriter {
     private void parkWithError(JobRun run, FailureType type, String errorClass, String message, int attempts,
             String error, String trail) {
         String msg = cut(message);
-        String[] providerKey = new String[1];
-        Long deadLetter = write("parking job " + run.label(), true, c -> {
+        Parked p = parkRow("parking job " + run.label(), run, true, "parked", type, errorClass, msg, error, attempts,
+                trail, type != FailureType.BREAKER_OPEN);
+        if (p == null) {
+            LOG.debug("Job {} changed while it ran; it was not parked", run.label());
+        } else {
+            LOG.info("Parked job {} as {} (dead letter {}, provider key {}): {}", run.label(), type.code(),
+                    p.deadLetter(), p.providerKey(), msg);
+            observability.metrics().jobParked(run.taskName(), type.code());
+        }
+    }
+
+    private record Parked(long deadLetter, String providerKey) {}
+
+    /**
+     * The one write that moves a job to its dead letter ({@link CoreSql#PARK}), for a park and for
+     * a cancel: the row deleted, the dead letter written or updated, the history row.
+     *
+     * @param mayBePicked whether a picked row may be moved (the engine, for the job it runs)
+     * @param outcome the history outcome, {@code parked} or {@code cancelled}
+     * @param attempts the attempts to record, or null for the row's own
+     * @param reviewIfSweep whether a sweep replay that ends here goes to review
+     * @return the dead letter, or null when the row changed meanwhile (nothing written)
+     */
+    private Parked parkRow(String what, JobRun run, boolean mayBePicked, String outcome, FailureType type,
+            String errorClass, String msg, String error, Integer attempts, String trail, boolean reviewIfSweep) {
+        RunTiming t = run.timing() == null ? RunTiming.NONE : run.timing();
+        return write(what, true, c -> {
             try (PreparedStatement ps = c.prepareStatement(CoreSql.PARK)) {
-                Db.bind(ps, run.taskName(), run.id(), run.version(),
-                        type.code(), type.code(), errorClass, msg, error, attempts, trail,
-                        type.code(), errorClass, msg, error, attempts, trail);
-                bindParkHistory(ps, 17, run, type, msg, attempts, trail);
+                Db.bind(ps, run.taskName(), run.id(), run.version(), mayBePicked,
+                        reviewIfSweep, type.code(), errorClass, msg, error, attempts, trail,
+                        type.code(), errorClass, msg, error, attempts, trail,
+                        outcome, type.code(), msg, attempts, t.startedAtText(), t.durationMs(), trail,
+                        observability.historyArgs(), observability.history());
                 try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
                     long moved = rs.getLong("moved");
                     long id = rs.getLong("dead_letter_id");
                     boolean hasId = !rs.wasNull();
                     if (moved == 1 && hasId) {
-                        providerKey[0] = rs.getString("provider_key");
-                        return id;
+                        return new Parked(id, rs.getString("provider_key"));
                     }
                     if (moved == 1) {
-                        LOG.error("Job {} was not parked: no dead letter could be written; left in place", run.label());
+                        LOG.error("Job {} was not moved to a dead letter: none could be written; left in place",
+                                run.label());
                     }
                     throw Db.Rollback.now();
                 }
             }
         });
-        if (deadLetter == null) {
-            LOG.debug("Job {} changed while it ran; it was not parked", run.label());
-        } else {
-            LOG.info("Parked job {} as {} (dead letter {}, provider key {}): {}", run.label(), type.code(), deadLetter,
-                    providerKey[0], msg);
-            observability.metrics().jobParked(run.taskName(), type.code());
-        }
-    }
-
-    /**
-     * The parameters of the park's {@code layover.job_history} row ({@link CoreSql#PARK}), from
-     * position {@code at}.
-     */
-    private void bindParkHistory(PreparedStatement ps, int at, JobRun run, FailureType type, String msg, int attempts,
-            String trail) throws java.sql.SQLException {
-        RunTiming t = run.timing() == null ? RunTiming.NONE : run.timing();
-        ps.setString(at, type.code());
-        ps.setString(at + 1, msg);
-        ps.setInt(at + 2, attempts);
-        ps.setString(at + 3, t.startedAtText());
-        if (t.durationMs() == null) {
-            ps.setNull(at + 4, java.sql.Types.DOUBLE);
-        } else {
-            ps.setDouble(at + 4, t.durationMs());
-        }
-        ps.setString(at + 5, trail);
-        ps.setBoolean(at + 6, observability.historyArgs());
-        ps.setBoolean(at + 7, observability.history());
     }
 
     /**
@@ -619,7 +617,7 @@ public final class OutcomeWriter {
     }
 
     /**
-     * Cancels a job ({@link CoreSql#CANCEL}): its row deleted, a dead letter {@code cancelled}
+     * Cancels a job ({@link CoreSql#PARK}, failure type and outcome {@code cancelled}): its row deleted, a dead letter {@code cancelled}
      * recording who and why, and its history row (outcome {@code cancelled}), in one statement.
      *
      * @param run the job as read (or as picked, when {@code running})
@@ -639,21 +637,9 @@ public final class OutcomeWriter {
         e.put("message", msg);
         e.put("by", cut(by));
         String error = e.toString();
-        Long deadLetter = write("cancelling job " + run.label(), true, c -> {
-            try (PreparedStatement ps = c.prepareStatement(CoreSql.CANCEL)) {
-                Db.bind(ps, run.taskName(), run.id(), run.version(), running, msg, error, msg, error,
-                        "cancelled", FailureType.CANCELLED.code(), msg, observability.historyArgs(), observability.history());
-                try (ResultSet rs = ps.executeQuery()) {
-                    rs.next();
-                    long moved = rs.getLong("moved");
-                    long id = rs.getLong("dead_letter_id");
-                    if (moved == 1 && !rs.wasNull()) {
-                        return id;
-                    }
-                    throw Db.Rollback.now();
-                }
-            }
-        });
+        Parked p = parkRow("cancelling job " + run.label(), run, running, "cancelled", FailureType.CANCELLED,
+                "Cancelled", msg, error, null, null, false);
+        Long deadLetter = p == null ? null : p.deadLetter();
         if (deadLetter != null) {
             LOG.info("Cancelled job {} (dead letter {}): {}", run.label(), deadLetter, msg);
             observability.metrics().jobCancelled(run.taskName());
