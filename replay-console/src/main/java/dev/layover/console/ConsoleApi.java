@@ -38,6 +38,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.BiFunction;
 
 /**
  * The JSON API ({@code docs/console-api.md}): reads over jobs, dead letters, provider state and
@@ -453,27 +454,23 @@ final class ConsoleApi {
     }
 
     private JsonNode discardOne(ConsoleRequest r) {
-        long id = r.id(0);
-        String note = r.bodyText("note", 2000);
-        ActionOptions o = ActionOptions.by(r.operator()).note(note);
-        existing(id);
-        BulkResult res = store.deadLetters().discard(Selection.one(id), o);
-        if (res.changed() == 0) {
-            throw new ApiException(409, "dead letter " + id + " is " + existing(id).state().code()
-                    + "; only parked or review dead letters can be discarded");
-        }
-        return bulkJson(res);
+        return actOnOne(r, store.deadLetters()::discard, "only parked or review dead letters can be discarded");
     }
 
     private JsonNode moveBackOne(ConsoleRequest r) {
+        return actOnOne(r, store.deadLetters()::moveBackToParked,
+                "only dead letters in review can be moved back to parked");
+    }
+
+    /** Discard or move back one dead letter: 404 when it does not exist, 409 when its state forbids it. */
+    private JsonNode actOnOne(ConsoleRequest r, BiFunction<Selection, ActionOptions, BulkResult> action,
+            String onlyWhen) {
         long id = r.id(0);
-        String note = r.bodyText("note", 2000);
-        ActionOptions o = ActionOptions.by(r.operator()).note(note);
+        ActionOptions o = ActionOptions.by(r.operator()).note(r.bodyText("note", 2000));
         existing(id);
-        BulkResult res = store.deadLetters().moveBackToParked(Selection.one(id), o);
+        BulkResult res = action.apply(Selection.one(id), o);
         if (res.changed() == 0) {
-            throw new ApiException(409, "dead letter " + id + " is " + existing(id).state().code()
-                    + "; only dead letters in review can be moved back to parked");
+            throw new ApiException(409, "dead letter " + id + " is " + existing(id).state().code() + "; " + onlyWhen);
         }
         return bulkJson(res);
     }
