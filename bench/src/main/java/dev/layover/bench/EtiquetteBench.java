@@ -24,7 +24,9 @@ import javax.sql.DataSource;
  *
  * <ul>
  *   <li><b>Layover, bucket</b>: the limit configured as a fleet-wide bucket (BucketSettings at R);
- *   <li><b>Layover, 429s only</b>: no bucket; the fleet learns from 429s (cooldowns);
+ *   <li><b>Layover, 429s only</b>: no bucket; the fleet learns from 429s: a cooldown per
+ *       retry-after, and the pace the 429 states (OpenAI's message names the limit), shared by the
+ *       fleet as a learned bucket;
  *   <li><b>per-call backoff</b>: plain threads, no queue; each call retried with exponential
  *       backoff and full jitter, retry-after as a floor (the usual approach).
  * </ul>

@@ -31,7 +31,7 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li>{@code bucket}: a Layover worker with the provider's limit configured as a fleet-wide
  *       bucket ({@link BucketSettings#requestsPerSecond} at R, default burst and lease);
  *   <li>{@code learn}: a Layover worker without a bucket: the fleet learns only from 429s
- *       (RATE_LIMITED, fleet-wide cooldowns);
+ *       (fleet-wide cooldowns, and the pace a 429 states, learned as a shared bucket);
  *   <li>{@code backoff}: plain threads without a queue, each retrying its call with exponential
  *       backoff and full jitter, the retry-after as a floor (see {@link #backoffMillis}).
  * </ul>

@@ -72,15 +72,38 @@ public sealed interface Outcome
      * Past the job type's {@code maxReschedules}, or when the wait exceeds its {@code maxDeferral},
      * the job is parked as {@code rate_limit_exhausted}.
      *
+     * <p>When the provider stated its request limit ({@code requestLimitPerSecond}) and the key has
+     * no configured bucket, the fleet also <em>learns a pace</em>: a row of {@code layover.buckets}
+     * with {@code learned_until} set, at a share of that rate (95 % by default, see
+     * {@code CooldownSettings}), through which every worker's calls of the key then pass as
+     * through a configured bucket, until it expires (10 minutes after the last 429 that taught it,
+     * by default). So the fleet stops bursting into the limit at the end of each cooldown.
+     *
      * @param retryAfter how long the provider asked to wait; {@code null} when it did not say (an
      *     escalating default is used)
      * @param reason the provider's words, for {@code reschedule_detail}
+     * @param requestLimitPerSecond the request rate the provider says the key is limited to, in
+     *     requests per second; {@code null} when it did not say
      */
-    record RateLimited(Duration retryAfter, String reason) implements Outcome {
+    record RateLimited(Duration retryAfter, String reason, Double requestLimitPerSecond) implements Outcome {
         public RateLimited {
             if (retryAfter != null) {
                 requireNonNegative(retryAfter, "retryAfter");
             }
+            if (requestLimitPerSecond != null && !(requestLimitPerSecond > 0 && requestLimitPerSecond < Double.POSITIVE_INFINITY)) {
+                throw new IllegalArgumentException("requestLimitPerSecond must be positive and finite, was "
+                        + requestLimitPerSecond);
+            }
+        }
+
+        /**
+         * A rate limit without a stated request limit.
+         *
+         * @param retryAfter how long the provider asked to wait, or {@code null}
+         * @param reason the provider's words
+         */
+        public RateLimited(Duration retryAfter, String reason) {
+            this(retryAfter, reason, null);
         }
     }
 
@@ -196,6 +219,19 @@ public sealed interface Outcome
      */
     static Outcome rateLimited(Duration retryAfter, String reason) {
         return new RateLimited(retryAfter, reason);
+    }
+
+    /**
+     * A rate limit whose provider stated the key's request limit: the fleet learns a pace from it
+     * (see {@link RateLimited}).
+     *
+     * @param retryAfter how long the provider asked to wait, or {@code null}
+     * @param reason the provider's words
+     * @param requestLimitPerSecond the key's request limit, requests per second
+     * @return {@link RateLimited}
+     */
+    static Outcome rateLimited(Duration retryAfter, String reason, double requestLimitPerSecond) {
+        return new RateLimited(retryAfter, reason, requestLimitPerSecond);
     }
 
     /**

@@ -15,6 +15,10 @@ import java.time.Instant;
  * @param reason a short human description (the provider's words), at most 500 characters
  * @param provider the provider the failure came from; never {@code null}
  * @param httpStatus the HTTP status of the response, {@code 0} when there was none (an IO error)
+ * @param requestLimitPerSecond for {@link FailureClass#RATE_LIMITED}: the request rate the provider
+ *     says the key is limited to, in requests per second (OpenAI's message or
+ *     {@code x-ratelimit-*-requests} headers, Anthropic's {@code anthropic-ratelimit-requests-*});
+ *     {@code null} when it did not say, or when a token limit refused
  */
 public record Classification(
         FailureClass failureClass,
@@ -22,7 +26,8 @@ public record Classification(
         Instant resetAt,
         String reason,
         Provider provider,
-        int httpStatus) {
+        int httpStatus,
+        Double requestLimitPerSecond) {
 
     /** Longest reason kept, in characters. */
     public static final int MAX_REASON_LENGTH = 500;
@@ -40,6 +45,25 @@ public record Classification(
         }
         String r = reason == null ? "" : cut(reason);
         reason = r.isEmpty() ? failureClass.name().toLowerCase(java.util.Locale.ROOT) : r;
+        if (failureClass != FailureClass.RATE_LIMITED || (requestLimitPerSecond != null && !(requestLimitPerSecond > 0
+                && requestLimitPerSecond < Double.POSITIVE_INFINITY))) {
+            requestLimitPerSecond = null;
+        }
+    }
+
+    /**
+     * A verdict without a stated request limit.
+     *
+     * @param failureClass what kind of failure it is
+     * @param retryAfter how long the provider asked to wait, or {@code null}
+     * @param resetAt when a spent quota comes back, or {@code null}
+     * @param reason a short human description
+     * @param provider the provider
+     * @param httpStatus the HTTP status, {@code 0} when none
+     */
+    public Classification(FailureClass failureClass, Duration retryAfter, Instant resetAt, String reason,
+            Provider provider, int httpStatus) {
+        this(failureClass, retryAfter, resetAt, reason, provider, httpStatus, null);
     }
 
     /**
@@ -53,7 +77,7 @@ public record Classification(
 
     /**
      * The outcome Layover applies for this failure: RATE_LIMITED becomes
-     * {@link Outcome.RateLimited}(retryAfter, reason); QUOTA_EXHAUSTED becomes
+     * {@link Outcome.RateLimited}(retryAfter, reason, requestLimitPerSecond); QUOTA_EXHAUSTED becomes
      * {@link Outcome.QuotaExhausted}(resetAt, reason); OVERLOADED becomes
      * {@link Outcome.Overloaded}(retryAfter, reason); TRANSIENT becomes
      * {@link Outcome.Transient}(reason, cause); AUTH_REFUSED becomes
@@ -64,7 +88,7 @@ public record Classification(
      */
     public Outcome toOutcome(Throwable cause) {
         return switch (failureClass) {
-            case RATE_LIMITED -> new Outcome.RateLimited(retryAfter, reason);
+            case RATE_LIMITED -> new Outcome.RateLimited(retryAfter, reason, requestLimitPerSecond);
             case QUOTA_EXHAUSTED -> new Outcome.QuotaExhausted(resetAt, reason);
             case OVERLOADED -> new Outcome.Overloaded(retryAfter, reason);
             case TRANSIENT -> new Outcome.Transient(reason, cause);

@@ -219,7 +219,8 @@ public final class ProviderClassifier {
             if (v.failureClass() == FailureClass.QUOTA_EXHAUSTED) {
                 resetAt = resetAt(v.quotaReset(), d, retryAfter, now);
             }
-            return new Classification(v.failureClass(), retryAfter, resetAt, reason(status, d), p, status);
+            Double pace = v.failureClass() == FailureClass.RATE_LIMITED ? Pace.find(headers, d.message()) : null;
+            return new Classification(v.failureClass(), retryAfter, resetAt, reason(status, d), p, status, pace);
         } catch (RuntimeException | StackOverflowError e) {
             return fallback(p, status, "HTTP " + status + " (unreadable response)");
         }

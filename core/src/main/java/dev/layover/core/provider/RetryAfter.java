@@ -103,7 +103,8 @@ final class RetryAfter {
         return latest;
     }
 
-    private static Long integer(String value) {
+    /** A decimal integer header value, or null. */
+    static Long integer(String value) {
         if (value == null || value.length() > 19) {
             return null;
         }

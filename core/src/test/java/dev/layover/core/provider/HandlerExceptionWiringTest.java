@@ -71,6 +71,9 @@ class HandlerExceptionWiringTest {
         long wait = Duration.between(Instant.now(), ((Timestamp) row.get("run_at")).toInstant()).toSeconds();
         assertTrue(wait >= 18 && wait <= 26, "retry-after 20 s plus jitter, was " + wait);
         assertEquals(1, server.requests(), "the SDK did not retry by itself");
+        assertEquals(3 * 0.95, (Double) db.value("select requests_per_minute from layover.provider_keys "
+                + "where provider_key = 'openai:gpt-4o-mini' and pace_learned_until is not null"), 1e-9,
+                "the fleet learned 95 % of the 3 RPM the message stated as its pace");
     }
 
     @Test

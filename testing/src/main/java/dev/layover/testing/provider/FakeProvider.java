@@ -71,7 +71,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * <h2>Phases</h2>
  * {@link Endpoint#phase(Phase)} switches at once; {@link Endpoint#script(Stage...)} runs phases one
  * after another from now (the last one stays). {@link Phase#THROTTLED}: every request 429 with
- * {@code retry-after} of {@link Endpoint#throttledRetryAfter}; {@link Phase#OUTAGE}: 503;
+ * {@code retry-after} of {@link Endpoint#throttledRetryAfter} (its message names the request limit
+ * when one is set, else a token limit, so that no request pace is learned from it); {@link Phase#OUTAGE}: 503;
  * {@link Phase#OVERLOADED}: Anthropic's 529 {@code overloaded_error}; {@link Phase#REJECTING}: 400
  * {@code invalid_request_error}; {@link Phase#UNAUTHORIZED}: 401 {@code invalid_api_key};
  * {@link Phase#NORMAL}: answers within the bucket ("recovered" is NORMAL again).
@@ -587,10 +588,13 @@ public final class FakeProvider implements AutoCloseable {
             Map<String, String> h = new LinkedHashMap<>(limitHeaders);
             long retry = Math.max(1, (long) Math.ceil(waitSeconds));
             h.put("retry-after", String.valueOf(retry));
-            String per = windowName.equals("s") ? "requests per sec (RPS)" : "requests per min (RPM)";
+            String per;
             int limit;
             synchronized (lock) {
-                limit = limitPerWindow > 0 ? limitPerWindow : 60; // THROTTLED without a bucket still names a limit
+                per = limitPerWindow <= 0 ? "tokens per min (TPM)"
+                        : windowName.equals("s") ? "requests per sec (RPS)" : "requests per min (RPM)";
+                // THROTTLED without a request limit names a token limit: no request pace to learn from it
+                limit = limitPerWindow > 0 ? limitPerWindow : 40_000;
             }
             String msg = "Rate limit reached for " + model + " in organization org-fake on " + per + ": Limit "
                     + limit + ", Used " + limit + ", Requested 1. Please try again in "

@@ -12,6 +12,16 @@ final class KeyState {
     volatile Snapshot snapshot;
     /** {@link System#nanoTime()} of the last successful read from the database. */
     volatile long loadedAt;
+    /** The key's learned pace as last read or written, or null. */
+    volatile Learned learned;
+
+    /**
+     * A pace learned from a 429 (a row of {@code layover.buckets} with {@code learned_until}).
+     *
+     * @param bucket the bucket it amounts to (default burst and lease)
+     * @param until when it lapses
+     */
+    record Learned(BucketSettings bucket, java.time.Instant until) {}
 
     /** Request and token permits leased from the bucket, spendable until {@link #leaseExpires}. */
     private double leasedRequests;

@@ -142,7 +142,7 @@ public final class Limits {
         String trial = go.trialToken();
         Admission limits;
         try {
-            limits = claim(run, limitKeys);
+            limits = claim(gate, run, limitKeys);
         } catch (RuntimeException e) {
             Instant now = clock.instant();
             LOG.warn("Layover fails closed: cannot claim the limits of job {}/{} ({}); the job waits {} s without "
@@ -157,7 +157,7 @@ public final class Limits {
         return limits instanceof Admission.Go ? state : limits;
     }
 
-    private Admission claim(ProviderRun run, List<String> limitKeys) {
+    private Admission claim(ProviderGate gate, ProviderRun run, List<String> limitKeys) {
         TreeSet<String> sorted = new TreeSet<>(limitKeys);
         if (run.providerKey() != null) {
             sorted.add(run.providerKey());
@@ -171,6 +171,11 @@ public final class Limits {
         Map<String, String> describe = new LinkedHashMap<>();
         for (String k : sorted) {
             BucketSettings b = bucketOf(k);
+            boolean learned = false;
+            if (b == null && k.equals(run.providerKey())) {
+                b = gate.learnedBucket(k); // a pace learned from a 429: its row exists, never configured from here
+                learned = b != null;
+            }
             int m = concurrencyOf(k);
             if (b == null && m == 0) {
                 continue;
@@ -181,7 +186,7 @@ public final class Limits {
             tr.add(b == null ? 0 : b.tokenRate());
             tc.add(b == null ? 0 : b.tokenCapacity());
             max.add(m);
-            configure(k, b, m);
+            configure(k, learned ? null : b, m);
         }
         if (keys.isEmpty()) {
             return new Admission.Go(null);

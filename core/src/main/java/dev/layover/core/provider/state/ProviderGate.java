@@ -281,7 +281,7 @@ public final class ProviderGate {
             return a;
         }
         String trial = ((Admission.Go) a).trialToken();
-        BucketSettings bucket = withBucket ? config.buckets().get(key) : null;
+        BucketSettings bucket = withBucket ? bucketOf(ks, now) : null;
         if (bucket != null) {
             Admission b;
             try {
@@ -388,7 +388,12 @@ public final class ProviderGate {
                 return GO;
             }
             if (p.slot() == null) {
-                configureBucket(ks.key, b);
+                KeyState.Learned l = ks.learned;
+                if (l != null && l.bucket() == b) {
+                    learn(ks, b.requestsPerMinute(), l.until(), now); // the row is gone: write it again
+                } else {
+                    configureBucket(ks.key, b);
+                }
                 continue;
             }
             if (!p.slot().isAfter(now)) {
@@ -455,6 +460,13 @@ public final class ProviderGate {
         Instant now = now();
         KeyState ks = keyState(key);
         countCall(key, outcome);
+        if (outcome instanceof Outcome.RateLimited r && r.requestLimitPerSecond() != null) {
+            try {
+                learnFrom(ks, r.requestLimitPerSecond(), r.retryAfter(), now);
+            } catch (RuntimeException e) {
+                LOG.warn("Layover: could not write the pace of {} learned from a 429: {}", key, e.getMessage());
+            }
+        }
         Instant until = null;
         try {
             until = cooldownFor(key, outcome, now);
@@ -473,6 +485,95 @@ public final class ProviderGate {
             LOG.warn("Layover: could not write the breaker of {} after {}: {}", key, kind(outcome), e.getMessage());
         }
         return until;
+    }
+
+    // ---- learned pace ---------------------------------------------------------------------
+
+    /** A pace renewed less than this long ago is not written again (many workers meet one 429 burst). */
+    private static final Duration RENEW_AFTER = Duration.ofSeconds(30);
+
+    /**
+     * The bucket the key's calls pass: the configured one, else a learned pace in force, else null.
+     *
+     * @param ks the key
+     * @param now now
+     */
+    private BucketSettings bucketOf(KeyState ks, Instant now) {
+        BucketSettings b = config.buckets().get(ks.key);
+        if (b != null) {
+            return b;
+        }
+        KeyState.Learned l = ks.learned;
+        return l != null && l.until().isAfter(now) ? l.bucket() : null;
+    }
+
+    /**
+     * The pace learned for a key and in force now, for {@link Limits}; null when none (or when the
+     * key has a configured bucket).
+     *
+     * @param key the provider key
+     * @return the learned bucket, or null
+     */
+    BucketSettings learnedBucket(String key) {
+        if (config.buckets().containsKey(key)) {
+            return null;
+        }
+        KeyState ks = keys.get(key);
+        KeyState.Learned l = ks == null ? null : ks.learned;
+        return l != null && l.until().isAfter(now()) ? l.bucket() : null;
+    }
+
+    /** A 429 stated the key's limit: learn (or renew) its pace, unless a bucket is configured. */
+    private void learnFrom(KeyState ks, double limitPerSecond, Duration retryAfter, Instant now) {
+        CooldownSettings cs = config.cooldowns();
+        if (cs.learnedPaceFor().isZero() || config.buckets().containsKey(ks.key)) {
+            return;
+        }
+        double rpm = limitPerSecond * 60 * cs.learnedPaceShare();
+        KeyState.Learned l = ks.learned;
+        if (l != null && l.until().isAfter(now) && Math.abs(l.bucket().requestsPerMinute() - rpm) <= rpm * 0.01
+                && Duration.between(now, l.until()).compareTo(cs.learnedPaceFor().minus(RENEW_AFTER)) > 0) {
+            return;
+        }
+        Duration wait = retryAfter != null ? retryAfter : cs.rateLimitBase();
+        learn(ks, rpm, now.plus(cs.learnedPaceFor()), now.plus(wait));
+    }
+
+    /**
+     * Writes the key's learned pace ({@code StateSql.LEARN_PACE}) and keeps what the row holds.
+     *
+     * @param emptyAt when the provider's bucket is taken to be empty (the end of its wait): no
+     *     burst is handed out before then
+     */
+    private void learn(KeyState ks, double rpm, Instant until, Instant emptyAt) {
+        KeyState.Learned before = ks.learned;
+        BucketSettings wanted = BucketSettings.requestsPerMinute(rpm);
+        KeyState.Learned after = inline("learning the pace of " + ks.key, c -> {
+            try (PreparedStatement ps = c.prepareStatement(StateSql.LEARN_PACE)) {
+                Db.bind(ps, ks.key, rpm, (int) wanted.burst().toMillis(), workerName, ts(until),
+                        ts(emptyAt.plus(wanted.burst())));
+                try (ResultSet rs = ps.executeQuery()) {
+                    return rs.next() ? learned(rs.getDouble(1), instant(rs, "learned_until"), before) : null;
+                }
+            }
+        });
+        ks.learned = after;
+        if (after != null && (before == null || !before.until().isAfter(now())
+                || Math.abs(before.bucket().requestsPerMinute() - rpm) > rpm * 0.01)) {
+            LOG.info("Pace of {} learned from a 429: {} requests/min until {} (a bucket shared by the fleet)", ks.key,
+                    trim(Math.round(rpm * 100) / 100.0), after.until());
+        }
+    }
+
+    /** The learned pace of a row, reusing {@code previous} when it says the same (no new settings object per read). */
+    private static KeyState.Learned learned(double rpm, Instant until, KeyState.Learned previous) {
+        if (until == null || !(rpm > 0)) {
+            return null;
+        }
+        if (previous != null && previous.bucket().requestsPerMinute() == rpm) {
+            return previous.until().equals(until) ? previous : new KeyState.Learned(previous.bucket(), until);
+        }
+        return new KeyState.Learned(BucketSettings.requestsPerMinute(rpm), until);
     }
 
     /**
@@ -777,6 +878,7 @@ public final class ProviderGate {
     private void load(List<String> keyList, boolean background) {
         long started = System.nanoTime();
         List<String> missing = new ArrayList<>();
+        Map<String, Object[]> paces = new java.util.HashMap<>();
         Map<String, Snapshot> read = run(background, "reading the provider state of " + keyList.size() + " keys", c -> {
             Map<String, Snapshot> out = new java.util.HashMap<>();
             try (PreparedStatement ps = c.prepareStatement(StateSql.LOAD)) {
@@ -792,6 +894,8 @@ public final class ProviderGate {
                                 instant(rs, "open_until"), rs.getBoolean("trial_claimed"), instant(rs, "trial_claimed_at"),
                                 instant(rs, "trial_expires_at"), rs.getString("reason"), instant(rs, "until"),
                                 rs.getString("cooldown_reason"), rs.getString("cooldown_detail")));
+                        double rpm = rs.getDouble("learned_rpm");
+                        paces.put(key, new Object[] {rs.wasNull() ? null : rpm, instant(rs, "learned_until")});
                     }
                 }
             }
@@ -801,6 +905,8 @@ public final class ProviderGate {
             KeyState ks = keyState(e.getKey());
             ks.snapshot = e.getValue();
             ks.loadedAt = started;
+            Object[] pace = paces.get(e.getKey());
+            ks.learned = pace == null || pace[0] == null ? null : learned((Double) pace[0], (Instant) pace[1], ks.learned);
         }
         if (!missing.isEmpty()) {
             ensureBreakers(missing, background);
@@ -1004,7 +1110,7 @@ public final class ProviderGate {
      * @return how many jobs of each type were reserved (empty when none)
      */
     public Map<String, Integer> reserveBacklog(String key, List<BacklogType> types) {
-        BucketSettings b = key == null ? null : config.buckets().get(key);
+        BucketSettings b = key == null ? null : bucketOf(keyState(key), now());
         if (b == null || b.requestRate() <= 0 || !running) {
             return Map.of();
         }

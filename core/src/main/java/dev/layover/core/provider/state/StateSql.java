@@ -22,10 +22,12 @@ final class StateSql {
                    b.provider_key IS NOT NULL AS has_breaker,
                    b.state, b.open_until, b.trial_token IS NOT NULL AS trial_claimed,
                    b.trial_claimed_at, b.trial_expires_at, b.reason,
-                   c.until, c.reason AS cooldown_reason, c.detail AS cooldown_detail
+                   c.until, c.reason AS cooldown_reason, c.detail AS cooldown_detail,
+                   bk.requests_per_minute AS learned_rpm, bk.learned_until
             FROM unnest(?::text[]) AS k(key)
             LEFT JOIN layover.breakers b ON b.provider_key = k.key
-            LEFT JOIN layover.cooldowns c ON c.provider_key = k.key""";
+            LEFT JOIN layover.cooldowns c ON c.provider_key = k.key
+            LEFT JOIN layover.buckets bk ON bk.provider_key = k.key AND bk.learned_until > now()""";
 
     /** Creates closed breakers for keys seen for the first time. Parameters: keys, worker, origin. */
     static final String ENSURE_BREAKERS = """
@@ -225,12 +227,34 @@ final class StateSql {
             RETURNING c.until""";
 
     /** Writes a bucket's limits as configured by a starting worker. Parameters: key, rpm, tpm, burst ms, worker. */
+    /**
+     * A pace learned from a 429 that stated the key's limit: creates or renews the key's learned
+     * bucket; a configured bucket ({@code learned_until} NULL) is left alone. The provider has just
+     * refused, so its bucket is empty: {@code request_tat} moves to at least {@code empty_at}
+     * (the end of the wait it asked for plus one burst), so that no burst is handed out when the
+     * cooldown ends, only the pace. Parameters: key, requests per minute, burst ms, worker,
+     * learned until, empty_at. Returns the row's rate and {@code learned_until}; no row: a
+     * configured bucket.
+     */
+    static final String LEARN_PACE = """
+            INSERT INTO layover.buckets (provider_key, requests_per_minute, burst_ms, configured_by, learned_until,
+                                         request_tat)
+            VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (provider_key) DO UPDATE
+            SET requests_per_minute = excluded.requests_per_minute, tokens_per_minute = NULL,
+                burst_ms = excluded.burst_ms, configured_at = now(), configured_by = excluded.configured_by,
+                learned_until = greatest(layover.buckets.learned_until, excluded.learned_until),
+                request_tat = greatest(layover.buckets.request_tat, excluded.request_tat)
+            WHERE layover.buckets.learned_until IS NOT NULL
+            RETURNING requests_per_minute, learned_until""";
+
     static final String CONFIGURE_BUCKET = """
             INSERT INTO layover.buckets (provider_key, requests_per_minute, tokens_per_minute, burst_ms, configured_by)
             VALUES (?, ?, ?, ?, ?)
             ON CONFLICT (provider_key) DO UPDATE
             SET requests_per_minute = excluded.requests_per_minute, tokens_per_minute = excluded.tokens_per_minute,
-                burst_ms = excluded.burst_ms, configured_at = now(), configured_by = excluded.configured_by""";
+                burst_ms = excluded.burst_ms, configured_at = now(), configured_by = excluded.configured_by,
+                learned_until = NULL""";
 
     // GCRA, per dimension d (requests r, tokens t) with rate (units/s), capacity, need, extra:
     //   the need fits when the level (tat - now) * rate plus the need is within the capacity,
