@@ -136,7 +136,7 @@ public final class Bench {
                 int samples = quick ? 100 : 1000;
                 long t = System.nanoTime();
                 report.latency = LatencyBench.measure(db.dataSource(), db.jdbcUrl(), samples);
-                out.println("### Wake-up latency, enqueue to handler start (" + samples + " jobs, 10 ms apart, 8 threads)");
+                out.println("### Wake-up latency, enqueue to handler start (" + samples + " jobs, 10 ms apart, 8 threads, after " + LatencyBench.WARM_UP + " warm-up jobs)");
                 out.println();
                 out.println("| enqueued in | p50 ms | p95 ms | p99 ms |");
                 out.println("|---|---|---|---|");
@@ -206,7 +206,7 @@ public final class Bench {
     private static void throughput(PrintStream out, List<ThroughputBench.Run> runs, int jobs, int threads, int rounds,
             long t) {
         out.println("### Throughput, no-op jobs (" + String.format(Locale.ROOT, "%,d", jobs) + " per run, " + threads
-                + " threads, lock-and-fetch, rounds alternate)");
+                + " threads, lock-and-fetch, rounds alternate after a discarded warm-up round)");
         out.println();
         out.println("| round | db-scheduler jobs/s | Layover jobs/s (default: prefetch 2, history on) | ratio "
                 + "| Layover, history off | ratio | Layover prefetch 4 | ratio |");

@@ -28,6 +28,12 @@ public final class LatencyBench {
     /** Percentiles in milliseconds. */
     public record Result(String arm, int samples, double p50, double p95, double p99) {}
 
+    /**
+     * Jobs run and discarded before the measured ones (2 s): the JIT compiles the enqueue and pick
+     * paths, so the figures are a running worker's, not a cold start's.
+     */
+    static final int WARM_UP = 200;
+
     private LatencyBench() {}
 
     static JobType<Stamp> type(ConcurrentLinkedQueue<Long> latencies, CountDownLatch done) {
@@ -48,10 +54,10 @@ public final class LatencyBench {
     public static List<Result> measure(DataSource ds, String jdbcUrl, int n) throws Exception {
         List<Result> out = new ArrayList<>();
         ConcurrentLinkedQueue<Long> latencies = new ConcurrentLinkedQueue<>();
-        CountDownLatch done = new CountDownLatch(n + 20);
+        CountDownLatch done = new CountDownLatch(n + WARM_UP);
         JobType<Stamp> type = type(latencies, done);
         try (Layover worker = Layover.builder(ds).register(type).threads(8).start()) {
-            for (int i = 0; i < 20; i++) { // warm-up
+            for (int i = 0; i < WARM_UP; i++) {
                 worker.enqueue(type, new Stamp(micros(Instant.now())));
                 Thread.sleep(10);
             }
@@ -65,17 +71,17 @@ public final class LatencyBench {
             out.add(result("same JVM", latencies));
 
             latencies.clear();
-            CountDownLatch remote = new CountDownLatch(n + 20);
+            CountDownLatch remote = new CountDownLatch(n + WARM_UP);
             JobType<Stamp> remoteType = type(latencies, remote);
             try (Layover worker2 = Layover.builder(ds).register(remoteType).threads(8).start()) {
                 worker.stop();
                 try (JvmProcess child = JvmProcess.start(RemoteEnqueuer.class, "latency-enqueuer", jdbcUrl,
-                        String.valueOf(n + 20))) {
+                        String.valueOf(n + WARM_UP))) {
                     remote.await(120, TimeUnit.SECONDS);
                     child.waitFor(Duration.ofSeconds(30));
                 }
                 List<Long> all = new ArrayList<>(latencies);
-                out.add(result("another JVM (NOTIFY)", all.subList(Math.min(20, all.size()), all.size())));
+                out.add(result("another JVM (NOTIFY)", all.subList(Math.min(WARM_UP, all.size()), all.size())));
             }
         }
         return out;

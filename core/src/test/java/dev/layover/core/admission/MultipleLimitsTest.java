@@ -168,4 +168,42 @@ class MultipleLimitsTest {
             gate.stop();
         }
     }
+
+    /** A job with limit keys of its own is admitted by layover.admit: its provider key's learned pace applies there too. */
+    @Test
+    void aPaceLearnedForTheProviderKeyAlsoPacesJobsWithLimitKeys(TestDatabase db) {
+        Db d = new Db(db.dataSource());
+        Clock clock = Clock.systemUTC();
+        ProviderGate gate = new ProviderGate(d, clock, "w1", new ProviderGate.Config(BreakerSettings.defaults(), Map.of(),
+                CooldownSettings.defaults(), Map.of(), List.of()));
+        Limits limits = new Limits(d, clock, "w1", new Limits.Config(Map.of("tenant:*", 100), Map.of(),
+                Duration.ofSeconds(40)));
+        gate.start();
+        try {
+            gate.afterCall(PROVIDER, null, new Outcome.RateLimited(Duration.ofMillis(1), "429", 2.0));
+            assertEquals(114.0, (Double) db.value("select requests_per_minute from layover.buckets where provider_key = ? "
+                    + "and learned_until is not null", PROVIDER), 1e-9, "95 % of 2/s");
+            Admission.sleep(50); // the 1 ms cooldown is over
+            int go = 0;
+            Wait waited = null;
+            for (int i = 1; i <= 5 && waited == null; i++) {
+                db.update("insert into layover.scheduled_tasks (task_name, task_instance, execution_time, picked, picked_by, "
+                        + "last_heartbeat, version, consecutive_failures) values ('chat', ?, now(), true, 'w1', now(), 1, 0)",
+                        "j" + i);
+                var a = limits.admit(gate, gate.newRun(PROVIDER, "chat", "j" + i, 1, 0, 1), List.of("tenant:" + i));
+                if (a instanceof Go) {
+                    go++;
+                } else {
+                    waited = assertInstanceOf(Wait.class, a);
+                }
+            }
+            assertTrue(waited != null && waited.reason().equals("bucket") && waited.detail().contains(PROVIDER),
+                    "the learned pace of 1.9/s refused a call within the first second: " + waited + " after " + go);
+            assertTrue(go <= 1, "no burst right after the 429: " + go + " let through");
+            assertEquals(true, db.value("select learned_until is not null from layover.buckets where provider_key = ?", PROVIDER),
+                    "the limits path did not turn the learned row into a configured one");
+        } finally {
+            gate.stop();
+        }
+    }
 }

@@ -536,6 +536,9 @@ public final class ProviderGate {
             return;
         }
         Duration wait = retryAfter != null ? retryAfter : cs.rateLimitBase();
+        if (wait.compareTo(cs.learnedPaceFor()) > 0) {
+            wait = cs.learnedPaceFor(); // a longer wait is the cooldown's business, not the pace's
+        }
         learn(ks, rpm, now.plus(cs.learnedPaceFor()), now.plus(wait));
     }
 

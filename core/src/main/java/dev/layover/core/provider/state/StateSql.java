@@ -232,7 +232,7 @@ final class StateSql {
      * bucket; a configured bucket ({@code learned_until} NULL) is left alone. The provider has just
      * refused, so its bucket is empty: {@code request_tat} moves to at least {@code empty_at}
      * (the end of the wait it asked for plus one burst), so that no burst is handed out when the
-     * cooldown ends, only the pace. Parameters: key, requests per minute, burst ms, worker,
+     * cooldown ends, only the pace; a pace that had lapsed starts from {@code empty_at} afresh. Parameters: key, requests per minute, burst ms, worker,
      * learned until, empty_at. Returns the row's rate and {@code learned_until}; no row: a
      * configured bucket.
      */
@@ -244,7 +244,8 @@ final class StateSql {
             SET requests_per_minute = excluded.requests_per_minute, tokens_per_minute = NULL,
                 burst_ms = excluded.burst_ms, configured_at = now(), configured_by = excluded.configured_by,
                 learned_until = greatest(layover.buckets.learned_until, excluded.learned_until),
-                request_tat = greatest(layover.buckets.request_tat, excluded.request_tat)
+                request_tat = CASE WHEN layover.buckets.learned_until <= now() THEN excluded.request_tat
+                                   ELSE greatest(layover.buckets.request_tat, excluded.request_tat) END
             WHERE layover.buckets.learned_until IS NOT NULL
             RETURNING requests_per_minute, learned_until""";
 

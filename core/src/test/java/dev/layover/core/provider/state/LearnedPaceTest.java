@@ -149,6 +149,10 @@ class LearnedPaceTest {
             return brief.learnedBucket(KEY) == null;
         });
         assertSame(Admission.Go.class, brief.admitEndpoint(KEY, 0).getClass(), "called freely again");
+        db.update("update layover.buckets set request_tat = now() + interval '1 hour' where provider_key = ?", KEY);
+        brief.afterCall(KEY, null, new Outcome.RateLimited(Duration.ofMillis(1), "429 again", 10.0));
+        assertEquals(true, db.value("select request_tat < now() + interval '5 seconds' from layover.buckets "
+                + "where provider_key = ?", KEY), "a lapsed pace starts afresh, not from the permits it handed out before");
 
         ProviderGate off = gate(db, "worker-b", CooldownSettings.defaults().withoutLearnedPace(), Map.of());
         off.afterCall("other:key", null, new Outcome.RateLimited(Duration.ofMillis(1), "429", 10.0));
