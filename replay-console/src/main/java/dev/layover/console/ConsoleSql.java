@@ -73,7 +73,10 @@ final class ConsoleSql {
                    CASE WHEN c.until > now() THEN c.until END AS cooldown_until,
                    CASE WHEN c.until > now() THEN c.reason END AS cooldown_reason,
                    CASE WHEN c.until > now() THEN c.detail END AS cooldown_detail,
-                   bk.requests_per_minute, bk.tokens_per_minute, bk.burst_ms,
+                   CASE WHEN bk.learned_until IS NULL OR bk.learned_until > now()
+                        THEN bk.requests_per_minute END AS requests_per_minute,
+                   bk.tokens_per_minute, bk.burst_ms,
+                   CASE WHEN bk.learned_until > now() THEN bk.learned_until END AS pace_learned_until,
                    CASE WHEN greatest(bk.request_tat, bk.token_tat) > now()
                         THEN greatest(bk.request_tat, bk.token_tat) END AS bucket_booked_until,
                    CASE WHEN greatest(bk.request_tat, bk.token_tat) > now()

@@ -74,6 +74,9 @@ class ConsoleApiTest {
                 + "VALUES ('test:provider', now() + interval '5 minutes', 'rate_limited', 'slow down', now(), now())");
         db.update("INSERT INTO layover.buckets (provider_key, requests_per_minute, burst_ms, request_tat) "
                 + "VALUES ('test:provider', 60, 1000, now() + interval '3 seconds')");
+        db.update("INSERT INTO layover.buckets (provider_key, requests_per_minute, burst_ms, learned_until) "
+                + "VALUES ('learned:in-force', 2850, 1000, now() + interval '10 minutes'), "
+                + "('learned:lapsed', 2850, 1000, now() - interval '1 second')");
 
         ApiClient.Resp r = api.get("/api/overview");
         assertEquals(200, r.status(), r.body());
@@ -98,6 +101,13 @@ class ConsoleApiTest {
         assertEquals(60.0, test.get("requestsPerMinute").asDouble());
         assertTrue(test.get("bucketBookedAheadMs").asLong() > 0);
         assertEquals(2, test.get("jobs").asLong());
+        assertTrue(test.get("paceLearnedUntil").isNull(), "a configured bucket");
+        JsonNode learned = key(o.get("providerKeys"), "learned:in-force");
+        assertEquals(2850.0, learned.get("requestsPerMinute").asDouble());
+        assertTrue(Instant.parse(learned.get("paceLearnedUntil").asText()).isAfter(Instant.now()));
+        JsonNode lapsed = key(o.get("providerKeys"), "learned:lapsed");
+        assertTrue(lapsed.get("requestsPerMinute").isNull() && lapsed.get("paceLearnedUntil").isNull(),
+                "a lapsed pace limits nothing: " + lapsed);
     }
 
     @SuppressWarnings("unchecked")

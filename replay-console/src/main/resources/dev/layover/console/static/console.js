@@ -278,7 +278,9 @@
   function bucketText(k) {
     if (k.requestsPerMinute == null && k.tokensPerMinute == null) return el('span', { class: 'muted' }, 'no limit');
     const limits = [];
-    if (k.requestsPerMinute != null) limits.push(num(k.requestsPerMinute) + ' req/min');
+    if (k.requestsPerMinute != null) {
+      limits.push(num(k.requestsPerMinute) + ' req/min' + (k.paceLearnedUntil ? ' (learned from a 429)' : ''));
+    }
     if (k.tokensPerMinute != null) limits.push(num(k.tokensPerMinute) + ' tok/min');
     const ahead = k.bucketBookedAheadMs || 0;
     const burst = k.burstMs || 0;
