@@ -390,10 +390,10 @@ public final class ProviderGate {
             if (p.slot() == null) {
                 KeyState.Learned l = ks.learned;
                 if (l != null && l.bucket() == b) {
-                    learn(ks, b.requestsPerMinute(), l.until(), now); // the row is gone: write it again
-                } else {
-                    configureBucket(ks.key, b);
+                    ks.learned = null; // an operator deleted the learned pace: forget it here too
+                    return GO;
                 }
+                configureBucket(ks.key, b);
                 continue;
             }
             if (!p.slot().isAfter(now)) {

@@ -123,6 +123,20 @@ class LearnedPaceTest {
     }
 
     @Test
+    void aLearnedPaceDeletedByAnOperatorIsForgottenNotWrittenBack(TestDatabase db) {
+        ProviderGate a = gate(db, "worker-a", CooldownSettings.defaults(), Map.of());
+        a.afterCall(KEY, null, new Outcome.RateLimited(Duration.ofMillis(1), "429", 0.1));
+        assertNotNull(a.learnedBucket(KEY));
+        db.update("delete from layover.buckets where provider_key = ? and learned_until is not null", KEY);
+        Await.until(Duration.ofSeconds(5), "the 1 ms cooldown over", () -> !(a.admitEndpoint(KEY, 0) instanceof Admission.Wait));
+        assertNull(a.learnedBucket(KEY), "the instance dropped the pace when it found the row gone");
+        assertEquals(0L, db.count("select count(*) from layover.buckets where provider_key = ?", KEY), "and did not write it back");
+        for (int i = 0; i < 5; i++) {
+            assertSame(Admission.Go.class, a.admitEndpoint(KEY, 0).getClass(), "called freely");
+        }
+    }
+
+    @Test
     void aConfiguredBucketIsNeverOverwrittenByAPaceLearnedElsewhere(TestDatabase db) {
         ProviderGate configured = gate(db, "worker-a", CooldownSettings.defaults(),
                 Map.of(KEY, BucketSettings.requestsPerSecond(10)));
