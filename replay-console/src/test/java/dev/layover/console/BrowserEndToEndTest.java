@@ -32,6 +32,7 @@ import org.openqa.selenium.Dimension;
 import org.openqa.selenium.JavascriptExecutor;
 import org.openqa.selenium.Keys;
 import org.openqa.selenium.OutputType;
+import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.WebElement;
 import org.openqa.selenium.chrome.ChromeDriver;
 import org.openqa.selenium.chrome.ChromeDriverService;
@@ -319,7 +320,14 @@ class BrowserEndToEndTest {
         assertEquals("customer asked", db.value("select note from layover.audit_log where action = 'cancel'"));
 
         waiting().until(ExpectedConditions.invisibilityOfElementLocated(By.id("modal-backdrop")));
-        visible("#pause-target").sendKeys("work");
+        // the page renders again after the cancel (the job's row goes): type into the new form, not the old one
+        waiting().until(d -> d.findElements(By.cssSelector("#jobs button[data-cancel='wait-1']")).isEmpty());
+        waiting().ignoring(StaleElementReferenceException.class).until(d -> {
+            WebElement target = d.findElement(By.id("pause-target"));
+            target.clear();
+            target.sendKeys("work");
+            return "work".equals(target.getAttribute("value"));
+        });
         driver.findElement(By.cssSelector("#pause-form button[type=submit]")).click();
         visible("#pause-reason").sendKeys("maintenance");
         driver.findElement(By.id("modal-confirm")).click();

@@ -1,5 +1,6 @@
 package dev.layover.core.provider.state;
 
+import java.time.Instant;
 import java.util.concurrent.atomic.LongAdder;
 
 /** What this Layover instance keeps about one provider key. */
@@ -21,7 +22,7 @@ final class KeyState {
      * @param bucket the bucket it amounts to (default burst and lease)
      * @param until when it lapses
      */
-    record Learned(BucketSettings bucket, java.time.Instant until) {}
+    record Learned(BucketSettings bucket, Instant until) {}
 
     /** Request and token permits leased from the bucket, spendable until {@link #leaseExpires}. */
     private double leasedRequests;
