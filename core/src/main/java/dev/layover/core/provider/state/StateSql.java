@@ -226,15 +226,14 @@ final class StateSql {
                 updated_at = excluded.updated_at, updated_by = excluded.updated_by, change_origin = excluded.change_origin
             RETURNING c.until""";
 
-    /** Writes a bucket's limits as configured by a starting worker. Parameters: key, rpm, tpm, burst ms, worker. */
     /**
      * A pace learned from a 429 that stated the key's limit: creates or renews the key's learned
      * bucket; a configured bucket ({@code learned_until} NULL) is left alone. The provider has just
      * refused, so its bucket is empty: {@code request_tat} moves to at least {@code empty_at}
      * (the end of the wait it asked for plus one burst), so that no burst is handed out when the
-     * cooldown ends, only the pace; a pace that had lapsed starts from {@code empty_at} afresh. Parameters: key, requests per minute, burst ms, worker,
-     * learned until, empty_at. Returns the row's rate and {@code learned_until}; no row: a
-     * configured bucket.
+     * cooldown ends, only the pace; a pace that had lapsed starts from {@code empty_at} afresh.
+     * Parameters: key, requests per minute, burst ms, worker, learned until, empty_at. Returns the
+     * row's rate and {@code learned_until}; no row: a configured bucket.
      */
     static final String LEARN_PACE = """
             INSERT INTO layover.buckets (provider_key, requests_per_minute, burst_ms, configured_by, learned_until,
@@ -249,6 +248,10 @@ final class StateSql {
             WHERE layover.buckets.learned_until IS NOT NULL
             RETURNING requests_per_minute, learned_until""";
 
+    /**
+     * Writes a bucket's limits as configured by a starting worker; a learned pace of the key
+     * becomes a configured bucket. Parameters: key, rpm, tpm, burst ms, worker.
+     */
     static final String CONFIGURE_BUCKET = """
             INSERT INTO layover.buckets (provider_key, requests_per_minute, tokens_per_minute, burst_ms, configured_by)
             VALUES (?, ?, ?, ?, ?)
