@@ -11,8 +11,7 @@ import java.util.regex.Pattern;
  * <ol>
  *   <li>OpenAI's message {@code "... on requests per min (RPM): Limit 500, Used 500, Requested 1"}
  *       (also {@code per sec (RPS)}; a per-day limit is a spent quota, never a pace): the limit
- *       over its window, exact
- *       even when refused calls have driven the bucket below empty;
+ *       over its window, exact even when refused calls have driven the bucket below empty;
  *   <li>OpenAI's headers, when the requests limit is the one spent
  *       ({@code x-ratelimit-remaining-requests} 0 or less than the limit and a
  *       {@code x-ratelimit-reset-requests} to full): {@code (limit - remaining) / reset};
