@@ -471,18 +471,19 @@ public final class ProviderGate {
         try {
             until = cooldownFor(key, outcome, now);
         } catch (RuntimeException e) {
-            LOG.warn("Layover: could not write the cooldown of {} after {}: {}", key, kind(outcome), e.getMessage());
+            LOG.warn("Layover: could not write the cooldown of {} after {}: {}", key, SafeMetrics.outcomeTag(outcome),
+                    e.getMessage());
         }
         try {
             if (outcome instanceof Outcome.Done) {
                 success(ks, trialToken, now);
             } else if (isBreakerFailure(outcome)) {
-                failure(ks, trialToken, kind(outcome) + ": " + reasonOf(outcome), now);
+                failure(ks, trialToken, SafeMetrics.outcomeTag(outcome) + ": " + reasonOf(outcome), now);
             } else if (trialToken != null) {
                 releaseTrial(key, trialToken);
             }
         } catch (RuntimeException e) {
-            LOG.warn("Layover: could not write the breaker of {} after {}: {}", key, kind(outcome), e.getMessage());
+            LOG.warn("Layover: could not write the breaker of {} after {}: {}", key, SafeMetrics.outcomeTag(outcome), e.getMessage());
         }
         return until;
     }
@@ -745,25 +746,6 @@ public final class ProviderGate {
         } catch (RuntimeException e) {
             LOG.warn("Layover: could not give back the breaker trial of {} (it expires by itself): {}", key, e.getMessage());
         }
-    }
-
-    private static String kind(Outcome o) {
-        if (o instanceof Outcome.Overloaded) {
-            return "overloaded";
-        } else if (o instanceof Outcome.Transient) {
-            return "transient";
-        } else if (o instanceof Outcome.QuotaExhausted) {
-            return "quota_exhausted";
-        } else if (o instanceof Outcome.AuthRefused) {
-            return "auth_refused";
-        } else if (o instanceof Outcome.RateLimited) {
-            return "rate_limited";
-        } else if (o instanceof Outcome.Rejected) {
-            return "rejected";
-        } else if (o instanceof Outcome.Done) {
-            return "done";
-        }
-        return o.getClass().getSimpleName().toLowerCase(java.util.Locale.ROOT);
     }
 
     private static String reasonOf(Outcome o) {
