@@ -203,28 +203,7 @@ public final class SafeMetrics implements LayoverMetrics {
      * @return its name
      */
     public static String outcomeTag(Outcome o) {
-        if (o instanceof Outcome.Done) {
-            return "done";
-        } else if (o instanceof Outcome.Snooze) {
-            return "snooze";
-        } else if (o instanceof Outcome.RateLimited) {
-            return "rate_limited";
-        } else if (o instanceof Outcome.QuotaExhausted) {
-            return "quota_exhausted";
-        } else if (o instanceof Outcome.Overloaded) {
-            return "overloaded";
-        } else if (o instanceof Outcome.Transient) {
-            return "transient";
-        } else if (o instanceof Outcome.Retry) {
-            return "error";
-        } else if (o instanceof Outcome.AuthRefused) {
-            return "auth_refused";
-        } else if (o instanceof Outcome.Rejected) {
-            return "rejected";
-        } else if (o instanceof Outcome.Park) {
-            return "parked";
-        }
-        return "other";
+        return o.kind().tag();
     }
 
     /**
@@ -235,9 +214,10 @@ public final class SafeMetrics implements LayoverMetrics {
      * @return its name, or null
      */
     public static String callTag(Outcome o) {
-        if (o instanceof Outcome.Snooze) {
-            return null;
-        }
-        return o instanceof Outcome.Done ? "ok" : outcomeTag(o);
+        return switch (o.kind()) {
+            case SNOOZE -> null;
+            case DONE -> "ok";
+            default -> o.kind().tag();
+        };
     }
 }

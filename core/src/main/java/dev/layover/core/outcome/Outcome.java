@@ -18,20 +18,8 @@ import java.util.Objects;
  * that exhausts a limit is <em>parked</em>: moved, in one transaction, into
  * {@code layover.dead_letters} with its arguments and the error of every attempt.
  *
- * <table>
- *   <caption>Outcomes and their effect</caption>
- *   <tr><th>outcome</th><th>attempt spent</th><th>reschedules +1</th><th>parks as</th></tr>
- *   <tr><td>{@link Done}</td><td>no</td><td>no</td><td>- (row deleted)</td></tr>
- *   <tr><td>{@link Snooze}</td><td>no</td><td>yes</td><td>{@code snooze_exhausted} past the cap</td></tr>
- *   <tr><td>{@link RateLimited}</td><td>no</td><td>yes</td><td>{@code rate_limit_exhausted}</td></tr>
- *   <tr><td>{@link QuotaExhausted}</td><td>no</td><td>yes</td><td>{@code quota_exhausted}</td></tr>
- *   <tr><td>{@link Overloaded}</td><td>yes</td><td>no</td><td>{@code provider_unavailable}</td></tr>
- *   <tr><td>{@link Transient}</td><td>yes</td><td>no</td><td>{@code provider_unavailable}</td></tr>
- *   <tr><td>{@link Retry}</td><td>yes</td><td>no</td><td>{@code job_error}</td></tr>
- *   <tr><td>{@link AuthRefused}</td><td>no</td><td>no</td><td>{@code auth_refused}, at once</td></tr>
- *   <tr><td>{@link Rejected}</td><td>no</td><td>no</td><td>{@code rejected}, at once</td></tr>
- *   <tr><td>{@link Park}</td><td>no</td><td>no</td><td>{@code handler_parked}, at once</td></tr>
- * </table>
+ * <p>{@link Kind} is the one table of what each outcome does to the job row, the breaker and the
+ * cooldown of its provider key, and where it parks; {@link #kind()} names the row of an outcome.
  */
 public sealed interface Outcome
         permits Outcome.Done,
@@ -49,7 +37,18 @@ public sealed interface Outcome
      * The job is finished. Database: the job row is deleted (in a batched {@code DELETE},
      * version-checked: a row that changed meanwhile is left alone). No attempt is spent.
      */
-    record Done() implements Outcome {}
+    record Done() implements Outcome {
+        @Override
+        public Kind kind() {
+            return Kind.DONE;
+        }
+
+        /** @return {@code "done"} */
+        @Override
+        public String reason() {
+            return "done";
+        }
+    }
 
     /**
      * Run again after {@code delay}, on the job's own initiative. Database: {@code run_at = now +
@@ -60,6 +59,11 @@ public sealed interface Outcome
      * @param reason shown in {@code layover.jobs.reschedule_detail}
      */
     record Snooze(Duration delay, String reason) implements Outcome {
+        @Override
+        public Kind kind() {
+            return Kind.SNOOZE;
+        }
+
         public Snooze {
             requireNonNegative(delay, "delay");
         }
@@ -86,6 +90,11 @@ public sealed interface Outcome
      *     requests per second; {@code null} when it did not say
      */
     record RateLimited(Duration retryAfter, String reason, Double requestLimitPerSecond) implements Outcome {
+        @Override
+        public Kind kind() {
+            return Kind.RATE_LIMITED;
+        }
+
         public RateLimited {
             if (retryAfter != null) {
                 requireNonNegative(retryAfter, "retryAfter");
@@ -117,7 +126,12 @@ public sealed interface Outcome
      * @param resetAt when the quota comes back; {@code null} when unknown
      * @param reason the provider's words
      */
-    record QuotaExhausted(Instant resetAt, String reason) implements Outcome {}
+    record QuotaExhausted(Instant resetAt, String reason) implements Outcome {
+        @Override
+        public Kind kind() {
+            return Kind.QUOTA_EXHAUSTED;
+        }
+    }
 
     /**
      * The provider is overloaded (Anthropic 529, HTTP 503, Bedrock {@code ModelNotReady}).
@@ -129,6 +143,11 @@ public sealed interface Outcome
      * @param reason the provider's words
      */
     record Overloaded(Duration retryAfter, String reason) implements Outcome {
+        @Override
+        public Kind kind() {
+            return Kind.OVERLOADED;
+        }
+
         public Overloaded {
             if (retryAfter != null) {
                 requireNonNegative(retryAfter, "retryAfter");
@@ -144,7 +163,12 @@ public sealed interface Outcome
      * @param reason a short description
      * @param cause the exception, kept in the error log of the job; may be {@code null}
      */
-    record Transient(String reason, Throwable cause) implements Outcome {}
+    record Transient(String reason, Throwable cause) implements Outcome {
+        @Override
+        public Kind kind() {
+            return Kind.TRANSIENT;
+        }
+    }
 
     /**
      * The run failed for a reason of the job's own (a bug, a downstream error Layover cannot
@@ -157,6 +181,11 @@ public sealed interface Outcome
      * @param minDelay a floor under the backoff, or {@code null}
      */
     record Retry(String reason, Throwable cause, Duration minDelay) implements Outcome {
+        @Override
+        public Kind kind() {
+            return Kind.RETRY;
+        }
+
         public Retry {
             if (minDelay != null) {
                 requireNonNegative(minDelay, "minDelay");
@@ -170,7 +199,12 @@ public sealed interface Outcome
      *
      * @param reason the provider's words
      */
-    record AuthRefused(String reason) implements Outcome {}
+    record AuthRefused(String reason) implements Outcome {
+        @Override
+        public Kind kind() {
+            return Kind.AUTH_REFUSED;
+        }
+    }
 
     /**
      * The request itself is wrong (a 4xx other than the above, a prompt larger than any limit).
@@ -179,7 +213,12 @@ public sealed interface Outcome
      *
      * @param reason the provider's words
      */
-    record Rejected(String reason) implements Outcome {}
+    record Rejected(String reason) implements Outcome {
+        @Override
+        public Kind kind() {
+            return Kind.REJECTED;
+        }
+    }
 
     /**
      * Stop trying: the handler knows this job cannot succeed. Database: parked at once as
@@ -187,7 +226,166 @@ public sealed interface Outcome
      *
      * @param reason why, for the person who will look at the dead letter
      */
-    record Park(String reason) implements Outcome {}
+    record Park(String reason) implements Outcome {
+        @Override
+        public Kind kind() {
+            return Kind.PARK;
+        }
+    }
+
+    /** @return this outcome's row of the {@link Kind} table */
+    Kind kind();
+
+    /** @return the words describing this outcome (the provider's, the handler's), or {@code null} */
+    String reason();
+
+    /** @return the exception kept with this outcome, or {@code null} */
+    default Throwable cause() {
+        return null;
+    }
+
+    /** What an outcome does to its provider key's circuit breaker. */
+    enum BreakerEffect {
+        /** A success: counts toward the breaker's window; closes a half-open breaker whose trial it was. */
+        SUCCESS,
+        /** A failure: counts toward opening the breaker; reopens a half-open breaker whose trial it was. */
+        FAILURE,
+        /** Says nothing of the provider's health; a trial it was is given back for the next call. */
+        NONE
+    }
+
+    /** What an outcome does to its provider key's fleet-wide cooldown ({@code layover.cooldowns}). */
+    enum CooldownEffect {
+        /** No cooldown. */
+        NONE,
+        /**
+         * The key waits the provider's retry-after, or, when none was given, an escalating default
+         * ({@code CooldownSettings} rate-limit base doubling up to its cap).
+         */
+        RATE_LIMIT,
+        /** The key waits until the quota's stated reset, when one was stated. */
+        UNTIL_RESET,
+        /** A short escalating cooldown ({@code CooldownSettings} overload base up to its cap). */
+        OVERLOAD
+    }
+
+    /**
+     * The one table of what each outcome does. Every write of an outcome follows it: the engine's
+     * decision of what becomes of the run (done, reschedule, retry, park) and the provider state's
+     * breaker and cooldown updates read it, and nothing else decides these effects.
+     *
+     * <table>
+     *   <caption>Outcomes and their effect on the database</caption>
+     *   <tr><th>kind</th><th>tag</th><th>attempt spent</th><th>reschedules +1</th><th>breaker</th>
+     *       <th>cooldown of the key</th><th>parks as</th><th>when</th></tr>
+     *   <tr><td>DONE</td><td>done</td><td>no</td><td>no</td><td>success</td><td>-</td><td>-</td>
+     *       <td>row deleted</td></tr>
+     *   <tr><td>SNOOZE</td><td>snooze</td><td>no</td><td>yes</td><td>-</td><td>-</td>
+     *       <td>{@code snooze_exhausted}</td><td>past {@code maxReschedules}</td></tr>
+     *   <tr><td>RATE_LIMITED</td><td>rate_limited</td><td>no</td><td>yes</td><td>-</td>
+     *       <td>retry-after or escalating</td><td>{@code rate_limit_exhausted}</td>
+     *       <td>past {@code maxReschedules} or {@code maxDeferral}</td></tr>
+     *   <tr><td>QUOTA_EXHAUSTED</td><td>quota_exhausted</td><td>no</td><td>yes</td><td>failure</td>
+     *       <td>until the reset</td><td>{@code quota_exhausted}</td><td>no reset within
+     *       {@code maxDeferral}</td></tr>
+     *   <tr><td>OVERLOADED</td><td>overloaded</td><td>yes</td><td>no</td><td>failure</td>
+     *       <td>short, escalating</td><td>{@code provider_unavailable}</td><td>attempts run out</td></tr>
+     *   <tr><td>TRANSIENT</td><td>transient</td><td>yes</td><td>no</td><td>failure</td><td>-</td>
+     *       <td>{@code provider_unavailable}</td><td>attempts run out</td></tr>
+     *   <tr><td>RETRY</td><td>error</td><td>yes</td><td>no</td><td>-</td><td>-</td>
+     *       <td>{@code job_error}</td><td>attempts run out</td></tr>
+     *   <tr><td>AUTH_REFUSED</td><td>auth_refused</td><td>no</td><td>no</td><td>failure</td><td>-</td>
+     *       <td>{@code auth_refused}</td><td>at once</td></tr>
+     *   <tr><td>REJECTED</td><td>rejected</td><td>no</td><td>no</td><td>-</td><td>-</td>
+     *       <td>{@code rejected}</td><td>at once</td></tr>
+     *   <tr><td>PARK</td><td>parked</td><td>no</td><td>no</td><td>-</td><td>-</td>
+     *       <td>{@code handler_parked}</td><td>at once</td></tr>
+     * </table>
+     */
+    enum Kind {
+        /** {@link Done}. */
+        DONE("done", false, false, BreakerEffect.SUCCESS, CooldownEffect.NONE, null, false),
+        /** {@link Snooze}. */
+        SNOOZE("snooze", false, true, BreakerEffect.NONE, CooldownEffect.NONE, FailureType.SNOOZE_EXHAUSTED, false),
+        /** {@link RateLimited}. */
+        RATE_LIMITED("rate_limited", false, true, BreakerEffect.NONE, CooldownEffect.RATE_LIMIT,
+                FailureType.RATE_LIMIT_EXHAUSTED, false),
+        /** {@link QuotaExhausted}. */
+        QUOTA_EXHAUSTED("quota_exhausted", false, true, BreakerEffect.FAILURE, CooldownEffect.UNTIL_RESET,
+                FailureType.QUOTA_EXHAUSTED, false),
+        /** {@link Overloaded}. */
+        OVERLOADED("overloaded", true, false, BreakerEffect.FAILURE, CooldownEffect.OVERLOAD,
+                FailureType.PROVIDER_UNAVAILABLE, false),
+        /** {@link Transient}. */
+        TRANSIENT("transient", true, false, BreakerEffect.FAILURE, CooldownEffect.NONE,
+                FailureType.PROVIDER_UNAVAILABLE, false),
+        /** {@link Retry}. */
+        RETRY("error", true, false, BreakerEffect.NONE, CooldownEffect.NONE, FailureType.JOB_ERROR, false),
+        /** {@link AuthRefused}. */
+        AUTH_REFUSED("auth_refused", false, false, BreakerEffect.FAILURE, CooldownEffect.NONE,
+                FailureType.AUTH_REFUSED, true),
+        /** {@link Rejected}. */
+        REJECTED("rejected", false, false, BreakerEffect.NONE, CooldownEffect.NONE, FailureType.REJECTED, true),
+        /** {@link Park}. */
+        PARK("parked", false, false, BreakerEffect.NONE, CooldownEffect.NONE, FailureType.HANDLER_PARKED, true);
+
+        private final String tag;
+        private final boolean spendsAttempt;
+        private final boolean countsReschedule;
+        private final BreakerEffect breaker;
+        private final CooldownEffect cooldown;
+        private final FailureType parksAs;
+        private final boolean parksAtOnce;
+
+        Kind(String tag, boolean spendsAttempt, boolean countsReschedule, BreakerEffect breaker,
+                CooldownEffect cooldown, FailureType parksAs, boolean parksAtOnce) {
+            this.tag = tag;
+            this.spendsAttempt = spendsAttempt;
+            this.countsReschedule = countsReschedule;
+            this.breaker = breaker;
+            this.cooldown = cooldown;
+            this.parksAs = parksAs;
+            this.parksAtOnce = parksAtOnce;
+        }
+
+        /**
+         * @return the name in metrics tags, log lines, fallback trails and the error log of a job
+         *     ({@code kind}), e.g. {@code rate_limited}
+         */
+        public String tag() {
+            return tag;
+        }
+
+        /** @return whether the outcome spends an attempt ({@code attempts + 1}) */
+        public boolean spendsAttempt() {
+            return spendsAttempt;
+        }
+
+        /** @return whether the outcome reschedules the job ({@code reschedules + 1}, attempts untouched) */
+        public boolean countsReschedule() {
+            return countsReschedule;
+        }
+
+        /** @return what the outcome does to its provider key's breaker */
+        public BreakerEffect breaker() {
+            return breaker;
+        }
+
+        /** @return what the outcome does to its provider key's cooldown */
+        public CooldownEffect cooldown() {
+            return cooldown;
+        }
+
+        /** @return the failure type the job parks as when this outcome exhausts it; {@code null} for DONE */
+        public FailureType parksAs() {
+            return parksAs;
+        }
+
+        /** @return whether the outcome parks the job at once (no retry, no reschedule) */
+        public boolean parksAtOnce() {
+            return parksAtOnce;
+        }
+    }
 
     // ---- factories -------------------------------------------------------------------------
 
@@ -317,7 +515,7 @@ public sealed interface Outcome
      * @return true for {@link Overloaded}, {@link Transient} and {@link Retry}
      */
     default boolean spendsAttempt() {
-        return this instanceof Overloaded || this instanceof Transient || this instanceof Retry;
+        return kind().spendsAttempt();
     }
 
     private static void requireNonNegative(Duration d, String name) {

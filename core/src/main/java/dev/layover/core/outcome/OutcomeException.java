@@ -28,12 +28,6 @@ public class OutcomeException extends LayoverException {
     }
 
     private static Throwable causeOf(Outcome o) {
-        if (o instanceof Outcome.Transient t) {
-            return t.cause();
-        }
-        if (o instanceof Outcome.Retry r) {
-            return r.cause();
-        }
-        return null;
+        return o == null ? null : o.cause();
     }
 }

@@ -47,36 +47,22 @@ final class EndpointSteps {
         return b == null || a.compareTo(b) >= 0 ? a : b;
     }
 
-    /** The trail result of a failed call. */
+    /** The trail result of a failed call: its kind's tag, {@code error} for anything but a provider failure. */
     static String kind(Outcome o) {
-        if (o instanceof Outcome.Overloaded) {
-            return "overloaded";
-        } else if (o instanceof Outcome.Transient) {
-            return "transient";
-        } else if (o instanceof Outcome.QuotaExhausted) {
-            return "quota_exhausted";
-        } else if (o instanceof Outcome.AuthRefused) {
-            return "auth_refused";
-        } else if (o instanceof Outcome.Rejected) {
-            return "rejected";
-        }
-        return "error";
+        return isProviderFailure(o) ? o.kind().tag() : "error";
+    }
+
+    /** A breaker failure, or a request the provider refused as wrong. */
+    private static boolean isProviderFailure(Outcome o) {
+        return o.kind().breaker() == Outcome.BreakerEffect.FAILURE || o.kind() == Outcome.Kind.REJECTED;
     }
 
     /** The reason a failed call's outcome gives, for the trail. */
     static String reason(Outcome o) {
-        if (o instanceof Outcome.Overloaded ov) {
-            return ov.reason();
-        } else if (o instanceof Outcome.Transient t) {
-            return t.reason() != null ? t.reason() : String.valueOf(t.cause());
-        } else if (o instanceof Outcome.QuotaExhausted q) {
-            return q.reason();
-        } else if (o instanceof Outcome.AuthRefused a) {
-            return a.reason();
-        } else if (o instanceof Outcome.Rejected r) {
-            return r.reason();
+        if (!isProviderFailure(o)) {
+            return String.valueOf(o);
         }
-        return String.valueOf(o);
+        return o.reason() != null ? o.reason() : String.valueOf(o.cause());
     }
 
     /** {@code head} followed by every step: its key, result and wait. */

@@ -475,12 +475,14 @@ public final class ProviderGate {
                     e.getMessage());
         }
         try {
-            if (outcome instanceof Outcome.Done) {
-                success(ks, trialToken, now);
-            } else if (isBreakerFailure(outcome)) {
-                failure(ks, trialToken, SafeMetrics.outcomeTag(outcome) + ": " + reasonOf(outcome), now);
-            } else if (trialToken != null) {
-                releaseTrial(key, trialToken);
+            switch (outcome.kind().breaker()) {
+                case SUCCESS -> success(ks, trialToken, now);
+                case FAILURE -> failure(ks, trialToken, SafeMetrics.outcomeTag(outcome) + ": " + reasonOf(outcome), now);
+                case NONE -> {
+                    if (trialToken != null) {
+                        releaseTrial(key, trialToken);
+                    }
+                }
             }
         } catch (RuntimeException e) {
             LOG.warn("Layover: could not write the breaker of {} after {}: {}", key, SafeMetrics.outcomeTag(outcome), e.getMessage());
@@ -585,24 +587,30 @@ public final class ProviderGate {
      * @return whether it counts as a breaker failure: OVERLOADED, TRANSIENT, QUOTA_EXHAUSTED, AUTH_REFUSED
      */
     public static boolean isBreakerFailure(Outcome o) {
-        return o instanceof Outcome.Overloaded || o instanceof Outcome.Transient
-                || o instanceof Outcome.QuotaExhausted || o instanceof Outcome.AuthRefused;
+        return o.kind().breaker() == Outcome.BreakerEffect.FAILURE;
     }
 
     private Instant cooldownFor(String key, Outcome o, Instant now) {
         CooldownSettings cs = config.cooldowns();
-        if (o instanceof Outcome.RateLimited r) {
-            return cooldown(key, now, null, r.retryAfter(), cs.rateLimitBase(), cs.rateLimitCap(), "rate_limited", r.reason());
-        }
-        if (o instanceof Outcome.QuotaExhausted q && q.resetAt() != null) {
-            return cooldown(key, now, q.resetAt(), null, cs.rateLimitBase(), cs.rateLimitCap(), "quota_exhausted", q.reason());
-        }
-        if (o instanceof Outcome.Overloaded ov) {
-            Duration wait = ov.retryAfter() == null ? null
-                    : ov.retryAfter().compareTo(cs.overloadCap()) > 0 ? cs.overloadCap() : ov.retryAfter();
-            return cooldown(key, now, null, wait, cs.overloadBase(), cs.overloadCap(), "overloaded", ov.reason());
-        }
-        return null;
+        return switch (o.kind().cooldown()) {
+            case RATE_LIMIT -> {
+                Outcome.RateLimited r = (Outcome.RateLimited) o;
+                yield cooldown(key, now, null, r.retryAfter(), cs.rateLimitBase(), cs.rateLimitCap(), "rate_limited",
+                        r.reason());
+            }
+            case UNTIL_RESET -> {
+                Outcome.QuotaExhausted q = (Outcome.QuotaExhausted) o;
+                yield q.resetAt() == null ? null : cooldown(key, now, q.resetAt(), null, cs.rateLimitBase(),
+                        cs.rateLimitCap(), "quota_exhausted", q.reason());
+            }
+            case OVERLOAD -> {
+                Outcome.Overloaded ov = (Outcome.Overloaded) o;
+                Duration wait = ov.retryAfter() == null ? null
+                        : ov.retryAfter().compareTo(cs.overloadCap()) > 0 ? cs.overloadCap() : ov.retryAfter();
+                yield cooldown(key, now, null, wait, cs.overloadBase(), cs.overloadCap(), "overloaded", ov.reason());
+            }
+            case NONE -> null;
+        };
     }
 
     private Instant cooldown(String key, Instant now, Instant untilAbs, Duration wait, Duration base, Duration cap,
@@ -749,16 +757,7 @@ public final class ProviderGate {
     }
 
     private static String reasonOf(Outcome o) {
-        if (o instanceof Outcome.Overloaded ov) {
-            return ov.reason();
-        } else if (o instanceof Outcome.Transient t) {
-            return t.reason() != null ? t.reason() : String.valueOf(t.cause());
-        } else if (o instanceof Outcome.QuotaExhausted q) {
-            return q.reason();
-        } else if (o instanceof Outcome.AuthRefused a) {
-            return a.reason();
-        }
-        return String.valueOf(o);
+        return o.reason() != null ? o.reason() : String.valueOf(o.cause());
     }
 
     // ---- operators --------------------------------------------------------------------------
