@@ -4,15 +4,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.github.kagkarlsson.scheduler.task.Task;
 import dev.layover.core.control.JobControl;
 import dev.layover.core.history.JobHistoryRetention;
-import dev.layover.core.internal.ArgsCodec;
-import dev.layover.core.internal.Controls;
-import dev.layover.core.internal.Db;
-import dev.layover.core.internal.Engine;
-import dev.layover.core.internal.Enqueuer;
-import dev.layover.core.internal.Observability;
-import dev.layover.core.internal.Registry;
-import dev.layover.core.internal.SafeMetrics;
-import dev.layover.core.internal.StateSampler;
+import dev.layover.core.internal.engine.Engine;
+import dev.layover.core.internal.engine.EngineConfig;
+import dev.layover.core.internal.gate.Limits;
+import dev.layover.core.internal.jobs.Registry;
 import dev.layover.core.metrics.LayoverMetrics;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.ProviderClassifier;
@@ -20,8 +15,6 @@ import dev.layover.core.provider.state.BreakerListener;
 import dev.layover.core.provider.state.BreakerSettings;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.provider.state.CooldownSettings;
-import dev.layover.core.provider.state.Limits;
-import dev.layover.core.provider.state.ProviderGate;
 import dev.layover.core.provider.state.ProviderStates;
 import dev.layover.migrations.LayoverMigrations;
 import java.net.InetAddress;
@@ -64,63 +57,29 @@ import javax.sql.DataSource;
  */
 public final class Layover implements AutoCloseable {
 
-    private final Db db;
-    private final Registry registry;
-    private final Enqueuer enqueuer;
     private final Engine engine;
-    private final ProviderStates providerStates;
-    private final JobControl control;
+    private final DataSource dataSource;
     private final List<Task<?>> extraTasks;
     private final List<LayoverPlugin> plugins;
-    private final SafeMetrics metrics;
-    private final StateSampler sampler;
     /** The history retention this instance runs while started (null: history off or kept forever). */
     private final JobHistoryRetention historyRetention;
     private final String workerName;
-    private final boolean migrate;
     private volatile boolean started;
     private volatile boolean stopped;
 
     private Layover(Builder b) {
-        this.db = new Db(b.dataSource);
-        this.registry = new Registry(b.types, b.objectMapper != null ? b.objectMapper : ArgsCodec.defaultMapper(),
-                b.maxArgsBytes);
-        Clock clock = Clock.systemUTC();
-        this.enqueuer = new Enqueuer(db, clock);
-        String worker = b.workerName != null ? b.workerName : defaultWorkerName();
-        Duration twoPolls = b.pollInterval.multipliedBy(2);
-        Duration grace = Duration.ofSeconds(ProviderGate.Config.DEFAULT_PERMIT_GRACE_SECONDS);
-        ProviderGate gate = new ProviderGate(db, clock, worker, new ProviderGate.Config(
-                b.breakers, b.perKeyBreakers, b.cooldowns, b.buckets, b.breakerListeners,
-                twoPolls.compareTo(grace) > 0 ? twoPolls : grace));
-        this.metrics = SafeMetrics.of(b.metrics);
-        gate.metrics(metrics);
-        this.sampler = new StateSampler(db, metrics, worker);
-        this.providerStates = new ProviderStates(gate);
-        for (String typeName : b.tokenCosts.keySet()) {
-            if (registry.get(typeName) == null) {
-                throw new ConfigurationException("tokenCost given for job type '" + typeName + "', which is not registered");
-            }
-        }
-        this.engine = new Engine(db, clock, registry, b.classifier, new Engine.Settings(
-                b.threads, b.pollInterval, b.heartbeatInterval, b.missedHeartbeats, b.shutdownMaxWait,
-                worker, b.priority, b.prefetch), gate, b.tokenCosts,
-                new Observability(metrics, b.history, b.historyArgs));
-        // admission and control (docs/admission-and-control.md): limits of the engine, the operators' handle
-        Map<String, BucketSettings> limitBuckets = new LinkedHashMap<>(b.buckets);
-        limitBuckets.putAll(b.patternBuckets);
-        engine.limits(new Limits(db, clock, worker,
-                new Limits.Config(b.concurrencyLimits, limitBuckets,
-                        b.heartbeatInterval.multipliedBy(b.missedHeartbeats))));
-        this.control = new JobControl(new Controls(db, clock,
-                new Observability(metrics, b.history, b.historyArgs)));
+        this.dataSource = b.dataSource;
+        this.workerName = b.workerName != null ? b.workerName : defaultWorkerName();
+        this.engine = new Engine(new EngineConfig(b.dataSource, b.clock, workerName, b.types, b.objectMapper,
+                b.maxArgsBytes, b.classifier, b.threads, b.pollInterval, b.heartbeatInterval, b.missedHeartbeats,
+                b.shutdownMaxWait, b.priority, b.prefetch, b.breakers, b.perKeyBreakers, b.cooldowns, b.buckets,
+                b.patternBuckets, b.concurrencyLimits, b.breakerListeners, b.tokenCosts, b.metrics, b.history,
+                b.historyArgs));
         this.extraTasks = List.copyOf(b.extraTasks);
         this.plugins = List.copyOf(b.plugins);
         this.historyRetention = b.history && !b.historyKeep.isZero()
                 ? JobHistoryRetention.builder(b.dataSource).keep(b.historyKeep).build() : null;
-        this.workerName = worker;
-        this.migrate = b.migrate;
-        if (migrate) {
+        if (b.migrate) {
             LayoverMigrations.migrate(b.dataSource);
         }
     }
@@ -154,7 +113,6 @@ public final class Layover implements AutoCloseable {
             tasks.addAll(p.tasks(this));
         }
         engine.start(tasks);
-        sampler.start();
         if (historyRetention != null) {
             historyRetention.start(workerName);
         }
@@ -169,7 +127,6 @@ public final class Layover implements AutoCloseable {
      */
     public synchronized void stop() {
         if (started && !stopped) {
-            sampler.stop();
             if (historyRetention != null) {
                 historyRetention.stop();
             }
@@ -228,7 +185,7 @@ public final class Layover implements AutoCloseable {
      * @throws LayoverException when the database fails
      */
     public <A> Enqueued enqueue(JobType<A> type, A args, EnqueueOptions options) {
-        Enqueued e = enqueuer.enqueue(null, registry.require(type), args, Objects.requireNonNull(options, "options"));
+        Enqueued e = engine.enqueuer().enqueue(null, engine.registry().require(type), args, Objects.requireNonNull(options, "options"));
         wakeIfDue(options);
         return e;
     }
@@ -249,7 +206,7 @@ public final class Layover implements AutoCloseable {
      */
     public <A> Enqueued enqueue(Connection connection, JobType<A> type, A args, EnqueueOptions options) {
         Objects.requireNonNull(connection, "connection");
-        return enqueuer.enqueue(connection, registry.require(type), args, Objects.requireNonNull(options, "options"));
+        return engine.enqueuer().enqueue(connection, engine.registry().require(type), args, Objects.requireNonNull(options, "options"));
     }
 
     /**
@@ -275,7 +232,7 @@ public final class Layover implements AutoCloseable {
      * @return one result per argument, in order; {@code created = false} where a key existed
      */
     public <A> List<Enqueued> enqueueBatch(JobType<A> type, List<A> args, Function<? super A, EnqueueOptions> options) {
-        List<Enqueued> out = enqueuer.enqueueBatch(null, registry.require(type), args, options);
+        List<Enqueued> out = engine.enqueuer().enqueueBatch(null, engine.registry().require(type), args, options);
         engine.wakeUp();
         return out;
     }
@@ -293,7 +250,7 @@ public final class Layover implements AutoCloseable {
     public <A> List<Enqueued> enqueueBatch(Connection connection, JobType<A> type, List<A> args,
             Function<? super A, EnqueueOptions> options) {
         Objects.requireNonNull(connection, "connection");
-        return enqueuer.enqueueBatch(connection, registry.require(type), args, options);
+        return engine.enqueuer().enqueueBatch(connection, engine.registry().require(type), args, options);
     }
 
     /**
@@ -312,14 +269,14 @@ public final class Layover implements AutoCloseable {
      * @return the registered job type of that name
      */
     public Optional<JobType<?>> jobType(String name) {
-        Registry.Entry<?> e = registry.get(name);
+        Registry.Entry<?> e = engine.registry().get(name);
         return e == null ? Optional.empty() : Optional.of(e.type());
     }
 
     /** @return the registered job types, in registration order */
     public List<JobType<?>> jobTypes() {
         List<JobType<?>> out = new ArrayList<>();
-        registry.entries().forEach(e -> out.add(e.type()));
+        engine.registry().entries().forEach(e -> out.add(e.type()));
         return out;
     }
 
@@ -334,7 +291,7 @@ public final class Layover implements AutoCloseable {
      * @throws InvalidArgsException with Jackson's explanation when they do not read
      */
     public byte[] validateArgs(String jobType, String json) {
-        Registry.Entry<?> e = registry.get(jobType);
+        Registry.Entry<?> e = engine.registry().get(jobType);
         if (e == null) {
             throw new UnknownJobTypeException(jobType, "job type '" + jobType + "' is not registered here");
         }
@@ -343,7 +300,7 @@ public final class Layover implements AutoCloseable {
 
     /** @return the data source Layover uses */
     public DataSource dataSource() {
-        return db.dataSource();
+        return dataSource;
     }
 
     /**
@@ -354,7 +311,7 @@ public final class Layover implements AutoCloseable {
      * @return the metrics, never null
      */
     public LayoverMetrics metrics() {
-        return metrics;
+        return engine.metrics();
     }
 
     /**
@@ -364,7 +321,7 @@ public final class Layover implements AutoCloseable {
      * @return the provider state handle of this instance
      */
     public ProviderStates providerStates() {
-        return providerStates;
+        return engine.providerStates();
     }
 
     /**
@@ -374,7 +331,7 @@ public final class Layover implements AutoCloseable {
      * @return the control handle of this instance
      */
     public JobControl control() {
-        return control;
+        return engine.control();
     }
 
     /**
@@ -474,6 +431,7 @@ public final class Layover implements AutoCloseable {
         private boolean history = true;
         private boolean historyArgs;
         private Duration historyKeep = JobHistoryRetention.DEFAULT_KEEP;
+        private Clock clock = Clock.systemUTC();
 
         private Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -830,6 +788,19 @@ public final class Layover implements AutoCloseable {
                 throw new ConfigurationException("historyRetention must not be negative, was " + keep);
             }
             this.historyKeep = keep;
+            return this;
+        }
+
+        /**
+         * The clock every decision of this instance reads: run times of enqueued jobs, backoffs,
+         * heartbeats and dead-worker detection, cooldowns and bucket permits. For tests that move
+         * time themselves; production code leaves the default.
+         *
+         * @param clock the clock; default the system clock
+         * @return this builder
+         */
+        public Builder clock(Clock clock) {
+            this.clock = Objects.requireNonNull(clock, "clock");
             return this;
         }
 

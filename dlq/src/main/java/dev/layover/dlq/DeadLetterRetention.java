@@ -6,7 +6,7 @@ import com.github.kagkarlsson.scheduler.task.helper.Tasks;
 import com.github.kagkarlsson.scheduler.task.schedule.Schedules;
 import dev.layover.core.Layover;
 import dev.layover.core.LayoverPlugin;
-import dev.layover.core.internal.Db;
+import dev.layover.core.internal.db.Db;
 import java.sql.PreparedStatement;
 import java.sql.Timestamp;
 import java.time.Duration;

@@ -6,7 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.layover.core.Layover;
 import dev.layover.core.LayoverException;
 import dev.layover.core.UnknownJobTypeException;
-import dev.layover.core.internal.Db;
+import dev.layover.core.internal.db.Db;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;

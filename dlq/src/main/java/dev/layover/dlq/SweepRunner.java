@@ -4,7 +4,7 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.LayoverException;
 import dev.layover.core.UnknownJobTypeException;
-import dev.layover.core.internal.Db;
+import dev.layover.core.internal.db.Db;
 import dev.layover.core.outcome.FailureType;
 import dev.layover.core.provider.state.BreakerState;
 import java.sql.PreparedStatement;

@@ -1,8 +1,6 @@
 package dev.layover.core.control;
 
-import dev.layover.core.internal.Controls;
-import dev.layover.core.internal.Db;
-import java.time.Clock;
+import dev.layover.core.internal.engine.Controls;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -38,18 +36,7 @@ import javax.sql.DataSource;
  *
  * <p>Thread-safe.
  */
-public final class JobControl {
-
-    private final Controls controls;
-
-    /**
-     * For Layover itself.
-     *
-     * @param controls the implementation
-     */
-    public JobControl(Controls controls) {
-        this.controls = Objects.requireNonNull(controls, "controls");
-    }
+public interface JobControl {
 
     /**
      * A handle for a JVM that runs no jobs (a standalone console). Cancels write history rows as
@@ -58,9 +45,8 @@ public final class JobControl {
      * @param dataSource the Layover database
      * @return the handle
      */
-    public static JobControl create(DataSource dataSource) {
-        return new JobControl(new Controls(new Db(Objects.requireNonNull(dataSource, "dataSource")), Clock.systemUTC(),
-                null));
+    static JobControl create(DataSource dataSource) {
+        return Controls.create(Objects.requireNonNull(dataSource, "dataSource"));
     }
 
     /**
@@ -73,10 +59,7 @@ public final class JobControl {
      * @return {@code CANCELLED} (with the dead letter), {@code REQUESTED} (running) or {@code NOT_FOUND}
      * @throws dev.layover.core.LayoverException when the database fails
      */
-    public CancelResult cancel(String jobType, String jobId, String by, String reason) {
-        Objects.requireNonNull(jobId, "jobId");
-        return controls.cancel(jobType(jobType), jobId, who(by), reason);
-    }
+    CancelResult cancel(String jobType, String jobId, String by, String reason);
 
     /**
      * Pauses a job type: none of its jobs starts until {@link #resumeJobType}. Pausing what is
@@ -87,9 +70,7 @@ public final class JobControl {
      * @param reason why (recorded), or null
      * @return the active pause
      */
-    public Pause pauseJobType(String jobType, String by, String reason) {
-        return controls.pause(Pause.Scope.JOB_TYPE, jobType(jobType), who(by), reason);
-    }
+    Pause pauseJobType(String jobType, String by, String reason);
 
     /**
      * Resumes a job type.
@@ -98,9 +79,7 @@ public final class JobControl {
      * @param by who resumes (recorded)
      * @return the pause that ended, or empty when it was not paused
      */
-    public Optional<Pause> resumeJobType(String jobType, String by) {
-        return controls.resume(Pause.Scope.JOB_TYPE, target(jobType), who(by));
-    }
+    Optional<Pause> resumeJobType(String jobType, String by);
 
     /**
      * Pauses a key: no job whose provider key, or one of whose limit keys, is {@code key} starts
@@ -111,9 +90,7 @@ public final class JobControl {
      * @param reason why (recorded), or null
      * @return the active pause
      */
-    public Pause pauseKey(String key, String by, String reason) {
-        return controls.pause(Pause.Scope.KEY, target(key), who(by), reason);
-    }
+    Pause pauseKey(String key, String by, String reason);
 
     /**
      * Resumes a key.
@@ -122,46 +99,14 @@ public final class JobControl {
      * @param by who resumes (recorded)
      * @return the pause that ended, or empty when it was not paused
      */
-    public Optional<Pause> resumeKey(String key, String by) {
-        return controls.resume(Pause.Scope.KEY, target(key), who(by));
-    }
+    Optional<Pause> resumeKey(String key, String by);
 
     /** @return the active pauses, oldest first */
-    public List<Pause> activePauses() {
-        return controls.activePauses();
-    }
+    List<Pause> activePauses();
 
     /**
      * @param limit how many
      * @return the newest pauses, active or ended, newest first
      */
-    public List<Pause> recentPauses(int limit) {
-        if (limit < 1) {
-            throw new IllegalArgumentException("limit must be at least 1");
-        }
-        return controls.recentPauses(limit);
-    }
-
-    private static String who(String by) {
-        if (by == null || by.isBlank() || by.length() > 200) {
-            throw new IllegalArgumentException("by (who takes the action) must be 1-200 characters");
-        }
-        return by;
-    }
-
-    /** A job type name; Layover's own tasks ({@code layover-...}) are not jobs and cannot be cancelled or paused. */
-    private static String jobType(String t) {
-        target(t);
-        if (t.startsWith("layover-")) {
-            throw new IllegalArgumentException("'" + t + "' is one of Layover's own tasks, not a job type");
-        }
-        return t;
-    }
-
-    private static String target(String t) {
-        if (t == null || t.isBlank() || t.length() > 200) {
-            throw new IllegalArgumentException("a job type or key must be 1-200 characters");
-        }
-        return t;
-    }
+    List<Pause> recentPauses(int limit);
 }

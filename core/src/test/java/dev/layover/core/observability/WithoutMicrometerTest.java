@@ -112,7 +112,7 @@ class WithoutMicrometerTest {
             } finally {
                 layoverClass.getMethod("stop").invoke(layover);
             }
-            assertTrue(loader.loaded("dev.layover.core.internal.Engine"), "the engine ran in isolation");
+            assertTrue(loader.loaded("dev.layover.core.internal.engine.Engine"), "the engine ran in isolation");
             assertTrue(!loader.loaded(MicrometerMetrics.class.getName()), "MicrometerMetrics was never loaded");
         }
     }

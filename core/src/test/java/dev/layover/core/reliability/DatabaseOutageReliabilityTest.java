@@ -322,9 +322,9 @@ class DatabaseOutageReliabilityTest {
                 assertEquals(1, perJob.get(id), "the long job " + id + " ran once");
             }
             for (Map<String, Integer> events : logs) {
-                assertEquals(1, events.getOrDefault("WARN dev.layover.core.internal.DatabaseOutage", 0),
+                assertEquals(1, events.getOrDefault("WARN dev.layover.core.internal.db.DatabaseOutage", 0),
                         "one line when it goes: " + events);
-                assertEquals(1, events.getOrDefault("INFO dev.layover.core.internal.DatabaseOutage", 0),
+                assertEquals(1, events.getOrDefault("INFO dev.layover.core.internal.db.DatabaseOutage", 0),
                         "one line when it is back: " + events);
                 for (var e : events.entrySet()) {
                     if ((e.getKey().startsWith("WARN") || e.getKey().startsWith("ERROR")) && e.getKey().contains("dev.layover")) {

@@ -16,7 +16,7 @@ import dev.layover.core.InvalidArgsException;
 import dev.layover.core.JobPolicy;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
-import dev.layover.core.internal.ArgsCodec;
+import dev.layover.core.internal.jobs.ArgsCodec;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
 import dev.layover.testing.LayoverPostgresExtension;

@@ -113,22 +113,22 @@ public record BucketSettings(double requestsPerMinute, double tokensPerMinute, D
     }
 
     /** @return requests per second, 0 for none */
-    double requestRate() {
+    public double requestRate() {
         return requestsPerMinute / 60.0;
     }
 
     /** @return tokens per second, 0 for none */
-    double tokenRate() {
+    public double tokenRate() {
         return tokensPerMinute / 60.0;
     }
 
     /** @return the request capacity: the rate times the burst, at least 1 */
-    double requestCapacity() {
+    public double requestCapacity() {
         return Math.max(1, requestRate() * burst.toNanos() / 1e9);
     }
 
     /** @return the token capacity: the rate times the burst, at least 1 */
-    double tokenCapacity() {
+    public double tokenCapacity() {
         return Math.max(1, tokenRate() * burst.toNanos() / 1e9);
     }
 }

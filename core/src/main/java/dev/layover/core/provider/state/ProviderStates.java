@@ -1,10 +1,8 @@
 package dev.layover.core.provider.state;
 
-import dev.layover.core.internal.Db;
-import java.net.InetAddress;
-import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import dev.layover.core.internal.gate.ProviderStateHandle;
 import java.util.Objects;
 import javax.sql.DataSource;
 
@@ -18,18 +16,7 @@ import javax.sql.DataSource;
  * The rest of the state is plain SQL: see {@code layover.breakers}, {@code layover.cooldowns},
  * {@code layover.buckets} and the view {@code layover.provider_keys}.
  */
-public final class ProviderStates {
-
-    private final ProviderGate gate;
-
-    /**
-     * For Layover itself.
-     *
-     * @param gate the instance's gate
-     */
-    public ProviderStates(ProviderGate gate) {
-        this.gate = Objects.requireNonNull(gate, "gate");
-    }
+public interface ProviderStates {
 
     /**
      * A handle for a JVM that runs no jobs (for example a standalone console). Listeners added to
@@ -38,16 +25,8 @@ public final class ProviderStates {
      * @param dataSource the Layover database
      * @return the handle
      */
-    public static ProviderStates create(DataSource dataSource) {
-        String host;
-        try {
-            host = InetAddress.getLocalHost().getHostName();
-        } catch (Exception e) {
-            host = "unknown-host";
-        }
-        String name = "operator@" + host + "#" + ProcessHandle.current().pid();
-        return new ProviderStates(new ProviderGate(new Db(dataSource), Clock.systemUTC(), name,
-                ProviderGate.Config.defaults()));
+    static ProviderStates create(DataSource dataSource) {
+        return ProviderStateHandle.create(Objects.requireNonNull(dataSource, "dataSource"));
     }
 
     /**
@@ -62,13 +41,7 @@ public final class ProviderStates {
      * @param reason why, stored in {@code reason} as "forced open: ..."
      * @return true when the breaker was not open before
      */
-    public boolean forceOpen(String providerKey, Duration holdFor, String reason) {
-        Objects.requireNonNull(providerKey, "providerKey");
-        if (holdFor != null && (holdFor.isNegative() || holdFor.isZero())) {
-            throw new IllegalArgumentException("holdFor must be positive: " + holdFor);
-        }
-        return gate.forceOpen(providerKey, holdFor, reason, gate.workerName());
-    }
+    boolean forceOpen(String providerKey, Duration holdFor, String reason);
 
     /**
      * Closes a key's breaker now. Database: {@code state = 'closed'}, {@code closed_at = now},
@@ -79,9 +52,7 @@ public final class ProviderStates {
      * @param reason why, stored in {@code reason} as "forced closed: ..."
      * @return true when the breaker was open or half-open before
      */
-    public boolean forceClose(String providerKey, String reason) {
-        return gate.forceClose(Objects.requireNonNull(providerKey, "providerKey"), reason, gate.workerName());
-    }
+    boolean forceClose(String providerKey, String reason);
 
     /**
      * Reads a breaker from the database (not the cache).
@@ -89,9 +60,7 @@ public final class ProviderStates {
      * @param providerKey the key
      * @return its state; {@link BreakerState#CLOSED} when the key has no breaker row yet
      */
-    public BreakerState breakerState(String providerKey) {
-        return gate.breakerState(Objects.requireNonNull(providerKey, "providerKey"));
-    }
+    BreakerState breakerState(String providerKey);
 
     /**
      * Reads a cooldown from the database (not the cache).
@@ -99,9 +68,7 @@ public final class ProviderStates {
      * @param providerKey the key
      * @return the end of its cooldown, possibly past; {@code null} when it never cooled down
      */
-    public Instant cooldownUntil(String providerKey) {
-        return gate.cooldownUntil(Objects.requireNonNull(providerKey, "providerKey"));
-    }
+    Instant cooldownUntil(String providerKey);
 
     /**
      * Adds a listener for breaker state changes of every key, those made by this instance and
@@ -109,18 +76,10 @@ public final class ProviderStates {
      *
      * @param listener the listener
      */
-    public void addListener(BreakerListener listener) {
-        gate.addListener(listener);
-    }
+    void addListener(BreakerListener listener);
 
     /**
      * @param listener a listener added before
      */
-    public void removeListener(BreakerListener listener) {
-        gate.removeListener(listener);
-    }
-
-    ProviderGate gate() {
-        return gate;
-    }
+    void removeListener(BreakerListener listener);
 }

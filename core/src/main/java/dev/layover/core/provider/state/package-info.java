@@ -9,9 +9,9 @@
  * {@link dev.layover.core.provider.state.BucketSettings} (given to {@code Layover.Builder}),
  * {@link dev.layover.core.provider.state.ProviderStates} for operators (force open, force close,
  * read), and {@link dev.layover.core.provider.state.BreakerListener} for breaker changes.
- * {@link dev.layover.core.provider.state.ProviderGate},
- * {@link dev.layover.core.provider.state.Admission} and
- * {@link dev.layover.core.provider.state.ProviderRun} are public only for Layover's engine and
+ * {@link dev.layover.core.internal.gate.ProviderGate},
+ * {@link dev.layover.core.internal.gate.Admission} and
+ * {@link dev.layover.core.internal.gate.ProviderRun} are public only for Layover's engine and
  * {@link dev.layover.core.provider.FallbackChain}; they are not part of the API.
  */
 package dev.layover.core.provider.state;

@@ -5,11 +5,11 @@ import java.time.Duration;
 import javax.sql.DataSource;
 
 /** Layover instances tuned for the provider state tests: fast polling, short shutdown. */
-final class Workers {
+public final class Workers {
 
     private Workers() {}
 
-    static Layover.Builder builder(DataSource ds, String name) {
+    public static Layover.Builder builder(DataSource ds, String name) {
         return Layover.builder(ds)
                 .workerName(name)
                 .threads(4)

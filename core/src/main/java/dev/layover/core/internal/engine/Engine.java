@@ -1,0 +1,294 @@
+package dev.layover.core.internal.engine;
+
+import com.github.kagkarlsson.scheduler.Scheduler;
+import com.github.kagkarlsson.scheduler.SchedulerBuilder;
+import com.github.kagkarlsson.scheduler.SchedulerName;
+import com.github.kagkarlsson.scheduler.jdbc.PostgreSqlJdbcCustomization;
+import com.github.kagkarlsson.scheduler.task.OnStartup;
+import com.github.kagkarlsson.scheduler.task.Task;
+import dev.layover.core.JobPolicy;
+import dev.layover.core.control.JobControl;
+import dev.layover.core.internal.db.DatabaseOutage;
+import dev.layover.core.internal.db.Db;
+import dev.layover.core.internal.gate.Limits;
+import dev.layover.core.internal.gate.ProviderGate;
+import dev.layover.core.internal.gate.ProviderStateHandle;
+import dev.layover.core.internal.jobs.ArgsCodec;
+import dev.layover.core.internal.jobs.Enqueuer;
+import dev.layover.core.internal.jobs.JobStore;
+import dev.layover.core.internal.jobs.PassThroughSerializer;
+import dev.layover.core.internal.jobs.Registry;
+import dev.layover.core.internal.observe.Observability;
+import dev.layover.core.internal.observe.SafeMetrics;
+import dev.layover.core.internal.observe.StateSampler;
+import dev.layover.core.provider.state.BucketSettings;
+import dev.layover.core.provider.state.ProviderStates;
+import java.sql.SQLException;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A Layover instance's machinery, assembled in one place from its {@link EngineConfig}: the job
+ * store, the registry and enqueuer, the provider gate and the limits, operator control, metrics
+ * and sampling, and the worker side, which runs one db-scheduler {@link JobTask} per job type.
+ * db-scheduler picks (lock-and-fetch, {@code FOR UPDATE SKIP LOCKED}), heartbeats and detects dead
+ * executions; Layover decides every outcome. Every part is built by the constructor; nothing is set
+ * afterwards.
+ */
+public final class Engine {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Engine.class);
+
+    /**
+     * After a database outage, how long db-scheduler's threads (polling, heartbeats, dead-execution
+     * checks) wait once the database answers: time for every worker of the fleet to notice and
+     * renew the heartbeats of the jobs it holds before anyone looks for dead ones.
+     */
+    private static final Duration RESUME_DELAY = Duration.ofSeconds(1);
+
+    /** db-scheduler's deleteUnresolvedAfter: never (see {@link #start}). */
+    private static final Duration UNRESOLVED_NEVER_DELETED = Duration.ofDays(365L * 10_000);
+
+    private final EngineConfig config;
+    private final Clock clock;
+    private final Db db;
+    private final JobStore store;
+    private final Registry registry;
+    private final Enqueuer enqueuer;
+    private final SafeMetrics metrics;
+    private final Observability observability;
+    private final ProviderGate gate;
+    private final ProviderStates providerStates;
+    private final JobControl control;
+    private final StateSampler sampler;
+    private final DatabaseOutage outage;
+    private final Consumer<SQLException> outageSignal;
+    private final BatchCompleter completer;
+    private final OutcomeWriter writer;
+    private final AdmissionControl admission;
+    private final JobTask.Parts taskParts;
+    private volatile Scheduler scheduler;
+    private WorkerLoops loops;
+
+    /**
+     * Builds every part; starts nothing.
+     *
+     * @param config the settings
+     * @throws dev.layover.core.ConfigurationException on a duplicate job type, an args type Jackson
+     *     cannot round-trip, or a token cost for a type that is not registered
+     */
+    public Engine(EngineConfig config) {
+        this.config = config;
+        this.clock = config.clock();
+        this.db = new Db(config.dataSource());
+        this.store = new JobStore(db);
+        this.registry = new Registry(config.types(),
+                config.objectMapper() != null ? config.objectMapper() : ArgsCodec.defaultMapper(), config.maxArgsBytes());
+        for (String typeName : config.tokenCosts().keySet()) {
+            if (registry.get(typeName) == null) {
+                throw new dev.layover.core.ConfigurationException("tokenCost given for job type '" + typeName
+                        + "', which is not registered");
+            }
+        }
+        this.enqueuer = new Enqueuer(store, clock);
+        this.metrics = SafeMetrics.of(config.metrics());
+        this.observability = new Observability(metrics, config.history(), config.historyArgs());
+        String worker = config.workerName();
+        Duration twoPolls = config.pollInterval().multipliedBy(2);
+        Duration grace = Duration.ofSeconds(ProviderGate.Config.DEFAULT_PERMIT_GRACE_SECONDS);
+        this.gate = new ProviderGate(db, clock, worker, new ProviderGate.Config(config.breakers(),
+                config.perKeyBreakers(), config.cooldowns(), config.buckets(), config.breakerListeners(),
+                twoPolls.compareTo(grace) > 0 ? twoPolls : grace), metrics);
+        this.providerStates = new ProviderStateHandle(gate);
+        this.sampler = new StateSampler(db, metrics, worker);
+        this.outage = new DatabaseOutage(db.dataSource(), worker, RESUME_DELAY, new OutageHooks());
+        this.outageSignal = outage::failed;
+        this.completer = new BatchCompleter(store, "layover-completer-" + worker, outage, observability);
+        WriteRetry retry = new WriteRetry(outage);
+        JobMover mover = new JobMover(store, clock, observability, retry);
+        this.writer = new OutcomeWriter(store, clock, completer, gate, retry, mover, observability);
+        // operators' cancels write without waiting for a lost database: the caller sees the error
+        this.control = new Controls(store, clock, new JobMover(store, clock, observability, WriteRetry.ONCE));
+        Map<String, BucketSettings> limitBuckets = new LinkedHashMap<>(config.buckets());
+        limitBuckets.putAll(config.patternBuckets());
+        Limits limits = new Limits(db, clock, worker,
+                new Limits.Config(config.concurrencyLimits(), limitBuckets, config.deadAfter()));
+        this.admission = new AdmissionControl(db, clock, worker, writer, gate, limits);
+        List<ProviderGate.BacklogType> backlog = new ArrayList<>();
+        for (Registry.Entry<?> e : registry.entries()) {
+            JobPolicy p = e.type().policy();
+            backlog.add(new ProviderGate.BacklogType(e.type().name(), p.maxReschedules(), p.maxDeferral(),
+                    config.tokenCosts().containsKey(e.type().name())));
+        }
+        this.taskParts = new JobTask.Parts(writer, admission, gate, List.copyOf(backlog), observability, clock,
+                new HandlerRunner(config.classifier()));
+    }
+
+    /** @return the job types */
+    public Registry registry() {
+        return registry;
+    }
+
+    /** @return inserts jobs */
+    public Enqueuer enqueuer() {
+        return enqueuer;
+    }
+
+    /** @return the guarded metrics */
+    public SafeMetrics metrics() {
+        return metrics;
+    }
+
+    /** @return operators' handle on the provider state */
+    public ProviderStates providerStates() {
+        return providerStates;
+    }
+
+    /** @return operators' control */
+    public JobControl control() {
+        return control;
+    }
+
+    /** @return the database */
+    public Db db() {
+        return db;
+    }
+
+    /** @return the job table's owner */
+    public JobStore store() {
+        return store;
+    }
+
+    /** Builds and starts db-scheduler with one task per job type, plus {@code extraTasks}. */
+    public synchronized void start(Collection<Task<?>> extraTasks) {
+        List<Task<?>> tasks = new ArrayList<>();
+        for (Registry.Entry<?> e : registry.entries()) {
+            tasks.add(new JobTask<>(e, config.tokenCosts().get(e.type().name()), taskParts));
+        }
+        List<Task<?>> onStartup = new ArrayList<>();
+        for (Task<?> t : extraTasks) {
+            // db-scheduler schedules a recurring task's first run only when it is a start task
+            (t instanceof OnStartup ? onStartup : tasks).add(t);
+        }
+        // db-scheduler's connections wait while the database is away instead of failing (and logging) at
+        // every poll and heartbeat; their failures tell the outage detection
+        SchedulerBuilder builder = Scheduler.create(outage.gate(db.dataSource()), tasks)
+                .tableName(JobStore.TABLE)
+                .serializer(new PassThroughSerializer())
+                .jdbcCustomization(new PostgreSqlJdbcCustomization(false, false))
+                .threads(config.threads())
+                .pollingInterval(config.pollInterval())
+                .heartbeatInterval(config.heartbeatInterval())
+                .missedHeartbeatsLimit(config.missedHeartbeats())
+                .pollUsingLockAndFetch(0.5, config.prefetch())
+                .shutdownMaxWait(config.shutdownMaxWait())
+                .schedulerName(new SchedulerName.Fixed(config.workerName()))
+                // a job of a type this JVM does not know stays in the table, visible in layover.jobs. db-scheduler
+                // deletes every job of an unknown type once the oldest run time it saw of that type is older than
+                // this: 10,000 years is beyond any timestamp Postgres stores (100 years was not: one job enqueued
+                // for 1900 took all the others of its type with it)
+                .deleteUnresolvedAfter(UNRESOLVED_NEVER_DELETED)
+                .enableImmediateExecution();
+        if (!onStartup.isEmpty()) {
+            addStartTasks(builder, onStartup);
+        }
+        if (config.priority()) {
+            builder.enablePriority();
+        }
+        scheduler = builder.build();
+        db.addFailureListener(outageSignal);
+        gate.start();
+        admission.start();
+        scheduler.start();
+        loops = new WorkerLoops(store, clock, config.workerName(), config.heartbeatInterval(), this::wakeUp);
+        loops.start();
+        sampler.start();
+    }
+
+    /**
+     * What the engine does during a database outage: polling paused while it is away; when it is
+     * back, first the heartbeat of every job this worker holds is renewed (an outage longer than
+     * the dead-execution limit must not make another worker, or this one, take them for dead),
+     * then polling resumes.
+     */
+    private final class OutageHooks implements DatabaseOutage.Listener {
+        @Override
+        public void onDown() {
+            Scheduler s = scheduler;
+            if (s != null) {
+                s.pause();
+            }
+        }
+
+        @Override
+        public void onBack() {
+            store.heartbeatPicked(clock.instant(), config.workerName());
+        }
+
+        @Override
+        public void onResumed() {
+            Scheduler s = scheduler;
+            if (s != null) {
+                s.resume();
+                s.triggerCheckForDueExecutions();
+            }
+        }
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static void addStartTasks(SchedulerBuilder builder, List<Task<?>> tasks) {
+        builder.startTasks((List) tasks);
+    }
+
+    /** Asks the scheduler to look for due jobs now (after an enqueue in this JVM). */
+    public void wakeUp() {
+        Scheduler s = scheduler;
+        if (s != null) {
+            s.triggerCheckForDueExecutions();
+        }
+    }
+
+    /**
+     * Stops picking, lets running jobs finish (up to the shutdown wait), then deletes the finished
+     * ones still waiting for the completer.
+     */
+    public synchronized void stop() {
+        sampler.stop();
+        if (outage.isDown()) {
+            LOG.warn("Layover: stopping while the database is away; jobs whose outcome could not be written stay "
+                    + "picked and run again once their heartbeats are {} old", config.deadAfter());
+        }
+        // let every thread waiting for the database go: nothing waits for it during a stop
+        outage.close();
+        db.removeFailureListener(outageSignal);
+        if (loops != null) {
+            loops.stop();
+            loops = null;
+        }
+        if (scheduler != null) {
+            scheduler.stop();
+            scheduler = null;
+        }
+        completer.stop(config.shutdownMaxWait());
+        admission.stop();
+        gate.stop();
+    }
+
+    /** @return whether the scheduler runs */
+    public synchronized boolean isRunning() {
+        return scheduler != null;
+    }
+
+    /** Waits until finished jobs handed to the completer are deleted; for tests and shutdown. */
+    public boolean awaitCompleted(Duration timeout) {
+        return completer.awaitFlushed(timeout);
+    }
+}

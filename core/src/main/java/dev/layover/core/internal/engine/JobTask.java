@@ -1,0 +1,199 @@
+package dev.layover.core.internal.engine;
+
+import com.github.kagkarlsson.scheduler.task.CompletionHandler;
+import com.github.kagkarlsson.scheduler.task.Execution;
+import com.github.kagkarlsson.scheduler.task.ExecutionContext;
+import com.github.kagkarlsson.scheduler.task.TaskInstance;
+import com.github.kagkarlsson.scheduler.task.helper.CustomTask;
+import dev.layover.core.JobContext;
+import dev.layover.core.internal.gate.Admission;
+import dev.layover.core.internal.gate.ProviderGate;
+import dev.layover.core.internal.gate.ProviderRun;
+import dev.layover.core.internal.jobs.JobRun;
+import dev.layover.core.internal.jobs.Registry;
+import dev.layover.core.internal.jobs.RunTiming;
+import dev.layover.core.internal.observe.Observability;
+import dev.layover.core.internal.observe.SafeMetrics;
+import dev.layover.core.outcome.FailureType;
+import dev.layover.core.outcome.Outcome;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.function.ToLongFunction;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The db-scheduler task of one job type: one run of a picked job, step by step. Its completion
+ * handler hands the outcome to the {@link OutcomeWriter}, so Layover decides every outcome.
+ *
+ * <ol>
+ *   <li>the args are read (unreadable: parked {@code bad_args});
+ *   <li>admission and control: a cancel, a passed deadline or a pause stop the job before it runs;
+ *   <li>the provider state: during a cooldown, while a half-open breaker's trial is held elsewhere,
+ *       or without a bucket permit the job is rescheduled without calling (no attempt spent); with
+ *       the breaker open it is parked {@code breaker_open};
+ *   <li>the handler runs, under the job type's timeout;
+ *   <li>its outcome is written.
+ * </ol>
+ */
+final class JobTask<A> extends CustomTask<byte[]> {
+
+    private static final Logger LOG = LoggerFactory.getLogger(JobTask.class);
+
+    /** How far ahead a bucket permit must be for the key's backlog to be reserved together. */
+    private static final Duration BACKLOG_AHEAD = Duration.ofSeconds(1);
+
+    /**
+     * What every job task shares.
+     *
+     * @param writer writes outcomes
+     * @param control admission and control around each run
+     * @param gate the provider state
+     * @param backlogTypes the job types whose backlog of a bucket's key is reserved together
+     * @param observability metrics and history
+     * @param clock the clock
+     * @param handlers calls handlers
+     */
+    record Parts(OutcomeWriter writer, AdmissionControl control, ProviderGate gate,
+            List<ProviderGate.BacklogType> backlogTypes, Observability observability, Clock clock,
+            HandlerRunner handlers) {}
+
+    private final Registry.Entry<A> entry;
+    private final ToLongFunction<Object> tokenCost;
+    private final Parts p;
+
+    JobTask(Registry.Entry<A> entry, ToLongFunction<Object> tokenCost, Parts parts) {
+        super(entry.type().name(), byte[].class, null, t -> t,
+                (complete, ops) -> parts.writer().apply(run(entry, complete.getExecution()),
+                        new Outcome.Retry("the handler failed outside Layover's guard",
+                                complete.getCause().orElse(null), null)),
+                (complete, ops) -> parts.writer().workerLost(run(entry, complete.getExecution()),
+                        complete.getExecution().lastHeartbeat));
+        this.entry = entry;
+        this.tokenCost = tokenCost;
+        this.p = parts;
+    }
+
+    @Override
+    public CompletionHandler<byte[]> execute(TaskInstance<byte[]> instance, ExecutionContext ec) {
+        Execution ex = ec.getExecution();
+        JobRun run = startRun(ex);
+        OutcomeWriter writer = p.writer();
+        A args;
+        try {
+            args = entry.codec().read(instance.getData());
+        } catch (Exception | StackOverflowError e) {
+            // StackOverflowError: JSON nested deeper than the stack, read by a mapper without a depth limit
+            String why = "stored args do not read as " + entry.type().argsType().getName() + ": "
+                    + (e instanceof StackOverflowError ? "nested too deeply (StackOverflowError)" : Errors.safeMessage(e));
+            return (complete, ops) -> writer.park(run, FailureType.BAD_ARGS, e.getClass().getName(), why);
+        }
+        String key = entry.type().providerKeyOf(args);
+        AdmissionControl.Check check = p.control().check(run, entry.type(), args, key);
+        if (check.stop() != null) {
+            return check.stop();
+        }
+        ProviderRun pr = p.gate().newRun(key, run.taskName(), run.id(), run.version(), tokens(args),
+                run.attemptsSpent() + 1);
+        Admission admission = p.control().admit(check, pr); // gate.admit(pr) unless the job has limits of its own
+        if (admission instanceof Admission.Wait w && AdmissionControl.isHold(w)) {
+            return (complete, ops) -> writer.hold(run, w.reason(), w.detail());
+        }
+        if (admission instanceof Admission.Wait w) {
+            return (complete, ops) -> {
+                writer.waitForProvider(run, w);
+                if (hasBacklog(w)) {
+                    p.gate().reserveBacklog(key, p.backlogTypes()).forEach((type, n) -> {
+                        for (int i = 0; i < n; i++) {
+                            p.observability().metrics().jobRescheduled(type, "bucket");
+                        }
+                    });
+                }
+            };
+        }
+        if (admission instanceof Admission.Refuse r) {
+            return (complete, ops) -> writer.park(run, FailureType.BREAKER_OPEN, "BreakerOpen", r.detail());
+        }
+        JobContext ctx = p.control().context(new RunContext(run, ex.executionTime, key, ec, pr), check);
+        Outcome outcome = p.control().runTimed(check, ctx::isStopping, () -> p.handlers().run(entry, args, ctx));
+        handlerReturned(run, outcome);
+        if (outcome == HandlerRunner.STOPPED) {
+            return (complete, ops) -> writer.workerStopped(run, pr);
+        }
+        CompletionHandler<byte[]> cancelled = p.control().afterRun(check, outcome, pr);
+        if (cancelled != null) {
+            return cancelled;
+        }
+        return (complete, ops) -> writer.apply(run, outcome, pr);
+    }
+
+    private long tokens(A args) {
+        if (tokenCost == null) {
+            return 0;
+        }
+        try {
+            return Math.max(0, tokenCost.applyAsLong(args));
+        } catch (RuntimeException e) {
+            LOG.warn("Token estimate of job type {} failed; counting 0 tokens: {}", entry.type().name(), e.toString());
+            return 0;
+        }
+    }
+
+    /**
+     * A bucket permit further ahead than {@link #BACKLOG_AHEAD}: the key has more due jobs than its
+     * bucket lets through now, and they are given their permits together
+     * ({@link ProviderGate#reserveBacklog}).
+     */
+    private boolean hasBacklog(Admission.Wait w) {
+        return "bucket".equals(w.reason()) && w.permitAt() != null
+                && w.permitAt().isAfter(p.clock().instant().plus(BACKLOG_AHEAD));
+    }
+
+    /** A run starting now: its start is kept for its history row, its queue wait is measured. */
+    private JobRun startRun(Execution ex) {
+        Instant now = p.clock().instant();
+        JobRun timed = run(entry, ex).withTiming(RunTiming.start(now));
+        p.observability().metrics().jobStarted(timed.taskName(), Duration.between(ex.executionTime, now));
+        return timed;
+    }
+
+    /** The handler of a run returned: its duration, for the metrics and the history row. */
+    private void handlerReturned(JobRun run, Outcome outcome) {
+        Duration took = run.timing().handlerReturned();
+        SafeMetrics m = p.observability().metrics();
+        if (m.enabled()) {
+            m.jobRan(run.taskName(), outcome == HandlerRunner.STOPPED ? "stopped" : SafeMetrics.outcomeTag(outcome), took);
+        }
+    }
+
+    private static JobRun run(Registry.Entry<?> entry, Execution ex) {
+        return new JobRun(entry.type().name(), ex.taskInstance.getId(), ex.version, ex.consecutiveFailures,
+                entry.type().policy());
+    }
+
+    /** The context Layover hands to a handler (wrapped by admission control's). */
+    private record RunContext(JobRun run, Instant runAt, String providerKey, ExecutionContext ec, ProviderRun providerRun)
+            implements JobContext, ProviderRun.Source {
+        @Override
+        public String jobId() {
+            return run.id();
+        }
+
+        @Override
+        public String jobType() {
+            return run.taskName();
+        }
+
+        @Override
+        public int attempt() {
+            return run.attemptsSpent() + 1;
+        }
+
+        @Override
+        public boolean isStopping() {
+            return ec.getSchedulerState().isShuttingDown();
+        }
+    }
+}

@@ -1,0 +1,237 @@
+package dev.layover.core.internal.engine;
+
+import dev.layover.core.internal.db.StoredText;
+import dev.layover.core.internal.gate.Admission;
+import dev.layover.core.internal.gate.ProviderGate;
+import dev.layover.core.internal.gate.ProviderRun;
+import dev.layover.core.internal.jobs.JobRun;
+import dev.layover.core.internal.jobs.JobStore;
+import dev.layover.core.internal.jobs.RunTiming;
+import dev.layover.core.internal.observe.Observability;
+import dev.layover.core.outcome.FailureType;
+import dev.layover.core.outcome.Outcome;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The one place where an outcome becomes a database write: it asks {@link RunDecider} what becomes
+ * of the run and writes that through the {@link JobStore}. Every write is version-checked: if the
+ * row changed since it was picked (revived as dead, cancelled, parked by someone else), nothing is
+ * written and the other writer's view stands.
+ *
+ * <ul>
+ *   <li>done: the row is deleted by the batch completer;
+ *   <li>reschedule (snooze, rate limit, quota wait, provider state "not now"): run time moved,
+ *       {@code reschedules + 1}, {@code consecutive_failures} untouched; parks once the cap is reached;
+ *   <li>retry (overloaded, transient, the job's own error, a lost worker): {@code
+ *       consecutive_failures + 1}, the error appended, full-jitter backoff; parks once attempts run out;
+ *   <li>park: the dead letter written and the row deleted in one transaction ({@link JobMover}).
+ * </ul>
+ *
+ * <p>For a job with a provider key it first tells the {@link ProviderGate} what the call taught
+ * (cooldown, breaker success or failure); the decision waits at least as long as the key's
+ * cooldown. The run's fallback trail ({@code provider_trail}) is appended by the same write.
+ */
+final class OutcomeWriter {
+
+    private static final Logger LOG = LoggerFactory.getLogger(OutcomeWriter.class);
+
+    /** The delay of a hold for a concurrency slot: full jitter over base * 2^holds, up to the cap. */
+    static final Duration HOLD_BASE = Duration.ofMillis(100);
+    static final Duration HOLD_CAP = Duration.ofSeconds(2);
+
+    private final JobStore store;
+    private final Clock clock;
+    private final BatchCompleter completer;
+    private final ProviderGate gate;
+    private final WriteRetry retry;
+    private final JobMover mover;
+    private final Observability observability;
+
+    OutcomeWriter(JobStore store, Clock clock, BatchCompleter completer, ProviderGate gate, WriteRetry retry,
+            JobMover mover, Observability observability) {
+        this.store = store;
+        this.clock = clock;
+        this.completer = completer;
+        this.gate = gate;
+        this.retry = retry;
+        this.mover = mover;
+        this.observability = observability;
+    }
+
+    /** Applies an outcome that did not come from a handler run (no provider call was recorded). */
+    void apply(JobRun run, Outcome outcome) {
+        apply(run, outcome, null);
+    }
+
+    /**
+     * Applies a handler's outcome to its job row, after telling the provider state what the call
+     * taught when the job has a provider key.
+     */
+    void apply(JobRun run, Outcome outcome, ProviderRun pr) {
+        guard(run, () -> {
+            String key = pr == null ? null : pr.providerKey();
+            Instant cooldown = key == null ? null : gate.afterCall(key, pr.trialToken(), outcome);
+            String trail = pr == null ? ErrorLog.NO_TRAIL : ErrorLog.cleanTrail(pr.trailJson());
+            Instant now = clock.instant();
+            write(run, RunDecider.decide(run, outcome, now, cooldown, () -> retry.write(() -> store.reschedules(run))),
+                    trail, now);
+        });
+    }
+
+    /** Parks a job for a reason the engine found (bad args, an open breaker, a passed deadline), no attempt spent. */
+    void park(JobRun run, FailureType type, String errorClass, String message) {
+        guard(run, () -> {
+            Instant now = clock.instant();
+            write(run, RunDecider.enginePark(run, type, errorClass, message, now), ErrorLog.NO_TRAIL, now);
+        });
+    }
+
+    /**
+     * The provider state said "not now" before the handler ran (cooldown, half-open breaker, no
+     * bucket permit, state unreadable): a reschedule without an attempt; past the job type's
+     * {@code maxDeferral} or {@code maxReschedules} it parks as {@code rate_limit_exhausted}.
+     */
+    void waitForProvider(JobRun run, Admission.Wait w) {
+        guard(run, () -> {
+            Instant now = clock.instant();
+            write(run, RunDecider.waitForProvider(run, w.runAt(), w.reason(), w.detail(), w.permitAt(), now),
+                    ErrorLog.NO_TRAIL, now);
+        });
+    }
+
+    /**
+     * A handler interrupted because its worker is stopping ({@code Layover.stop()} ran out of
+     * {@code shutdownMaxWait}): the job did not fail, so it runs again at once, elsewhere or after
+     * a restart, without spending an attempt (a reschedule, reason {@code worker_stopped}). A
+     * breaker trial it held is given back.
+     */
+    void workerStopped(JobRun run, ProviderRun pr) {
+        guard(run, () -> {
+            String trail = ErrorLog.NO_TRAIL;
+            if (pr != null && pr.providerKey() != null) {
+                gate.afterCall(pr.providerKey(), pr.trialToken(), Outcome.snooze(Duration.ZERO));
+                trail = ErrorLog.cleanTrail(pr.trailJson());
+            }
+            Instant now = clock.instant();
+            write(run, RunDecider.workerStopped(now), trail, now);
+        });
+    }
+
+    /** A job whose worker stopped heartbeating: an attempt spent, then retried or parked. */
+    void workerLost(JobRun run, Instant lastHeartbeat) {
+        guard(run, () -> {
+            Instant now = clock.instant();
+            write(run, RunDecider.workerLost(run, now, lastHeartbeat), ErrorLog.NO_TRAIL, now);
+        });
+    }
+
+    /**
+     * No concurrency slot was free: the job is held a little ({@link JobStore#hold}), without an
+     * attempt and without counting as a reschedule (a busy limit never parks a job).
+     */
+    void hold(JobRun run, String reason, String detail) {
+        guard(run, () -> {
+            Instant now = clock.instant();
+            int updated = retry.write(() -> store.hold(run, now, HOLD_CAP, HOLD_BASE, reason, StoredText.cut(detail)));
+            if (updated > 0) {
+                observability.metrics().jobRescheduled(run.taskName(), reason);
+            } else {
+                LOG.debug("Job {} changed while it was picked; its hold was not written", run.label());
+            }
+        });
+    }
+
+    /**
+     * A job picked while a pause covers it: held without running until the pause ends
+     * ({@link JobStore#holdPaused}); when the pause ended meanwhile it runs again at once.
+     *
+     * @param keys the job's provider key and limit keys (what a key pause may name)
+     * @param limitKeys its limit keys, stored when the row has none yet (a replayed job)
+     */
+    void holdPaused(JobRun run, List<String> keys, List<String> limitKeys, String detail) {
+        guard(run, () -> {
+            Instant now = clock.instant();
+            Boolean held = retry.write(() -> store.holdPaused(run, keys, limitKeys, now, StoredText.cut(detail)));
+            if (held == null) {
+                LOG.debug("Job {} changed while it was picked; its pause hold was not written", run.label());
+            } else if (held) {
+                observability.metrics().jobRescheduled(run.taskName(), "paused");
+            }
+        });
+    }
+
+    /**
+     * A run whose job was asked to stop while it ran and did not finish (any outcome but done):
+     * the provider state learns what the call taught, then the job is cancelled instead of being
+     * rescheduled or retried.
+     */
+    void cancelledWhileRunning(JobRun run, Outcome outcome, ProviderRun pr, String by, String reason) {
+        guard(run, () -> {
+            if (pr != null && pr.providerKey() != null) {
+                gate.afterCall(pr.providerKey(), pr.trialToken(), outcome);
+            }
+            if (mover.cancel(run, true, by, reason) == null) {
+                LOG.debug("Job {} changed while it ran; it was not cancelled", run.label());
+            }
+        });
+    }
+
+    /** Cancels a waiting job an operator asked to stop ({@link JobMover#cancel}). */
+    Long cancel(JobRun run, boolean running, String by, String reason) {
+        return mover.cancel(run, running, by, reason);
+    }
+
+    /** Writes a decision. */
+    private void write(JobRun run, RunDecision d, String trail, Instant now) {
+        if (d instanceof RunDecision.Complete) {
+            completed(run, trail);
+        } else if (d instanceof RunDecision.Reschedule r) {
+            int updated = retry.write(() -> store.reschedule(run, now, r.runAt(), r.reason(), StoredText.cut(r.detail()),
+                    r.permitAt(), trail));
+            if (updated > 0) {
+                observability.metrics().jobRescheduled(run.taskName(), r.reason());
+            } else {
+                // either the cap is reached or the row moved on; the version-checked park tells which
+                mover.park(run, (RunDecision.Park) RunDecider.capped(run, r, now), trail);
+            }
+        } else if (d instanceof RunDecision.Retry r) {
+            int updated = retry.write(() -> store.retry(run, now, r.runAt(), r.attempts(), ErrorLog.entry(r.error()), trail));
+            if (updated == 0) {
+                LOG.debug("Job {} changed while it ran; its retry was not written", run.label());
+            } else {
+                observability.metrics().jobRetried(run.taskName(), r.error().kind());
+            }
+        } else if (d instanceof RunDecision.Park p) {
+            mover.park(run, p, trail);
+        }
+    }
+
+    /**
+     * A job whose handler returned done: counted, and handed to the batch completer, which
+     * deletes it and writes its history row (with this run's start, duration and fallback trail).
+     */
+    private void completed(JobRun run, String trail) {
+        observability.metrics().jobCompleted(run.taskName());
+        RunTiming t = run.timing() == null ? RunTiming.NONE : run.timing();
+        completer.complete(new JobStore.Done(run.taskName(), run.id(), run.version(), t.startedAtText(),
+                t.durationMs(), trail == null || trail.equals(ErrorLog.NO_TRAIL) ? null : trail));
+    }
+
+    /**
+     * Runs an outcome's writes; a write abandoned because the worker stops during a database
+     * outage leaves the row picked (another worker revives it once its heartbeat is old) and is
+     * not logged per job (the engine says it once).
+     */
+    private static void guard(JobRun run, Runnable writes) {
+        try {
+            writes.run();
+        } catch (WriteRetry.Stopping s) {
+            LOG.debug("Job {}: outcome not written, the worker stopped while the database was away", run.label());
+        }
+    }
+}

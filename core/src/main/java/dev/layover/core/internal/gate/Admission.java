@@ -1,0 +1,38 @@
+package dev.layover.core.internal.gate;
+
+import java.time.Instant;
+
+/**
+ * The verdict on one call to a provider key, before it is made. Internal: used by Layover's engine
+ * and {@link dev.layover.core.provider.FallbackChain}; not part of the API.
+ */
+public sealed interface Admission {
+
+    /**
+     * Call now.
+     *
+     * @param trialToken the claim of the breaker's trial call when this call is the trial, else
+     *     {@code null}; report the outcome with it
+     */
+    record Go(String trialToken) implements Admission {}
+
+    /**
+     * Do not call yet; ask again at {@code runAt}. No attempt is spent.
+     *
+     * @param runAt when to run again (jitter included for jobs)
+     * @param reason {@code cooldown}, {@code breaker_half_open}, {@code bucket} or
+     *     {@code provider_state_unavailable}
+     * @param detail the reason in a sentence
+     * @param permitAt for {@code bucket}: the permit the job now holds for {@code runAt}, else null
+     */
+    record Wait(Instant runAt, String reason, String detail, Instant permitAt) implements Admission {}
+
+    /**
+     * The breaker is open: do not call.
+     *
+     * @param openUntil when the breaker's trial becomes possible ({@code Instant.MAX} when forced
+     *     open without an end)
+     * @param detail the reason in a sentence
+     */
+    record Refuse(Instant openUntil, String detail) implements Admission {}
+}

@@ -1,0 +1,66 @@
+package dev.layover.core.internal.gate;
+
+import java.time.Instant;
+import java.util.concurrent.atomic.LongAdder;
+import dev.layover.core.provider.state.BucketSettings;
+
+/** What this Layover instance keeps about one provider key. */
+final class KeyState {
+
+    final String key;
+    final Object loadLock = new Object();
+    /** Successes not yet written to the breaker row (flushed every second). */
+    final LongAdder successes = new LongAdder();
+    volatile Snapshot snapshot;
+    /** {@link System#nanoTime()} of the last successful read from the database. */
+    volatile long loadedAt;
+    /** The key's learned pace as last read or written, or null. */
+    volatile Learned learned;
+
+    /**
+     * A pace learned from a 429 (a row of {@code layover.buckets} with {@code learned_until}).
+     *
+     * @param bucket the bucket it amounts to (default burst and lease)
+     * @param until when it lapses
+     */
+    record Learned(BucketSettings bucket, Instant until) {}
+
+    /** Request and token permits leased from the bucket, spendable until {@link #leaseExpires}. */
+    private double leasedRequests;
+    private double leasedTokens;
+    private long leaseExpires;
+
+    KeyState(String key) {
+        this.key = key;
+    }
+
+    /** Spends leased permits if there are enough; never touches the database. */
+    synchronized boolean takeLeased(boolean limitsRequests, boolean limitsTokens, long tokens, long nowNanos) {
+        if (nowNanos - leaseExpires > 0) {
+            leasedRequests = 0;
+            leasedTokens = 0;
+            return false;
+        }
+        if ((limitsRequests && leasedRequests < 1) || (limitsTokens && leasedTokens < tokens)) {
+            return false;
+        }
+        if (limitsRequests) {
+            leasedRequests -= 1;
+        }
+        if (limitsTokens) {
+            leasedTokens -= tokens;
+        }
+        return true;
+    }
+
+    /** Adds permits taken beyond the current need, spendable for {@code ttlNanos}. */
+    synchronized void lease(double requests, double tokens, long nowNanos, long ttlNanos) {
+        if (nowNanos - leaseExpires > 0) {
+            leasedRequests = 0;
+            leasedTokens = 0;
+        }
+        leasedRequests += Math.max(0, requests);
+        leasedTokens += Math.max(0, tokens);
+        leaseExpires = nowNanos + ttlNanos;
+    }
+}

@@ -1,0 +1,24 @@
+package dev.layover.core.internal.gate;
+
+/**
+ * The SQL of {@link Limits}: the all-or-nothing claim of a job's buckets and concurrency slots is
+ * one call of the function {@code layover.admit} (V7, where its rules are documented).
+ */
+final class LimitSql {
+
+    private LimitSql() {}
+
+    /**
+     * Claims every limit of one job, or nothing. Parameters: now, task name, task id, version,
+     * worker, then one array element per key (sorted): keys, request rates (/s), request
+     * capacities, token rates (/s), token capacities, concurrency limits (0: none); then the
+     * job's token estimate and the dead-worker limit (s).
+     */
+    static final String ADMIT = """
+            SELECT admitted, reason, limit_key, retry_at
+            FROM layover.admit(?::timestamptz, ?::text, ?::text, ?::bigint, ?::text, ?::text[], ?::float8[],
+                               ?::float8[], ?::float8[], ?::float8[], ?::int[], ?::float8, ?::float8)""";
+
+    /** Writes a key's concurrency limit and makes sure its slots exist. Parameters: key, limit, worker. */
+    static final String CONFIGURE_CONCURRENCY = "SELECT layover.configure_concurrency(?::text, ?::int, ?::text)";
+}

@@ -1,0 +1,378 @@
+package dev.layover.core.internal.gate;
+
+/**
+ * Every SQL statement of the provider state, in one place. Each state change is one conditional
+ * {@code UPDATE} (or upsert): the condition that allows the change is in its {@code WHERE}, and
+ * Postgres re-checks it against the newest row version when two writers meet, so there is no
+ * read-then-write race. {@code SET} expressions see the row as it was, which is how a statement
+ * reports the state it changed from ({@code previous_state}) and what a reservation took
+ * ({@code last_slot}, {@code last_granted_*}).
+ *
+ * <p>Times come from the caller's clock (as for every job run time), passed as {@code p.now}.
+ */
+final class StateSql {
+
+    private StateSql() {}
+
+    static final String NOTIFY_CHANNEL = "layover_provider_state";
+
+    /** The cached state of many keys at once. Parameter: the keys (text[]). */
+    static final String LOAD = """
+            SELECT k.key,
+                   b.provider_key IS NOT NULL AS has_breaker,
+                   b.state, b.open_until, b.trial_token IS NOT NULL AS trial_claimed,
+                   b.trial_claimed_at, b.trial_expires_at, b.reason,
+                   c.until, c.reason AS cooldown_reason, c.detail AS cooldown_detail,
+                   bk.requests_per_minute AS learned_rpm, bk.learned_until
+            FROM unnest(?::text[]) AS k(key)
+            LEFT JOIN layover.breakers b ON b.provider_key = k.key
+            LEFT JOIN layover.cooldowns c ON c.provider_key = k.key
+            LEFT JOIN layover.buckets bk ON bk.provider_key = k.key AND bk.learned_until > now()""";
+
+    /** Creates closed breakers for keys seen for the first time. Parameters: keys, worker, origin. */
+    static final String ENSURE_BREAKERS = """
+            INSERT INTO layover.breakers (provider_key, changed_by, change_origin)
+            SELECT k, ?, ? FROM unnest(?::text[]) AS k
+            ON CONFLICT (provider_key) DO NOTHING""";
+
+    private static final String EXPIRED = "(b.window_started_at <= p.now - make_interval(secs => p.win))";
+    private static final String CALLS = "((CASE WHEN " + EXPIRED + " THEN 0 ELSE b.calls END) + p.ok + 1)";
+    private static final String FAILS = "((CASE WHEN " + EXPIRED + " THEN 0 ELSE b.failures END) + 1)";
+    private static final String TRIP = "(" + CALLS + " >= p.min_calls AND " + FAILS + " >= p.min_failures AND "
+            + FAILS + " >= p.ratio * " + CALLS + ")";
+    private static final String NEXT_OPEN_UNTIL =
+            "p.now + make_interval(secs => least(p.max_open_s, p.open_s * power(2, least(b.open_count, 30))))";
+
+    /**
+     * Successes counted locally since the last flush, for many keys: only a closed breaker counts
+     * them (a new window starts when the old one ran out). Parameters: now, keys, counts, windows
+     * in seconds.
+     */
+    static final String ADD_SUCCESSES = """
+            WITH p AS (SELECT ?::timestamptz AS now)
+            UPDATE layover.breakers b
+            SET calls = CASE WHEN b.window_started_at <= p.now - make_interval(secs => d.win) THEN d.ok
+                             ELSE b.calls + d.ok END,
+                failures = CASE WHEN b.window_started_at <= p.now - make_interval(secs => d.win) THEN 0
+                                ELSE b.failures END,
+                window_started_at = CASE WHEN b.window_started_at <= p.now - make_interval(secs => d.win) THEN p.now
+                                         ELSE b.window_started_at END
+            FROM p, unnest(?::text[], ?::int[], ?::float8[]) AS d(key, ok, win)
+            WHERE b.provider_key = d.key AND b.state = 'closed'""";
+
+    /**
+     * One failure (plus the successes not flushed yet) on a closed breaker; opens it when the
+     * thresholds are crossed. Returns the row only when it was closed: {@code state = 'open'}
+     * then means this statement opened it. Parameters: key, now, successes, window (s),
+     * minimum calls, failure threshold, ratio, open (s), max open (s), the failure, worker, origin.
+     */
+    static final String ADD_FAILURE = """
+            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::int AS ok, ?::float8 AS win,
+                              ?::int AS min_calls, ?::int AS min_failures, ?::float8 AS ratio,
+                              ?::float8 AS open_s, ?::float8 AS max_open_s, ?::text AS failure,
+                              ?::text AS by, ?::text AS origin)
+            UPDATE layover.breakers b
+            SET window_started_at = CASE WHEN %1$s THEN p.now ELSE b.window_started_at END,
+                calls = %2$s,
+                failures = %3$s,
+                previous_state = CASE WHEN %4$s THEN b.state ELSE b.previous_state END,
+                state = CASE WHEN %4$s THEN 'open' ELSE 'closed' END,
+                opened_at = CASE WHEN %4$s THEN p.now ELSE b.opened_at END,
+                open_until = CASE WHEN %4$s THEN %5$s ELSE b.open_until END,
+                open_count = CASE WHEN %4$s THEN b.open_count + 1 ELSE b.open_count END,
+                reason = CASE WHEN %4$s
+                              THEN format('%%s failures in %%s calls within %%s s; last: %%s', %3$s, %2$s, p.win, p.failure)
+                              ELSE b.reason END,
+                changed_at = CASE WHEN %4$s THEN p.now ELSE b.changed_at END,
+                changed_by = CASE WHEN %4$s THEN p.by ELSE b.changed_by END,
+                change_origin = CASE WHEN %4$s THEN p.origin ELSE b.change_origin END,
+                last_failure = p.failure,
+                last_failure_at = p.now
+            FROM p
+            WHERE b.provider_key = p.key AND b.state = 'closed'
+            RETURNING b.state, b.open_until, b.reason""".formatted(EXPIRED, CALLS, FAILS, TRIP, NEXT_OPEN_UNTIL);
+
+    /**
+     * Claims the one trial call: matches only an open breaker whose open period is over, or a
+     * half-open one whose claim is missing or stale. One row back means this caller holds the
+     * trial. Parameters: key, now, token, trial timeout (s), worker, origin.
+     */
+    static final String CLAIM_TRIAL = """
+            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::text AS token, ?::float8 AS timeout_s,
+                              ?::text AS by, ?::text AS origin)
+            UPDATE layover.breakers b
+            SET previous_state = b.state,
+                state = 'half_open',
+                trial_token = p.token,
+                trial_claimed_by = p.by,
+                trial_claimed_at = p.now,
+                trial_expires_at = p.now + make_interval(secs => p.timeout_s),
+                reason = CASE WHEN b.state = 'open' THEN 'open period over; trial call claimed by ' || p.by
+                              ELSE 'stale trial claim taken over by ' || p.by END,
+                changed_at = CASE WHEN b.state = 'open' THEN p.now ELSE b.changed_at END,
+                changed_by = p.by,
+                change_origin = p.origin
+            FROM p
+            WHERE b.provider_key = p.key
+              AND ((b.state = 'open' AND b.open_until <= p.now)
+                   OR (b.state = 'half_open' AND (b.trial_token IS NULL OR b.trial_expires_at <= p.now)))
+            RETURNING b.previous_state, b.trial_expires_at""";
+
+    /** The trial succeeded: closes the breaker. Parameters: key, now, token, worker, origin. */
+    static final String TRIAL_SUCCEEDED = """
+            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::text AS token, ?::text AS by, ?::text AS origin)
+            UPDATE layover.breakers b
+            SET previous_state = b.state, state = 'closed', closed_at = p.now, open_until = NULL, open_count = 0,
+                calls = 0, failures = 0, window_started_at = p.now,
+                trial_token = NULL, trial_claimed_by = NULL, trial_claimed_at = NULL, trial_expires_at = NULL,
+                reason = 'trial call succeeded', changed_at = p.now, changed_by = p.by, change_origin = p.origin
+            FROM p
+            WHERE b.provider_key = p.key AND b.state = 'half_open' AND b.trial_token = p.token
+            RETURNING b.previous_state""";
+
+    /**
+     * The trial failed: opens the breaker again, for twice as long as last time (up to the cap).
+     * Parameters: key, now, token, open (s), max open (s), the failure, worker, origin.
+     */
+    static final String TRIAL_FAILED = """
+            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::text AS token, ?::float8 AS open_s,
+                              ?::float8 AS max_open_s, ?::text AS failure, ?::text AS by, ?::text AS origin)
+            UPDATE layover.breakers b
+            SET previous_state = b.state, state = 'open', opened_at = p.now,
+                open_until = %s, open_count = b.open_count + 1,
+                trial_token = NULL, trial_claimed_by = NULL, trial_claimed_at = NULL, trial_expires_at = NULL,
+                reason = 'trial call failed: ' || p.failure, last_failure = p.failure, last_failure_at = p.now,
+                changed_at = p.now, changed_by = p.by, change_origin = p.origin
+            FROM p
+            WHERE b.provider_key = p.key AND b.state = 'half_open' AND b.trial_token = p.token
+            RETURNING b.previous_state, b.open_until""".formatted(NEXT_OPEN_UNTIL);
+
+    /**
+     * The trial said nothing about the provider's health (a rate limit, a rejected request, the
+     * job's own error, no permit): gives the claim back so the next worker takes it at once.
+     * Parameters: key, token.
+     */
+    static final String RELEASE_TRIAL = """
+            UPDATE layover.breakers
+            SET trial_token = NULL, trial_claimed_by = NULL, trial_claimed_at = NULL, trial_expires_at = NULL
+            WHERE provider_key = ? AND state = 'half_open' AND trial_token = ?""";
+
+    /**
+     * An operator opens the breaker until {@code open_until} ('infinity' when no end is given).
+     * Parameters: key, now, open until, reason, worker, origin.
+     */
+    static final String FORCE_OPEN = """
+            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::timestamptz AS until, ?::text AS reason,
+                              ?::text AS by, ?::text AS origin)
+            UPDATE layover.breakers b
+            SET previous_state = b.state, state = 'open', opened_at = p.now, open_until = coalesce(p.until, 'infinity'),
+                trial_token = NULL, trial_claimed_by = NULL, trial_claimed_at = NULL, trial_expires_at = NULL,
+                reason = p.reason, changed_at = p.now, changed_by = p.by, change_origin = p.origin
+            FROM p
+            WHERE b.provider_key = p.key
+            RETURNING b.previous_state""";
+
+    /** An operator closes the breaker. Matches only a breaker that is not closed. Parameters: key, now, reason, worker, origin. */
+    static final String FORCE_CLOSE = """
+            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::text AS reason, ?::text AS by, ?::text AS origin)
+            UPDATE layover.breakers b
+            SET previous_state = b.state, state = 'closed', closed_at = p.now, open_until = NULL, open_count = 0,
+                calls = 0, failures = 0, window_started_at = p.now,
+                trial_token = NULL, trial_claimed_by = NULL, trial_claimed_at = NULL, trial_expires_at = NULL,
+                reason = p.reason, changed_at = p.now, changed_by = p.by, change_origin = p.origin
+            FROM p
+            WHERE b.provider_key = p.key AND b.state <> 'closed'
+            RETURNING b.previous_state""";
+
+    /** The current breaker state of one key (operators). Parameter: key. */
+    static final String BREAKER_STATE = "SELECT state FROM layover.breakers WHERE provider_key = ?";
+
+    /** The current cooldown end of one key (operators). Parameter: key. */
+    static final String COOLDOWN_UNTIL = "SELECT until FROM layover.cooldowns WHERE provider_key = ?";
+
+    /**
+     * Moves a cooldown forward (never back). Without an absolute end or a wait, the wait
+     * escalates with the strikes: a cooldown starting while one is active keeps the strikes (the
+     * in-flight calls of one burst count once), one starting within the strike memory after the
+     * last ended adds a strike, a later one starts over. Returns the resulting {@code until}.
+     *
+     * <p>Parameters: key, now, absolute end (or null), wait (s, or null), base (s), cap (s),
+     * strike memory (s), reason, detail, worker, origin.
+     */
+    static final String COOLDOWN = """
+            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::timestamptz AS until_abs, ?::float8 AS wait_s,
+                              ?::float8 AS base_s, ?::float8 AS cap_s, ?::float8 AS memory_s,
+                              ?::text AS reason, ?::text AS detail, ?::text AS by, ?::text AS origin)
+            INSERT INTO layover.cooldowns AS c
+                (provider_key, until, reason, detail, strikes, started_at, updated_at, updated_by, change_origin)
+            SELECT p.key,
+                   coalesce(p.until_abs, p.now + make_interval(secs => coalesce(p.wait_s, p.base_s))),
+                   p.reason, p.detail, 1, p.now, p.now, p.by, p.origin
+            FROM p
+            ON CONFLICT (provider_key) DO UPDATE
+            SET until = greatest(c.until, (SELECT coalesce(p.until_abs, p.now + make_interval(secs => coalesce(p.wait_s,
+                            least(p.cap_s, p.base_s * power(2, least(30, CASE
+                                WHEN c.until > p.now THEN c.strikes
+                                WHEN c.until >= p.now - make_interval(secs => p.memory_s) THEN c.strikes + 1
+                                ELSE 1 END - 1))))))
+                        FROM p)),
+                strikes = (SELECT CASE WHEN c.until > p.now THEN c.strikes
+                                       WHEN c.until >= p.now - make_interval(secs => p.memory_s) THEN c.strikes + 1
+                                       ELSE 1 END FROM p),
+                started_at = (SELECT CASE WHEN c.until >= p.now - make_interval(secs => p.memory_s) THEN c.started_at
+                                          ELSE p.now END FROM p),
+                reason = CASE WHEN excluded.until > c.until THEN excluded.reason ELSE c.reason END,
+                detail = CASE WHEN excluded.until > c.until THEN excluded.detail ELSE c.detail END,
+                updated_at = excluded.updated_at, updated_by = excluded.updated_by, change_origin = excluded.change_origin
+            RETURNING c.until""";
+
+    /**
+     * A pace learned from a 429 that stated the key's limit: creates or renews the key's learned
+     * bucket; a configured bucket ({@code learned_until} NULL) is left alone. The provider has just
+     * refused, so its bucket is empty: {@code request_tat} moves to at least {@code empty_at}
+     * (the end of the wait it asked for plus one burst), so that no burst is handed out when the
+     * cooldown ends, only the pace; a pace that had lapsed starts from {@code empty_at} afresh.
+     * Parameters: key, requests per minute, burst ms, worker, learned until, empty_at. Returns the
+     * row's rate and {@code learned_until}; no row: a configured bucket.
+     */
+    static final String LEARN_PACE = """
+            INSERT INTO layover.buckets (provider_key, requests_per_minute, burst_ms, configured_by, learned_until,
+                                         request_tat)
+            VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (provider_key) DO UPDATE
+            SET requests_per_minute = excluded.requests_per_minute, tokens_per_minute = NULL,
+                burst_ms = excluded.burst_ms, configured_at = now(), configured_by = excluded.configured_by,
+                learned_until = greatest(layover.buckets.learned_until, excluded.learned_until),
+                request_tat = CASE WHEN layover.buckets.learned_until <= now() THEN excluded.request_tat
+                                   ELSE greatest(layover.buckets.request_tat, excluded.request_tat) END
+            WHERE layover.buckets.learned_until IS NOT NULL
+            RETURNING requests_per_minute, learned_until""";
+
+    /**
+     * Writes a bucket's limits as configured by a starting worker; a learned pace of the key
+     * becomes a configured bucket. Parameters: key, rpm, tpm, burst ms, worker.
+     */
+    static final String CONFIGURE_BUCKET = """
+            INSERT INTO layover.buckets (provider_key, requests_per_minute, tokens_per_minute, burst_ms, configured_by)
+            VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (provider_key) DO UPDATE
+            SET requests_per_minute = excluded.requests_per_minute, tokens_per_minute = excluded.tokens_per_minute,
+                burst_ms = excluded.burst_ms, configured_at = now(), configured_by = excluded.configured_by,
+                learned_until = NULL""";
+
+    // GCRA, per dimension d (requests r, tokens t) with rate (units/s), capacity, need, extra:
+    //   the need fits when the level (tat - now) * rate plus the need is within the capacity,
+    //   that is from the moment tat - (capacity - need) / rate; taking n units moves
+    //   tat to greatest(tat, now) + n / rate. A need above the capacity waits for an empty bucket.
+    private static final String R_SLOT =
+            "CASE WHEN p.rr > 0 THEN b.request_tat - make_interval(secs => (p.rc - least(p.rn, p.rc)) / p.rr) END";
+    private static final String T_SLOT =
+            "CASE WHEN p.tr > 0 AND p.tn > 0 THEN b.token_tat - make_interval(secs => (p.tc - least(p.tn, p.tc)) / p.tr) END";
+    private static final String SLOT = "greatest(p.now, " + R_SLOT + ", " + T_SLOT + ")";
+    private static final String FITS = "(" + SLOT + " <= p.now)";
+    private static final String R_FREE =
+            "(p.rc - extract(epoch FROM greatest(b.request_tat, p.now) - p.now) * p.rr - p.rn)";
+    private static final String T_FREE =
+            "(p.tc - extract(epoch FROM greatest(b.token_tat, p.now) - p.now) * p.tr - p.tn)";
+    private static final String R_TAKE = "(CASE WHEN " + FITS + " THEN p.rn + CASE WHEN p.rr > 0 THEN greatest(0, least(p.rx, floor("
+            + R_FREE + "))) ELSE p.rx END WHEN p.may_wait THEN p.rn ELSE 0 END)";
+    private static final String T_TAKE = "(CASE WHEN " + FITS + " THEN p.tn + CASE WHEN p.tr > 0 THEN greatest(0, least(p.tx, "
+            + T_FREE + ")) ELSE p.tx END WHEN p.may_wait THEN p.tn ELSE 0 END)";
+
+    /**
+     * Takes permits from a bucket, in one statement. When the job already holds a permit for
+     * about now ({@code permit_at}, kept from the reschedule that gave it), that permit is spent
+     * and the bucket is left alone. Otherwise: when the need fits now, it is taken plus up to the
+     * extra asked for (a lease); when it does not fit and the caller may wait, the next future
+     * slot is reserved; when it may not wait, nothing is taken. Returns carried (0/1), and, when
+     * the bucket row exists, the slot (= now when it fits) and what was taken.
+     *
+     * <p>Parameters: key, now, request rate (/s, 0 none), request capacity, request need, request
+     * extra, token rate, token capacity, token need, token extra, may wait, task name, task id,
+     * version (the job; nulls for none), permit grace (s).
+     */
+    static final String TAKE_PERMITS = """
+            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now,
+                              ?::float8 AS rr, ?::float8 AS rc, ?::float8 AS rn, ?::float8 AS rx,
+                              ?::float8 AS tr, ?::float8 AS tc, ?::float8 AS tn, ?::float8 AS tx,
+                              ?::boolean AS may_wait, ?::text AS task_name, ?::text AS task_id, ?::bigint AS version,
+                              ?::float8 AS grace_s),
+            carried AS (
+                UPDATE layover.scheduled_tasks t SET permit_at = NULL
+                FROM p
+                WHERE t.task_name = p.task_name AND t.task_instance = p.task_id AND t.version = p.version
+                  AND t.permit_at IS NOT NULL AND t.permit_at >= p.now - make_interval(secs => p.grace_s)
+                RETURNING t.permit_at
+            ), taken AS (
+                UPDATE layover.buckets b
+                SET request_tat = CASE WHEN p.rr > 0 THEN greatest(b.request_tat, p.now) + make_interval(secs => %1$s / p.rr)
+                                       ELSE b.request_tat END,
+                    token_tat = CASE WHEN p.tr > 0 THEN greatest(b.token_tat, p.now) + make_interval(secs => %2$s / p.tr)
+                                     ELSE b.token_tat END,
+                    last_slot = %3$s,
+                    last_granted_requests = %1$s,
+                    last_granted_tokens = %2$s
+                FROM p
+                WHERE b.provider_key = p.key AND NOT EXISTS (SELECT 1 FROM carried)
+                RETURNING b.last_slot, b.last_granted_requests, b.last_granted_tokens
+            )
+            SELECT (SELECT count(*) FROM carried) AS carried, taken.last_slot, taken.last_granted_requests,
+                   taken.last_granted_tokens
+            FROM (SELECT 1) one LEFT JOIN taken ON true""".formatted(R_TAKE, T_TAKE, SLOT);
+
+    /**
+     * Reserves bucket permits for a key's backlog in one statement: the due, unpicked jobs of the
+     * key (oldest first, at most {@code max_jobs}, skipping rows another transaction holds) get
+     * the next slots of the bucket, as if each had asked in turn (GCRA: the k-th, from 1, gets
+     * {@code greatest(now, start + (k - capacity) / rate)} with {@code start = greatest(tat, now)}),
+     * as their run time and their held permit ({@code permit_at}); the bucket's tat moves past
+     * them. Only jobs of the given types, below their reschedule cap, without limit keys, deadline
+     * or cancel request, and only slots within the horizon. A reschedule of each (reason
+     * {@code bucket}), no attempt spent.
+     *
+     * <p>Parameters: key, now, request rate (/s), request capacity, max jobs, horizon (s), job type
+     * names (text[]), their reschedule caps (int[]). Returns the jobs reserved per job type
+     * ({@code task_name}, {@code reserved}; no row when none).
+     */
+    static final String RESERVE_BACKLOG = """
+            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS rate, ?::float8 AS cap,
+                              ?::int AS max_jobs, ?::float8 AS horizon_s, ?::text[] AS types, ?::int[] AS caps),
+            b AS (
+                SELECT greatest(bk.request_tat, p.now) AS start
+                FROM layover.buckets bk JOIN p ON bk.provider_key = p.key
+                FOR UPDATE OF bk
+            ), locked AS (
+                SELECT t.task_name, t.task_instance, t.execution_time
+                FROM layover.scheduled_tasks t
+                JOIN p ON t.provider_key = p.key
+                JOIN unnest((SELECT types FROM p), (SELECT caps FROM p)) AS ty(name, cap) ON t.task_name = ty.name
+                WHERE NOT t.picked AND t.execution_time <= p.now AND t.permit_at IS NULL AND t.limit_keys IS NULL
+                  AND t.deadline IS NULL AND t.cancel_requested_at IS NULL AND t.reschedules < ty.cap
+                  AND EXISTS (SELECT 1 FROM b)
+                ORDER BY t.execution_time, t.task_instance
+                LIMIT (SELECT max_jobs FROM p)
+                FOR UPDATE OF t SKIP LOCKED
+            ), slots AS (
+                SELECT l.task_name, l.task_instance,
+                       greatest(p.now, b.start + make_interval(secs =>
+                           (row_number() OVER (ORDER BY l.execution_time, l.task_instance) - p.cap) / p.rate)) AS slot
+                FROM locked l, b, p
+            ), moved AS (
+                UPDATE layover.scheduled_tasks t
+                SET execution_time = s.slot, permit_at = s.slot, version = t.version + 1,
+                    reschedules = t.reschedules + 1, last_reschedule_reason = 'bucket',
+                    last_reschedule_detail = 'bucket of ' || p.key || ': a permit reserved with its backlog',
+                    last_rescheduled_at = p.now
+                FROM slots s, p
+                WHERE t.task_name = s.task_name AND t.task_instance = s.task_instance
+                  AND s.slot <= p.now + make_interval(secs => p.horizon_s)
+                RETURNING t.task_name
+            ), booked AS (
+                UPDATE layover.buckets bk
+                SET request_tat = (SELECT start FROM b) + make_interval(secs => (SELECT count(*) FROM moved) / p.rate)
+                FROM p
+                WHERE bk.provider_key = p.key AND EXISTS (SELECT 1 FROM moved)
+                RETURNING 1
+            )
+            SELECT m.task_name, count(*) AS reserved FROM moved m GROUP BY m.task_name""";
+}

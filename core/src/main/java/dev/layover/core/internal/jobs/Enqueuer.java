@@ -1,0 +1,145 @@
+package dev.layover.core.internal.jobs;
+
+import dev.layover.core.EnqueueOptions;
+import dev.layover.core.Enqueued;
+import dev.layover.core.InvalidArgsException;
+import java.sql.Connection;
+import java.time.Clock;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import java.util.function.Function;
+
+/** Inserts jobs: one, or many per statement, on Layover's connection or the caller's. */
+public final class Enqueuer {
+
+    /** Rows per batch statement. */
+    static final int BATCH = 5000;
+    private static final int MAX_PROVIDER_KEY = 200;
+
+    private final JobStore store;
+    private final Clock clock;
+
+    /**
+     * @param store the job table
+     * @param clock the clock run times are counted from
+     */
+    public Enqueuer(JobStore store, Clock clock) {
+        this.store = store;
+        this.clock = clock;
+    }
+
+    /**
+     * Inserts one job.
+     *
+     * @param caller the caller's connection (its transaction decides), or {@code null} for an
+     *     autocommitted insert on Layover's pool
+     */
+    public <A> Enqueued enqueue(Connection caller, Registry.Entry<A> entry, A args, EnqueueOptions options) {
+        byte[] data = entry.codec().write(args);
+        String name = entry.type().name();
+        String providerKey = providerKey(entry, args);
+        String id = options.key() != null ? options.key() : UUID.randomUUID().toString();
+        Instant now = clock.instant();
+        Instant runAt = options.runTime(now);
+        Instant deadline = options.deadlineTime(now);
+        String[] limitKeys = limitKeys(entry, args);
+        int rows = store.insert(caller, new JobStore.NewJob(name, id, data, runAt, options.priority(), providerKey,
+                deadline, limitKeys), options.key() != null);
+        return new Enqueued(name, id, rows == 1);
+    }
+
+    /**
+     * Inserts many jobs of one type, {@value #BATCH} rows per statement.
+     *
+     * @return one result per arg, in order
+     */
+    public <A> List<Enqueued> enqueueBatch(Connection caller, Registry.Entry<A> entry, List<A> args,
+            Function<? super A, EnqueueOptions> options) {
+        String name = entry.type().name();
+        Instant now = clock.instant();
+        int n = args.size();
+        String[] ids = new String[n];
+        byte[][] data = new byte[n][];
+        String[] runAts = new String[n];
+        Integer[] priorities = new Integer[n];
+        String[] keys = new String[n];
+        String[] deadlines = new String[n];
+        String[] limitKeys = new String[n];
+        for (int i = 0; i < n; i++) {
+            A a = args.get(i);
+            EnqueueOptions o = options.apply(a);
+            data[i] = entry.codec().write(a);
+            ids[i] = o.key() != null ? o.key() : UUID.randomUUID().toString();
+            runAts[i] = o.runTime(now).toString();
+            priorities[i] = o.priority();
+            keys[i] = providerKey(entry, a);
+            Instant deadline = o.deadlineTime(now);
+            deadlines[i] = deadline == null ? null : deadline.toString();
+            limitKeys[i] = arrayLiteral(limitKeys(entry, a));
+        }
+        Set<String> created = new HashSet<>();
+        for (int from = 0; from < n; from += BATCH) {
+            int to = Math.min(n, from + BATCH);
+            created.addAll(store.insertBatch(caller, name, Arrays.copyOfRange(ids, from, to),
+                    Arrays.copyOfRange(data, from, to), Arrays.copyOfRange(runAts, from, to),
+                    Arrays.copyOfRange(priorities, from, to), Arrays.copyOfRange(keys, from, to),
+                    Arrays.copyOfRange(deadlines, from, to), Arrays.copyOfRange(limitKeys, from, to)));
+        }
+        List<Enqueued> out = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            // a key repeated within the batch is created once: the first occurrence claims it
+            out.add(new Enqueued(name, ids[i], created.remove(ids[i])));
+        }
+        return out;
+    }
+
+    /** The job's limit keys ({@code JobType.Builder#limitKeys}), checked like a provider key; null when none. */
+    private static <A> String[] limitKeys(Registry.Entry<A> entry, A args) {
+        if (!entry.type().hasLimitKeys()) {
+            return null;
+        }
+        List<String> keys;
+        try {
+            keys = entry.type().limitKeysOf(args);
+        } catch (RuntimeException e) {
+            throw new InvalidArgsException("job type '" + entry.type().name() + "': its limit keys could not be derived "
+                    + "from the args: " + e, e);
+        }
+        for (String k : keys) {
+            if (k.isEmpty() || k.length() > MAX_PROVIDER_KEY) {
+                throw new InvalidArgsException("job type '" + entry.type().name() + "': limit keys must be 1-"
+                        + MAX_PROVIDER_KEY + " characters, got " + k.length());
+            }
+        }
+        return keys.isEmpty() ? null : keys.toArray(String[]::new);
+    }
+
+    /** A text[] literal ({@code {"a","b"}}) for the batch insert, which passes each row's keys as text. */
+    private static String arrayLiteral(String[] keys) {
+        if (keys == null) {
+            return null;
+        }
+        StringBuilder b = new StringBuilder("{");
+        for (int i = 0; i < keys.length; i++) {
+            if (i > 0) {
+                b.append(',');
+            }
+            b.append('"').append(keys[i].replace("\\", "\\\\").replace("\"", "\\\"")).append('"');
+        }
+        return b.append('}').toString();
+    }
+
+    private static <A> String providerKey(Registry.Entry<A> entry, A args) {
+        String key = entry.type().providerKeyOf(args);
+        if (key != null && (key.isEmpty() || key.length() > MAX_PROVIDER_KEY)) {
+            throw new InvalidArgsException("job type '" + entry.type().name() + "': provider key must be 1-"
+                    + MAX_PROVIDER_KEY + " characters, got " + key.length());
+        }
+        return key;
+    }
+}

@@ -1,0 +1,296 @@
+package dev.layover.core.internal.jobs;
+
+/**
+ * Every statement that writes the job table, db-scheduler's {@code layover.scheduled_tasks}, in one
+ * place (db-scheduler's own picks, heartbeats and revivals aside); {@link JobStore} is the only
+ * class that runs them. Layover's writes name their columns and check {@code version} so that a row
+ * changed by someone else (a dead-execution revival, an operator) is never overwritten. The
+ * statements that remove a job also write its {@code layover.job_history} row and, for a park, its
+ * dead letter: a move is one statement.
+ */
+final class JobSql {
+
+    private JobSql() {}
+
+    static final String TABLE = "layover.scheduled_tasks";
+
+    private static final String NOT_PARKED = """
+            NOT EXISTS (SELECT 1 FROM layover.dead_letters d
+                        WHERE d.job_type = %s AND d.job_id = %s AND d.state IN ('parked', 'review'))""";
+
+    /** One job with a random id: nothing can conflict. The last two: deadline, limit keys (text[]). */
+    static final String INSERT = """
+            INSERT INTO layover.scheduled_tasks
+                (task_name, task_instance, task_data, execution_time, picked, version,
+                 priority, consecutive_failures, provider_key, deadline, limit_keys)
+            VALUES (?, ?, ?, ?, false, 1, ?, 0, ?, ?, ?)""";
+
+    /** One job with an idempotency key: writes nothing if the key names a live job or an unresolved dead letter. */
+    static final String INSERT_KEYED = """
+            INSERT INTO layover.scheduled_tasks
+                (task_name, task_instance, task_data, execution_time, picked, version,
+                 priority, consecutive_failures, provider_key, deadline, limit_keys)
+            SELECT ?, ?, ?, ?, false, 1, ?, 0, ?, ?::timestamptz, ?::text[]
+            WHERE %s
+            ON CONFLICT (task_name, task_instance) DO NOTHING""".formatted(NOT_PARKED.formatted("?", "?"));
+
+    /**
+     * Many jobs of one type in one statement; returns the ids it inserted. Parameters: job type,
+     * then arrays of ids, data, run times (ISO-8601 text), priorities, provider keys, deadlines
+     * (ISO-8601 text or null), limit keys (each a text[] literal or null), then the job type again.
+     */
+    static final String INSERT_BATCH = """
+            INSERT INTO layover.scheduled_tasks
+                (task_name, task_instance, task_data, execution_time, picked, version,
+                 priority, consecutive_failures, provider_key, deadline, limit_keys)
+            SELECT ?, u.id, u.data, u.run_at::timestamptz, false, 1, u.priority::smallint, 0, u.provider_key,
+                   u.deadline::timestamptz, u.limit_keys::text[]
+            FROM unnest(?::text[], ?::bytea[], ?::text[], ?::int[], ?::text[], ?::text[], ?::text[])
+                 AS u(id, data, run_at, priority, provider_key, deadline, limit_keys)
+            WHERE %s
+            ON CONFLICT (task_name, task_instance) DO NOTHING
+            RETURNING task_instance""".formatted(NOT_PARKED.formatted("?", "u.id"));
+
+    /**
+     * One heartbeat for every job this worker has picked, running or still waiting for a thread, so
+     * that jobs picked ahead of free threads are never taken for dead. Rows another statement holds
+     * are skipped (they are being written anyway), which also keeps this from deadlocking with
+     * batched writes.
+     */
+    static final String HEARTBEAT_PICKED = """
+            UPDATE layover.scheduled_tasks t SET last_heartbeat = ?
+            FROM (SELECT task_name, task_instance FROM layover.scheduled_tasks
+                  WHERE picked AND picked_by = ? FOR UPDATE SKIP LOCKED) s
+            WHERE t.task_name = s.task_name AND t.task_instance = s.task_instance""";
+
+    /** Finished jobs, deleted in one statement; a row whose version moved on is left alone. */
+    static final String DELETE_DONE = """
+            DELETE FROM layover.scheduled_tasks t
+            USING unnest(?::text[], ?::text[], ?::bigint[]) AS d(name, id, version)
+            WHERE t.task_name = d.name AND t.task_instance = d.id AND t.version = d.version""";
+
+    /**
+     * Finished jobs, deleted in one statement that also writes their {@code layover.job_history}
+     * rows (a data-modifying CTE: no second round trip). A row whose version moved on is left
+     * alone and gets no history row. Parameters: arrays of names, ids, versions, run starts
+     * (ISO-8601 text, null when unknown), handler durations in ms (null when unknown), the last
+     * run's fallback trail (jsonb text, null when none); then whether to keep the args (boolean).
+     */
+    static final String DELETE_DONE_WITH_HISTORY = """
+            WITH moved AS (
+                DELETE FROM layover.scheduled_tasks t
+                USING unnest(?::text[], ?::text[], ?::bigint[], ?::text[], ?::float8[], ?::text[])
+                      AS d(name, id, version, started_at, duration_ms, trail)
+                WHERE t.task_name = d.name AND t.task_instance = d.id AND t.version = d.version
+                RETURNING t.task_name, t.task_instance, t.consecutive_failures, t.reschedules, t.provider_key,
+                          t.picked_by, t.first_enqueued_at, t.dead_letter_id, t.replay_kind, t.provider_trail,
+                          CASE WHEN ?::boolean THEN layover.args_jsonb(t.task_data) END AS args,
+                          d.started_at, d.duration_ms, d.trail
+            )
+            INSERT INTO layover.job_history
+                (job_type, job_id, outcome, attempts, reschedules, provider_key, worker, enqueued_at,
+                 started_at, duration_ms, dead_letter_id, replay_kind, provider_trail, args)
+            SELECT m.task_name, m.task_instance, 'completed', coalesce(m.consecutive_failures, 0), m.reschedules,
+                   m.provider_key, m.picked_by, m.first_enqueued_at, m.started_at::timestamptz, m.duration_ms,
+                   m.dead_letter_id, m.replay_kind,
+                   -- trail_append is not inlined: call it only for a run that has a trail
+                   CASE WHEN m.trail IS NULL THEN nullif(m.provider_trail, '[]'::jsonb)
+                        ELSE nullif(layover.trail_append(m.provider_trail, m.trail::jsonb), '[]'::jsonb) END,
+                   m.args
+            FROM moved m""";
+
+    /**
+     * A reschedule: moves the run time and counts it, leaving {@code consecutive_failures} (the
+     * attempts) untouched. Matches nothing once {@code reschedules} reached the cap. Sets the bucket
+     * permit the job holds for its new run time (null: none) and appends the run's fallback trail.
+     */
+    static final String RESCHEDULE = """
+            UPDATE layover.scheduled_tasks
+            SET execution_time = ?, picked = false, picked_by = NULL, last_heartbeat = NULL,
+                version = version + 1, reschedules = reschedules + 1,
+                last_reschedule_reason = ?, last_reschedule_detail = ?, last_rescheduled_at = ?,
+                permit_at = ?, provider_trail = layover.trail_append(provider_trail, ?::jsonb)
+            WHERE task_name = ? AND task_instance = ? AND version = ? AND reschedules < ?""";
+
+    /** A retry: spends an attempt and records its error and the run's fallback trail. */
+    static final String RETRY = """
+            UPDATE layover.scheduled_tasks
+            SET execution_time = ?, picked = false, picked_by = NULL, last_heartbeat = NULL,
+                version = version + 1, consecutive_failures = ?, last_failure = ?,
+                errors = errors || ?::jsonb, provider_trail = layover.trail_append(provider_trail, ?::jsonb)
+            WHERE task_name = ? AND task_instance = ? AND version = ?""";
+
+    /** Layover's columns of one job, read only when an outcome needs them. */
+    static final String JOB_EXTRAS = """
+            SELECT reschedules, provider_key FROM layover.scheduled_tasks
+            WHERE task_name = ? AND task_instance = ?""";
+
+    /**
+     * Parks a job: deletes its row (version-checked) and, in the same statement, inserts its dead
+     * letter, or updates the dead letter it was replayed from, and writes its
+     * {@code layover.job_history} row when history is on. A cancel is a park too (failure type
+     * {@code cancelled}, history outcome {@code cancelled}). Returns how many rows were moved, the
+     * dead letter's id and the job's provider key; the caller commits only when both are there.
+     *
+     * <p>Parameters: task name, id, version, whether a picked row may be parked (the engine parks
+     * the job it runs; an operator's cancel may not take a running one); then for the update:
+     * whether a sweep replay goes to review, failure type, error class, message, new error (jsonb),
+     * attempts (null: the row's), the last run's fallback trail (jsonb); then the five after the
+     * first for the insert; then for the history row: outcome, failure type, message, attempts
+     * (null: the row's), the run's start (ISO-8601 text or null), its handler duration in ms (or
+     * null), the last run's fallback trail, whether to keep the args, whether history is on. The
+     * job's fallback trail moves with it to the dead letter.
+     */
+    static final String PARK = """
+            WITH moved AS (
+                DELETE FROM layover.scheduled_tasks t
+                WHERE t.task_name = ? AND t.task_instance = ? AND t.version = ? AND (NOT t.picked OR ?::boolean)
+                RETURNING t.*
+            ), linked AS (
+                -- a sweep replay that failed again needs a person; one parked by an open breaker never
+                -- reached the provider, so the sweep may try it again (its replay budget caps that)
+                UPDATE layover.dead_letters d
+                SET state = CASE WHEN m.replay_kind = 'sweep' AND ?::boolean THEN 'review' ELSE 'parked' END,
+                    state_changed_at = now(), parked_at = now(), park_count = d.park_count + 1,
+                    failure_type = ?, error_class = ?, error_message = ?,
+                    errors = d.errors || m.errors || ?::jsonb, attempts = coalesce(?::int, m.consecutive_failures, 0),
+                    provider_trail = layover.trail_append(d.provider_trail, layover.trail_append(m.provider_trail, ?::jsonb)),
+                    reschedules = m.reschedules,
+                    args = layover.args_jsonb(m.task_data),
+                    args_raw = CASE WHEN layover.args_jsonb(m.task_data) IS NULL THEN m.task_data END,
+                    provider_key = m.provider_key
+                FROM moved m
+                WHERE d.id = m.dead_letter_id
+                RETURNING d.id
+            ), inserted AS (
+                INSERT INTO layover.dead_letters
+                    (job_type, job_id, args, args_raw, provider_key, failure_type, error_class,
+                     error_message, errors, attempts, provider_trail, reschedules, priority, first_enqueued_at)
+                SELECT m.task_name, m.task_instance, layover.args_jsonb(m.task_data),
+                       CASE WHEN layover.args_jsonb(m.task_data) IS NULL THEN m.task_data END,
+                       m.provider_key, ?, ?, ?, m.errors || ?::jsonb, coalesce(?::int, m.consecutive_failures, 0),
+                       layover.trail_append(m.provider_trail, ?::jsonb), m.reschedules, m.priority,
+                       m.first_enqueued_at
+                FROM moved m
+                WHERE NOT EXISTS (SELECT 1 FROM layover.dead_letters d WHERE d.id = m.dead_letter_id)
+                RETURNING id
+            ), history AS (
+                INSERT INTO layover.job_history
+                    (job_type, job_id, outcome, failure_type, detail, attempts, reschedules, provider_key, worker,
+                     enqueued_at, started_at, duration_ms, dead_letter_id, replay_kind, provider_trail, args)
+                SELECT m.task_name, m.task_instance, ?, ?, ?, coalesce(?::int, m.consecutive_failures, 0), m.reschedules,
+                       m.provider_key, m.picked_by, m.first_enqueued_at, ?::timestamptz, ?::float8,
+                       (SELECT id FROM linked UNION ALL SELECT id FROM inserted LIMIT 1), m.replay_kind,
+                       nullif(layover.trail_append(m.provider_trail, ?::jsonb), '[]'::jsonb),
+                       CASE WHEN ?::boolean THEN layover.args_jsonb(m.task_data) END
+                FROM moved m
+                WHERE ?::boolean
+            )
+            SELECT (SELECT count(*) FROM moved) AS moved,
+                   (SELECT id FROM linked UNION ALL SELECT id FROM inserted LIMIT 1) AS dead_letter_id,
+                   (SELECT provider_key FROM moved LIMIT 1) AS provider_key""";
+
+    // ---- admission and control (docs/admission-and-control.md) ----------------------------------
+
+    /** The run time of a job a pause holds: no worker picks it; {@code paused_run_at} keeps its own. */
+    static final String PAUSED_RUN_AT = "9999-12-31T00:00:00Z";
+
+    /**
+     * A hold: no concurrency slot was free. Moves the run time a little forward (full jitter over
+     * a delay doubling with the job's holds, from the base up to the cap), counts it in {@code
+     * holds}, never in {@code reschedules} (no cap, no attempt). Parameters: now, cap (s), base (s),
+     * reason, detail, task name, id, version.
+     */
+    static final String HOLD = """
+            UPDATE layover.scheduled_tasks
+            SET execution_time = ?::timestamptz
+                    + make_interval(secs => least(?::float8, ?::float8 * power(2, least(holds, 16))) * (0.5 + random() / 2)),
+                picked = false, picked_by = NULL, last_heartbeat = NULL, version = version + 1, holds = holds + 1,
+                last_reschedule_reason = ?, last_reschedule_detail = ?
+            WHERE task_name = ? AND task_instance = ? AND version = ?""";
+
+    /**
+     * A job picked while a pause covers it (its job type, provider key or one of its limit keys):
+     * held without running, its run time kept in {@code paused_run_at}. The pause rows are read
+     * {@code FOR SHARE}, so a resume running at the same time either waits for this write and then
+     * gives the run time back, or ends first and this finds no active pause: the job then runs
+     * again at once. Returns whether it is held. Parameters: job type, keys (text[]), now, now,
+     * limit keys (text[] or null), detail, task name, id, version.
+     */
+    static final String HOLD_PAUSED = """
+            WITH pz AS (
+                SELECT p.id FROM layover.pauses p
+                WHERE p.resumed_at IS NULL
+                  AND ((p.scope = 'job_type' AND p.target = ?) OR (p.scope = 'key' AND p.target = ANY(?::text[])))
+                FOR SHARE
+            )
+            UPDATE layover.scheduled_tasks t
+            SET execution_time = CASE WHEN EXISTS (SELECT 1 FROM pz) THEN '%1$s'::timestamptz ELSE ?::timestamptz END,
+                paused_run_at = CASE WHEN EXISTS (SELECT 1 FROM pz) THEN least(t.execution_time, ?::timestamptz) END,
+                limit_keys = coalesce(t.limit_keys, ?::text[]),
+                picked = false, picked_by = NULL, last_heartbeat = NULL, version = t.version + 1, holds = t.holds + 1,
+                last_reschedule_reason = CASE WHEN EXISTS (SELECT 1 FROM pz) THEN 'paused' ELSE t.last_reschedule_reason END,
+                last_reschedule_detail = CASE WHEN EXISTS (SELECT 1 FROM pz) THEN ? ELSE t.last_reschedule_detail END
+            WHERE t.task_name = ? AND t.task_instance = ? AND t.version = ?
+            RETURNING t.paused_run_at IS NOT NULL AS held""".formatted(PAUSED_RUN_AT);
+
+    // ---- operator control
+
+    /** A live job's version and whether it runs. Parameters: job type, id. */
+    static final String JOB = """
+            SELECT version, picked, coalesce(consecutive_failures, 0) AS attempts
+            FROM layover.scheduled_tasks WHERE task_name = ? AND task_instance = ?""";
+
+    /**
+     * Asks a running job to stop: marks its row (the first request stands; the version is not
+     * changed, so the run's own outcome write still matches) and tells the workers at once.
+     * Parameters: now, by, reason, job type, id, version.
+     */
+    static final String REQUEST_CANCEL = """
+            WITH marked AS (
+                UPDATE layover.scheduled_tasks
+                SET cancel_requested_at = coalesce(cancel_requested_at, ?::timestamptz),
+                    cancel_requested_by = coalesce(cancel_requested_by, ?),
+                    cancel_reason = CASE WHEN cancel_requested_at IS NULL THEN ? ELSE cancel_reason END
+                WHERE task_name = ? AND task_instance = ? AND version = ? AND picked
+                RETURNING task_name, task_instance
+            )
+            SELECT count(*) AS n,
+                   max(pg_notify('layover_provider_state',
+                       json_build_object('table', 'cancels', 'job_type', task_name, 'id', task_instance)::text)::text)
+            FROM marked""";
+
+    private static final String MATCH_JOB_TYPE = "t.task_name = ?";
+    private static final String MATCH_KEY = "(t.provider_key = ? OR t.limit_keys @> ARRAY[?]::text[])";
+
+    private static final String HOLD_WAITING = """
+            UPDATE layover.scheduled_tasks t
+            SET paused_run_at = t.execution_time, execution_time = '%s'::timestamptz, version = t.version + 1,
+                last_reschedule_reason = 'paused', last_reschedule_detail = ?
+            WHERE NOT t.picked AND t.paused_run_at IS NULL AND t.task_name NOT LIKE 'layover-%%' AND %s""";
+
+    /** Holds the waiting jobs of a job type. Parameters: detail, job type. */
+    static final String HOLD_WAITING_OF_TYPE = HOLD_WAITING.formatted(PAUSED_RUN_AT, MATCH_JOB_TYPE);
+
+    /** Holds the waiting jobs of a key (provider key or limit key). Parameters: detail, key, key. */
+    static final String HOLD_WAITING_OF_KEY = HOLD_WAITING.formatted(PAUSED_RUN_AT, MATCH_KEY);
+
+    /**
+     * Gives every held job that no active pause covers any more its run time back, and wakes the
+     * workers. Parameters: detail.
+     */
+    static final String RELEASE = """
+            WITH released AS (
+                UPDATE layover.scheduled_tasks t
+                SET execution_time = t.paused_run_at, paused_run_at = NULL, version = t.version + 1,
+                    last_reschedule_reason = 'resumed', last_reschedule_detail = ?
+                WHERE t.paused_run_at IS NOT NULL
+                  AND NOT EXISTS (
+                      SELECT 1 FROM layover.pauses p
+                      WHERE p.resumed_at IS NULL
+                        AND ((p.scope = 'job_type' AND p.target = t.task_name)
+                             OR (p.scope = 'key' AND (p.target = t.provider_key OR p.target = ANY(t.limit_keys)))))
+                RETURNING 1
+            )
+            SELECT count(*) AS n, max(pg_notify('layover_jobs', '')::text) FROM released""";
+}

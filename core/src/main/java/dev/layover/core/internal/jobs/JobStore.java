@@ -1,0 +1,418 @@
+package dev.layover.core.internal.jobs;
+
+import dev.layover.core.internal.db.Db;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The owner of the job table ({@code layover.scheduled_tasks}): every write Layover makes to it is
+ * one method here, running one statement of {@link JobSql} (db-scheduler's own picks, heartbeats
+ * and revivals aside). Each method says which rows it may touch; every write of a picked job is
+ * version-checked, so a row that changed meanwhile is left alone and the method reports it.
+ */
+public final class JobStore {
+
+    /** The job table, as db-scheduler is told to name it. */
+    public static final String TABLE = JobSql.TABLE;
+
+    private final Db db;
+
+    /**
+     * @param db the database
+     */
+    public JobStore(Db db) {
+        this.db = db;
+    }
+
+    /** @return the database this store writes */
+    public Db db() {
+        return db;
+    }
+
+    // ---- enqueue ------------------------------------------------------------------------------
+
+    /**
+     * A job to insert, with every column a fresh job gets.
+     *
+     * @param type the job type
+     * @param id the job id (an idempotency key or a random id)
+     * @param data the args as JSON bytes
+     * @param runAt when it is due
+     * @param priority its priority
+     * @param providerKey its provider key, or null
+     * @param deadline its deadline, or null
+     * @param limitKeys its limit keys, or null
+     */
+    public record NewJob(String type, String id, byte[] data, Instant runAt, int priority, String providerKey,
+            Instant deadline, String[] limitKeys) {}
+
+    /**
+     * Inserts one job ({@link JobSql#INSERT}, or {@link JobSql#INSERT_KEYED} when {@code keyed}:
+     * nothing is written when the id names a live job or a dead letter still parked or in review).
+     *
+     * @param caller the caller's connection (its transaction decides), or null for an autocommitted
+     *     insert on Layover's pool
+     * @return rows inserted, 0 or 1
+     */
+    public int insert(Connection caller, NewJob j, boolean keyed) {
+        return run(caller, "enqueueing a " + j.type() + " job", c -> {
+            try (PreparedStatement ps = c.prepareStatement(keyed ? JobSql.INSERT_KEYED : JobSql.INSERT)) {
+                Db.bind(ps, j.type(), j.id(), j.data(), Timestamp.from(j.runAt()), (short) j.priority(), j.providerKey(),
+                        j.deadline() == null ? null : Timestamp.from(j.deadline()),
+                        j.limitKeys() == null ? null : c.createArrayOf("text", j.limitKeys()));
+                if (keyed) {
+                    ps.setString(9, j.type());
+                    ps.setString(10, j.id());
+                }
+                return ps.executeUpdate();
+            }
+        });
+    }
+
+    /**
+     * Inserts many jobs of one type in one statement ({@link JobSql#INSERT_BATCH}); ids that name a
+     * live job or an unresolved dead letter are skipped.
+     *
+     * @param caller the caller's connection, or null
+     * @param type the job type
+     * @param ids the ids
+     * @param data the args
+     * @param runAts run times, ISO-8601 text
+     * @param priorities priorities
+     * @param providerKeys provider keys (null elements: none)
+     * @param deadlines deadlines, ISO-8601 text or null
+     * @param limitKeys limit keys, each a text[] literal or null
+     * @return the ids inserted
+     */
+    public Set<String> insertBatch(Connection caller, String type, String[] ids, byte[][] data, String[] runAts,
+            Integer[] priorities, String[] providerKeys, String[] deadlines, String[] limitKeys) {
+        return run(caller, "enqueueing " + ids.length + " " + type + " jobs", c -> {
+            Set<String> created = new HashSet<>();
+            try (PreparedStatement ps = c.prepareStatement(JobSql.INSERT_BATCH)) {
+                ps.setString(1, type);
+                ps.setArray(2, c.createArrayOf("text", ids));
+                ps.setArray(3, c.createArrayOf("bytea", data));
+                ps.setArray(4, c.createArrayOf("text", runAts));
+                ps.setArray(5, c.createArrayOf("int4", priorities));
+                ps.setArray(6, c.createArrayOf("text", providerKeys));
+                ps.setArray(7, c.createArrayOf("text", deadlines));
+                ps.setArray(8, c.createArrayOf("text", limitKeys));
+                ps.setString(9, type);
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        created.add(rs.getString(1));
+                    }
+                }
+            }
+            return created;
+        });
+    }
+
+    // ---- outcomes of a run --------------------------------------------------------------------
+
+    /**
+     * A reschedule ({@link JobSql#RESCHEDULE}): run time moved, {@code reschedules + 1}, attempts
+     * untouched, the held bucket permit set, the run's trail appended.
+     *
+     * @return 1, or 0 when the row changed meanwhile or reached {@code maxReschedules}
+     */
+    public int reschedule(JobRun run, Instant now, Instant runAt, String reason, String detail, Instant permitAt,
+            String trail) {
+        return db.autocommit("rescheduling job " + run.label(), c -> {
+            try (PreparedStatement ps = c.prepareStatement(JobSql.RESCHEDULE)) {
+                Db.bind(ps, Timestamp.from(runAt), reason, detail, Timestamp.from(now),
+                        permitAt == null ? null : Timestamp.from(permitAt), trail,
+                        run.taskName(), run.id(), run.version(), run.policy().maxReschedules());
+                return ps.executeUpdate();
+            }
+        });
+    }
+
+    /**
+     * A retry ({@link JobSql#RETRY}): an attempt spent, the error appended, the run's trail appended.
+     *
+     * @param attempts the attempts spent now (the row's {@code consecutive_failures})
+     * @param error the attempt's error, a jsonb object
+     * @return 1, or 0 when the row changed meanwhile
+     */
+    public int retry(JobRun run, Instant now, Instant runAt, int attempts, String error, String trail) {
+        return db.autocommit("retrying job " + run.label(), c -> {
+            try (PreparedStatement ps = c.prepareStatement(JobSql.RETRY)) {
+                Db.bind(ps, Timestamp.from(runAt), attempts, Timestamp.from(now), error, trail,
+                        run.taskName(), run.id(), run.version());
+                return ps.executeUpdate();
+            }
+        });
+    }
+
+    /**
+     * What a park (or a cancel) writes to the dead letter and the history row.
+     *
+     * @param mayBePicked whether a picked row may be moved (the engine, for the job it runs)
+     * @param historyOutcome the history outcome, {@code parked} or {@code cancelled}
+     * @param failureType the failure type code
+     * @param errorClass the error class
+     * @param message the error message, as stored
+     * @param error the last attempt's error, a jsonb object
+     * @param attempts the attempts to record, or null for the row's own
+     * @param trail the run's fallback trail, a jsonb array
+     * @param reviewIfSweep whether a sweep replay that ends here goes to review
+     * @param history whether to write the history row
+     * @param historyArgs whether the history row keeps the args
+     */
+    public record Park(boolean mayBePicked, String historyOutcome, String failureType, String errorClass,
+            String message, String error, Integer attempts, String trail, boolean reviewIfSweep, boolean history,
+            boolean historyArgs) {}
+
+    /** A job moved to its dead letter: the dead letter's id and the job's provider key. */
+    public record Parked(long deadLetter, String providerKey) {}
+
+    /** What {@link #park} found when the move did not happen. */
+    public enum NotParked {
+        /** The row changed meanwhile (or is picked and may not be moved): nothing written. */
+        CHANGED,
+        /** The row was there but no dead letter could be written: rolled back, the job left in place. */
+        NO_DEAD_LETTER
+    }
+
+    /**
+     * The one move of a job to its dead letter ({@link JobSql#PARK}), in one transaction: the row
+     * deleted (version-checked), the dead letter written or updated, the history row written.
+     * Committed only when both the row and the dead letter are there; else rolled back.
+     *
+     * @param timing the run's timing for the history row
+     * @param notParked told why when nothing was moved (may be null)
+     * @return the dead letter, or null when nothing was moved
+     */
+    public Parked park(JobRun run, RunTiming timing, Park p, java.util.function.Consumer<NotParked> notParked) {
+        RunTiming t = timing == null ? RunTiming.NONE : timing;
+        return db.transaction("parking job " + run.label(), c -> {
+            try (PreparedStatement ps = c.prepareStatement(JobSql.PARK)) {
+                Db.bind(ps, run.taskName(), run.id(), run.version(), p.mayBePicked(),
+                        p.reviewIfSweep(), p.failureType(), p.errorClass(), p.message(), p.error(), p.attempts(), p.trail(),
+                        p.failureType(), p.errorClass(), p.message(), p.error(), p.attempts(), p.trail(),
+                        p.historyOutcome(), p.failureType(), p.message(), p.attempts(), t.startedAtText(), t.durationMs(),
+                        p.trail(), p.historyArgs(), p.history());
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    long moved = rs.getLong("moved");
+                    long id = rs.getLong("dead_letter_id");
+                    boolean hasId = !rs.wasNull();
+                    if (moved == 1 && hasId) {
+                        return new Parked(id, rs.getString("provider_key"));
+                    }
+                    if (notParked != null) {
+                        notParked.accept(moved == 1 ? NotParked.NO_DEAD_LETTER : NotParked.CHANGED);
+                    }
+                    throw Db.Rollback.now();
+                }
+            }
+        });
+    }
+
+    /**
+     * A finished job: its key and version, and for its history row the start of its run, its
+     * handler's duration in ms and its last run's fallback trail (each null when unknown or none).
+     */
+    public record Done(String name, String id, long version, String startedAt, Double durationMs, String trail) {}
+
+    /**
+     * Deletes finished jobs in one statement ({@link JobSql#DELETE_DONE}, or
+     * {@link JobSql#DELETE_DONE_WITH_HISTORY} which also writes their history rows); a row whose
+     * version moved on is left alone.
+     *
+     * @return rows deleted
+     */
+    public int deleteDone(List<Done> batch, boolean history, boolean historyArgs) {
+        int n = batch.size();
+        String[] names = new String[n];
+        String[] ids = new String[n];
+        Long[] versions = new Long[n];
+        String[] starts = new String[n];
+        Double[] durations = new Double[n];
+        String[] trails = new String[n];
+        for (int i = 0; i < n; i++) {
+            Done d = batch.get(i);
+            names[i] = d.name();
+            ids[i] = d.id();
+            versions[i] = d.version();
+            starts[i] = d.startedAt();
+            durations[i] = d.durationMs();
+            trails[i] = d.trail();
+        }
+        return db.autocommit("deleting finished jobs", c -> {
+            try (PreparedStatement ps = c.prepareStatement(history ? JobSql.DELETE_DONE_WITH_HISTORY : JobSql.DELETE_DONE)) {
+                ps.setArray(1, c.createArrayOf("text", names));
+                ps.setArray(2, c.createArrayOf("text", ids));
+                ps.setArray(3, c.createArrayOf("bigint", versions));
+                if (history) {
+                    ps.setArray(4, c.createArrayOf("text", starts));
+                    ps.setArray(5, c.createArrayOf("float8", durations));
+                    ps.setArray(6, c.createArrayOf("text", trails));
+                    ps.setBoolean(7, historyArgs);
+                }
+                return ps.executeUpdate();
+            }
+        });
+    }
+
+    /**
+     * A hold for a concurrency slot ({@link JobSql#HOLD}): run time moved a little (full jitter
+     * over {@code base * 2^holds} up to {@code cap}), {@code holds + 1}; no attempt, no reschedule.
+     *
+     * @return 1, or 0 when the row changed meanwhile
+     */
+    public int hold(JobRun run, Instant now, Duration cap, Duration base, String reason, String detail) {
+        return db.autocommit("holding job " + run.label(), c -> {
+            try (PreparedStatement ps = c.prepareStatement(JobSql.HOLD)) {
+                Db.bind(ps, Timestamp.from(now), cap.toNanos() / 1e9, base.toNanos() / 1e9, reason, detail,
+                        run.taskName(), run.id(), run.version());
+                return ps.executeUpdate();
+            }
+        });
+    }
+
+    /**
+     * A job picked while a pause covers it ({@link JobSql#HOLD_PAUSED}).
+     *
+     * @param keys the job's provider key and limit keys
+     * @param limitKeys its limit keys, stored when the row has none yet
+     * @return true when held, false when no pause holds it any more (it runs again at once), null
+     *     when the row changed meanwhile
+     */
+    public Boolean holdPaused(JobRun run, List<String> keys, List<String> limitKeys, Instant now, String detail) {
+        return db.autocommit("holding paused job " + run.label(), c -> {
+            try (PreparedStatement ps = c.prepareStatement(JobSql.HOLD_PAUSED)) {
+                Db.bind(ps, run.taskName(), c.createArrayOf("text", keys.toArray()), Timestamp.from(now),
+                        Timestamp.from(now), limitKeys.isEmpty() ? null : c.createArrayOf("text", limitKeys.toArray()),
+                        detail, run.taskName(), run.id(), run.version());
+                try (ResultSet rs = ps.executeQuery()) {
+                    return rs.next() ? rs.getBoolean(1) : null;
+                }
+            }
+        });
+    }
+
+    /** @return the job's {@code reschedules} ({@link JobSql#JOB_EXTRAS}), 0 when the row is gone */
+    public int reschedules(JobRun run) {
+        return db.autocommit("reading job " + run.label(), c -> {
+            try (PreparedStatement ps = c.prepareStatement(JobSql.JOB_EXTRAS)) {
+                Db.bind(ps, run.taskName(), run.id());
+                try (ResultSet rs = ps.executeQuery()) {
+                    return rs.next() ? rs.getInt("reschedules") : 0;
+                }
+            }
+        });
+    }
+
+    /**
+     * One heartbeat for every job a worker has picked, running or waiting for a thread
+     * ({@link JobSql#HEARTBEAT_PICKED}).
+     *
+     * @return rows touched
+     */
+    public int heartbeatPicked(Instant now, String worker) {
+        return db.autocommit("writing the bulk heartbeat", c -> {
+            try (PreparedStatement ps = c.prepareStatement(JobSql.HEARTBEAT_PICKED)) {
+                ps.setTimestamp(1, Timestamp.from(now));
+                ps.setString(2, worker);
+                return ps.executeUpdate();
+            }
+        });
+    }
+
+    // ---- operator control ---------------------------------------------------------------------
+
+    /**
+     * A live job as operator control sees it.
+     *
+     * @param version its row version
+     * @param picked whether a worker holds it
+     * @param attempts its attempts spent
+     */
+    public record LiveJob(long version, boolean picked, int attempts) {}
+
+    /** @return the live job of that type and id, or null ({@link JobSql#JOB}) */
+    public LiveJob find(String jobType, String jobId) {
+        return db.autocommit("reading job " + jobType + "/" + jobId, c -> {
+            try (PreparedStatement ps = c.prepareStatement(JobSql.JOB)) {
+                Db.bind(ps, jobType, jobId);
+                try (ResultSet rs = ps.executeQuery()) {
+                    return rs.next() ? new LiveJob(rs.getLong(1), rs.getBoolean(2), rs.getInt(3)) : null;
+                }
+            }
+        });
+    }
+
+    /**
+     * Marks a running job's row as asked to stop and tells the workers ({@link JobSql#REQUEST_CANCEL});
+     * the version is not changed, so the run's own outcome write still matches.
+     *
+     * @return rows marked, 0 or 1
+     */
+    public long requestCancel(String jobType, String jobId, long version, Instant now, String by, String reason) {
+        return db.autocommit("asking job " + jobType + "/" + jobId + " to stop", c -> {
+            try (PreparedStatement ps = c.prepareStatement(JobSql.REQUEST_CANCEL)) {
+                Db.bind(ps, Timestamp.from(now), by, reason, jobType, jobId, version);
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    return rs.getLong("n");
+                }
+            }
+        });
+    }
+
+    /**
+     * Holds the waiting jobs of a job type, or of a key, for a pause
+     * ({@link JobSql#HOLD_WAITING_OF_TYPE}, {@link JobSql#HOLD_WAITING_OF_KEY}), in the caller's
+     * transaction.
+     *
+     * @param ofJobType whether {@code target} is a job type (else a provider or limit key)
+     * @return jobs held
+     */
+    public int holdWaiting(Connection c, boolean ofJobType, String target, String detail) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(ofJobType ? JobSql.HOLD_WAITING_OF_TYPE : JobSql.HOLD_WAITING_OF_KEY)) {
+            if (ofJobType) {
+                Db.bind(ps, detail, target);
+            } else {
+                Db.bind(ps, detail, target, target);
+            }
+            return ps.executeUpdate();
+        }
+    }
+
+    /**
+     * Gives every held job that no active pause covers its run time back and wakes the workers
+     * ({@link JobSql#RELEASE}), in the caller's transaction.
+     *
+     * @return jobs released
+     */
+    public long releaseHeld(Connection c, String detail) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(JobSql.RELEASE)) {
+            Db.bind(ps, detail);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getLong("n");
+            }
+        }
+    }
+
+    private <T> T run(Connection caller, String what, Db.Work<T> work) {
+        if (caller == null) {
+            return db.autocommit(what, work);
+        }
+        try {
+            return work.run(caller);
+        } catch (SQLException e) {
+            throw Db.failure(what, e);
+        }
+    }
+}

@@ -1,0 +1,144 @@
+package dev.layover.core.internal.gate;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.layover.core.JobType;
+import dev.layover.core.Layover;
+import dev.layover.core.outcome.Outcome;
+import dev.layover.core.provider.state.ChildWorkerMain.Chat;
+import dev.layover.testing.Await;
+import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.TestDatabase;
+import java.io.ByteArrayOutputStream;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import dev.layover.core.internal.gate.ProviderGate;
+import dev.layover.core.provider.state.Workers;
+
+/**
+ * When the provider state cannot be read, the provider is not called: the job waits without
+ * spending an attempt, and the error is logged. The error is real: the breakers table is renamed
+ * away under the running worker.
+ */
+@ExtendWith(LayoverPostgresExtension.class)
+class FailClosedTest {
+
+    private static final String KEY = "fake:primary";
+    private static final Duration WAIT = Duration.ofSeconds(30);
+
+    private final ByteArrayOutputStream log = new ByteArrayOutputStream();
+    private PrintStream originalErr;
+    private Layover layover;
+    private final AtomicInteger calls = new AtomicInteger();
+
+    @BeforeEach
+    void captureLog() {
+        originalErr = System.err;
+        System.setErr(new PrintStream(new Tee(originalErr, log), true, StandardCharsets.UTF_8));
+    }
+
+    @AfterEach
+    void restore() {
+        if (layover != null) {
+            layover.stop();
+        }
+        System.setErr(originalErr);
+    }
+
+    private JobType<Chat> start(TestDatabase db) {
+        JobType<Chat> chat = JobType.builder("chat", Chat.class)
+                .providerKey(KEY)
+                .handler((args, ctx) -> {
+                    calls.incrementAndGet();
+                    return Outcome.done();
+                })
+                .build();
+        layover = Workers.builder(db.dataSource(), "worker-a").register(chat).start();
+        return chat;
+    }
+
+    private String logged() {
+        return log.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void aKeySeenForTheFirstTimeWhileItsStateCannotBeReadIsNotCalled(TestDatabase db) {
+        JobType<Chat> chat = start(db);
+        db.execute("alter table layover.breakers rename to breakers_away");
+        String id = layover.enqueue(chat, new Chat("x")).id();
+        Await.equal(WAIT, "reschedule reason", "provider_state_unavailable",
+                () -> db.row("select reschedule_reason from layover.jobs where id = ?", id).get("reschedule_reason"));
+        Map<String, Object> job = db.row("select * from layover.jobs where id = ?", id);
+        assertEquals(0, calls.get(), "fails closed: the handler, and so the provider, was not called");
+        assertEquals(0, job.get("attempts"), "no attempt spent");
+        assertTrue(((String) job.get("reschedule_detail")).contains("breakers"), (String) job.get("reschedule_detail"));
+        Await.until(WAIT, "the failure logged", () -> logged().contains("Layover fails closed")
+                && logged().contains("relation \"layover.breakers\" does not exist"));
+
+        db.execute("alter table layover.breakers_away rename to breakers");
+        Await.equal(WAIT, "job rows", 0L, () -> db.count("select count(*) from layover.jobs"));
+        assertEquals(1, calls.get(), "runs once the state is readable again");
+    }
+
+    @Test
+    void aCachedStateOlderThanFiveSecondsIsNotTrustedWhenTheDatabaseFails(TestDatabase db) {
+        JobType<Chat> chat = start(db);
+        layover.enqueue(chat, new Chat("warm"));
+        Await.equal(WAIT, "job rows", 0L, () -> db.count("select count(*) from layover.jobs"));
+        db.execute("alter table layover.cooldowns rename to cooldowns_away");
+        Await.until(WAIT, "the background refresh to report the failure",
+                () -> logged().contains("cannot refresh the provider state"));
+        sleep(ProviderGate.MAX_STALENESS.plusMillis(500));
+        String id = layover.enqueue(chat, new Chat("y")).id();
+        Await.equal(WAIT, "reschedule reason", "provider_state_unavailable",
+                () -> db.row("select reschedule_reason from layover.jobs where id = ?", id).get("reschedule_reason"));
+        assertEquals(1, calls.get(), "only the warm-up job ran");
+        assertTrue(logged().contains("relation \"layover.cooldowns\" does not exist"), "the cause is logged");
+        db.execute("alter table layover.cooldowns_away rename to cooldowns");
+    }
+
+    private static void sleep(Duration d) {
+        try {
+            Thread.sleep(d.toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Writes to two streams. */
+    private static final class Tee extends OutputStream {
+        private final OutputStream a;
+        private final OutputStream b;
+
+        Tee(OutputStream a, OutputStream b) {
+            this.a = a;
+            this.b = b;
+        }
+
+        @Override
+        public synchronized void write(int c) throws java.io.IOException {
+            a.write(c);
+            b.write(c);
+        }
+
+        @Override
+        public synchronized void write(byte[] buf, int off, int len) throws java.io.IOException {
+            a.write(buf, off, len);
+            b.write(buf, off, len);
+        }
+
+        @Override
+        public void flush() throws java.io.IOException {
+            a.flush();
+        }
+    }
+}

@@ -1,0 +1,173 @@
+package dev.layover.core.internal.gate;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.layover.core.JobType;
+import dev.layover.core.Layover;
+import dev.layover.core.outcome.Outcome;
+import dev.layover.core.provider.state.ChildWorkerMain.Chat;
+import dev.layover.testing.Await;
+import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.TestDatabase;
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.sql.Connection;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import dev.layover.core.internal.gate.ProviderGate;
+import dev.layover.core.provider.state.Workers;
+import dev.layover.core.provider.state.BucketSettings;
+
+/**
+ * What the provider state costs in database round trips per job: nothing extra when nothing is
+ * throttled, one per lease with a bucket, a few per job while throttled. Counted, not timed: the
+ * gate counts its statements (on worker threads and in the background), and a counting data
+ * source counts every statement of the instance.
+ */
+@ExtendWith(LayoverPostgresExtension.class)
+class QueryCostTest {
+
+    private static final Logger LOG = LoggerFactory.getLogger(QueryCostTest.class);
+    private static final int JOBS = 400;
+
+    /** Statement counts of one run. */
+    private record Cost(String what, int jobs, long all, long state, long inline, long background) {
+        double perJob(long n) {
+            return (double) n / jobs;
+        }
+    }
+
+    private Cost run(TestDatabase db, String what, String key, BucketSettings bucket, int jobs) {
+        Counting counting = new Counting(db.newDataSource(12));
+        JobType.Builder<Chat> b = JobType.builder("chat", Chat.class).handler((args, ctx) -> Outcome.done());
+        if (key != null) {
+            b.providerKey(key);
+        }
+        JobType<Chat> chat = b.build();
+        Layover.Builder lb = Workers.builder(counting.dataSource(), "worker-a").register(chat).threads(8).migrate(false);
+        if (bucket != null) {
+            lb.bucket(key, bucket);
+        }
+        Layover layover = lb.build();
+        List<Chat> args = new ArrayList<>();
+        for (int i = 0; i < jobs; i++) {
+            args.add(new Chat("job " + i));
+        }
+        layover.enqueueBatch(chat, args);
+        counting.reset();
+        layover.start();
+        Await.equal(Duration.ofSeconds(120), "job rows", 0L, () -> db.count("select count(*) from layover.jobs"));
+        layover.awaitCompletions(Duration.ofSeconds(10));
+        layover.stop();
+        ProviderGate gate = ((ProviderStateHandle) layover.providerStates()).gate();
+        Cost c = new Cost(what, jobs, counting.all.get(), counting.state.get(), gate.inlineStatements(),
+                gate.backgroundStatements());
+        LOG.info("MEASURED {}: {} jobs, {} statements in all ({} per job), {} on provider state: {} inline ({} per job), "
+                + "{} in the background", what, jobs, c.all(), String.format("%.2f", c.perJob(c.all())), c.state(), c.inline(),
+                String.format("%.3f", c.perJob(c.inline())), c.background());
+        db.execute("truncate layover.breakers, layover.cooldowns, layover.buckets");
+        return c;
+    }
+
+    @Test
+    void anUnthrottledKeyAddsNoRoundTripPerJobAndAThrottledOneAFew(TestDatabase db) {
+        Cost none = run(db, "no provider key", null, null, JOBS);
+        Cost keyed = run(db, "provider key, nothing throttled", "fake:primary", null, JOBS);
+        Cost leased = run(db, "provider key with a bucket far from its limit (lease 8)", "fake:primary",
+                BucketSettings.requestsPerSecond(10_000), JOBS);
+        Cost throttled = run(db, "provider key with a bucket at its limit (50/s)", "fake:primary",
+                BucketSettings.requestsPerSecond(50).withBurst(Duration.ofMillis(100)), 100);
+
+        assertEquals(0, none.inline());
+        assertTrue(keyed.inline() <= 2, "one read of the key's state when first seen, then none: " + keyed.inline());
+        // one round trip per lease of 8 permits, plus the misses of threads that found the lease empty at once
+        assertTrue(leased.inline() <= JOBS / 4, "about one round trip per lease of 8 permits: " + leased.inline());
+        assertTrue(throttled.inline() <= 2 * throttled.jobs() + 2,
+                "a throttled job costs a reservation and, at its slot, spending it: " + throttled.inline());
+        LOG.info("MEASURED extra statements per job, all sources, against no provider key ({} per job): "
+                + "unthrottled key {}, bucket far from its limit {}; a throttled job costs {} provider-state statements "
+                + "plus its reschedule (total {} per job)",
+                String.format("%.2f", none.perJob(none.all())),
+                String.format("%+.2f", keyed.perJob(keyed.all()) - none.perJob(none.all())),
+                String.format("%+.2f", leased.perJob(leased.all()) - none.perJob(none.all())),
+                String.format("%.2f", throttled.perJob(throttled.inline())),
+                String.format("%.2f", throttled.perJob(throttled.all())));
+    }
+
+    /** A data source whose statements are counted. */
+    private static final class Counting {
+        private final DataSource target;
+        final AtomicLong all = new AtomicLong();
+        final AtomicLong state = new AtomicLong();
+
+        Counting(DataSource target) {
+            this.target = target;
+        }
+
+        void reset() {
+            all.set(0);
+            state.set(0);
+        }
+
+        DataSource dataSource() {
+            return proxy(DataSource.class, target, (t, m, a) -> {
+                Object r = invoke(t, m, a);
+                return r instanceof Connection c ? connection(c) : r;
+            });
+        }
+
+        private Connection connection(Connection c) {
+            return proxy(Connection.class, c, (t, m, a) -> {
+                Object r = invoke(t, m, a);
+                if (r instanceof Statement s) {
+                    String sql = a != null && a.length > 0 && a[0] instanceof String str ? str : null;
+                    Class<? extends Statement> type = r instanceof java.sql.PreparedStatement
+                            ? java.sql.PreparedStatement.class : Statement.class;
+                    return statement(type, s, sql);
+                }
+                return r;
+            });
+        }
+
+        private <S extends Statement> S statement(Class<S> type, Statement s, String preparedSql) {
+            return proxy(type, s, (t, m, a) -> {
+                if (m.getName().startsWith("execute")) {
+                    String sql = preparedSql != null ? preparedSql : a != null && a.length > 0 ? String.valueOf(a[0]) : "";
+                    all.incrementAndGet();
+                    if (sql.contains("layover.breakers") || sql.contains("layover.cooldowns") || sql.contains("layover.buckets")) {
+                        state.incrementAndGet();
+                    }
+                }
+                return invoke(t, m, a);
+            });
+        }
+
+        @SuppressWarnings("unchecked")
+        private static <T> T proxy(Class<T> type, Object target, Handler h) {
+            InvocationHandler ih = (p, m, a) -> h.handle(target, m, a);
+            return (T) Proxy.newProxyInstance(QueryCostTest.class.getClassLoader(), new Class<?>[] {type}, ih);
+        }
+
+        private static Object invoke(Object t, java.lang.reflect.Method m, Object[] a) throws Throwable {
+            try {
+                return m.invoke(t, a);
+            } catch (InvocationTargetException e) {
+                throw e.getCause();
+            }
+        }
+
+        private interface Handler {
+            Object handle(Object target, java.lang.reflect.Method m, Object[] args) throws Throwable;
+        }
+    }
+}
