@@ -149,7 +149,7 @@ public final class Limits {
             LOG.warn("Layover fails closed: cannot claim the limits of job {}/{} ({}); the job waits {} s without "
                     + "spending an attempt", run.taskName(), run.jobId(), e.getMessage(), FAIL_CLOSED_DELAY.toSeconds());
             limits = new Admission.Wait(now.plus(FAIL_CLOSED_DELAY).plus(Backoff.rescheduleJitter(FAIL_CLOSED_DELAY)),
-                    "provider_state_unavailable", ProviderGate.cut("cannot claim the limits: " + e.getMessage()), null);
+                    "provider_state_unavailable", GateDb.cut("cannot claim the limits: " + e.getMessage()), null);
         }
         if (!(limits instanceof Admission.Go) && trial != null) {
             gate.giveBackTrial(run.providerKey(), trial);
@@ -196,15 +196,15 @@ public final class Limits {
             Instant now = clock.instant().truncatedTo(ChronoUnit.MICROS);
             Object[] row = db.autocommit("claiming the limits of job " + run.taskName() + "/" + run.jobId(), c -> {
                 try (PreparedStatement ps = c.prepareStatement(LimitSql.ADMIT)) {
-                    Db.bind(ps, ProviderGate.ts(now), run.taskName(), run.jobId(), run.version(), workerName,
+                    Db.bind(ps, GateDb.ts(now), run.taskName(), run.jobId(), run.version(), workerName,
                             c.createArrayOf("text", keys.toArray()), c.createArrayOf("float8", rr.toArray()),
                             c.createArrayOf("float8", rc.toArray()), c.createArrayOf("float8", tr.toArray()),
                             c.createArrayOf("float8", tc.toArray()), c.createArrayOf("int4", max.toArray()),
-                            (double) run.tokens(), ProviderGate.seconds(config.deadAfter()));
+                            (double) run.tokens(), GateDb.seconds(config.deadAfter()));
                     try (ResultSet rs = ps.executeQuery()) {
                         rs.next();
                         return new Object[] {rs.getBoolean("admitted"), rs.getString("reason"), rs.getString("limit_key"),
-                                ProviderGate.instant(rs, "retry_at")};
+                                GateDb.instant(rs, "retry_at")};
                     }
                 }
             });
@@ -223,12 +223,12 @@ public final class Limits {
                 Instant at = (Instant) row[3];
                 Duration wait = Duration.between(now, at);
                 return new Admission.Wait(at.plus(Backoff.rescheduleJitter(wait)), "bucket",
-                        ProviderGate.cut("no permit of " + key + "'s bucket before " + at
+                        GateDb.cut("no permit of " + key + "'s bucket before " + at
                                 + (keys.size() > 1 ? " (nothing taken from the other limits of the job: " + others(keys, key)
                                         + ")" : "")), null);
             }
             int i = keys.indexOf(key);
-            return new Admission.Wait(now, CONCURRENCY, ProviderGate.cut("all " + (i < 0 ? "?" : max.get(i))
+            return new Admission.Wait(now, CONCURRENCY, GateDb.cut("all " + (i < 0 ? "?" : max.get(i))
                     + " concurrency slots of " + key + " are in flight"
                     + (keys.size() > 1 ? " (nothing taken from the other limits of the job: " + others(keys, key) + ")"
                             : "")), null);

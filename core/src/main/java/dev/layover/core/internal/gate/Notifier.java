@@ -20,11 +20,11 @@ final class Notifier {
     private static final int POLL_MS = 250;
 
     private final DataSource dataSource;
-    private final ProviderGate gate;
+    private final StateCache gate;
     private final Thread thread;
     private volatile boolean running = true;
 
-    Notifier(DataSource dataSource, ProviderGate gate, String name) {
+    Notifier(DataSource dataSource, StateCache gate, String name) {
         this.dataSource = dataSource;
         this.gate = gate;
         this.thread = new Thread(this::loop, name);

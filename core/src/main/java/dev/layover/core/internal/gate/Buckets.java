@@ -1,0 +1,200 @@
+package dev.layover.core.internal.gate;
+
+import static dev.layover.core.internal.gate.GateDb.instant;
+import static dev.layover.core.internal.gate.GateDb.seconds;
+import static dev.layover.core.internal.gate.GateDb.ts;
+
+import dev.layover.core.internal.db.Db;
+import dev.layover.core.provider.state.BucketSettings;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Rate buckets ({@code layover.buckets}, GCRA): permits taken in one statement, a few leased at a
+ * time and spent from memory within the burst; a job that finds none is given the future slot at
+ * which its permit will exist (it is rescheduled once, to that slot, holding the permit); a key's
+ * due backlog is given its slots together in one statement.
+ */
+final class Buckets {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ProviderGate.class);
+
+    static final Duration MAX_LEASE_TTL = Duration.ofSeconds(1);
+
+    /** Jobs reserved by one {@link #reserveBacklog} statement at most. */
+    static final int BACKLOG_BATCH = 10_000;
+
+    /** How often one instance reserves a key's backlog at most. */
+    static final Duration BACKLOG_EVERY = Duration.ofSeconds(1);
+
+    private final GateDb gdb;
+    private final Duration permitGrace;
+    private final ConcurrentHashMap<String, Long> backlogReservedAt = new ConcurrentHashMap<>();
+
+    /**
+     * @param permitGrace how late a job may come back for the bucket permit it holds before the
+     *     permit lapses
+     */
+    Buckets(GateDb gdb, Duration permitGrace) {
+        this.gdb = gdb;
+        this.permitGrace = permitGrace;
+    }
+
+    private record Permit(boolean carried, Instant slot, double requests, double tokens) {}
+
+    /**
+     * Takes a permit for one call of the key: a leased one from memory, the one the job holds from
+     * its reschedule, or one (plus a lease) from the bucket row. When none is free: with
+     * {@code mayWait} the next future slot is reserved and the job waits for it; without, nothing
+     * is taken.
+     *
+     * @param run the job's run, or null (a fallback endpoint)
+     * @return go, or wait for the slot; null when the learned pace this bucket was has been deleted
+     *     by an operator (the caller forgets it and goes)
+     */
+    Admission permit(KeyState ks, BucketSettings b, long tokens, Instant now, ProviderRun run, boolean mayWait) {
+        boolean limitsRequests = b.requestRate() > 0;
+        boolean limitsTokens = b.tokenRate() > 0 && tokens > 0;
+        if (ks.takeLeased(limitsRequests, limitsTokens, tokens, System.nanoTime())) {
+            return ProviderGate.GO;
+        }
+        for (int tries = 0; tries < 2; tries++) {
+            double extraRequests = b.lease() - 1;
+            double extraTokens = limitsTokens ? (double) tokens * (b.lease() - 1) : 0;
+            Permit p = gdb.inline("taking a permit from the bucket of " + ks.key, c -> {
+                try (PreparedStatement ps = c.prepareStatement(StateSql.TAKE_PERMITS)) {
+                    Db.bind(ps, ks.key, ts(now),
+                            b.requestRate(), b.requestCapacity(), 1.0, extraRequests,
+                            b.tokenRate(), b.tokenCapacity(), (double) tokens, extraTokens,
+                            mayWait, run == null ? null : run.taskName(), run == null ? null : run.jobId(),
+                            run == null ? null : run.version(), seconds(permitGrace));
+                    try (ResultSet rs = ps.executeQuery()) {
+                        rs.next();
+                        return new Permit(rs.getLong("carried") > 0, instant(rs, "last_slot"),
+                                rs.getDouble("last_granted_requests"), rs.getDouble("last_granted_tokens"));
+                    }
+                }
+            });
+            if (p.carried()) {
+                return ProviderGate.GO;
+            }
+            if (p.slot() == null) {
+                KeyState.Learned l = ks.learned;
+                if (l != null && l.bucket() == b) {
+                    return null;
+                }
+                configure(ks.key, b);
+                continue;
+            }
+            if (!p.slot().isAfter(now)) {
+                // a leased permit is spent within the burst (at most 1 s), so it adds at most one burst to any interval
+                long ttl = Math.min(MAX_LEASE_TTL.toNanos(), b.burst().toNanos());
+                ks.lease(p.requests() - 1, p.tokens() - tokens, System.nanoTime(), ttl);
+                return ProviderGate.GO;
+            }
+            String detail = "no permit of " + ks.key + "'s bucket (" + describe(b) + ") before " + p.slot();
+            return new Admission.Wait(p.slot(), "bucket", detail, mayWait ? p.slot() : null);
+        }
+        throw new IllegalStateException("the bucket row of " + ks.key + " could not be created");
+    }
+
+    /** Writes a bucket's limits as configured by this worker ({@link StateSql#CONFIGURE_BUCKET}). */
+    void configure(String key, BucketSettings b) {
+        gdb.inline("configuring the bucket of " + key, c -> {
+            try (PreparedStatement ps = c.prepareStatement(StateSql.CONFIGURE_BUCKET)) {
+                Db.bind(ps, key, b.requestsPerMinute() > 0 ? b.requestsPerMinute() : null,
+                        b.tokensPerMinute() > 0 ? b.tokensPerMinute() : null,
+                        (int) Math.min(Integer.MAX_VALUE, b.burst().toMillis()), gdb.workerName);
+                return ps.executeUpdate();
+            }
+        });
+    }
+
+    /**
+     * Gives a key's due, unpicked jobs their permits in one statement
+     * ({@link StateSql#RESERVE_BACKLOG}), each rescheduled to its slot holding it. At most once per
+     * {@link #BACKLOG_EVERY} per key in this instance; nothing when the bucket limits no requests.
+     * Never throws.
+     *
+     * @return how many jobs of each type were reserved (empty when none)
+     */
+    Map<String, Integer> reserveBacklog(String key, BucketSettings b, List<ProviderGate.BacklogType> types, Instant now) {
+        if (b == null || b.requestRate() <= 0) {
+            return Map.of();
+        }
+        long t = System.nanoTime();
+        boolean[] mine = {false};
+        backlogReservedAt.compute(key, (k, last) -> {
+            if (last != null && t - last < BACKLOG_EVERY.toNanos()) {
+                return last;
+            }
+            mine[0] = true;
+            return t;
+        });
+        if (!mine[0]) {
+            return Map.of();
+        }
+        List<String> names = new ArrayList<>();
+        List<Integer> caps = new ArrayList<>();
+        Duration horizon = null;
+        for (ProviderGate.BacklogType bt : types) {
+            if (bt.countsTokens() && b.tokenRate() > 0) {
+                continue;
+            }
+            names.add(bt.name());
+            caps.add(bt.maxReschedules());
+            horizon = horizon == null || bt.maxDeferral().compareTo(horizon) < 0 ? bt.maxDeferral() : horizon;
+        }
+        if (names.isEmpty()) {
+            return Map.of();
+        }
+        double horizonSeconds = seconds(horizon);
+        try {
+            Map<String, Integer> reserved = gdb.inline("reserving bucket permits for the backlog of " + key, c -> {
+                try (PreparedStatement ps = c.prepareStatement(StateSql.RESERVE_BACKLOG)) {
+                    Db.bind(ps, key, ts(now), b.requestRate(), b.requestCapacity(), BACKLOG_BATCH, horizonSeconds,
+                            c.createArrayOf("text", names.toArray()), c.createArrayOf("integer", caps.toArray()));
+                    Map<String, Integer> byType = new LinkedHashMap<>();
+                    try (ResultSet rs = ps.executeQuery()) {
+                        while (rs.next()) {
+                            byType.put(rs.getString("task_name"), rs.getInt("reserved"));
+                        }
+                    }
+                    return byType;
+                }
+            });
+            if (!reserved.isEmpty()) {
+                LOG.debug("Reserved bucket permits of {} for waiting jobs {}", key, reserved);
+            }
+            return reserved;
+        } catch (RuntimeException e) {
+            LOG.warn("Layover: could not reserve bucket permits for the backlog of {} (its jobs take them one by one): {}",
+                    key, e.toString());
+            return Map.of();
+        }
+    }
+
+    private static String describe(BucketSettings b) {
+        List<String> parts = new ArrayList<>();
+        if (b.requestsPerMinute() > 0) {
+            parts.add(trim(b.requestsPerMinute()) + " requests/min");
+        }
+        if (b.tokensPerMinute() > 0) {
+            parts.add(trim(b.tokensPerMinute()) + " tokens/min");
+        }
+        return String.join(", ", parts);
+    }
+
+    static String trim(double d) {
+        return d == Math.rint(d) ? String.valueOf((long) d) : String.valueOf(d);
+    }
+}

@@ -1,0 +1,80 @@
+package dev.layover.core.internal.gate;
+
+import dev.layover.core.internal.db.Db;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The gate's connection to the database and who it is there: every statement of the provider
+ * state runs through here, counted as inline (on a worker thread, deciding or recording a call)
+ * or background (the refresh), so tests can measure what the hot path costs.
+ */
+final class GateDb {
+
+    private static final int MAX_DETAIL = 1000;
+
+    final Db db;
+    /** This instance's worker name, written as {@code changed_by}. */
+    final String workerName;
+    /** Tells this instance's own NOTIFYs from other instances' ({@code change_origin}). */
+    final String origin = UUID.randomUUID().toString();
+    private final AtomicLong inlineStatements = new AtomicLong();
+    private final AtomicLong backgroundStatements = new AtomicLong();
+
+    GateDb(Db db, String workerName) {
+        this.db = db;
+        this.workerName = workerName;
+    }
+
+    <T> T inline(String what, Db.Work<T> work) {
+        return run(false, what, work);
+    }
+
+    <T> T run(boolean background, String what, Db.Work<T> work) {
+        (background ? backgroundStatements : inlineStatements).incrementAndGet();
+        return db.autocommit(what, work);
+    }
+
+    long inlineStatements() {
+        return inlineStatements.get();
+    }
+
+    long backgroundStatements() {
+        return backgroundStatements.get();
+    }
+
+    static OffsetDateTime ts(Instant i) {
+        return OffsetDateTime.ofInstant(i, ZoneOffset.UTC);
+    }
+
+    static double seconds(Duration d) {
+        return d.toNanos() / 1e9;
+    }
+
+    static Instant instant(ResultSet rs, String column) throws SQLException {
+        OffsetDateTime t = rs.getObject(column, OffsetDateTime.class);
+        if (t == null) {
+            return null;
+        }
+        if (t.equals(OffsetDateTime.MAX)) {
+            return Instant.MAX;
+        }
+        if (t.equals(OffsetDateTime.MIN)) {
+            return Instant.MIN;
+        }
+        return t.toInstant();
+    }
+
+    static String cut(String s) {
+        if (s == null) {
+            return null;
+        }
+        return s.length() <= MAX_DETAIL ? s : s.substring(0, MAX_DETAIL - 1) + "…";
+    }
+}

@@ -1,0 +1,297 @@
+package dev.layover.core.internal.gate;
+
+import static dev.layover.core.internal.gate.GateDb.instant;
+import static dev.layover.core.internal.gate.GateDb.seconds;
+import static dev.layover.core.internal.gate.GateDb.ts;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.layover.core.provider.state.BreakerState;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Function;
+import java.util.function.UnaryOperator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What this instance knows of each provider key's breaker, cooldown and learned pace, and how it
+ * stays fresh: a background thread re-reads every known key in one query each second and writes
+ * the breaker successes counted since (one statement), and a LISTEN connection ({@link Notifier})
+ * re-reads at once when another JVM changes a breaker or a cooldown. A key seen for the first time,
+ * or whose read is older than {@link #MAX_STALENESS} (the refresh failing), is read inline.
+ */
+final class StateCache {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ProviderGate.class);
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    static final Duration REFRESH_INTERVAL = Duration.ofSeconds(1);
+    static final Duration MAX_STALENESS = Duration.ofSeconds(5);
+
+    private final GateDb gdb;
+    private final Clock clock;
+    private final BreakerEvents events;
+    private final Function<String, Duration> breakerWindow;
+    private final ConcurrentHashMap<String, KeyState> keys = new ConcurrentHashMap<>();
+    private final CopyOnWriteArrayList<Runnable> notificationHooks = new CopyOnWriteArrayList<>();
+    private final Object wake = new Object();
+    private volatile boolean running;
+    private volatile boolean wakeRequested;
+    private volatile boolean refreshFailing;
+    private Thread refresher;
+    private Notifier notifier;
+
+    /**
+     * @param breakerWindow each key's breaker counting window (successes are flushed with it)
+     */
+    StateCache(GateDb gdb, Clock clock, BreakerEvents events, Function<String, Duration> breakerWindow) {
+        this.gdb = gdb;
+        this.clock = clock;
+        this.events = events;
+        this.breakerWindow = breakerWindow;
+    }
+
+    synchronized void start() {
+        running = true;
+        refresher = new Thread(this::refreshLoop, "layover-provider-state-" + gdb.workerName);
+        refresher.setDaemon(true);
+        refresher.start();
+        notifier = new Notifier(gdb.db.dataSource(), this, "layover-provider-notify-" + gdb.workerName);
+        notifier.start();
+    }
+
+    /** Stops the threads and writes the successes not yet written. */
+    synchronized void stop() {
+        running = false;
+        wakeUp();
+        notifier.stop();
+        try {
+            refresher.join(3000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        try {
+            flushSuccesses();
+        } catch (RuntimeException e) {
+            LOG.warn("Layover: could not write the last breaker successes at shutdown: {}", e.getMessage());
+        }
+    }
+
+    boolean running() {
+        return running;
+    }
+
+    /** Now, at the database's precision, so that times read back compare equal to times written. */
+    Instant now() {
+        return clock.instant().truncatedTo(ChronoUnit.MICROS);
+    }
+
+    KeyState keyState(String key) {
+        return keys.computeIfAbsent(key, KeyState::new);
+    }
+
+    /** @return the key's state if this instance met the key, else null */
+    KeyState known(String key) {
+        return keys.get(key);
+    }
+
+    /** The key's snapshot, read from the database when missing or older than the staleness bound. */
+    Snapshot fresh(KeyState ks) {
+        Snapshot s = ks.snapshot;
+        if (s != null && System.nanoTime() - ks.loadedAt < MAX_STALENESS.toNanos()) {
+            return s;
+        }
+        synchronized (ks.loadLock) {
+            s = ks.snapshot;
+            if (s != null && System.nanoTime() - ks.loadedAt < MAX_STALENESS.toNanos()) {
+                return s;
+            }
+            load(List.of(ks.key), false);
+            return ks.snapshot;
+        }
+    }
+
+    /** Changes the cached snapshot of a key after this instance wrote it. */
+    void update(KeyState ks, UnaryOperator<Snapshot> f) {
+        synchronized (ks.loadLock) {
+            Snapshot s = ks.snapshot;
+            if (s != null) {
+                ks.snapshot = f.apply(s);
+            }
+        }
+    }
+
+    /** Reads the keys' breakers, cooldowns and learned paces in one query; creates missing breaker rows. */
+    private void load(List<String> keyList, boolean background) {
+        long started = System.nanoTime();
+        List<String> missing = new ArrayList<>();
+        Map<String, Object[]> paces = new HashMap<>();
+        Map<String, Snapshot> read = gdb.run(background, "reading the provider state of " + keyList.size() + " keys", c -> {
+            Map<String, Snapshot> out = new HashMap<>();
+            try (PreparedStatement ps = c.prepareStatement(StateSql.LOAD)) {
+                ps.setArray(1, c.createArrayOf("text", keyList.toArray()));
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        boolean has = rs.getBoolean("has_breaker");
+                        String key = rs.getString("key");
+                        if (!has) {
+                            missing.add(key);
+                        }
+                        out.put(key, new Snapshot(has, BreakerState.fromCode(rs.getString("state")),
+                                instant(rs, "open_until"), rs.getBoolean("trial_claimed"), instant(rs, "trial_claimed_at"),
+                                instant(rs, "trial_expires_at"), rs.getString("reason"), instant(rs, "until"),
+                                rs.getString("cooldown_reason"), rs.getString("cooldown_detail")));
+                        double rpm = rs.getDouble("learned_rpm");
+                        paces.put(key, new Object[] {rs.wasNull() ? null : rpm, instant(rs, "learned_until")});
+                    }
+                }
+            }
+            return out;
+        });
+        for (Map.Entry<String, Snapshot> e : read.entrySet()) {
+            KeyState ks = keyState(e.getKey());
+            ks.snapshot = e.getValue();
+            ks.loadedAt = started;
+            Object[] pace = paces.get(e.getKey());
+            ks.learned = pace == null || pace[0] == null ? null : Paces.learned((Double) pace[0], (Instant) pace[1], ks.learned);
+        }
+        if (!missing.isEmpty()) {
+            ensureBreakers(missing, background);
+        }
+    }
+
+    /** Creates closed breakers for keys seen for the first time. */
+    void ensureBreakers(List<String> keyList, boolean background) {
+        gdb.run(background, "creating the breakers of " + keyList, c -> {
+            try (PreparedStatement ps = c.prepareStatement(StateSql.ENSURE_BREAKERS)) {
+                ps.setString(1, gdb.workerName);
+                ps.setString(2, gdb.origin);
+                ps.setArray(3, c.createArrayOf("text", keyList.toArray()));
+                return ps.executeUpdate();
+            }
+        });
+    }
+
+    private void refreshLoop() {
+        while (running) {
+            synchronized (wake) {
+                if (!wakeRequested) {
+                    try {
+                        wake.wait(REFRESH_INTERVAL.toMillis());
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+                wakeRequested = false;
+            }
+            if (!running) {
+                return;
+            }
+            refreshOnce();
+        }
+    }
+
+    /** One background round: writes counted successes, re-reads every known key. */
+    void refreshOnce() {
+        try {
+            flushSuccesses();
+            List<String> all = new ArrayList<>(keys.keySet());
+            if (!all.isEmpty()) {
+                load(all, true);
+            }
+            if (refreshFailing) {
+                refreshFailing = false;
+                LOG.info("Layover: provider state readable again");
+            }
+        } catch (RuntimeException e) {
+            if (!refreshFailing) {
+                refreshFailing = true;
+                LOG.warn("Layover: cannot refresh the provider state (will retry every {} ms; after {} s without a "
+                        + "fresh read, jobs of these keys wait instead of calling): {}", REFRESH_INTERVAL.toMillis(),
+                        MAX_STALENESS.toSeconds(), e.getMessage());
+            }
+        }
+    }
+
+    private void flushSuccesses() {
+        List<String> names = new ArrayList<>();
+        List<Integer> counts = new ArrayList<>();
+        List<Double> windows = new ArrayList<>();
+        List<KeyState> states = new ArrayList<>();
+        for (KeyState ks : keys.values()) {
+            long n = ks.successes.sumThenReset();
+            if (n > 0) {
+                names.add(ks.key);
+                counts.add((int) Math.min(Integer.MAX_VALUE, n));
+                windows.add(seconds(breakerWindow.apply(ks.key)));
+                states.add(ks);
+            }
+        }
+        if (names.isEmpty()) {
+            return;
+        }
+        try {
+            gdb.run(true, "writing breaker successes", c -> {
+                try (PreparedStatement ps = c.prepareStatement(StateSql.ADD_SUCCESSES)) {
+                    ps.setObject(1, ts(now()));
+                    ps.setArray(2, c.createArrayOf("text", names.toArray()));
+                    ps.setArray(3, c.createArrayOf("int4", counts.toArray()));
+                    ps.setArray(4, c.createArrayOf("float8", windows.toArray()));
+                    return ps.executeUpdate();
+                }
+            });
+        } catch (RuntimeException e) {
+            for (int i = 0; i < states.size(); i++) {
+                states.get(i).successes.add(counts.get(i));
+            }
+            throw e;
+        }
+    }
+
+    /** Asks the background thread for a round now (after a NOTIFY, or a lost trial claim). */
+    void wakeUp() {
+        synchronized (wake) {
+            wakeRequested = true;
+            wake.notifyAll();
+        }
+    }
+
+    /** A NOTIFY from the tables' triggers: tell listeners of other instances' changes, re-read. */
+    void onNotification(String payload) {
+        try {
+            JsonNode n = JSON.readTree(payload);
+            String key = n.path("key").asText(null);
+            if (key != null && "breakers".equals(n.path("table").asText()) && !gdb.origin.equals(n.path("origin").asText())) {
+                String from = n.path("from").asText(null);
+                String to = n.path("to").asText(null);
+                if (from != null && to != null && !from.equals(to)) {
+                    events.emit(key, BreakerState.fromCode(from), BreakerState.fromCode(to), n.path("reason").asText(null),
+                            clock.instant(), n.path("by").asText(null), false);
+                }
+            }
+        } catch (Exception e) {
+            LOG.warn("Layover: unreadable provider state notification {}: {}", payload, e.toString());
+        }
+        wakeUp();
+        for (Runnable hook : notificationHooks) {
+            hook.run();
+        }
+    }
+
+    /** Runs {@code hook} for every notification on the provider state channel (pauses and cancels use it too). */
+    void addNotificationHook(Runnable hook) {
+        notificationHooks.add(Objects.requireNonNull(hook, "hook"));
+    }
+}
