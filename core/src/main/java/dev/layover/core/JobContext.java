@@ -1,5 +1,8 @@
 package dev.layover.core;
 
+import dev.layover.core.provider.ApiKeyPool;
+import dev.layover.core.provider.FallbackChain;
+import dev.layover.core.provider.ProviderCalls;
 import java.time.Instant;
 
 /**
@@ -56,5 +59,16 @@ public interface JobContext {
      */
     default java.util.List<String> limitKeys() {
         return java.util.List.of();
+    }
+
+    /**
+     * The fleet-wide provider state this run's own calls of other provider keys pass through
+     * ({@link FallbackChain} and {@link ApiKeyPool} use it).
+     *
+     * @return the run's provider calls
+     * @throws IllegalStateException for a context that Layover did not make (a test's own)
+     */
+    default ProviderCalls providerCalls() {
+        throw new IllegalStateException("providerCalls() needs the JobContext Layover passed to the handler");
     }
 }

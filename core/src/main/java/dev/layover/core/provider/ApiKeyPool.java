@@ -3,9 +3,6 @@ package dev.layover.core.provider;
 import dev.layover.core.JobContext;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.outcome.OutcomeException;
-import dev.layover.core.internal.gate.Admission;
-import dev.layover.core.internal.gate.ProviderGate;
-import dev.layover.core.internal.gate.ProviderRun;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -194,11 +191,7 @@ public final class ApiKeyPool {
      */
     public <R> Result<R> call(JobContext ctx, long tokens, Call<R> call) throws Exception {
         Objects.requireNonNull(call, "call");
-        if (!(ctx instanceof ProviderRun.Source)) {
-            throw new IllegalStateException("ApiKeyPool.call needs the JobContext Layover passed to the handler");
-        }
-        ProviderRun run = ((ProviderRun.Source) ctx).providerRun();
-        ProviderGate gate = run.gate();
+        ProviderCalls run = ctx.providerCalls();
         List<FallbackStep> steps = new ArrayList<>();
         int n = keys.size();
         int start = (int) Math.floorMod(next.getAndIncrement(), (long) n);
@@ -210,22 +203,22 @@ public final class ApiKeyPool {
         for (int i = 0; i < n; i++) {
             Key key = keys.get((start + i) % n);
             String state = stateKey(key.name());
-            Admission a = gate.admitEndpoint(state, tokens);
-            if (a instanceof Admission.Wait w) {
-                Duration d = EndpointSteps.until(clock, w.runAt());
+            ProviderCalls.Permission a = run.ask(state, tokens);
+            if (a instanceof ProviderCalls.Permission.Wait w) {
+                Duration d = EndpointSteps.until(clock, w.until());
                 step(run, steps, state, EndpointSteps.skipped(w.reason()), w.detail(), d);
                 passedOver = true;
                 soonest = EndpointSteps.min(soonest, d);
                 continue;
             }
-            if (a instanceof Admission.Refuse r) {
+            if (a instanceof ProviderCalls.Permission.Refused r) {
                 Duration d = r.openUntil().equals(Instant.MAX) ? null : EndpointSteps.until(clock, r.openUntil());
                 step(run, steps, state, "skipped_breaker_open", r.detail(), d);
                 passedOver = true;
                 soonest = EndpointSteps.min(soonest, d);
                 continue;
             }
-            String trial = ((Admission.Go) a).trialToken();
+            ProviderCalls.Permission.Granted trial = (ProviderCalls.Permission.Granted) a;
             called++;
             Outcome o;
             R value = null;
@@ -235,13 +228,13 @@ public final class ApiKeyPool {
             } catch (OutcomeException e) {
                 o = e.outcome();
             } catch (InterruptedException e) {
-                gate.afterCall(state, trial, Outcome.retry("interrupted"));
+                run.record(state, trial, Outcome.retry("interrupted"));
                 step(run, steps, state, "error", "interrupted", null);
                 throw e;
             } catch (Exception e) {
                 Optional<Outcome> classified = classifier.apply(e);
                 if (classified.isEmpty()) {
-                    gate.afterCall(state, trial, new Outcome.Retry(null, e, null));
+                    run.record(state, trial, new Outcome.Retry(null, e, null));
                     step(run, steps, state, "error", e.getClass().getName(), null);
                     throw e;
                 }
@@ -251,7 +244,7 @@ public final class ApiKeyPool {
                 Instant reset = q.resetAt() != null ? q.resetAt() : clock.instant().plus(quotaSitOut);
                 o = new Outcome.QuotaExhausted(reset, scrub(q.reason()));
             }
-            Instant cooldown = gate.afterCall(state, trial, o);
+            Instant cooldown = run.record(state, trial, o);
             if (o instanceof Outcome.Done) {
                 step(run, steps, state, "answered", null, null);
                 return new Result<>(value, key.name(), state, steps);
@@ -288,10 +281,10 @@ public final class ApiKeyPool {
         throw new Outcome.RateLimited(soonest, summary).toException();
     }
 
-    private void step(ProviderRun run, List<FallbackStep> steps, String key, String result, String detail, Duration wait) {
+    private void step(ProviderCalls run, List<FallbackStep> steps, String key, String result, String detail, Duration wait) {
         FallbackStep s = new FallbackStep(key, result, scrub(detail), wait, clock.instant());
         steps.add(s);
-        run.addTrail(s);
+        run.trail(s);
     }
 
     /** {@code text} with every secret of the pool replaced by {@code ***}. */

@@ -3,9 +3,6 @@ package dev.layover.core.provider;
 import dev.layover.core.JobContext;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.outcome.OutcomeException;
-import dev.layover.core.internal.gate.Admission;
-import dev.layover.core.internal.gate.ProviderGate;
-import dev.layover.core.internal.gate.ProviderRun;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -134,33 +131,29 @@ public final class FallbackChain<C> {
      */
     public <R> FallbackResult<R> call(JobContext ctx, long tokens, Call<C, R> call) throws Exception {
         Objects.requireNonNull(call, "call");
-        if (!(ctx instanceof ProviderRun.Source)) {
-            throw new IllegalStateException("FallbackChain.call needs the JobContext Layover passed to the handler");
-        }
-        ProviderRun run = ((ProviderRun.Source) ctx).providerRun();
-        ProviderGate gate = run.gate();
+        ProviderCalls run = ctx.providerCalls();
         List<FallbackStep> steps = new ArrayList<>();
         Duration shortest = null;
         boolean refused = false;
         Outcome lastFailure = null;
         for (FallbackEndpoint<C> ep : endpoints) {
             String key = ep.providerKey();
-            Admission a = gate.admitEndpoint(key, tokens);
-            if (a instanceof Admission.Wait w) {
-                Duration d = EndpointSteps.until(clock, w.runAt());
+            ProviderCalls.Permission a = run.ask(key, tokens);
+            if (a instanceof ProviderCalls.Permission.Wait w) {
+                Duration d = EndpointSteps.until(clock, w.until());
                 step(run, steps, key, EndpointSteps.skipped(w.reason()), w.detail(), d);
                 refused = true;
                 shortest = EndpointSteps.min(shortest, d);
                 continue;
             }
-            if (a instanceof Admission.Refuse r) {
+            if (a instanceof ProviderCalls.Permission.Refused r) {
                 Duration d = r.openUntil().equals(Instant.MAX) ? null : EndpointSteps.until(clock, r.openUntil());
                 step(run, steps, key, "skipped_breaker_open", r.detail(), d);
                 refused = true;
                 shortest = EndpointSteps.min(shortest, d);
                 continue;
             }
-            String trial = ((Admission.Go) a).trialToken();
+            ProviderCalls.Permission.Granted trial = (ProviderCalls.Permission.Granted) a;
             Outcome o;
             R value = null;
             try {
@@ -169,19 +162,19 @@ public final class FallbackChain<C> {
             } catch (OutcomeException e) {
                 o = e.outcome();
             } catch (InterruptedException e) {
-                gate.afterCall(key, trial, Outcome.retry("interrupted"));
+                run.record(key, trial, Outcome.retry("interrupted"));
                 step(run, steps, key, "error", "interrupted", null);
                 throw e;
             } catch (Exception e) {
                 Optional<Outcome> classified = classifier.apply(e);
                 if (classified.isEmpty()) {
-                    gate.afterCall(key, trial, new Outcome.Retry(null, e, null));
+                    run.record(key, trial, new Outcome.Retry(null, e, null));
                     step(run, steps, key, "error", e.toString(), null);
                     throw e;
                 }
                 o = classified.get();
             }
-            Instant cooldown = gate.afterCall(key, trial, o);
+            Instant cooldown = run.record(key, trial, o);
             if (o instanceof Outcome.Done) {
                 step(run, steps, key, "answered", null, null);
                 return new FallbackResult<>(value, key, steps);
@@ -194,7 +187,7 @@ public final class FallbackChain<C> {
                 shortest = EndpointSteps.min(shortest, d);
                 continue;
             }
-            if (ProviderGate.isBreakerFailure(o)) {
+            if (o.kind().breaker() == Outcome.BreakerEffect.FAILURE) {
                 Duration d = cooldown == null ? null : EndpointSteps.until(clock, cooldown);
                 step(run, steps, key, EndpointSteps.kind(o), EndpointSteps.reason(o), d);
                 shortest = EndpointSteps.min(shortest, d);
@@ -215,10 +208,10 @@ public final class FallbackChain<C> {
         throw lastFailure.toException();
     }
 
-    private void step(ProviderRun run, List<FallbackStep> steps, String key, String result, String detail, Duration wait) {
+    private void step(ProviderCalls run, List<FallbackStep> steps, String key, String result, String detail, Duration wait) {
         FallbackStep s = new FallbackStep(key, result, detail, wait, clock.instant());
         steps.add(s);
-        run.addTrail(s);
+        run.trail(s);
     }
 
 

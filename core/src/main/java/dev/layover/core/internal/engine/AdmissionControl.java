@@ -5,6 +5,7 @@ import dev.layover.core.JobContext;
 import dev.layover.core.JobType;
 import dev.layover.core.outcome.FailureType;
 import dev.layover.core.outcome.Outcome;
+import dev.layover.core.provider.ProviderCalls;
 import dev.layover.core.internal.gate.Admission;
 import dev.layover.core.internal.gate.Limits;
 import dev.layover.core.internal.gate.ProviderGate;
@@ -260,7 +261,7 @@ final class AdmissionControl {
     }
 
     /** The handler's context: Layover's, plus what control knows of the run. */
-    private final class ControlledContext implements JobContext, ProviderRun.Source {
+    private final class ControlledContext implements JobContext {
         private final JobContext ctx;
         private final Check check;
 
@@ -317,8 +318,8 @@ final class AdmissionControl {
         }
 
         @Override
-        public ProviderRun providerRun() {
-            return ((ProviderRun.Source) ctx).providerRun();
+        public ProviderCalls providerCalls() {
+            return ctx.providerCalls();
         }
 
         @Override

@@ -16,6 +16,7 @@ import dev.layover.core.internal.observe.Observability;
 import dev.layover.core.internal.observe.SafeMetrics;
 import dev.layover.core.outcome.FailureType;
 import dev.layover.core.outcome.Outcome;
+import dev.layover.core.provider.ProviderCalls;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -175,7 +176,12 @@ final class JobTask<A> extends CustomTask<byte[]> {
 
     /** The context Layover hands to a handler (wrapped by admission control's). */
     private record RunContext(JobRun run, Instant runAt, String providerKey, ExecutionContext ec, ProviderRun providerRun)
-            implements JobContext, ProviderRun.Source {
+            implements JobContext {
+        @Override
+        public ProviderCalls providerCalls() {
+            return providerRun;
+        }
+
         @Override
         public String jobId() {
             return run.id();

@@ -3,22 +3,20 @@ package dev.layover.core.internal.gate;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.FallbackStep;
+import dev.layover.core.provider.ProviderCalls;
+import java.time.Instant;
+import java.util.Objects;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
  * The provider side of one run of one job: its provider key, the breaker trial it holds, and the
- * fallback trail its handler builds. Internal: used by Layover's engine and
- * {@link dev.layover.core.provider.FallbackChain}; not part of the API.
+ * fallback trail its handler builds; as {@link ProviderCalls}, the gate a handler's own calls pass
+ * through ({@code JobContext.providerCalls()}).
  */
-public final class ProviderRun {
-
-    /** Implemented by the {@link dev.layover.core.JobContext} Layover hands to handlers. */
-    public interface Source {
-        /** @return the run's provider side */
-        ProviderRun providerRun();
-    }
+public final class ProviderRun implements ProviderCalls {
 
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -43,9 +41,27 @@ public final class ProviderRun {
         this.attempt = attempt;
     }
 
-    /** @return the gate of the Layover instance running the job */
-    public ProviderGate gate() {
-        return gate;
+    @Override
+    public Permission ask(String providerKey, long tokens) {
+        Admission a = gate.admitEndpoint(Objects.requireNonNull(providerKey, "providerKey"), tokens);
+        if (a instanceof Admission.Wait w) {
+            return new Permission.Wait(w.runAt(), w.reason(), w.detail());
+        }
+        if (a instanceof Admission.Refuse r) {
+            return new Permission.Refused(r.openUntil(), r.detail());
+        }
+        return new Permission.Granted(((Admission.Go) a).trialToken());
+    }
+
+    @Override
+    public Instant record(String providerKey, Permission.Granted granted, Outcome outcome) {
+        return gate.afterCall(Objects.requireNonNull(providerKey, "providerKey"),
+                granted == null ? null : granted.trial(), Objects.requireNonNull(outcome, "outcome"));
+    }
+
+    @Override
+    public void trail(FallbackStep step) {
+        addTrail(step);
     }
 
     /** @return the job's provider key, or {@code null} */
