@@ -1,6 +1,6 @@
 package dev.layover.dlq;
 
-import dev.layover.core.internal.db.Db;
+import dev.layover.core.spi.Db;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

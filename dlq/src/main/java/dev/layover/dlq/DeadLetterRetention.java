@@ -6,7 +6,8 @@ import com.github.kagkarlsson.scheduler.task.helper.Tasks;
 import com.github.kagkarlsson.scheduler.task.schedule.Schedules;
 import dev.layover.core.Layover;
 import dev.layover.core.LayoverPlugin;
-import dev.layover.core.internal.db.Db;
+import dev.layover.core.spi.Db;
+import dev.layover.core.spi.JobWrites;
 import java.sql.PreparedStatement;
 import java.sql.Timestamp;
 import java.time.Duration;
@@ -124,13 +125,8 @@ public final class DeadLetterRetention implements LayoverPlugin {
      * kept for code written before.
      */
     public void ensureScheduled() {
-        db.autocommit("scheduling dead-letter retention", c -> {
-            try (PreparedStatement ps = c.prepareStatement(DlqSql.SCHEDULE_RECURRING)) {
-                ps.setString(1, TASK_NAME);
-                ps.setString(2, RECURRING_INSTANCE);
-                return ps.executeUpdate();
-            }
-        });
+        JobWrites jobs = JobWrites.on(db.dataSource());
+        db.autocommit("scheduling dead-letter retention", c -> jobs.scheduleRecurring(c, TASK_NAME, RECURRING_INSTANCE));
     }
 
     /**

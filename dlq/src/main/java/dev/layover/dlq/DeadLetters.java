@@ -6,7 +6,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.layover.core.Layover;
 import dev.layover.core.LayoverException;
 import dev.layover.core.UnknownJobTypeException;
-import dev.layover.core.internal.db.Db;
+import dev.layover.core.spi.Db;
+import dev.layover.core.spi.JobWrites;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -71,11 +72,13 @@ public final class DeadLetters {
 
     private final Layover layover;
     private final Db db;
+    private final JobWrites jobs;
     private final AuditLog auditLog;
 
     private DeadLetters(Layover layover) {
         this.layover = Objects.requireNonNull(layover, "layover");
         this.db = new Db(layover.dataSource());
+        this.jobs = JobWrites.on(layover.dataSource());
         this.auditLog = AuditLog.create(layover.dataSource());
     }
 
@@ -650,25 +653,56 @@ public final class DeadLetters {
     private List<ReplayRow> replayRows(Connection c, List<Long> ids, List<String> states, ReplayOptions o,
             String edited) throws SQLException {
         String kind = o.kind().code();
-        try (PreparedStatement ps = c.prepareStatement(DlqSql.REPLAY)) {
-            DlqSql.bind(c, ps,
-                    new DlqSql.LongArray(ids.toArray(Long[]::new)), new DlqSql.TextArray(states.toArray(String[]::new)),
-                    new DlqSql.TextArray(registeredTypes()), kind, o.replayBudget(),
-                    edited, edited, o.runAt(), o.spread().toMillis(), kind,
-                    kind, o.actor(), kind, edited != null,
-                    edited, edited, edited);
-            List<ReplayRow> out = new ArrayList<>();
+        String event = o.kind() == ReplayKind.MANUAL ? "manual_replay" : "auto_replay";
+        List<Long> locked = new ArrayList<>();
+        Map<Long, String[]> candidates = new LinkedHashMap<>();
+        try (PreparedStatement ps = c.prepareStatement(DlqSql.REPLAY_CANDIDATES)) {
+            DlqSql.bind(c, ps, new DlqSql.LongArray(ids.toArray(Long[]::new)), event,
+                    new DlqSql.TextArray(registeredTypes()), kind, o.replayBudget());
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    OffsetDateTime runAt = rs.getObject("execution_time", OffsetDateTime.class);
-                    out.add(new ReplayRow(rs.getLong("id"), rs.getString("job_type"), rs.getString("job_id"),
-                            rs.getString("old_args"), runAt == null ? null : runAt.toInstant(),
-                            rs.getBoolean("replayed")));
+                    locked.add(rs.getLong("id"));
+                    candidates.put(rs.getLong("id"),
+                            new String[] {rs.getString("job_type"), rs.getString("job_id"), rs.getString("old_args")});
                 }
             }
-            return out;
         }
+        if (locked.isEmpty()) {
+            return List.of();
+        }
+        long[] lockedIds = locked.stream().mapToLong(Long::longValue).toArray();
+        String[] editedArgs = new String[lockedIds.length];
+        java.util.Arrays.fill(editedArgs, edited);
+        Map<Long, JobWrites.Replayed> inserted = new java.util.HashMap<>();
+        for (JobWrites.Replayed r : jobs.insertReplays(c, lockedIds, editedArgs, o.runAt(), o.spread().toMillis(), kind)) {
+            inserted.put(r.deadLetterId(), r);
+        }
+        java.util.Set<Long> marked = new java.util.HashSet<>();
+        if (!inserted.isEmpty()) {
+            Long[] markIds = inserted.keySet().toArray(Long[]::new);
+            String[] jobIds = new String[markIds.length];
+            for (int i = 0; i < markIds.length; i++) {
+                jobIds[i] = inserted.get(markIds[i]).jobId();
+            }
+            try (PreparedStatement ps = c.prepareStatement(DlqSql.MARK_REPLAYED)) {
+                DlqSql.bind(c, ps, event, kind, o.actor(), kind, edited != null, edited, edited, edited,
+                        new DlqSql.LongArray(markIds), new DlqSql.TextArray(jobIds));
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        marked.add(rs.getLong(1));
+                    }
+                }
+            }
+        }
+        List<ReplayRow> out = new ArrayList<>();
+        for (Map.Entry<Long, String[]> e : candidates.entrySet()) {
+            JobWrites.Replayed r = inserted.get(e.getKey());
+            out.add(new ReplayRow(e.getKey(), e.getValue()[0], e.getValue()[1], e.getValue()[2],
+                    r == null ? null : r.runAt(), marked.contains(e.getKey())));
+        }
+        return out;
     }
+
 
     private String[] registeredTypes() {
         return layover.jobTypes().stream().map(t -> t.name()).toArray(String[]::new);

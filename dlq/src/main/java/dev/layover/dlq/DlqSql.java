@@ -96,75 +96,63 @@ final class DlqSql {
      */
     static final String REVIEW_SPENT = """
             UPDATE layover.dead_letters d
-            SET state = 'review', state_changed_at = now()
-            WHERE d.id = ANY(?::bigint[]) AND d.state = 'parked' AND d.auto_replay_count >= ?
+            SET state = layover.dead_letter_next_state(d.state, 'budget_spent'), state_changed_at = now()
+            WHERE d.id = ANY(?::bigint[]) AND layover.dead_letter_next_state(d.state, 'budget_spent') IS NOT NULL
+              AND d.auto_replay_count >= ?
             RETURNING d.id""";
 
     /**
-     * The replay, exactly once: in one statement (one transaction), lock the dead letters that are
-     * still replayable ({@code FOR UPDATE}: a concurrent replay waits, then re-checks the state and
-     * finds it {@code replayed}), insert one fresh job per dead letter with the dead letter's job id
-     * (nothing where a live job with that id exists), and mark replayed exactly those whose job was
-     * inserted. Returns one row per locked dead letter; {@code replayed} is false where a live job
-     * was in the way.
+     * The replay, exactly once, step one of three in one transaction: lock the dead letters that a
+     * replay of this kind may still replay ({@code FOR UPDATE}: a concurrent replay waits, then
+     * re-checks the state and finds it {@code replayed}). The allowed states are V10's
+     * {@code layover.dead_letter_next_state}. Step two is core's {@code JobWrites.insertReplays}
+     * (one fresh job per dead letter, nothing where a live job has its id), step three
+     * {@link #MARK_REPLAYED} (exactly those whose job was inserted).
      *
-     * <p>Parameters: ids, allowed states, registered job types, kind, budget; edited args text twice
-     * (or null), run at (or null for now), spread in ms, kind; kind, actor, kind, args edited;
-     * edited args text twice.
+     * <p>Parameters: ids, event ({@code manual_replay} or {@code auto_replay}), registered job types,
+     * kind, budget.
      */
-    static final String REPLAY = """
-            WITH cand AS MATERIALIZED (
-                SELECT d.id, d.job_type, d.job_id, d.args, d.args_raw, d.provider_key, d.priority
-                FROM layover.dead_letters d
-                WHERE d.id = ANY(?::bigint[]) AND d.state = ANY(?::text[]) AND d.job_type = ANY(?::text[])
-                  AND (?::text <> 'sweep' OR d.auto_replay_count < ?::int)
-                ORDER BY d.id
-                FOR UPDATE
-            ), ins AS (
-                INSERT INTO layover.scheduled_tasks
-                    (task_name, task_instance, task_data, execution_time, picked, version, priority,
-                     consecutive_failures, provider_key, dead_letter_id, replay_kind)
-                SELECT c.job_type, c.job_id,
-                       CASE WHEN ?::text IS NOT NULL THEN convert_to(?::text, 'UTF8')
-                            ELSE coalesce(convert_to(c.args::text, 'UTF8'), c.args_raw) END,
-                       coalesce(?::timestamptz, now()) + random() * ?::bigint * interval '1 millisecond',
-                       false, 1, c.priority, 0, c.provider_key, c.id, ?::text
-                FROM cand c
-                ON CONFLICT (task_name, task_instance) DO NOTHING
-                RETURNING dead_letter_id, task_instance, execution_time
-            ), upd AS (
-                UPDATE layover.dead_letters d
-                SET state = 'replayed', state_changed_at = now(), replay_count = d.replay_count + 1,
-                    auto_replay_count = d.auto_replay_count + CASE WHEN ?::text = 'sweep' THEN 1 ELSE 0 END,
-                    replays = d.replays || jsonb_build_array(jsonb_build_object(
-                        'job_id', i.task_instance, 'at', now(), 'by', ?::text, 'kind', ?::text,
-                        'args_edited', ?::boolean)),
-                    args = CASE WHEN ?::text IS NOT NULL THEN ?::text::jsonb ELSE d.args END,
-                    args_raw = CASE WHEN ?::text IS NOT NULL THEN NULL ELSE d.args_raw END
-                FROM ins i
-                WHERE d.id = i.dead_letter_id
-                RETURNING d.id
-            )
-            SELECT c.id, c.job_type, c.job_id, c.args::text AS old_args, i.execution_time,
-                   (u.id IS NOT NULL) AS replayed
-            FROM cand c
-            LEFT JOIN ins i ON i.dead_letter_id = c.id
-            LEFT JOIN upd u ON u.id = c.id
-            ORDER BY c.id""";
+    static final String REPLAY_CANDIDATES = """
+            SELECT d.id, d.job_type, d.job_id, d.args::text AS old_args
+            FROM layover.dead_letters d
+            WHERE d.id = ANY(?::bigint[]) AND layover.dead_letter_next_state(d.state, ?) IS NOT NULL
+              AND d.job_type = ANY(?::text[])
+              AND (?::text <> 'sweep' OR d.auto_replay_count < ?::int)
+            ORDER BY d.id
+            FOR UPDATE""";
+
+    /**
+     * The replay, step three: the dead letters whose job was inserted become {@code replayed}, with
+     * the replay in their history. Parameters: event, kind, actor, kind, args edited, edited args
+     * text twice, edited args text, then the dead letter ids and their new job ids (arrays).
+     */
+    static final String MARK_REPLAYED = """
+            UPDATE layover.dead_letters d
+            SET state = layover.dead_letter_next_state(d.state, ?), state_changed_at = now(),
+                replay_count = d.replay_count + 1,
+                auto_replay_count = d.auto_replay_count + CASE WHEN ?::text = 'sweep' THEN 1 ELSE 0 END,
+                replays = d.replays || jsonb_build_array(jsonb_build_object(
+                    'job_id', u.job_id, 'at', now(), 'by', ?::text, 'kind', ?::text, 'args_edited', ?::boolean)),
+                args = CASE WHEN ?::text IS NOT NULL THEN ?::text::jsonb ELSE d.args END,
+                args_raw = CASE WHEN ?::text IS NOT NULL THEN NULL ELSE d.args_raw END
+            FROM unnest(?::bigint[], ?::text[]) AS u(id, job_id)
+            WHERE d.id = u.id
+            RETURNING d.id""";
 
     // ---------------------------------------------------------------- other state changes
 
     static final String DISCARD = """
             UPDATE layover.dead_letters d
-            SET state = 'discarded', state_changed_at = now()
-            WHERE d.id = ANY(?::bigint[]) AND d.state IN ('parked', 'review')
+            SET state = layover.dead_letter_next_state(d.state, 'discard'), state_changed_at = now()
+            WHERE d.id = ANY(?::bigint[]) AND layover.dead_letter_next_state(d.state, 'discard') IS NOT NULL
             RETURNING d.id""";
 
     /** Review back to parked, with a fresh automatic replay budget (the history stays in {@code replays}). */
     static final String MOVE_BACK = """
             UPDATE layover.dead_letters d
-            SET state = 'parked', state_changed_at = now(), auto_replay_count = 0
-            WHERE d.id = ANY(?::bigint[]) AND d.state = 'review'
+            SET state = layover.dead_letter_next_state(d.state, 'move_back'), state_changed_at = now(),
+                auto_replay_count = 0
+            WHERE d.id = ANY(?::bigint[]) AND layover.dead_letter_next_state(d.state, 'move_back') IS NOT NULL
             RETURNING d.id""";
 
     // ---------------------------------------------------------------- retention
@@ -176,13 +164,6 @@ final class DlqSql {
                          WHERE state IN ('replayed', 'discarded') AND state_changed_at < ?
                          LIMIT ?
                          FOR UPDATE SKIP LOCKED)""";
-
-    /** The retention task's first run, as db-scheduler's own start-up scheduling would write it. */
-    static final String SCHEDULE_RECURRING = """
-            INSERT INTO layover.scheduled_tasks
-                (task_name, task_instance, task_data, execution_time, picked, version, priority, consecutive_failures)
-            VALUES (?, ?, NULL, now(), false, 1, 0, 0)
-            ON CONFLICT (task_name, task_instance) DO NOTHING""";
 
     // ---------------------------------------------------------------- recovery sweep and trial
 
@@ -247,8 +228,7 @@ final class DlqSql {
             WHERE d.provider_key = ? AND d.state = 'parked' AND d.failure_type = ? AND d.id > ?
               AND d.job_type = ANY(?::text[])
               AND d.parked_at <= greatest(?::timestamptz, now() - ?::bigint * interval '1 millisecond')
-              AND NOT EXISTS (SELECT 1 FROM layover.scheduled_tasks t
-                              WHERE t.task_name = d.job_type AND t.task_instance = d.job_id)
+              AND NOT EXISTS (SELECT 1 FROM layover.jobs j WHERE j.job_type = d.job_type AND j.id = d.job_id)
             ORDER BY d.id
             LIMIT ?""";
 
@@ -258,20 +238,19 @@ final class DlqSql {
      * Parameters: key, since, key.
      */
     static final String RECOVERY_HEALTH = """
-            SELECT count(*) FILTER (WHERE coalesce(t.consecutive_failures, 0) = 0) AS pending,
-                   count(*) FILTER (WHERE coalesce(t.consecutive_failures, 0) > 0) AS retrying,
+            SELECT count(*) FILTER (WHERE j.attempts = 0) AS pending,
+                   count(*) FILTER (WHERE j.attempts > 0) AS retrying,
                    (SELECT count(*) FROM layover.dead_letters d
                     WHERE d.provider_key = ? AND d.state = 'review' AND d.parked_at > ?) AS parked_again
-            FROM layover.scheduled_tasks t
-            WHERE t.provider_key = ? AND t.replay_kind = 'sweep' AND t.dead_letter_id IS NOT NULL""";
+            FROM layover.jobs j
+            WHERE j.provider_key = ? AND j.replay_kind = 'sweep' AND j.dead_letter_id IS NOT NULL""";
 
     /**
      * Whether a key has traffic that will make the breaker's trial call by itself: a live job of
      * the key due by a time (running jobs included). Parameters: key, time.
      */
     static final String RECOVERY_TRAFFIC = """
-            SELECT EXISTS (SELECT 1 FROM layover.scheduled_tasks t
-                           WHERE t.provider_key = ? AND t.execution_time <= ?)""";
+            SELECT EXISTS (SELECT 1 FROM layover.jobs j WHERE j.provider_key = ? AND j.run_at <= ?)""";
 
     /** Writes one key's sweep state. Parameters: the columns in order, then the worker. */
     static final String RECOVERY_SAVE = """
@@ -293,14 +272,6 @@ final class DlqSql {
                 last_trial_dead_letter_id = excluded.last_trial_dead_letter_id, next_trial_at = excluded.next_trial_at,
                 note = excluded.note, updated_at = now(), updated_by = excluded.updated_by""";
 
-    /**
-     * Brings the sweep's next run forward to now (after a breaker close was heard), when it is not
-     * running; the version moves as with any change of a db-scheduler row. Parameter: task name.
-     */
-    static final String RECOVERY_NUDGE = """
-            UPDATE layover.scheduled_tasks
-            SET execution_time = now(), version = version + 1
-            WHERE task_name = ? AND task_instance = 'recurring' AND NOT picked AND execution_time > now()""";
 
     /** Names the provider key of a sweep's or trial's audit row. Parameters: key, audit id. */
     static final String AUDIT_SUBJECT = """

@@ -4,7 +4,8 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.LayoverException;
 import dev.layover.core.UnknownJobTypeException;
-import dev.layover.core.internal.db.Db;
+import dev.layover.core.spi.Db;
+import dev.layover.core.spi.JobWrites;
 import dev.layover.core.outcome.FailureType;
 import dev.layover.core.provider.state.BreakerState;
 import java.sql.PreparedStatement;
@@ -70,12 +71,7 @@ final class SweepRunner {
         layover.providerStates().addListener(e -> {
             if (e.to() == BreakerState.CLOSED && layover.isRunning()) {
                 try {
-                    int n = db.autocommit("bringing the recovery sweep forward", c -> {
-                        try (PreparedStatement ps = c.prepareStatement(DlqSql.RECOVERY_NUDGE)) {
-                            ps.setString(1, RecoverySweep.TASK_NAME);
-                            return ps.executeUpdate();
-                        }
-                    });
+                    int n = JobWrites.on(layover.dataSource()).nudgeRecurring(RecoverySweep.TASK_NAME);
                     if (n > 0) {
                         layover.wakeUp();
                     }

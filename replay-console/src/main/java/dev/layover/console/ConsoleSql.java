@@ -3,7 +3,7 @@ package dev.layover.console;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.layover.core.internal.db.Db;
+import dev.layover.core.spi.Db;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

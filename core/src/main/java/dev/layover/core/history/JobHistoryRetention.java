@@ -1,6 +1,6 @@
 package dev.layover.core.history;
 
-import dev.layover.core.internal.db.Db;
+import dev.layover.core.spi.Db;
 import java.sql.PreparedStatement;
 import java.sql.Timestamp;
 import java.time.Duration;

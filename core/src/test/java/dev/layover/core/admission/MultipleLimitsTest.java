@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.admission.Admission.TenantTask;
-import dev.layover.core.internal.db.Db;
+import dev.layover.core.spi.Db;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.internal.gate.Admission.Go;
 import dev.layover.core.internal.gate.Admission.Wait;

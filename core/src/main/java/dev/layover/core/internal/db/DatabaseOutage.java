@@ -11,6 +11,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import javax.sql.DataSource;
 import org.slf4j.LoggerFactory;
+import dev.layover.core.spi.Db;
 
 /**
  * Notices that the database went away, and turns what would be a flood of errors (every poll,

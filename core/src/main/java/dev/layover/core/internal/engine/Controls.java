@@ -17,7 +17,7 @@ import java.util.List;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import dev.layover.core.internal.db.Db;
+import dev.layover.core.spi.Db;
 import dev.layover.core.internal.db.StoredText;
 import dev.layover.core.internal.jobs.JobStore;
 import java.util.Objects;

@@ -9,7 +9,7 @@ import com.github.kagkarlsson.scheduler.task.Task;
 import dev.layover.core.JobPolicy;
 import dev.layover.core.control.JobControl;
 import dev.layover.core.internal.db.DatabaseOutage;
-import dev.layover.core.internal.db.Db;
+import dev.layover.core.spi.Db;
 import dev.layover.core.internal.gate.Limits;
 import dev.layover.core.internal.gate.ProviderGate;
 import dev.layover.core.internal.gate.ProviderStateHandle;

@@ -4,14 +4,14 @@ import static dev.layover.core.internal.gate.GateDb.instant;
 import static dev.layover.core.internal.gate.GateDb.seconds;
 import static dev.layover.core.internal.gate.GateDb.ts;
 
-import dev.layover.core.internal.db.Db;
+import dev.layover.core.spi.Db;
+import dev.layover.core.internal.jobs.JobStore;
 import dev.layover.core.provider.state.BucketSettings;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -37,6 +37,7 @@ final class Buckets {
     static final Duration BACKLOG_EVERY = Duration.ofSeconds(1);
 
     private final GateDb gdb;
+    private final JobStore store;
     private final Duration permitGrace;
     private final ConcurrentHashMap<String, Long> backlogReservedAt = new ConcurrentHashMap<>();
 
@@ -44,8 +45,9 @@ final class Buckets {
      * @param permitGrace how late a job may come back for the bucket permit it holds before the
      *     permit lapses
      */
-    Buckets(GateDb gdb, Duration permitGrace) {
+    Buckets(GateDb gdb, JobStore store, Duration permitGrace) {
         this.gdb = gdb;
+        this.store = store;
         this.permitGrace = permitGrace;
     }
 
@@ -121,7 +123,7 @@ final class Buckets {
 
     /**
      * Gives a key's due, unpicked jobs their permits in one statement
-     * ({@link StateSql#RESERVE_BACKLOG}), each rescheduled to its slot holding it. At most once per
+     * ({@link JobStore#reserveBacklog}), each rescheduled to its slot holding it. At most once per
      * {@link #BACKLOG_EVERY} per key in this instance; nothing when the bucket limits no requests.
      * Never throws.
      *
@@ -159,19 +161,9 @@ final class Buckets {
         }
         double horizonSeconds = seconds(horizon);
         try {
-            Map<String, Integer> reserved = gdb.inline("reserving bucket permits for the backlog of " + key, c -> {
-                try (PreparedStatement ps = c.prepareStatement(StateSql.RESERVE_BACKLOG)) {
-                    Db.bind(ps, key, ts(now), b.requestRate(), b.requestCapacity(), BACKLOG_BATCH, horizonSeconds,
-                            c.createArrayOf("text", names.toArray()), c.createArrayOf("integer", caps.toArray()));
-                    Map<String, Integer> byType = new LinkedHashMap<>();
-                    try (ResultSet rs = ps.executeQuery()) {
-                        while (rs.next()) {
-                            byType.put(rs.getString("task_name"), rs.getInt("reserved"));
-                        }
-                    }
-                    return byType;
-                }
-            });
+            gdb.countInline();
+            Map<String, Integer> reserved = store.reserveBacklog(key, now, b.requestRate(), b.requestCapacity(),
+                    BACKLOG_BATCH, horizonSeconds, names, caps);
             if (!reserved.isEmpty()) {
                 LOG.debug("Reserved bucket permits of {} for waiting jobs {}", key, reserved);
             }

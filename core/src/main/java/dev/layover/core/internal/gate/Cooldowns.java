@@ -5,7 +5,7 @@ import static dev.layover.core.internal.gate.GateDb.instant;
 import static dev.layover.core.internal.gate.GateDb.seconds;
 import static dev.layover.core.internal.gate.GateDb.ts;
 
-import dev.layover.core.internal.db.Db;
+import dev.layover.core.spi.Db;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.state.CooldownSettings;
 import java.sql.PreparedStatement;

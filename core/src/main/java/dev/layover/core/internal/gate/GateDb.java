@@ -1,6 +1,6 @@
 package dev.layover.core.internal.gate;
 
-import dev.layover.core.internal.db.Db;
+import dev.layover.core.spi.Db;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -39,6 +39,11 @@ final class GateDb {
     <T> T run(boolean background, String what, Db.Work<T> work) {
         (background ? backgroundStatements : inlineStatements).incrementAndGet();
         return db.autocommit(what, work);
+    }
+
+    /** Counts a statement run on a worker thread by another owner's class (the job store) for the gate. */
+    void countInline() {
+        inlineStatements.incrementAndGet();
     }
 
     long inlineStatements() {

@@ -1,7 +1,7 @@
 package dev.layover.core.internal.gate;
 
 import dev.layover.core.internal.time.Backoff;
-import dev.layover.core.internal.db.Db;
+import dev.layover.core.spi.Db;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.time.Clock;

@@ -3,7 +3,7 @@ package dev.layover.core.internal.gate;
 import static dev.layover.core.internal.gate.GateDb.instant;
 import static dev.layover.core.internal.gate.GateDb.ts;
 
-import dev.layover.core.internal.db.Db;
+import dev.layover.core.spi.Db;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.provider.state.CooldownSettings;
 import java.sql.PreparedStatement;

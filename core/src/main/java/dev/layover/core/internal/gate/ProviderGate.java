@@ -2,7 +2,8 @@ package dev.layover.core.internal.gate;
 
 import static dev.layover.core.internal.gate.GateDb.cut;
 
-import dev.layover.core.internal.db.Db;
+import dev.layover.core.spi.Db;
+import dev.layover.core.internal.jobs.JobStore;
 import dev.layover.core.internal.observe.SafeMetrics;
 import dev.layover.core.internal.time.Backoff;
 import dev.layover.core.metrics.LayoverMetrics;
@@ -144,7 +145,7 @@ public final class ProviderGate {
         this.breakers = new Breakers(gdb, cache, events, config.breakers(), perKey);
         this.cooldowns = new Cooldowns(gdb, cache, config.cooldowns());
         this.paces = new Paces(gdb, cache, config.cooldowns(), config.buckets());
-        this.buckets = new Buckets(gdb, config.permitGrace());
+        this.buckets = new Buckets(gdb, new JobStore(db), config.permitGrace());
     }
 
     // ---- lifecycle ------------------------------------------------------------------------

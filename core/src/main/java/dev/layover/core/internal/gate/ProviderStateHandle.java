@@ -1,6 +1,6 @@
 package dev.layover.core.internal.gate;
 
-import dev.layover.core.internal.db.Db;
+import dev.layover.core.spi.Db;
 import dev.layover.core.provider.state.BreakerListener;
 import dev.layover.core.provider.state.BreakerState;
 import dev.layover.core.provider.state.ProviderStates;

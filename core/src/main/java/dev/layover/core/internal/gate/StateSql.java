@@ -8,7 +8,8 @@ package dev.layover.core.internal.gate;
  * reports the state it changed from ({@code previous_state}) and what a reservation took
  * ({@code last_slot}, {@code last_granted_*}).
  *
- * <p>Times come from the caller's clock (as for every job run time), passed as {@code p.now}.
+ * <p>Times come from the caller's clock (as for every job run time), passed as {@code p.now}. The
+ * rate bucket arithmetic is V10's {@code layover.gcra_*} functions.
  */
 final class StateSql {
 
@@ -260,20 +261,15 @@ final class StateSql {
                 burst_ms = excluded.burst_ms, configured_at = now(), configured_by = excluded.configured_by,
                 learned_until = NULL""";
 
-    // GCRA, per dimension d (requests r, tokens t) with rate (units/s), capacity, need, extra:
-    //   the need fits when the level (tat - now) * rate plus the need is within the capacity,
-    //   that is from the moment tat - (capacity - need) / rate; taking n units moves
-    //   tat to greatest(tat, now) + n / rate. A need above the capacity waits for an empty bucket.
-    private static final String R_SLOT =
-            "CASE WHEN p.rr > 0 THEN b.request_tat - make_interval(secs => (p.rc - least(p.rn, p.rc)) / p.rr) END";
-    private static final String T_SLOT =
-            "CASE WHEN p.tr > 0 AND p.tn > 0 THEN b.token_tat - make_interval(secs => (p.tc - least(p.tn, p.tc)) / p.tr) END";
+    // GCRA, per dimension (requests r, tokens t) with rate (units/s), capacity, need, extra: the
+    // arithmetic is V10's layover.gcra_* functions. The need fits from gcra_fits_at; taking n units
+    // moves tat with gcra_take; what is free beyond the need is gcra_free - need.
+    private static final String R_SLOT = "layover.gcra_fits_at(b.request_tat, p.rr, p.rc, p.rn)";
+    private static final String T_SLOT = "layover.gcra_fits_at(b.token_tat, p.tr, p.tc, p.tn)";
     private static final String SLOT = "greatest(p.now, " + R_SLOT + ", " + T_SLOT + ")";
     private static final String FITS = "(" + SLOT + " <= p.now)";
-    private static final String R_FREE =
-            "(p.rc - extract(epoch FROM greatest(b.request_tat, p.now) - p.now) * p.rr - p.rn)";
-    private static final String T_FREE =
-            "(p.tc - extract(epoch FROM greatest(b.token_tat, p.now) - p.now) * p.tr - p.tn)";
+    private static final String R_FREE = "(layover.gcra_free(b.request_tat, p.now, p.rr, p.rc) - p.rn)";
+    private static final String T_FREE = "(layover.gcra_free(b.token_tat, p.now, p.tr, p.tc) - p.tn)";
     private static final String R_TAKE = "(CASE WHEN " + FITS + " THEN p.rn + CASE WHEN p.rr > 0 THEN greatest(0, least(p.rx, floor("
             + R_FREE + "))) ELSE p.rx END WHEN p.may_wait THEN p.rn ELSE 0 END)";
     private static final String T_TAKE = "(CASE WHEN " + FITS + " THEN p.tn + CASE WHEN p.tr > 0 THEN greatest(0, least(p.tx, "
@@ -282,10 +278,11 @@ final class StateSql {
     /**
      * Takes permits from a bucket, in one statement. When the job already holds a permit for
      * about now ({@code permit_at}, kept from the reschedule that gave it), that permit is spent
-     * and the bucket is left alone. Otherwise: when the need fits now, it is taken plus up to the
-     * extra asked for (a lease); when it does not fit and the caller may wait, the next future
-     * slot is reserved; when it may not wait, nothing is taken. Returns carried (0/1), and, when
-     * the bucket row exists, the slot (= now when it fits) and what was taken.
+     * (V10's {@code layover.spend_held_permit}, the job store's) and the bucket is left alone.
+     * Otherwise: when the need fits now, it is taken plus up to the extra asked for (a lease); when
+     * it does not fit and the caller may wait, the next future slot is reserved; when it may not
+     * wait, nothing is taken. Returns carried (0/1), and, when the bucket row exists, the slot
+     * (= now when it fits) and what was taken.
      *
      * <p>Parameters: key, now, request rate (/s, 0 none), request capacity, request need, request
      * extra, token rate, token capacity, token need, token extra, may wait, task name, task id,
@@ -298,81 +295,19 @@ final class StateSql {
                               ?::boolean AS may_wait, ?::text AS task_name, ?::text AS task_id, ?::bigint AS version,
                               ?::float8 AS grace_s),
             carried AS (
-                UPDATE layover.scheduled_tasks t SET permit_at = NULL
-                FROM p
-                WHERE t.task_name = p.task_name AND t.task_instance = p.task_id AND t.version = p.version
-                  AND t.permit_at IS NOT NULL AND t.permit_at >= p.now - make_interval(secs => p.grace_s)
-                RETURNING t.permit_at
+                SELECT layover.spend_held_permit(p.task_name, p.task_id, p.version, p.now, p.grace_s) AS spent FROM p
             ), taken AS (
                 UPDATE layover.buckets b
-                SET request_tat = CASE WHEN p.rr > 0 THEN greatest(b.request_tat, p.now) + make_interval(secs => %1$s / p.rr)
-                                       ELSE b.request_tat END,
-                    token_tat = CASE WHEN p.tr > 0 THEN greatest(b.token_tat, p.now) + make_interval(secs => %2$s / p.tr)
-                                     ELSE b.token_tat END,
+                SET request_tat = layover.gcra_take(b.request_tat, p.now, p.rr, %1$s),
+                    token_tat = layover.gcra_take(b.token_tat, p.now, p.tr, %2$s),
                     last_slot = %3$s,
                     last_granted_requests = %1$s,
                     last_granted_tokens = %2$s
                 FROM p
-                WHERE b.provider_key = p.key AND NOT EXISTS (SELECT 1 FROM carried)
+                WHERE b.provider_key = p.key AND NOT (SELECT spent FROM carried)
                 RETURNING b.last_slot, b.last_granted_requests, b.last_granted_tokens
             )
-            SELECT (SELECT count(*) FROM carried) AS carried, taken.last_slot, taken.last_granted_requests,
-                   taken.last_granted_tokens
+            SELECT CASE WHEN (SELECT spent FROM carried) THEN 1 ELSE 0 END AS carried, taken.last_slot,
+                   taken.last_granted_requests, taken.last_granted_tokens
             FROM (SELECT 1) one LEFT JOIN taken ON true""".formatted(R_TAKE, T_TAKE, SLOT);
-
-    /**
-     * Reserves bucket permits for a key's backlog in one statement: the due, unpicked jobs of the
-     * key (oldest first, at most {@code max_jobs}, skipping rows another transaction holds) get
-     * the next slots of the bucket, as if each had asked in turn (GCRA: the k-th, from 1, gets
-     * {@code greatest(now, start + (k - capacity) / rate)} with {@code start = greatest(tat, now)}),
-     * as their run time and their held permit ({@code permit_at}); the bucket's tat moves past
-     * them. Only jobs of the given types, below their reschedule cap, without limit keys, deadline
-     * or cancel request, and only slots within the horizon. A reschedule of each (reason
-     * {@code bucket}), no attempt spent.
-     *
-     * <p>Parameters: key, now, request rate (/s), request capacity, max jobs, horizon (s), job type
-     * names (text[]), their reschedule caps (int[]). Returns the jobs reserved per job type
-     * ({@code task_name}, {@code reserved}; no row when none).
-     */
-    static final String RESERVE_BACKLOG = """
-            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS rate, ?::float8 AS cap,
-                              ?::int AS max_jobs, ?::float8 AS horizon_s, ?::text[] AS types, ?::int[] AS caps),
-            b AS (
-                SELECT greatest(bk.request_tat, p.now) AS start
-                FROM layover.buckets bk JOIN p ON bk.provider_key = p.key
-                FOR UPDATE OF bk
-            ), locked AS (
-                SELECT t.task_name, t.task_instance, t.execution_time
-                FROM layover.scheduled_tasks t
-                JOIN p ON t.provider_key = p.key
-                JOIN unnest((SELECT types FROM p), (SELECT caps FROM p)) AS ty(name, cap) ON t.task_name = ty.name
-                WHERE NOT t.picked AND t.execution_time <= p.now AND t.permit_at IS NULL AND t.limit_keys IS NULL
-                  AND t.deadline IS NULL AND t.cancel_requested_at IS NULL AND t.reschedules < ty.cap
-                  AND EXISTS (SELECT 1 FROM b)
-                ORDER BY t.execution_time, t.task_instance
-                LIMIT (SELECT max_jobs FROM p)
-                FOR UPDATE OF t SKIP LOCKED
-            ), slots AS (
-                SELECT l.task_name, l.task_instance,
-                       greatest(p.now, b.start + make_interval(secs =>
-                           (row_number() OVER (ORDER BY l.execution_time, l.task_instance) - p.cap) / p.rate)) AS slot
-                FROM locked l, b, p
-            ), moved AS (
-                UPDATE layover.scheduled_tasks t
-                SET execution_time = s.slot, permit_at = s.slot, version = t.version + 1,
-                    reschedules = t.reschedules + 1, last_reschedule_reason = 'bucket',
-                    last_reschedule_detail = 'bucket of ' || p.key || ': a permit reserved with its backlog',
-                    last_rescheduled_at = p.now
-                FROM slots s, p
-                WHERE t.task_name = s.task_name AND t.task_instance = s.task_instance
-                  AND s.slot <= p.now + make_interval(secs => p.horizon_s)
-                RETURNING t.task_name
-            ), booked AS (
-                UPDATE layover.buckets bk
-                SET request_tat = (SELECT start FROM b) + make_interval(secs => (SELECT count(*) FROM moved) / p.rate)
-                FROM p
-                WHERE bk.provider_key = p.key AND EXISTS (SELECT 1 FROM moved)
-                RETURNING 1
-            )
-            SELECT m.task_name, count(*) AS reserved FROM moved m GROUP BY m.task_name""";
 }

@@ -148,9 +148,11 @@ final class JobSql {
                 RETURNING t.*
             ), linked AS (
                 -- a sweep replay that failed again needs a person; one parked by an open breaker never
-                -- reached the provider, so the sweep may try it again (its replay budget caps that)
+                -- reached the provider, so the sweep may try it again (its replay budget caps that);
+                -- the state is V10's layover.dead_letter_next_state
                 UPDATE layover.dead_letters d
-                SET state = CASE WHEN m.replay_kind = 'sweep' AND ?::boolean THEN 'review' ELSE 'parked' END,
+                SET state = layover.dead_letter_next_state(d.state,
+                        CASE WHEN m.replay_kind = 'sweep' AND ?::boolean THEN 'sweep_replay_failed' ELSE 'parked_again' END),
                     state_changed_at = now(), parked_at = now(), park_count = d.park_count + 1,
                     failure_type = ?, error_class = ?, error_message = ?,
                     errors = d.errors || m.errors || ?::jsonb, attempts = coalesce(?::int, m.consecutive_failures, 0),
@@ -158,19 +160,20 @@ final class JobSql {
                     reschedules = m.reschedules,
                     args = layover.args_jsonb(m.task_data),
                     args_raw = CASE WHEN layover.args_jsonb(m.task_data) IS NULL THEN m.task_data END,
-                    provider_key = m.provider_key
+                    provider_key = m.provider_key, limit_keys = m.limit_keys
                 FROM moved m
                 WHERE d.id = m.dead_letter_id
                 RETURNING d.id
             ), inserted AS (
                 INSERT INTO layover.dead_letters
                     (job_type, job_id, args, args_raw, provider_key, failure_type, error_class,
-                     error_message, errors, attempts, provider_trail, reschedules, priority, first_enqueued_at)
+                     error_message, errors, attempts, provider_trail, reschedules, priority, first_enqueued_at,
+                     limit_keys)
                 SELECT m.task_name, m.task_instance, layover.args_jsonb(m.task_data),
                        CASE WHEN layover.args_jsonb(m.task_data) IS NULL THEN m.task_data END,
                        m.provider_key, ?, ?, ?, m.errors || ?::jsonb, coalesce(?::int, m.consecutive_failures, 0),
                        layover.trail_append(m.provider_trail, ?::jsonb), m.reschedules, m.priority,
-                       m.first_enqueued_at
+                       m.first_enqueued_at, m.limit_keys
                 FROM moved m
                 WHERE NOT EXISTS (SELECT 1 FROM layover.dead_letters d WHERE d.id = m.dead_letter_id)
                 RETURNING id
@@ -293,4 +296,102 @@ final class JobSql {
                 RETURNING 1
             )
             SELECT count(*) AS n, max(pg_notify('layover_jobs', '')::text) FROM released""";
+
+    // ---- provider state
+
+    /**
+     * Reserves bucket permits for a key's backlog in one statement: the due, unpicked jobs of the
+     * key (oldest first, at most {@code max_jobs}, skipping rows another transaction holds) get
+     * the next slots of the bucket, as if each had asked in turn (GCRA: the k-th, from 1, gets
+     * {@code greatest(now, start + (k - capacity) / rate)} with {@code start = greatest(tat, now)}),
+     * as their run time and their held permit ({@code permit_at}); the bucket's tat moves past
+     * them (V10's {@code layover.book_requests}, the gate's). Only jobs of the given types, below their reschedule cap, without limit keys, deadline
+     * or cancel request, and only slots within the horizon. A reschedule of each (reason
+     * {@code bucket}), no attempt spent.
+     *
+     * <p>Parameters: key, now, request rate (/s), request capacity, max jobs, horizon (s), job type
+     * names (text[]), their reschedule caps (int[]). Returns the jobs reserved per job type
+     * ({@code task_name}, {@code reserved}; no row when none).
+     */
+    static final String RESERVE_BACKLOG = """
+            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS rate, ?::float8 AS cap,
+                              ?::int AS max_jobs, ?::float8 AS horizon_s, ?::text[] AS types, ?::int[] AS caps),
+            b AS (
+                SELECT greatest(bk.request_tat, p.now) AS start
+                FROM layover.buckets bk JOIN p ON bk.provider_key = p.key
+                FOR UPDATE OF bk
+            ), locked AS (
+                SELECT t.task_name, t.task_instance, t.execution_time
+                FROM layover.scheduled_tasks t
+                JOIN p ON t.provider_key = p.key
+                JOIN unnest((SELECT types FROM p), (SELECT caps FROM p)) AS ty(name, cap) ON t.task_name = ty.name
+                WHERE NOT t.picked AND t.execution_time <= p.now AND t.permit_at IS NULL AND t.limit_keys IS NULL
+                  AND t.deadline IS NULL AND t.cancel_requested_at IS NULL AND t.reschedules < ty.cap
+                  AND EXISTS (SELECT 1 FROM b)
+                ORDER BY t.execution_time, t.task_instance
+                LIMIT (SELECT max_jobs FROM p)
+                FOR UPDATE OF t SKIP LOCKED
+            ), slots AS (
+                SELECT l.task_name, l.task_instance,
+                       greatest(p.now, layover.gcra_fits_at(b.start + make_interval(secs =>
+                           (row_number() OVER (ORDER BY l.execution_time, l.task_instance) - 1) / p.rate), p.rate, p.cap, 1))
+                           AS slot
+                FROM locked l, b, p
+            ), moved AS (
+                UPDATE layover.scheduled_tasks t
+                SET execution_time = s.slot, permit_at = s.slot, version = t.version + 1,
+                    reschedules = t.reschedules + 1, last_reschedule_reason = 'bucket',
+                    last_reschedule_detail = 'bucket of ' || p.key || ': a permit reserved with its backlog',
+                    last_rescheduled_at = p.now
+                FROM slots s, p
+                WHERE t.task_name = s.task_name AND t.task_instance = s.task_instance
+                  AND s.slot <= p.now + make_interval(secs => p.horizon_s)
+                RETURNING t.task_name
+            ), booked AS (
+                SELECT layover.book_requests(p.key, (SELECT start FROM b), (SELECT count(*) FROM moved), p.rate)
+                FROM p
+            )
+            SELECT m.task_name, count(*) AS reserved FROM moved m, (SELECT count(*) FROM booked) booking GROUP BY m.task_name""";
+
+    // ---- the dead-letter store's writes (JobWrites)
+
+    /**
+     * One fresh job per dead letter, with every column a fresh enqueue writes (no deadline: a
+     * replay is a new decision); the dead letters are read by id, the caller holding them locked.
+     * Nothing is inserted where a live job has that type and id. Parameters: run at (or null for
+     * now), spread in ms, replay kind, dead letter ids (bigint[]), edited args per id (text[],
+     * nulls for the stored args). Returns the dead letter, job id and run time of each job inserted.
+     */
+    static final String INSERT_REPLAYS = """
+            INSERT INTO layover.scheduled_tasks
+                (task_name, task_instance, task_data, execution_time, picked, version, priority,
+                 consecutive_failures, provider_key, limit_keys, dead_letter_id, replay_kind)
+            SELECT d.job_type, d.job_id,
+                   CASE WHEN u.edited IS NOT NULL THEN convert_to(u.edited, 'UTF8')
+                        ELSE coalesce(convert_to(d.args::text, 'UTF8'), d.args_raw) END,
+                   coalesce(p.run_at, now()) + random() * p.spread_ms * interval '1 millisecond',
+                   false, 1, d.priority, 0, d.provider_key, d.limit_keys, d.id, p.kind
+            FROM (SELECT ?::timestamptz AS run_at, ?::bigint AS spread_ms, ?::text AS kind) p,
+                 unnest(?::bigint[], ?::text[]) WITH ORDINALITY AS u(id, edited, n)
+            JOIN layover.dead_letters d ON d.id = u.id
+            ORDER BY u.n
+            ON CONFLICT (task_name, task_instance) DO NOTHING
+            RETURNING dead_letter_id, task_instance, execution_time""";
+
+    /**
+     * Brings a recurring task's next run forward to now (after a breaker close was heard), when it
+     * is not running; the version moves as with any change of a db-scheduler row. Parameter: task
+     * name.
+     */
+    static final String NUDGE_RECURRING = """
+            UPDATE layover.scheduled_tasks
+            SET execution_time = now(), version = version + 1
+            WHERE task_name = ? AND task_instance = 'recurring' AND NOT picked AND execution_time > now()""";
+
+    /** A recurring task's first run, as db-scheduler's own start-up scheduling would write it. Parameters: name, instance. */
+    static final String SCHEDULE_RECURRING = """
+            INSERT INTO layover.scheduled_tasks
+                (task_name, task_instance, task_data, execution_time, picked, version, priority, consecutive_failures)
+            VALUES (?, ?, NULL, now(), false, 1, 0, 0)
+            ON CONFLICT (task_name, task_instance) DO NOTHING""";
 }

@@ -1,6 +1,7 @@
 package dev.layover.core.internal.jobs;
 
-import dev.layover.core.internal.db.Db;
+import dev.layover.core.spi.Db;
+import dev.layover.core.spi.JobWrites;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -8,8 +9,13 @@ import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -18,7 +24,7 @@ import java.util.Set;
  * and revivals aside). Each method says which rows it may touch; every write of a picked job is
  * version-checked, so a row that changed meanwhile is left alone and the method reports it.
  */
-public final class JobStore {
+public final class JobStore implements JobWrites {
 
     /** The job table, as db-scheduler is told to name it. */
     public static final String TABLE = JobSql.TABLE;
@@ -402,6 +408,79 @@ public final class JobStore {
                 rs.next();
                 return rs.getLong("n");
             }
+        }
+    }
+
+    // ---- provider state ---------------------------------------------------------------------
+
+    /**
+     * Gives a key's due, unpicked jobs bucket permits in one statement ({@link JobSql#RESERVE_BACKLOG}):
+     * each is rescheduled to its slot holding the permit, the bucket booked past them.
+     *
+     * @param requestRate the bucket's request rate (/s)
+     * @param requestCapacity its request capacity
+     * @param maxJobs jobs reserved at most
+     * @param horizonSeconds how far ahead a slot may be
+     * @param types job type names whose jobs may be reserved
+     * @param caps their reschedule caps
+     * @return jobs reserved per job type (empty when none)
+     */
+    public Map<String, Integer> reserveBacklog(String key, Instant now, double requestRate, double requestCapacity,
+            int maxJobs, double horizonSeconds, List<String> types, List<Integer> caps) {
+        return db.autocommit("reserving bucket permits for the backlog of " + key, c -> {
+            try (PreparedStatement ps = c.prepareStatement(JobSql.RESERVE_BACKLOG)) {
+                Db.bind(ps, key, OffsetDateTime.ofInstant(now, ZoneOffset.UTC), requestRate, requestCapacity, maxJobs,
+                        horizonSeconds, c.createArrayOf("text", types.toArray()), c.createArrayOf("integer", caps.toArray()));
+                Map<String, Integer> byType = new LinkedHashMap<>();
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        byType.put(rs.getString("task_name"), rs.getInt("reserved"));
+                    }
+                }
+                return byType;
+            }
+        });
+    }
+
+    // ---- the dead-letter store's writes -------------------------------------------------------
+
+    @Override
+    public List<Replayed> insertReplays(Connection c, long[] deadLetterIds, String[] editedArgs, Instant runAt,
+            long spreadMs, String replayKind) throws SQLException {
+        Long[] ids = new Long[deadLetterIds.length];
+        for (int i = 0; i < ids.length; i++) {
+            ids[i] = deadLetterIds[i];
+        }
+        try (PreparedStatement ps = c.prepareStatement(JobSql.INSERT_REPLAYS)) {
+            Db.bind(ps, runAt == null ? null : OffsetDateTime.ofInstant(runAt, ZoneOffset.UTC), spreadMs, replayKind,
+                    c.createArrayOf("bigint", ids), c.createArrayOf("text", editedArgs));
+            List<Replayed> out = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.add(new Replayed(rs.getLong("dead_letter_id"), rs.getString("task_instance"),
+                            rs.getObject("execution_time", OffsetDateTime.class).toInstant()));
+                }
+            }
+            return out;
+        }
+    }
+
+    @Override
+    public int nudgeRecurring(String taskName) {
+        return db.autocommit("bringing " + taskName + " forward", c -> {
+            try (PreparedStatement ps = c.prepareStatement(JobSql.NUDGE_RECURRING)) {
+                ps.setString(1, taskName);
+                return ps.executeUpdate();
+            }
+        });
+    }
+
+    @Override
+    public int scheduleRecurring(Connection c, String taskName, String instance) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(JobSql.SCHEDULE_RECURRING)) {
+            ps.setString(1, taskName);
+            ps.setString(2, instance);
+            return ps.executeUpdate();
         }
     }
 

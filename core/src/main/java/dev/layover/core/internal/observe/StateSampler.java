@@ -11,7 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import dev.layover.core.internal.db.Db;
+import dev.layover.core.spi.Db;
 
 /**
  * Reads the queue and the provider state every {@link SafeMetrics#sampleInterval()} for the

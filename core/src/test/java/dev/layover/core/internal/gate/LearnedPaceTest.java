@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
-import dev.layover.core.internal.db.Db;
+import dev.layover.core.spi.Db;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.state.ChildWorkerMain.Chat;
 import dev.layover.testing.Await;

@@ -1,4 +1,4 @@
-package dev.layover.core.internal.db;
+package dev.layover.core.spi;
 
 import dev.layover.core.LayoverException;
 import java.sql.Connection;
