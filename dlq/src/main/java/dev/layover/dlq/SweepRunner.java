@@ -25,21 +25,17 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One Layover instance's runner of the {@link RecoverySweep}: {@link #runOnce()} is the body of the
- * recurring task. Every decision uses the database's clock, and the state it carries from one run
- * to the next is in {@code layover.recovery_state}, so whichever worker runs it next goes on where
- * the last one stopped.
+ * recurring task. It reads each key ({@link SweepKey}), asks the {@link SweepPolicy} what to do,
+ * replays through the {@link DeadLetters} store and saves the {@link SweepState}. Every decision
+ * uses the database's clock, and the state it carries from one run to the next is in
+ * {@code layover.recovery_state}, so whichever worker runs it next goes on where the last one stopped.
  */
 final class SweepRunner {
 
     private static final Logger LOG = LoggerFactory.getLogger(RecoverySweep.class);
 
-    static final String IDLE = "idle";
-    static final String SWEEPING = "sweeping";
-    static final String WAITING = "waiting";
-    static final String SLOWED = "slowed";
-    static final String BREAKER_OPEN = "breaker_open";
-
     private final RecoverySweep settings;
+    private final SweepPolicy policy;
     private final Layover layover;
     private final DeadLetters deadLetters;
     private final Db db;
@@ -51,6 +47,7 @@ final class SweepRunner {
 
     SweepRunner(RecoverySweep settings, Layover layover) {
         this.settings = Objects.requireNonNull(settings, "settings");
+        this.policy = new SweepPolicy(settings);
         this.layover = Objects.requireNonNull(layover, "layover");
         this.deadLetters = DeadLetters.create(layover);
         this.db = new Db(layover.dataSource());
@@ -96,14 +93,14 @@ final class SweepRunner {
         if (jobTypesByFailure.isEmpty()) {
             return new Cycle(0, 0, 0, 0, 0);
         }
-        List<Key> keys;
+        List<SweepKey> keys;
         try {
             keys = db.autocommit("reading provider keys for the recovery sweep", c -> {
-                List<Key> out = new ArrayList<>();
+                List<SweepKey> out = new ArrayList<>();
                 try (PreparedStatement ps = c.prepareStatement(DlqSql.RECOVERY_KEYS);
                         ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
-                        out.add(Key.read(rs, settings.firstBatch()));
+                        out.add(SweepKey.read(rs, settings.firstBatch()));
                     }
                 }
                 return out;
@@ -121,7 +118,7 @@ final class SweepRunner {
             readFailing = false;
         }
         Tally t = new Tally();
-        for (Key k : keys) {
+        for (SweepKey k : keys) {
             try {
                 step(k, t);
             } catch (RuntimeException e) {
@@ -140,28 +137,22 @@ final class SweepRunner {
         int trials;
     }
 
-    private void step(Key k, Tally t) {
-        State s = k.state.copy();
-        if (k.newTrialPeriod || !k.hasState) {
-            s.trials = 0;
-            s.trialsSince = k.closedAt;
-            s.nextTrialAt = null;
-        }
-        if (k.breaker == BreakerState.CLOSED) {
+    private void step(SweepKey k, Tally t) {
+        SweepState s = k.state.copy();
+        boolean wasSweeping = !SweepState.IDLE.equals(s.phase) && !SweepState.BREAKER_OPEN.equals(s.phase);
+        SweepPolicy.Mode mode = policy.enter(k, s);
+        if (mode == SweepPolicy.Mode.SWEEP) {
             if (k.newClose) {
-                startSweep(k, s);
-            } else if (BREAKER_OPEN.equals(s.phase)) {
-                s.phase = IDLE;
-                s.note = "breaker closed";
+                LOG.info("Recovery sweep {}: breaker closed at {}; replaying its parked dead letters (parked up to {}) "
+                        + "in batches from {}", k.providerKey, k.closedAt, s.cutoff, settings.firstBatch());
             }
             sweepStep(k, s, t);
         } else {
-            if (!IDLE.equals(s.phase) && !BREAKER_OPEN.equals(s.phase)) {
+            if (wasSweeping) {
                 LOG.info("Recovery sweep {}: the breaker is {} again; sweep stopped after {} replays in {} batches "
                         + "({} parked again); the next close starts over", k.providerKey, k.breaker.code(), s.replayed,
                         s.batches, s.parkedAgain);
             }
-            s.phase = BREAKER_OPEN;
             trialStep(k, s, t);
         }
         if (!s.equals(k.state) || !k.hasState) {
@@ -171,84 +162,26 @@ final class SweepRunner {
 
     // ------------------------------------------------------------------------------------ sweep
 
-    private void startSweep(Key k, State s) {
-        s.handledClosedAt = k.closedAt;
-        s.cutoff = k.closedAt.plus(settings.closeGrace());
-        s.episodeStartedAt = k.now;
-        s.batchSize = settings.firstBatch();
-        s.batches = 0;
-        s.replayed = 0;
-        s.movedToReview = 0;
-        s.parkedAgain = 0;
-        s.lastBatchAt = null;
-        s.lastBatchCount = null;
-        s.lastBatchFirstId = null;
-        s.lastBatchLastId = null;
-        s.nextBatchAt = null;
-        s.checkedAt = k.now;
-        s.phase = IDLE;
-        s.note = "breaker closed at " + k.closedAt + "; sweeping what parked up to " + s.cutoff;
-        LOG.info("Recovery sweep {}: breaker closed at {}; replaying its parked dead letters (parked up to {}) in "
-                + "batches from {}", k.providerKey, k.closedAt, s.cutoff, settings.firstBatch());
-    }
-
-    private void sweepStep(Key k, State s, Tally t) {
-        Instant now = k.now;
-        boolean running = SWEEPING.equals(s.phase) || WAITING.equals(s.phase) || SLOWED.equals(s.phase);
-        if (k.cooldownUntil != null) {
-            if (running) {
-                s.phase = WAITING;
-                s.note = "the key cools down until " + k.cooldownUntil;
-            }
+    private void sweepStep(SweepKey k, SweepState s, Tally t) {
+        SweepPolicy.Health h = SweepPolicy.needsHealth(k, s) ? health(k.providerKey, SweepPolicy.healthSince(s)) : null;
+        SweepPolicy.SweepStep step = policy.nextSweepStep(k, s, h);
+        if (step instanceof SweepPolicy.SweepStep.SlowDown d) {
+            LOG.info("Recovery sweep {}: {} of its replays failed again ({} parked again, {} retrying); batch size "
+                    + "{} -> {}, next batch in {}", k.providerKey, d.failing(), d.parkedAgain(), d.retrying(), d.from(),
+                    d.to(), settings.spread());
             return;
         }
-        if (s.nextBatchAt != null && now.isBefore(s.nextBatchAt)) {
+        if (!(step instanceof SweepPolicy.SweepStep.Batch b)) {
             return;
-        }
-        int size = running ? s.batchSize : settings.firstBatch();
-        if (running && s.lastBatchAt != null) {
-            Health h = health(k.providerKey, s.checkedAt != null ? s.checkedAt : s.lastBatchAt);
-            s.checkedAt = now;
-            s.parkedAgain += h.parkedAgain;
-            long failing = h.parkedAgain + h.retrying;
-            int last = s.lastBatchCount == null ? 0 : s.lastBatchCount;
-            if (failing > 0 && failing >= Math.max(1, Math.ceil(last * RecoverySweep.SLOW_DOWN_RATIO))) {
-                int smaller = Math.max(1, Math.min(s.batchSize, last) / 2);
-                LOG.info("Recovery sweep {}: {} of its replays failed again ({} parked again, {} retrying); batch size "
-                        + "{} -> {}, next batch in {}", k.providerKey, failing, h.parkedAgain, h.retrying, s.batchSize,
-                        smaller, settings.spread());
-                s.batchSize = smaller;
-                s.nextBatchAt = now.plus(settings.spread());
-                s.phase = SLOWED;
-                s.note = failing + " replays failed again (" + h.parkedAgain + " parked again, " + h.retrying
-                        + " retrying); batch size cut to " + smaller;
-                return;
-            }
-            if (h.pending > Math.max(1, last / 2)) {
-                s.phase = WAITING;
-                s.note = h.pending + " jobs of the last batches have not run yet";
-                return;
-            }
-            if (failing == 0 && !SLOWED.equals(s.phase) && last >= s.batchSize) {
-                size = settings.grow(s.batchSize);
-            } else {
-                size = s.batchSize;
-            }
         }
         List<Candidate> batch = candidates(k.providerKey, 0, s.cutoff, settings.rateLimitMinAge(),
-                settings.quotaMinAge(), size);
+                settings.quotaMinAge(), b.size());
         if (batch.isEmpty()) {
-            if (running) {
+            if (SweepPolicy.nothingLeft(s)) {
                 LOG.info("Recovery sweep {}: done; {} replayed in {} batches, {} moved to review (budget spent), {} "
                         + "parked again", k.providerKey, s.replayed, s.batches, s.movedToReview, s.parkedAgain);
-                s.phase = IDLE;
-                s.note = "done: " + s.replayed + " replayed in " + s.batches + " batches";
             }
             return;
-        }
-        Instant runAt = now;
-        if (s.handledClosedAt != null && runAt.isBefore(s.handledClosedAt.plus(RecoverySweep.SETTLE))) {
-            runAt = s.handledClosedAt.plus(RecoverySweep.SETTLE);
         }
         List<Long> ids = batch.stream().map(Candidate::id).toList();
         int number = s.batches + 1;
@@ -257,44 +190,31 @@ final class SweepRunner {
                 : "cooldown of " + k.providerKey + " over";
         BulkResult r = deadLetters.replay(Selection.ids(ids), ReplayOptions.by(RecoverySweep.ACTOR)
                 .kind(ReplayKind.SWEEP)
-                .runAt(runAt)
+                .runAt(b.runAt())
                 .spreadOver(settings.spread())
                 .replayBudget(settings.replayBudget())
                 .batchSize(Math.max(1, Math.min(5000, ids.size())))
-                .note("recovery sweep: " + why + "; batch " + number + " of up to " + size));
+                .note("recovery sweep: " + why + "; batch " + number + " of up to " + b.size()));
         nameSubject(r.auditId(), k.providerKey);
         long first = ids.get(0);
         long lastId = ids.get(ids.size() - 1);
         LOG.info("Recovery sweep {}: batch {} replayed {} of {} dead letters (ids {}..{}), due from {} spread over {}; "
                 + "{} moved to review (budget spent), {} skipped", k.providerKey, number, r.changed(), ids.size(), first,
-                lastId, runAt, settings.spread(), r.movedToReview(), r.skippedTotal());
+                lastId, b.runAt(), settings.spread(), r.movedToReview(), r.skippedTotal());
         t.batches++;
         t.replayed += r.changed();
         t.movedToReview += r.movedToReview();
-        s.batches = number;
-        s.replayed += r.changed();
-        s.movedToReview += r.movedToReview();
-        s.batchSize = size;
-        s.lastBatchAt = now;
-        s.lastBatchCount = (int) r.changed();
-        s.lastBatchFirstId = first;
-        s.lastBatchLastId = lastId;
-        s.nextBatchAt = runAt.plus(settings.spread());
-        s.checkedAt = now;
-        s.phase = SWEEPING;
-        s.note = "batch " + number + ": " + r.changed() + " replayed (ids " + first + ".." + lastId + ")";
+        policy.batchReplayed(k, s, b, r.changed(), r.movedToReview(), first, lastId);
     }
 
-    /** How the sweep's replays of a key are doing. */
-    private record Health(long pending, long retrying, long parkedAgain) {}
-
-    private Health health(String key, Instant since) {
+    private SweepPolicy.Health health(String key, Instant since) {
         return db.autocommit("reading the recovery sweep's progress", c -> {
             try (PreparedStatement ps = c.prepareStatement(DlqSql.RECOVERY_HEALTH)) {
                 DlqSql.bind(c, ps, key, since, key);
                 try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
-                    return new Health(rs.getLong("pending"), rs.getLong("retrying"), rs.getLong("parked_again"));
+                    return new SweepPolicy.Health(rs.getLong("pending"), rs.getLong("retrying"),
+                            rs.getLong("parked_again"));
                 }
             }
         });
@@ -302,30 +222,16 @@ final class SweepRunner {
 
     // ------------------------------------------------------------------------------------ trial
 
-    private void trialStep(Key k, State s, Tally t) {
-        if (!settings.trials()) {
-            s.note = "breaker " + k.breaker.code() + "; trials are off";
+    private void trialStep(SweepKey k, SweepState s, Tally t) {
+        SweepPolicy.TrialStep trial = policy.nextTrialStep(k, s);
+        if (!trial.replay()) {
             return;
         }
-        if (k.heldOpen) {
-            s.note = "breaker held open by an operator: no trial";
-            return;
-        }
-        if (k.trialInFlight) {
-            s.note = "breaker half-open: a trial call is in flight";
-            return;
-        }
-        Instant now = k.now;
-        if (s.nextTrialAt != null && now.isBefore(s.nextTrialAt)) {
-            return;
-        }
-        Instant openUntil = k.openUntil == null ? now : k.openUntil;
-        Instant runAt = (openUntil.isAfter(now) ? openUntil : now).plus(RecoverySweep.TRIAL_MARGIN);
-        Duration interval = settings.trialInterval(s.trials);
-        if (traffic(k.providerKey, runAt.plus(interval))) {
+        if (traffic(k.providerKey, trial.runAt().plus(trial.interval()))) {
             s.note = "breaker " + k.breaker.code() + "; live jobs of the key will make the trial call";
             return;
         }
+        Instant now = k.now;
         long after = s.lastTrialDeadLetterId == null ? 0 : s.lastTrialDeadLetterId;
         List<Candidate> next = candidates(k.providerKey, after, now, null, null, 1);
         if (next.isEmpty() && after > 0) {
@@ -341,7 +247,7 @@ final class SweepRunner {
         try {
             r = deadLetters.replay(c.id(), ReplayOptions.by(RecoverySweep.ACTOR)
                     .kind(ReplayKind.TRIAL)
-                    .runAt(runAt)
+                    .runAt(trial.runAt())
                     .note("recovery trial " + number + " of " + k.providerKey + ": the breaker is " + k.breaker.code()
                             + " and no job of the key is coming"));
         } catch (ReplayConflictException | UnknownJobTypeException | DeadLetterNotFoundException e) {
@@ -351,12 +257,7 @@ final class SweepRunner {
             return;
         }
         nameSubject(r.auditId(), k.providerKey);
-        s.trials = number;
-        s.lastTrialAt = now;
-        s.lastTrialRunAt = r.runAt() != null ? r.runAt() : runAt;
-        s.lastTrialDeadLetterId = c.id();
-        s.nextTrialAt = s.lastTrialRunAt.plus(interval);
-        s.note = "trial " + number + ": dead letter " + c.id() + " due " + s.lastTrialRunAt;
+        SweepPolicy.trialReplayed(k, s, trial, c.id(), r.runAt());
         t.trials++;
         LOG.info("Recovery trial {}: replayed 1 dead letter (id {}, {} {}, {}) as trial {} of this outage, due {}; next "
                 + "trial no sooner than {}", k.providerKey, c.id(), c.jobType(), c.jobId(), c.failureType(), number,
@@ -431,7 +332,7 @@ final class SweepRunner {
         }
     }
 
-    private void save(String key, State s) {
+    private void save(String key, SweepState s) {
         db.autocommit("writing the recovery sweep's state", c -> {
             try (PreparedStatement ps = c.prepareStatement(DlqSql.RECOVERY_SAVE)) {
                 DlqSql.bind(c, ps, key, s.phase, s.handledClosedAt, s.cutoff, s.episodeStartedAt, s.batchSize,
@@ -455,174 +356,5 @@ final class SweepRunner {
             host = "unknown-host";
         }
         return host + "#" + ProcessHandle.current().pid();
-    }
-
-    // ------------------------------------------------------------------------------------ rows
-
-    /** One provider key as the keys query reads it. */
-    private static final class Key {
-        String providerKey;
-        Instant now;
-        BreakerState breaker;
-        Instant closedAt;
-        Instant openUntil;
-        boolean heldOpen;
-        boolean trialInFlight;
-        boolean newClose;
-        boolean newTrialPeriod;
-        Instant cooldownUntil;
-        boolean hasState;
-        State state;
-
-        static Key read(ResultSet rs, int firstBatch) throws SQLException {
-            Key k = new Key();
-            k.providerKey = rs.getString("provider_key");
-            k.now = instant(rs, "db_now");
-            BreakerState b = BreakerState.fromCode(rs.getString("breaker_state"));
-            k.breaker = b == null ? BreakerState.CLOSED : b;
-            k.closedAt = instant(rs, "closed_at");
-            k.openUntil = instant(rs, "open_until");
-            k.heldOpen = rs.getBoolean("held_open");
-            k.trialInFlight = rs.getBoolean("trial_in_flight");
-            k.newClose = rs.getBoolean("new_close");
-            k.newTrialPeriod = rs.getBoolean("new_trial_period");
-            k.cooldownUntil = instant(rs, "cooldown_until");
-            k.hasState = rs.getBoolean("has_state");
-            State s = new State();
-            if (k.hasState) {
-                s.phase = rs.getString("phase");
-                s.handledClosedAt = instant(rs, "handled_closed_at");
-                s.cutoff = instant(rs, "cutoff");
-                s.episodeStartedAt = instant(rs, "episode_started_at");
-                s.batchSize = rs.getInt("batch_size");
-                s.batches = rs.getInt("batches");
-                s.replayed = rs.getLong("replayed");
-                s.movedToReview = rs.getLong("moved_to_review");
-                s.parkedAgain = rs.getLong("parked_again");
-                s.lastBatchAt = instant(rs, "last_batch_at");
-                s.lastBatchCount = integer(rs, "last_batch_count");
-                s.lastBatchFirstId = longOrNull(rs, "last_batch_first_id");
-                s.lastBatchLastId = longOrNull(rs, "last_batch_last_id");
-                s.nextBatchAt = instant(rs, "next_batch_at");
-                s.checkedAt = instant(rs, "checked_at");
-                s.trials = rs.getInt("trials");
-                s.trialsSince = instant(rs, "trials_since");
-                s.lastTrialAt = instant(rs, "last_trial_at");
-                s.lastTrialRunAt = instant(rs, "last_trial_run_at");
-                s.lastTrialDeadLetterId = longOrNull(rs, "last_trial_dead_letter_id");
-                s.nextTrialAt = instant(rs, "next_trial_at");
-                s.note = rs.getString("note");
-            } else {
-                s.phase = IDLE;
-                s.batchSize = firstBatch;
-            }
-            k.state = s;
-            return k;
-        }
-    }
-
-    /** A key's row of {@code layover.recovery_state}. */
-    private static final class State {
-        String phase;
-        Instant handledClosedAt;
-        Instant cutoff;
-        Instant episodeStartedAt;
-        int batchSize;
-        int batches;
-        long replayed;
-        long movedToReview;
-        long parkedAgain;
-        Instant lastBatchAt;
-        Integer lastBatchCount;
-        Long lastBatchFirstId;
-        Long lastBatchLastId;
-        Instant nextBatchAt;
-        Instant checkedAt;
-        int trials;
-        Instant trialsSince;
-        Instant lastTrialAt;
-        Instant lastTrialRunAt;
-        Long lastTrialDeadLetterId;
-        Instant nextTrialAt;
-        String note;
-
-        State copy() {
-            State s = new State();
-            s.phase = phase;
-            s.handledClosedAt = handledClosedAt;
-            s.cutoff = cutoff;
-            s.episodeStartedAt = episodeStartedAt;
-            s.batchSize = batchSize;
-            s.batches = batches;
-            s.replayed = replayed;
-            s.movedToReview = movedToReview;
-            s.parkedAgain = parkedAgain;
-            s.lastBatchAt = lastBatchAt;
-            s.lastBatchCount = lastBatchCount;
-            s.lastBatchFirstId = lastBatchFirstId;
-            s.lastBatchLastId = lastBatchLastId;
-            s.nextBatchAt = nextBatchAt;
-            s.checkedAt = checkedAt;
-            s.trials = trials;
-            s.trialsSince = trialsSince;
-            s.lastTrialAt = lastTrialAt;
-            s.lastTrialRunAt = lastTrialRunAt;
-            s.lastTrialDeadLetterId = lastTrialDeadLetterId;
-            s.nextTrialAt = nextTrialAt;
-            s.note = note;
-            return s;
-        }
-
-        private List<Object> values() {
-            List<Object> v = new ArrayList<>();
-            v.add(phase);
-            v.add(handledClosedAt);
-            v.add(cutoff);
-            v.add(episodeStartedAt);
-            v.add(batchSize);
-            v.add(batches);
-            v.add(replayed);
-            v.add(movedToReview);
-            v.add(parkedAgain);
-            v.add(lastBatchAt);
-            v.add(lastBatchCount);
-            v.add(lastBatchFirstId);
-            v.add(lastBatchLastId);
-            v.add(nextBatchAt);
-            v.add(checkedAt);
-            v.add(trials);
-            v.add(trialsSince);
-            v.add(lastTrialAt);
-            v.add(lastTrialRunAt);
-            v.add(lastTrialDeadLetterId);
-            v.add(nextTrialAt);
-            v.add(note);
-            return v;
-        }
-
-        @Override
-        public boolean equals(Object o) {
-            return o instanceof State other && values().equals(other.values());
-        }
-
-        @Override
-        public int hashCode() {
-            return values().hashCode();
-        }
-    }
-
-    private static Instant instant(ResultSet rs, String column) throws SQLException {
-        OffsetDateTime t = rs.getObject(column, OffsetDateTime.class);
-        return t == null ? null : t.toInstant();
-    }
-
-    private static Integer integer(ResultSet rs, String column) throws SQLException {
-        int v = rs.getInt(column);
-        return rs.wasNull() ? null : v;
-    }
-
-    private static Long longOrNull(ResultSet rs, String column) throws SQLException {
-        long v = rs.getLong(column);
-        return rs.wasNull() ? null : v;
     }
 }
