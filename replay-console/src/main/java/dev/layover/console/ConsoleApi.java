@@ -69,28 +69,30 @@ final class ConsoleApi {
         this.security = security;
     }
 
-    void register(ConsoleServer s) {
+    void register(ConsoleServlet s) {
         s.get("/session", this::session);
         s.get("/overview", r -> overview());
         s.get("/dead-letters", this::list);
         s.get("/dead-letters/facets", this::facets);
         s.get("/dead-letters/preview", this::preview);
-        s.get("/dead-letters/([^/]+)", this::one);
-        s.post("/dead-letters/([^/]+)/replay", "replaying a dead letter", this::replayOne);
-        s.post("/dead-letters/([^/]+)/discard", "discarding a dead letter", this::discardOne);
-        s.post("/dead-letters/([^/]+)/move-back", "moving a dead letter back", this::moveBackOne);
+        s.get("/dead-letters/{id}", this::one);
+        s.post("/dead-letters/{id}/replay", "replaying a dead letter", this::replayOne);
+        s.post("/dead-letters/{id}/discard", "discarding a dead letter", this::discardOne);
+        s.post("/dead-letters/{id}/move-back", "moving a dead letter back", this::moveBackOne);
         s.post("/dead-letters/replay", "replaying dead letters", r -> bulk(r, "replay"));
         s.post("/dead-letters/discard", "discarding dead letters", r -> bulk(r, "discard"));
         s.post("/dead-letters/move-back", "moving dead letters back", r -> bulk(r, "move_back"));
         s.get("/jobs", this::jobs);
         s.get("/breakers", r -> breakers());
-        s.post("/breakers/([^/]+)/force-open", "forcing a breaker open", r -> forceBreaker(r, true));
-        s.post("/breakers/([^/]+)/force-close", "forcing a breaker closed", r -> forceBreaker(r, false));
+        s.post("/breakers/{providerKey}/force-open", "forcing a breaker open", r -> forceBreaker(r, true));
+        s.post("/breakers/{providerKey}/force-close", "forcing a breaker closed", r -> forceBreaker(r, false));
         s.get("/audit", this::audit);
-        s.post("/jobs/([^/]+)/([^/]+)/cancel", "cancelling a job", this::cancelJob);
+        s.post("/jobs/{jobType}/{id}/cancel", "cancelling a job", this::cancelJob);
         s.get("/pauses", r -> pauses());
-        s.post("/pauses/(job-type|key)/([^/]+)/pause", "pausing", r -> pauseOrResume(r, true));
-        s.post("/pauses/(job-type|key)/([^/]+)/resume", "resuming", r -> pauseOrResume(r, false));
+        s.post("/pauses/job-type/{jobType}/pause", "pausing", r -> pauseOrResume(r, Pause.Scope.JOB_TYPE, true));
+        s.post("/pauses/job-type/{jobType}/resume", "resuming", r -> pauseOrResume(r, Pause.Scope.JOB_TYPE, false));
+        s.post("/pauses/key/{key}/pause", "pausing", r -> pauseOrResume(r, Pause.Scope.KEY, true));
+        s.post("/pauses/key/{key}/resume", "resuming", r -> pauseOrResume(r, Pause.Scope.KEY, false));
     }
 
     // ---------------------------------------------------------------- session
@@ -100,10 +102,11 @@ final class ConsoleApi {
         n.put("readOnly", options.readOnly());
         n.put("revealAllowed", !options.readOnly());
         n.put("auth", r.auth().via());
-        if (r.auth().session() != null) {
-            n.put("csrfToken", r.auth().session().csrf());
+        n.put("csrfToken", r.auth().csrf());
+        if (r.auth().user() == null) {
+            n.putNull("user");
         } else {
-            n.putNull("csrfToken");
+            n.put("user", r.auth().user());
         }
         n.put("tokenHeader", ConsoleSecurity.TOKEN_HEADER);
         n.put("operatorHeader", options.operatorHeader());
@@ -253,7 +256,7 @@ final class ConsoleApi {
         long id = r.id(0);
         boolean reveal = "true".equalsIgnoreCase(r.param("reveal"));
         if (reveal) {
-            security.checkStateChanging(r.exchange(), r.auth(), "revealing masked values");
+            security.checkStateChanging(r.request(), r.auth(), "revealing masked values");
         }
         DeadLetter d = store.deadLetters().get(id)
                 .orElseThrow(() -> ApiException.notFound("dead letter " + id + " does not exist (never parked, or "
@@ -710,9 +713,8 @@ final class ConsoleApi {
         return out;
     }
 
-    private JsonNode pauseOrResume(ConsoleRequest r, boolean pause) {
-        Pause.Scope scope = r.path(0).equals("job-type") ? Pause.Scope.JOB_TYPE : Pause.Scope.KEY;
-        String target = r.path(1);
+    private JsonNode pauseOrResume(ConsoleRequest r, Pause.Scope scope, boolean pause) {
+        String target = r.path(0);
         if (target.isBlank() || target.length() > 200) {
             throw ApiException.badRequest((scope == Pause.Scope.JOB_TYPE ? "job type" : "key") + " must be 1-200 characters");
         }

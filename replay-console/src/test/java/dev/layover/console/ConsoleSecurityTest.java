@@ -78,7 +78,7 @@ class ConsoleSecurityTest {
         start(db, Fixtures.options());
         ApiClient.Resp login = api.send(api.request("/?token=" + Fixtures.TOKEN));
         assertEquals(303, login.status());
-        assertEquals("/", login.headers().firstValue("Location").orElseThrow());
+        assertEquals("./", login.headers().firstValue("Location").orElseThrow(), "relative to the mount point");
         String setCookie = login.headers().firstValue("Set-Cookie").orElseThrow();
         assertTrue(setCookie.contains("HttpOnly"), setCookie);
         assertTrue(setCookie.contains("SameSite=Strict"), setCookie);
@@ -87,7 +87,7 @@ class ConsoleSecurityTest {
 
         ApiClient.Resp page = api.send(api.request("/").header("Cookie", cookie.getName() + "=" + cookie.getValue()));
         assertEquals(200, page.status());
-        assertTrue(page.body().contains("/static/console.js"));
+        assertTrue(page.body().contains("\"static/console.js\""), "relative to the mount point");
         assertFalse(page.body().contains("<script>"), "no inline script");
         ApiClient.Resp session = api.send(api.request("/api/session").header("Cookie", cookie.getName() + "=" + cookie.getValue())
                 .header("Authorization", "Basic cHJveHk6cGFzcw=="));

@@ -137,7 +137,7 @@
     }
     let res;
     try {
-      res = await fetch('/api' + path, init);
+      res = await fetch('api' + path, init);
     } catch (e) {
       const err = new Error('The console did not answer (' + e.message + ').');
       err.status = 0;
