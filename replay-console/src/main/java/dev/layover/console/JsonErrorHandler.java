@@ -27,15 +27,28 @@ final class JsonErrorHandler extends ErrorHandler {
         int status = s instanceof Integer i ? i : response.getStatus() >= 400 ? response.getStatus() : 500;
         HttpFields.Mutable h = response.getHeaders();
         headers(h);
+        // Jetty closes the connection after such an error: say so, or a client reuses a dead connection
+        h.put(HttpHeader.CONNECTION, "close");
         response.setStatus(status);
-        response.write(true, ByteBuffer.wrap(body(status)), callback);
+        response.write(true, ByteBuffer.wrap(body(status, illegalPath(request.getAttribute(ERROR_EXCEPTION)))),
+                callback);
         return true;
     }
 
     @Override
     public ByteBuffer badMessageError(int status, String reason, HttpFields.Mutable fields) {
         headers(fields);
-        return ByteBuffer.wrap(body(status));
+        return ByteBuffer.wrap(body(status, false));
+    }
+
+    /** Whether Jetty refused the request's path for a character in it (an encoded NUL, say). */
+    private static boolean illegalPath(Object error) {
+        for (Throwable t = error instanceof Throwable x ? x : null; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t.getMessage() != null && t.getMessage().contains("Illegal character in path")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static void headers(HttpFields.Mutable h) {
@@ -47,10 +60,13 @@ final class JsonErrorHandler extends ErrorHandler {
         h.put(HttpHeader.CACHE_CONTROL, "no-store");
     }
 
-    private static byte[] body(int status) {
+    private static byte[] body(int status, boolean illegalPath) {
         ObjectNode n = JSON.createObjectNode();
         String reason = HttpStatus.getMessage(status);
-        n.put("error", "the request was refused: " + (reason == null ? "HTTP " + status : reason));
+        n.put("error", illegalPath
+                ? "the request's path contains a character a path may not hold (an encoded NUL, %00, or a control "
+                        + "character), which no provider key, job type or id can contain"
+                : "the request was refused: " + (reason == null ? "HTTP " + status : reason));
         n.put("status", status);
         return n.toString().getBytes(StandardCharsets.UTF_8);
     }

@@ -153,6 +153,7 @@ public final class ReplayConsole implements AutoCloseable {
         http.setSendXPoweredBy(false);
         http.setIdleTimeout(options.idleTimeout().toMillis());
         // provider keys and job ids may hold '/' or '%': the console decodes its path parameters itself
+        // and serves no files. (Jetty refuses an encoded NUL in a path whatever this says: JsonErrorHandler.)
         http.setUriCompliance(UriCompliance.DEFAULT.with("console",
                 UriCompliance.Violation.AMBIGUOUS_PATH_SEPARATOR, UriCompliance.Violation.AMBIGUOUS_PATH_ENCODING,
                 UriCompliance.Violation.SUSPICIOUS_PATH_CHARACTERS));
