@@ -58,9 +58,14 @@ final class MountedServer implements AutoCloseable {
     }
 
     @Override
-    public void close() throws Exception {
-        server.stop();
-        servlet.destroy();
+    public void close() {
+        try {
+            server.stop();
+        } catch (Exception e) {
+            throw new IllegalStateException("stopping the test application's Jetty", e);
+        } finally {
+            servlet.destroy();
+        }
     }
 
     /** The application's security: only users it knows, named by a header (a stand-in for a login). */

@@ -1017,7 +1017,7 @@
       bk ? [bucketText({ requestsPerMinute: bk.inForce ? bk.requestsPerMinute : null, tokensPerMinute: bk.tokensPerMinute, burstMs: bk.burstMs,
         bucketBookedAheadMs: bk.bookedAheadMs, paceLearnedUntil: bk.learned && bk.inForce ? bk.learnedUntil : null }),
         el('dl', { class: 'counts' },
-          bk.learned ? [el('dt', null, bk.inForce ? 'learned, in force until' : 'learned pace lapsed'), el('dd', null, timeCell(bk.learnedUntil))]
+          bk.learned ? [el('dt', null, bk.inForce ? 'in force until' : 'lapsed at'), el('dd', null, timeCell(bk.learnedUntil))]
             : [el('dt', null, 'configured'), el('dd', null, timeCell(bk.configuredAt))],
           el('dt', null, 'burst'), el('dd', null, duration(bk.burstMs)),
           el('dt', null, 'booked until'), el('dd', null, bk.bookedUntil ? timeCell(bk.bookedUntil) : 'free now'))]
