@@ -54,6 +54,7 @@ final class ConsoleApi {
     private static final Set<String> MANUAL_REPLAY_STATES = Set.of("parked", "review");
     private static final List<String> JOB_STATES = List.of("scheduled", "running", "rescheduled", "retrying");
     private static final List<String> WAITING_STATES = List.of("scheduled", "rescheduled", "retrying");
+    private static final List<String> HISTORY_OUTCOMES = List.of("completed", "parked", "cancelled");
     private static final int MAX_IDS = 10_000;
     private static final Duration MAX_HOLD = Duration.ofDays(30);
 
@@ -69,28 +70,33 @@ final class ConsoleApi {
         this.security = security;
     }
 
-    void register(ConsoleServer s) {
+    void register(ConsoleServlet s) {
         s.get("/session", this::session);
         s.get("/overview", r -> overview());
         s.get("/dead-letters", this::list);
         s.get("/dead-letters/facets", this::facets);
         s.get("/dead-letters/preview", this::preview);
-        s.get("/dead-letters/([^/]+)", this::one);
-        s.post("/dead-letters/([^/]+)/replay", "replaying a dead letter", this::replayOne);
-        s.post("/dead-letters/([^/]+)/discard", "discarding a dead letter", this::discardOne);
-        s.post("/dead-letters/([^/]+)/move-back", "moving a dead letter back", this::moveBackOne);
+        s.get("/dead-letters/{id}", this::one);
+        s.post("/dead-letters/{id}/replay", "replaying a dead letter", this::replayOne);
+        s.post("/dead-letters/{id}/discard", "discarding a dead letter", this::discardOne);
+        s.post("/dead-letters/{id}/move-back", "moving a dead letter back", this::moveBackOne);
         s.post("/dead-letters/replay", "replaying dead letters", r -> bulk(r, "replay"));
         s.post("/dead-letters/discard", "discarding dead letters", r -> bulk(r, "discard"));
         s.post("/dead-letters/move-back", "moving dead letters back", r -> bulk(r, "move_back"));
         s.get("/jobs", this::jobs);
         s.get("/breakers", r -> breakers());
-        s.post("/breakers/([^/]+)/force-open", "forcing a breaker open", r -> forceBreaker(r, true));
-        s.post("/breakers/([^/]+)/force-close", "forcing a breaker closed", r -> forceBreaker(r, false));
+        s.post("/breakers/{providerKey}/force-open", "forcing a breaker open", r -> forceBreaker(r, true));
+        s.post("/breakers/{providerKey}/force-close", "forcing a breaker closed", r -> forceBreaker(r, false));
         s.get("/audit", this::audit);
-        s.post("/jobs/([^/]+)/([^/]+)/cancel", "cancelling a job", this::cancelJob);
+        s.post("/jobs/{jobType}/{id}/cancel", "cancelling a job", this::cancelJob);
         s.get("/pauses", r -> pauses());
-        s.post("/pauses/(job-type|key)/([^/]+)/pause", "pausing", r -> pauseOrResume(r, true));
-        s.post("/pauses/(job-type|key)/([^/]+)/resume", "resuming", r -> pauseOrResume(r, false));
+        s.post("/pauses/job-type/{jobType}/pause", "pausing", r -> pauseOrResume(r, Pause.Scope.JOB_TYPE, true));
+        s.post("/pauses/job-type/{jobType}/resume", "resuming", r -> pauseOrResume(r, Pause.Scope.JOB_TYPE, false));
+        s.post("/pauses/key/{key}/pause", "pausing", r -> pauseOrResume(r, Pause.Scope.KEY, true));
+        s.post("/pauses/key/{key}/resume", "resuming", r -> pauseOrResume(r, Pause.Scope.KEY, false));
+        s.get("/history", this::history);
+        s.get("/job-runs/{jobType}/{id}", this::jobRuns);
+        s.get("/provider-keys/{providerKey}", this::providerKey);
     }
 
     // ---------------------------------------------------------------- session
@@ -100,10 +106,11 @@ final class ConsoleApi {
         n.put("readOnly", options.readOnly());
         n.put("revealAllowed", !options.readOnly());
         n.put("auth", r.auth().via());
-        if (r.auth().session() != null) {
-            n.put("csrfToken", r.auth().session().csrf());
+        n.put("csrfToken", r.auth().csrf());
+        if (r.auth().user() == null) {
+            n.putNull("user");
         } else {
-            n.putNull("csrfToken");
+            n.put("user", r.auth().user());
         }
         n.put("tokenHeader", ConsoleSecurity.TOKEN_HEADER);
         n.put("operatorHeader", options.operatorHeader());
@@ -127,7 +134,7 @@ final class ConsoleApi {
 
     private JsonNode overview() {
         ObjectNode out = F.objectNode();
-        out.put("at", Instant.now().toString());
+        out.put("at", sql.dbNow());
 
         ObjectNode jobs = out.putObject("jobs");
         ObjectNode byState = jobs.putObject("byState");
@@ -164,6 +171,20 @@ final class ConsoleApi {
                 review.put(failure, n);
             }
         }
+
+        ObjectNode finished = out.putObject("finishedLastHour");
+        for (String o : HISTORY_OUTCOMES) {
+            finished.put(o, 0);
+        }
+        String lastFinished = null;
+        for (JsonNode row : sql.finishedLastHour()) {
+            finished.put(row.path("outcome").asText(), row.path("n").asLong());
+            String at = row.path("lastAt").asText(null);
+            if (at != null && (lastFinished == null || Instant.parse(at).isAfter(Instant.parse(lastFinished)))) {
+                lastFinished = at;
+            }
+        }
+        finished.put("lastFinishedAt", lastFinished);
 
         ArrayNode keys = out.putArray("providerKeys");
         for (JsonNode row : sql.providerKeys()) {
@@ -253,7 +274,7 @@ final class ConsoleApi {
         long id = r.id(0);
         boolean reveal = "true".equalsIgnoreCase(r.param("reveal"));
         if (reveal) {
-            security.checkStateChanging(r.exchange(), r.auth(), "revealing masked values");
+            security.checkStateChanging(r.request(), r.auth(), "revealing masked values");
         }
         DeadLetter d = store.deadLetters().get(id)
                 .orElseThrow(() -> ApiException.notFound("dead letter " + id + " does not exist (never parked, or "
@@ -560,6 +581,7 @@ final class ConsoleApi {
         ConsoleSql.JobCursor after = jobCursor(r.param("cursor"));
         ArrayNode rows = sql.jobs(f, after, limit + 1);
         ObjectNode out = F.objectNode();
+        out.put("at", sql.dbNow());
         ArrayNode items = out.putArray("items");
         String next = null;
         for (int i = 0; i < rows.size() && i < limit; i++) {
@@ -613,6 +635,7 @@ final class ConsoleApi {
 
     private JsonNode breakers() {
         ObjectNode out = F.objectNode();
+        out.put("at", sql.dbNow());
         ArrayNode items = out.putArray("items");
         for (JsonNode row : sql.breakers()) {
             ObjectNode b = (ObjectNode) row;
@@ -667,6 +690,202 @@ final class ConsoleApi {
         return out;
     }
 
+    // ---------------------------------------------------------------- history
+
+    private JsonNode history(ConsoleRequest r) {
+        List<String> outcomes = r.params("outcome");
+        for (String o : outcomes) {
+            if (!HISTORY_OUTCOMES.contains(o)) {
+                throw ApiException.badRequest("outcome must be one of " + HISTORY_OUTCOMES + ", was '" + o + "'",
+                        "outcome");
+            }
+        }
+        String q = r.param("q");
+        if (q != null && q.length() > 200) {
+            throw ApiException.badRequest("q (a job id or idempotency key) must be at most 200 characters", "q");
+        }
+        Instant from = time(r.param("from"), "from");
+        Instant until = time(r.param("until"), "until");
+        ConsoleSql.HistoryFilter f = new ConsoleSql.HistoryFilter(checked(r.params("jobType"), "jobType"), outcomes,
+                checked(r.params("providerKey"), "providerKey"), from, until, q == null ? null : q.strip());
+        int limit = r.intParam("limit", 50, 1, 500);
+        ConsoleSql.HistoryCursor before = historyCursor(r.param("cursor"));
+        ArrayNode rows = sql.history(f, before, limit + 1);
+        ObjectNode out = F.objectNode();
+        out.put("at", sql.dbNow());
+        ArrayNode items = out.putArray("items");
+        for (int i = 0; i < rows.size() && i < limit; i++) {
+            ObjectNode row = (ObjectNode) rows.get(i);
+            maskField(row, "detail");
+            items.add(row);
+        }
+        String next = null;
+        if (rows.size() > limit) {
+            JsonNode last = rows.get(limit - 1);
+            next = cursor(last.path("finishedAt").asText(), last.path("jobType").asText(), last.path("jobId").asText());
+        }
+        out.put("nextCursor", next);
+        out.put("limit", limit);
+        return out;
+    }
+
+    private static String cursor(String... parts) {
+        ArrayNode c = F.arrayNode();
+        for (String p : parts) {
+            c.add(p);
+        }
+        return Base64.getUrlEncoder().withoutPadding().encodeToString(c.toString().getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static ConsoleSql.HistoryCursor historyCursor(String cursor) {
+        if (cursor == null) {
+            return null;
+        }
+        try {
+            JsonNode c = JSON.readTree(Base64.getUrlDecoder().decode(cursor));
+            if (c == null || !c.isArray() || c.size() != 3) {
+                throw new IllegalArgumentException();
+            }
+            return new ConsoleSql.HistoryCursor(Instant.parse(c.get(0).asText()), c.get(1).asText(), c.get(2).asText());
+        } catch (RuntimeException | java.io.IOException e) {
+            throw ApiException.badRequest("not a history page cursor: " + cursor, "cursor");
+        }
+    }
+
+    /** One job: queued now or not, every recorded run (with the endpoint that answered), its dead letters. */
+    private JsonNode jobRuns(ConsoleRequest r) {
+        String jobType = r.path(0);
+        String id = r.path(1);
+        if (jobType.isBlank() || jobType.length() > 200 || id.isBlank() || id.length() > 200) {
+            throw ApiException.badRequest("job type and id must be 1-200 characters");
+        }
+        ObjectNode out = F.objectNode();
+        out.put("at", sql.dbNow());
+        out.put("jobType", jobType);
+        out.put("id", id);
+        ObjectNode live = sql.queuedJob(jobType, id);
+        if (live != null) {
+            maskField(live, "rescheduleDetail");
+            maskField(live, "lastErrorMessage");
+        }
+        out.set("queued", live);
+        ArrayNode runs = out.putArray("runs");
+        for (JsonNode row : sql.jobRuns(jobType, id)) {
+            ObjectNode o = (ObjectNode) row;
+            maskField(o, "detail");
+            JsonNode t = o.get("providerTrail");
+            ArrayNode trail = trail(t == null || t.isNull() ? null : t.asText(), false, new boolean[1]);
+            o.set("providerTrail", trail);
+            String answered = null;
+            for (JsonNode line : trail) {
+                if ("answered".equals(line.path("result").asText())) {
+                    answered = line.path("key").asText(null);
+                }
+            }
+            o.put("answeredBy", answered);
+            JsonNode a = o.get("args");
+            o.set("args", a == null || a.isNull() ? F.nullNode() : Masking.maskKeys(parse(a.asText())));
+            runs.add(o);
+        }
+        ArrayNode dls = out.putArray("deadLetters");
+        for (JsonNode row : sql.jobDeadLetters(jobType, id)) {
+            maskField((ObjectNode) row, "errorMessage");
+            dls.add(row);
+        }
+        return out;
+    }
+
+    // ---------------------------------------------------------------- one provider key
+
+    /**
+     * A provider key's page: breaker, cooldown, bucket or learned pace, concurrency limit, pause,
+     * the jobs waiting on it and why, recent dead letters, what finished in the last hour, and
+     * the API key pool it belongs to or names.
+     */
+    private JsonNode providerKey(ConsoleRequest r) {
+        String key = r.path(0);
+        if (key.isBlank() || key.length() > 200) {
+            throw ApiException.badRequest("provider key must be 1-200 characters", "providerKey");
+        }
+        ObjectNode out = F.objectNode();
+        out.put("at", sql.dbNow());
+        out.put("providerKey", key);
+        ObjectNode state = sql.providerKeyState(key);
+        for (String part : List.of("breaker", "cooldown")) {
+            JsonNode n = state.get(part);
+            if (n instanceof ObjectNode o) {
+                maskField(o, "reason");
+                maskField(o, "lastFailure");
+                maskField(o, "detail");
+            }
+        }
+        if (state.get("pause") instanceof ObjectNode p) {
+            maskField(p, "reason");
+        }
+        out.setAll(state);
+
+        ObjectNode jobs = out.putObject("jobs");
+        long total = 0;
+        ArrayNode byWhy = jobs.putArray("byWhy");
+        for (JsonNode row : sql.keyJobsByWhy(key)) {
+            byWhy.add(row);
+            total += row.path("n").asLong();
+        }
+        jobs.put("total", total);
+        ArrayNode items = jobs.putArray("items");
+        ConsoleSql.JobFilter f = new ConsoleSql.JobFilter(List.of(), List.of(key), JOB_STATES, List.of());
+        for (JsonNode row : sql.jobs(f, null, 20)) {
+            ObjectNode o = (ObjectNode) row;
+            maskField(o, "rescheduleDetail");
+            maskField(o, "lastErrorMessage");
+            o.remove("providerTrail");
+            items.add(o);
+        }
+
+        ObjectNode dead = out.putObject("deadLetters");
+        DeadLetterFilter byKey = DeadLetterFilter.all().withProviderKeys(key);
+        FacetCounts c = store.deadLetters().counts(byKey);
+        dead.put("total", c.total());
+        dead.set("byState", facet(c.byState()));
+        dead.set("byFailureType", facet(c.byFailureType()));
+        ArrayNode recent = dead.putArray("recent");
+        for (DeadLetterSummary s : store.deadLetters().find(byKey, 10, null).items()) {
+            recent.add(summary(s));
+        }
+
+        ObjectNode finished = out.putObject("finishedLastHour");
+        for (String o : HISTORY_OUTCOMES) {
+            finished.put(o, 0);
+        }
+        for (JsonNode row : sql.keyFinishedLastHour(key)) {
+            finished.put(row.path("outcome").asText(), row.path("n").asLong());
+            if (row.path("outcome").asText().equals("completed") && row.hasNonNull("avgDurationMs")) {
+                finished.put("avgCompletedDurationMs", row.path("avgDurationMs").asDouble());
+            }
+        }
+
+        int hash = key.indexOf('#');
+        String pool = hash > 0 ? key.substring(0, hash) : key;
+        ArrayNode members = sql.poolMembers(pool);
+        if (members.isEmpty() && hash < 0 && key.indexOf(':') > 0) {
+            // a provider key such as openai:gpt-4o, served by the pool named after its provider
+            pool = key.substring(0, key.indexOf(':'));
+            members = sql.poolMembers(pool);
+        }
+        if (members.isEmpty()) {
+            out.putNull("pool");
+        } else {
+            ObjectNode p = out.putObject("pool");
+            p.put("name", pool);
+            p.put("memberOf", hash > 0);
+            for (JsonNode m : members) {
+                maskField((ObjectNode) m, "cooldownReason");
+            }
+            p.set("members", members);
+        }
+        return out;
+    }
+
     // ---------------------------------------------------------------- cancel, pause, resume
 
     private JsonNode cancelJob(ConsoleRequest r) {
@@ -710,9 +929,8 @@ final class ConsoleApi {
         return out;
     }
 
-    private JsonNode pauseOrResume(ConsoleRequest r, boolean pause) {
-        Pause.Scope scope = r.path(0).equals("job-type") ? Pause.Scope.JOB_TYPE : Pause.Scope.KEY;
-        String target = r.path(1);
+    private JsonNode pauseOrResume(ConsoleRequest r, Pause.Scope scope, boolean pause) {
+        String target = r.path(0);
         if (target.isBlank() || target.length() > 200) {
             throw ApiException.badRequest((scope == Pause.Scope.JOB_TYPE ? "job type" : "key") + " must be 1-200 characters");
         }

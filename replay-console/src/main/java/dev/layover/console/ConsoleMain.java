@@ -18,6 +18,7 @@ import java.util.concurrent.CountDownLatch;
  * <pre>
  * java -jar layover-replay-console-&lt;version&gt;-standalone.jar --jdbc-url URL [--port 7070]
  *      [--bind 127.0.0.1] [--token T] [--read-only] [--migrate] [--public-url URL]
+ *      [--version] [--help]
  * </pre>
  *
  * <table>
@@ -57,6 +58,7 @@ public final class ConsoleMain {
               --read-only        refuse every change (replay, discard, breakers, reveal)
               --migrate          create or update the Layover schema first (default: require it up to date)
               --public-url URL   the URL browsers use, when behind a reverse proxy
+              --version          print the console's version
               --help             this text""";
 
     private ConsoleMain() {}
@@ -125,6 +127,10 @@ public final class ConsoleMain {
                 switch (a) {
                     case "--help", "-h" -> {
                         out.println(USAGE);
+                        return new Launch(0, null, null);
+                    }
+                    case "--version" -> {
+                        out.println("layover-replay-console " + version());
                         return new Launch(0, null, null);
                     }
                     case "--read-only" -> options = options.withReadOnly(true);
@@ -231,6 +237,21 @@ public final class ConsoleMain {
         return new Launch(0, console, pool);
     }
 
+    /** @return the artifact's version, from the resource the build filters, or {@code unknown} */
+    static String version() {
+        try (java.io.InputStream in = ConsoleMain.class.getResourceAsStream("/dev/layover/console/version.properties")) {
+            if (in == null) {
+                return "unknown";
+            }
+            Properties p = new Properties();
+            p.load(in);
+            String v = p.getProperty("version", "unknown");
+            return v.startsWith("${") ? "unknown" : v;
+        } catch (java.io.IOException e) {
+            return "unknown";
+        }
+    }
+
     private static int port(String v) {
         try {
             return Integer.parseInt(v.strip());
@@ -270,6 +291,7 @@ public final class ConsoleMain {
         setIfAbsent("org.slf4j.simpleLogger.defaultLogLevel", "info");
         setIfAbsent("org.slf4j.simpleLogger.log.com.zaxxer.hikari", "warn");
         setIfAbsent("org.slf4j.simpleLogger.log.org.flywaydb", "warn");
+        setIfAbsent("org.slf4j.simpleLogger.log.org.eclipse.jetty", "warn");
         setIfAbsent("org.slf4j.simpleLogger.log.dev.layover.console", "warn");
         setIfAbsent("org.slf4j.simpleLogger.showDateTime", "true");
         setIfAbsent("org.slf4j.simpleLogger.dateTimeFormat", "HH:mm:ss.SSS");

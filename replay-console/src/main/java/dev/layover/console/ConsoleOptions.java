@@ -6,7 +6,7 @@ import java.util.Locale;
 import java.util.Objects;
 
 /**
- * How a {@link ReplayConsole} listens and whom it lets in. Immutable: every {@code with..}
+ * How a {@link ReplayConsole} (or a mounted {@link ConsoleServlet}) listens and whom it lets in. Immutable: every {@code with..}
  * returns new options.
  *
  * <pre>{@code
@@ -34,8 +34,18 @@ import java.util.Objects;
  *       request's {@code Host} header names</td></tr>
  *   <tr><td>{@link #withThreads(int)}</td><td>8 request threads</td></tr>
  *   <tr><td>{@link #withSessionTtl(Duration)}</td><td>12 hours: a browser session opened with
- *       {@code /?token=...} expires after this</td></tr>
+ *       {@code ?token=...} expires after this</td></tr>
+ *   <tr><td>{@link #withExternalAuthentication(boolean)}</td><td>false: the console's own token
+ *       is required</td></tr>
+ *   <tr><td>{@link #withHeaderTimeout(Duration)}</td><td>10 seconds for a request's headers</td></tr>
+ *   <tr><td>{@link #withReadTimeout(Duration)}</td><td>30 seconds for a request's body</td></tr>
+ *   <tr><td>{@link #withIdleTimeout(Duration)}</td><td>30 seconds of silence closes a connection</td></tr>
+ *   <tr><td>{@link #withMaxConnections(int)}</td><td>100 connections at once</td></tr>
  * </table>
+ *
+ * <p>Bind, port, threads, header and idle timeouts and the connection limit configure the
+ * console's own server ({@link ReplayConsole}); a {@link ConsoleServlet} mounted in an
+ * application runs under its container's settings.
  *
  * <p>Hazards: binding to anything but loopback exposes the console to the network: put it behind
  * TLS (a reverse proxy; set {@link #withPublicUrl(String)}) and keep the token secret. The
@@ -47,30 +57,42 @@ public final class ConsoleOptions {
     /** Shortest configured token accepted. */
     public static final int MIN_TOKEN_LENGTH = 16;
 
-    private static final ConsoleOptions DEFAULTS = new ConsoleOptions("127.0.0.1", 0, null, false,
-            "X-Layover-Operator", "console", null, 8, Duration.ofHours(12));
+    private static final ConsoleOptions DEFAULTS = new ConsoleOptions();
 
-    private final String bind;
-    private final int port;
-    private final String token;
-    private final boolean readOnly;
-    private final String operatorHeader;
-    private final String defaultOperator;
-    private final URI publicUrl;
-    private final int threads;
-    private final Duration sessionTtl;
+    private String bind = "127.0.0.1";
+    private int port;
+    private String token;
+    private boolean readOnly;
+    private String operatorHeader = "X-Layover-Operator";
+    private String defaultOperator = "console";
+    private URI publicUrl;
+    private int threads = 8;
+    private Duration sessionTtl = Duration.ofHours(12);
+    private boolean externalAuthentication;
+    private Duration headerTimeout = Duration.ofSeconds(10);
+    private Duration readTimeout = Duration.ofSeconds(30);
+    private Duration idleTimeout = Duration.ofSeconds(30);
+    private int maxConnections = 100;
 
-    private ConsoleOptions(String bind, int port, String token, boolean readOnly, String operatorHeader,
-            String defaultOperator, URI publicUrl, int threads, Duration sessionTtl) {
-        this.bind = bind;
-        this.port = port;
-        this.token = token;
-        this.readOnly = readOnly;
-        this.operatorHeader = operatorHeader;
-        this.defaultOperator = defaultOperator;
-        this.publicUrl = publicUrl;
-        this.threads = threads;
-        this.sessionTtl = sessionTtl;
+    private ConsoleOptions() {}
+
+    private ConsoleOptions copy() {
+        ConsoleOptions o = new ConsoleOptions();
+        o.bind = bind;
+        o.port = port;
+        o.token = token;
+        o.readOnly = readOnly;
+        o.operatorHeader = operatorHeader;
+        o.defaultOperator = defaultOperator;
+        o.publicUrl = publicUrl;
+        o.threads = threads;
+        o.sessionTtl = sessionTtl;
+        o.externalAuthentication = externalAuthentication;
+        o.headerTimeout = headerTimeout;
+        o.readTimeout = readTimeout;
+        o.idleTimeout = idleTimeout;
+        o.maxConnections = maxConnections;
+        return o;
     }
 
     /** @return the defaults listed in the class description */
@@ -80,33 +102,36 @@ public final class ConsoleOptions {
 
     /**
      * @param address the address to listen on, e.g. {@code 127.0.0.1} (default), {@code ::1} or
-     *     {@code 0.0.0.0} (every interface: see the hazards in the class description)
+     *     {@code 0.0.0.0} (every interface: see the hazards in the class description). Only for
+     *     {@link ReplayConsole}; a mounted {@link ConsoleServlet} listens where its container does.
      * @return new options
      */
     public ConsoleOptions withBind(String address) {
         if (address == null || address.isBlank()) {
             throw new IllegalArgumentException("bind address must not be empty");
         }
-        return new ConsoleOptions(address.strip(), port, token, readOnly, operatorHeader, defaultOperator, publicUrl,
-                threads, sessionTtl);
+        ConsoleOptions o = copy();
+        o.bind = address.strip();
+        return o;
     }
 
     /**
-     * @param port 1-65535, or 0 (default) for any free port
+     * @param port 1-65535, or 0 (default) for any free port. Only for {@link ReplayConsole}.
      * @return new options
      */
     public ConsoleOptions withPort(int port) {
         if (port < 0 || port > 65535) {
             throw new IllegalArgumentException("port must be 0-65535, was " + port);
         }
-        return new ConsoleOptions(bind, port, token, readOnly, operatorHeader, defaultOperator, publicUrl, threads,
-                sessionTtl);
+        ConsoleOptions o = copy();
+        o.port = port;
+        return o;
     }
 
     /**
      * @param token the access token every request must present, at least
      *     {@value #MIN_TOKEN_LENGTH} characters of printable ASCII without spaces; {@code null}
-     *     (default) to generate one at start
+     *     (default) to generate one at start. Not used with {@link #withExternalAuthentication}.
      * @return new options
      */
     public ConsoleOptions withToken(String token) {
@@ -122,8 +147,9 @@ public final class ConsoleOptions {
                 }
             }
         }
-        return new ConsoleOptions(bind, port, token, readOnly, operatorHeader, defaultOperator, publicUrl, threads,
-                sessionTtl);
+        ConsoleOptions o = copy();
+        o.token = token;
+        return o;
     }
 
     /**
@@ -132,8 +158,9 @@ public final class ConsoleOptions {
      * @return new options
      */
     public ConsoleOptions withReadOnly(boolean readOnly) {
-        return new ConsoleOptions(bind, port, token, readOnly, operatorHeader, defaultOperator, publicUrl, threads,
-                sessionTtl);
+        ConsoleOptions o = copy();
+        o.readOnly = readOnly;
+        return o;
     }
 
     /**
@@ -145,8 +172,9 @@ public final class ConsoleOptions {
         if (header == null || !header.matches("[A-Za-z0-9-]{1,100}")) {
             throw new IllegalArgumentException("operator header must be an HTTP header name, was: " + header);
         }
-        return new ConsoleOptions(bind, port, token, readOnly, header, defaultOperator, publicUrl, threads,
-                sessionTtl);
+        ConsoleOptions o = copy();
+        o.operatorHeader = header;
+        return o;
     }
 
     /**
@@ -158,14 +186,16 @@ public final class ConsoleOptions {
         if (name == null || name.isBlank() || name.length() > 200) {
             throw new IllegalArgumentException("default operator must be 1-200 characters");
         }
-        return new ConsoleOptions(bind, port, token, readOnly, operatorHeader, name, publicUrl, threads, sessionTtl);
+        ConsoleOptions o = copy();
+        o.defaultOperator = name;
+        return o;
     }
 
     /**
      * The URL browsers use to reach the console when it is behind a reverse proxy, e.g.
-     * {@code https://layover.ops.example.com} (the console must sit at the root of its origin; a
-     * path prefix is not supported). Its origin is accepted by the
-     * same-origin check of state-changing requests, and its host by the {@code Host} check.
+     * {@code https://layover.ops.example.com} or {@code https://ops.example.com/layover/}. Its
+     * origin is accepted by the same-origin check of state-changing requests, and its host by the
+     * {@code Host} check; an https URL makes the session cookie {@code Secure}.
      *
      * @param url an http or https URL, or {@code null} (default)
      * @return new options
@@ -179,33 +209,112 @@ public final class ConsoleOptions {
                 throw new IllegalArgumentException("public URL must be an http(s) URL with a host, was: " + url);
             }
         }
-        return new ConsoleOptions(bind, port, token, readOnly, operatorHeader, defaultOperator, u, threads,
-                sessionTtl);
+        ConsoleOptions o = copy();
+        o.publicUrl = u;
+        return o;
     }
 
     /**
      * @param n request threads, 1-200; default 8. A bulk replay holds one for its whole run.
+     *     Only for {@link ReplayConsole}: a mounted servlet runs on its container's threads.
      * @return new options
      */
     public ConsoleOptions withThreads(int n) {
         if (n < 1 || n > 200) {
             throw new IllegalArgumentException("threads must be 1-200, was " + n);
         }
-        return new ConsoleOptions(bind, port, token, readOnly, operatorHeader, defaultOperator, publicUrl, n,
-                sessionTtl);
+        ConsoleOptions o = copy();
+        o.threads = n;
+        return o;
     }
 
     /**
-     * @param ttl how long a browser session lasts after {@code /?token=...}; default 12 hours
+     * @param ttl how long a browser session lasts after {@code ?token=...}; default 12 hours
      * @return new options
      */
     public ConsoleOptions withSessionTtl(Duration ttl) {
-        Objects.requireNonNull(ttl, "ttl");
-        if (ttl.isNegative() || ttl.isZero()) {
-            throw new IllegalArgumentException("session TTL must be positive");
+        ConsoleOptions o = copy();
+        o.sessionTtl = positive(ttl, "session TTL");
+        return o;
+    }
+
+    /**
+     * For a {@link ConsoleServlet} mounted in an application that authenticates its users itself
+     * (Spring Security, a servlet filter, the container): no console token is asked for, and the
+     * operator written to the audit log is {@code request.getRemoteUser()} (falling back to the
+     * operator header, then the default operator). CSRF protection (a token header on every
+     * state-changing request, which the page reads from {@code api/session}), the same-origin
+     * check, read-only mode and every response header (CSP and friends) still apply.
+     *
+     * <p>Hazard: with this on, whoever reaches the servlet is let in. Mount it only behind the
+     * application's authentication.
+     *
+     * @param external true to rely on the application's authentication; default false
+     * @return new options
+     */
+    public ConsoleOptions withExternalAuthentication(boolean external) {
+        ConsoleOptions o = copy();
+        o.externalAuthentication = external;
+        return o;
+    }
+
+    /**
+     * @param timeout how long a connection may take to send a request's line and headers once it
+     *     has started sending them; a client still sending after that (a "slowloris" trickling
+     *     a header a byte at a time) is disconnected. Default 10 seconds. Only for
+     *     {@link ReplayConsole} (a container has its own settings).
+     * @return new options
+     */
+    public ConsoleOptions withHeaderTimeout(Duration timeout) {
+        ConsoleOptions o = copy();
+        o.headerTimeout = positive(timeout, "header timeout");
+        return o;
+    }
+
+    /**
+     * @param timeout how long a request's body may take to arrive in full (bodies are at most
+     *     1 MiB); a slower one is answered 408 and its connection closed. Default 30 seconds.
+     *     Applies to a mounted {@link ConsoleServlet} too.
+     * @return new options
+     */
+    public ConsoleOptions withReadTimeout(Duration timeout) {
+        ConsoleOptions o = copy();
+        o.readTimeout = positive(timeout, "read timeout");
+        return o;
+    }
+
+    /**
+     * @param timeout how long a connection may stay silent (no byte either way) before it is
+     *     closed, including between keep-alive requests and within one blocking read; default
+     *     30 seconds. Only for {@link ReplayConsole}.
+     * @return new options
+     */
+    public ConsoleOptions withIdleTimeout(Duration timeout) {
+        ConsoleOptions o = copy();
+        o.idleTimeout = positive(timeout, "idle timeout");
+        return o;
+    }
+
+    /**
+     * @param n the most connections open at once, 1-10,000; default 100. Further clients wait in
+     *     the operating system's accept queue until one closes. Only for {@link ReplayConsole}.
+     * @return new options
+     */
+    public ConsoleOptions withMaxConnections(int n) {
+        if (n < 1 || n > 10_000) {
+            throw new IllegalArgumentException("max connections must be 1-10000, was " + n);
         }
-        return new ConsoleOptions(bind, port, token, readOnly, operatorHeader, defaultOperator, publicUrl, threads,
-                ttl);
+        ConsoleOptions o = copy();
+        o.maxConnections = n;
+        return o;
+    }
+
+    private static Duration positive(Duration d, String what) {
+        Objects.requireNonNull(d, what);
+        if (d.isNegative() || d.isZero()) {
+            throw new IllegalArgumentException(what + " must be positive");
+        }
+        return d;
     }
 
     /** @return the address to listen on */
@@ -253,11 +362,38 @@ public final class ConsoleOptions {
         return sessionTtl;
     }
 
+    /** @return whether the application authenticates (no console token) */
+    public boolean externalAuthentication() {
+        return externalAuthentication;
+    }
+
+    /** @return the time allowed for a request's headers */
+    public Duration headerTimeout() {
+        return headerTimeout;
+    }
+
+    /** @return the time allowed for a request's body */
+    public Duration readTimeout() {
+        return readTimeout;
+    }
+
+    /** @return the idle timeout of a connection */
+    public Duration idleTimeout() {
+        return idleTimeout;
+    }
+
+    /** @return the most connections open at once */
+    public int maxConnections() {
+        return maxConnections;
+    }
+
     @Override
     public String toString() {
         return "ConsoleOptions[bind=" + bind + ", port=" + port + ", token=" + (token == null ? "generated" : "set")
                 + ", readOnly=" + readOnly + ", operatorHeader=" + operatorHeader + ", defaultOperator="
                 + defaultOperator + ", publicUrl=" + publicUrl + ", threads=" + threads + ", sessionTtl=" + sessionTtl
-                + "]";
+                + ", externalAuthentication=" + externalAuthentication + ", headerTimeout=" + headerTimeout
+                + ", readTimeout=" + readTimeout + ", idleTimeout=" + idleTimeout + ", maxConnections="
+                + maxConnections + "]";
     }
 }

@@ -4,7 +4,9 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
-import com.sun.net.httpserver.HttpExchange;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URLDecoder;
@@ -12,31 +14,52 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 
-/** One API request: its path parameters, query parameters, JSON body and operator. */
+/**
+ * One API request: its path parameters, query parameters, JSON body and operator. Every text it
+ * hands out has passed {@link InputText#check}: a value the database cannot store is a 400 that
+ * names it.
+ */
 final class ConsoleRequest {
 
     static final int MAX_BODY = 1024 * 1024;
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    private final HttpExchange exchange;
+    private final HttpServletRequest request;
+    private final HttpServletResponse response;
+    private final List<String> pathNames;
     private final List<String> pathParams;
     private final Map<String, List<String>> query;
     private final ConsoleSecurity.Auth auth;
     private final ConsoleOptions options;
     private JsonNode body;
 
-    ConsoleRequest(HttpExchange exchange, List<String> pathParams, ConsoleSecurity.Auth auth, ConsoleOptions options) {
-        this.exchange = exchange;
+    ConsoleRequest(HttpServletRequest request, HttpServletResponse response, List<String> pathNames,
+            List<String> pathParams, ConsoleSecurity.Auth auth, ConsoleOptions options) {
+        this.request = request;
+        this.response = response;
+        this.pathNames = pathNames;
         this.pathParams = pathParams;
-        this.query = parseQuery(exchange.getRequestURI().getRawQuery());
         this.auth = auth;
         this.options = options;
+        for (int i = 0; i < pathParams.size(); i++) {
+            InputText.check(pathParams.get(i), pathNames.get(i));
+        }
+        this.query = parseQuery(request.getQueryString());
+        query.forEach((k, vs) -> {
+            InputText.check(k, "a query parameter name");
+            vs.forEach(v -> InputText.check(v, k));
+        });
     }
 
-    HttpExchange exchange() {
-        return exchange;
+    HttpServletRequest request() {
+        return request;
+    }
+
+    HttpServletResponse response() {
+        return response;
     }
 
     ConsoleSecurity.Auth auth() {
@@ -104,27 +127,29 @@ final class ConsoleRequest {
         if (body != null) {
             return body;
         }
-        String type = exchange.getRequestHeaders().getFirst("Content-Type");
+        String type = request.getContentType();
         byte[] bytes = readBody();
         if (bytes.length == 0) {
             body = JsonNodeFactory.instance.objectNode();
             return body;
         }
-        if (type == null || !type.toLowerCase(java.util.Locale.ROOT).startsWith("application/json")) {
+        if (type == null || !type.toLowerCase(Locale.ROOT).startsWith("application/json")) {
             throw new ApiException(415, "send the request body as JSON (Content-Type: application/json)");
         }
+        JsonNode n;
         try {
-            JsonNode n = JSON.readTree(bytes);
-            if (n == null || !n.isObject()) {
-                throw ApiException.badRequest("the request body must be a JSON object");
-            }
-            body = n;
-            return body;
+            n = JSON.readTree(bytes);
         } catch (JsonProcessingException e) {
             throw ApiException.badRequest("the request body is not valid JSON: " + e.getOriginalMessage());
         } catch (IOException e) {
             throw ApiException.badRequest("the request body could not be read: " + e.getMessage());
         }
+        if (n == null || !n.isObject()) {
+            throw ApiException.badRequest("the request body must be a JSON object");
+        }
+        InputText.check(n, "");
+        body = n;
+        return body;
     }
 
     /** @return a text field of the body, or {@code null} */
@@ -144,35 +169,55 @@ final class ConsoleRequest {
     }
 
     /**
-     * @return the operator named by the operator header, or the default; 400 when the header is
-     *     not a usable name
+     * @return with external authentication the application's user ({@code getRemoteUser()});
+     *     else (or when it names none) the operator named by the operator header, or the default;
+     *     400 when the header is not a usable name
      */
     String operator() {
-        String v = exchange.getRequestHeaders().getFirst(options.operatorHeader());
+        if (auth != null && auth.user() != null && !auth.user().isBlank()) {
+            return checkedOperator(auth.user().strip(), "the application's user name");
+        }
+        String v = request.getHeader(options.operatorHeader());
         if (v == null || v.isBlank()) {
             return options.defaultOperator();
         }
-        String name = v.strip();
+        return checkedOperator(v.strip(), "the operator name (" + options.operatorHeader() + " header)");
+    }
+
+    private static String checkedOperator(String name, String what) {
         if (name.length() > 200) {
-            throw ApiException.badRequest("the operator name (" + options.operatorHeader()
-                    + " header) must be at most 200 characters");
+            throw ApiException.badRequest(what + " must be at most 200 characters");
         }
         for (int i = 0; i < name.length(); i++) {
             if (Character.isISOControl(name.charAt(i))) {
-                throw ApiException.badRequest("the operator name (" + options.operatorHeader()
-                        + " header) must not contain control characters");
+                throw ApiException.badRequest(what + " must not contain control characters");
             }
         }
-        return name;
+        return InputText.check(name, "operator");
     }
 
+    /**
+     * Reads the body, at most {@link #MAX_BODY} bytes, within the read timeout: a client that
+     * trickles its body is answered 408 (a single silent wait is bounded by the idle timeout).
+     */
     private byte[] readBody() {
-        try (InputStream in = exchange.getRequestBody()) {
-            byte[] buf = in.readNBytes(MAX_BODY + 1);
-            if (buf.length > MAX_BODY) {
-                throw new ApiException(413, "the request body is larger than " + MAX_BODY + " bytes");
+        long deadline = System.nanoTime() + options.readTimeout().toNanos();
+        try (InputStream in = request.getInputStream()) {
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            byte[] buf = new byte[8192];
+            int n;
+            while ((n = in.read(buf)) >= 0) {
+                out.write(buf, 0, n);
+                if (out.size() > MAX_BODY) {
+                    throw new ApiException(413, "the request body is larger than " + MAX_BODY + " bytes");
+                }
+                if (System.nanoTime() > deadline) {
+                    response.setHeader("Connection", "close");
+                    throw new ApiException(408, "the request body took longer than " + options.readTimeout().toSeconds()
+                            + " s to arrive");
+                }
             }
-            return buf;
+            return out.toByteArray();
         } catch (IOException e) {
             throw ApiException.badRequest("the request body could not be read: " + e.getMessage());
         }

@@ -1,15 +1,17 @@
 package dev.layover.console;
 
-import com.sun.net.httpserver.Headers;
-import com.sun.net.httpserver.HttpExchange;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.Base64;
+import java.util.Enumeration;
 import java.util.Iterator;
-import java.util.List;
+import javax.crypto.Mac;
+import javax.crypto.spec.SecretKeySpec;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
@@ -20,14 +22,16 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <ul>
  *   <li>every request is authenticated: {@code Authorization: Bearer <token>}, or
- *       {@code X-Layover-Token: <token>}, or the browser session cookie set by {@code /?token=};
+ *       {@code X-Layover-Token: <token>}, or the browser session cookie set by {@code ?token=};
+ *       with external authentication the application has done it (see
+ *       {@link ConsoleOptions#withExternalAuthentication(boolean)});
  *   <li>a state-changing request (and a reveal of masked values) additionally carries a token in
  *       a header (the access token, or the session's CSRF token which the page reads from
  *       {@code /api/session}), passes a same-origin check ({@code Origin} or {@code Referer} must
  *       be the console's own origin; {@code Sec-Fetch-Site} must be {@code same-origin} or
  *       {@code none}), and is refused in read-only mode;
- *   <li>a console bound to loopback answers only requests whose {@code Host} is a loopback name
- *       (DNS rebinding);
+ *   <li>the console's own server bound to loopback answers only requests whose {@code Host} is a
+ *       loopback name (DNS rebinding);
  *   <li>every response carries a strict Content-Security-Policy and friends.
  * </ul>
  */
@@ -46,14 +50,8 @@ final class ConsoleSecurity {
     private final byte[] token;
     private final ConsoleOptions options;
     private final boolean loopbackOnly;
-    private final String cookieName;
+    private final byte[] csrfKey = new byte[32];
     private final Map<String, Session> sessions = new ConcurrentHashMap<>();
-
-    /** Makes the security of a server once its port is known (the cookie name carries it). */
-    @FunctionalInterface
-    interface Factory {
-        ConsoleSecurity create(int port);
-    }
 
     /** A browser session: its CSRF token and when it expires. */
     record Session(String id, String csrf, long expiresAtMillis) {}
@@ -61,17 +59,25 @@ final class ConsoleSecurity {
     /**
      * How a request was authenticated.
      *
-     * @param via {@code bearer}, {@code header} or {@code session}
+     * @param via {@code bearer}, {@code header}, {@code session} or {@code external}
      * @param session the browser session, or {@code null}
      * @param headerToken whether a token was presented in a header (what state-changing requests need)
+     * @param csrf the CSRF token the page sends in the token header, or {@code null} (bearer, header)
+     * @param user the application's user ({@code getRemoteUser()}) with external authentication
      */
-    record Auth(String via, Session session, boolean headerToken) {}
+    record Auth(String via, Session session, boolean headerToken, String csrf, String user) {}
 
-    ConsoleSecurity(String token, ConsoleOptions options, boolean loopbackOnly, int port) {
+    /**
+     * @param token the access token
+     * @param options the options
+     * @param loopbackOnly whether to refuse foreign {@code Host} names (the console's own server
+     *     bound to loopback)
+     */
+    ConsoleSecurity(String token, ConsoleOptions options, boolean loopbackOnly) {
         this.token = token.getBytes(StandardCharsets.UTF_8);
         this.options = options;
         this.loopbackOnly = loopbackOnly;
-        this.cookieName = "layover_console_" + port;
+        RANDOM.nextBytes(csrfKey);
     }
 
     /** @return a fresh token: 256 random bits, URL-safe base64 */
@@ -81,30 +87,34 @@ final class ConsoleSecurity {
         return Base64.getUrlEncoder().withoutPadding().encodeToString(b);
     }
 
-    String cookieName() {
-        return cookieName;
+    /**
+     * The session cookie's name: it carries the port, because browsers share cookies between the
+     * ports of one host, and two consoles on one machine must not log each other out.
+     */
+    static String cookieName(HttpServletRequest req) {
+        return "layover_console_" + req.getLocalPort();
     }
 
     /** Adds the headers every response carries. */
-    static void securityHeaders(Headers h) {
-        h.set("Content-Security-Policy", CSP);
-        h.set("X-Content-Type-Options", "nosniff");
-        h.set("Referrer-Policy", "no-referrer");
-        h.set("X-Frame-Options", "DENY");
-        h.set("Cross-Origin-Opener-Policy", "same-origin");
-        h.set("Cross-Origin-Resource-Policy", "same-origin");
-        h.set("Cache-Control", "no-store");
+    static void securityHeaders(HttpServletResponse h) {
+        h.setHeader("Content-Security-Policy", CSP);
+        h.setHeader("X-Content-Type-Options", "nosniff");
+        h.setHeader("Referrer-Policy", "no-referrer");
+        h.setHeader("X-Frame-Options", "DENY");
+        h.setHeader("Cross-Origin-Opener-Policy", "same-origin");
+        h.setHeader("Cross-Origin-Resource-Policy", "same-origin");
+        h.setHeader("Cache-Control", "no-store");
     }
 
     /**
      * Refuses a request whose {@code Host} is not a loopback name on a console bound to loopback
      * (a page on another site that made its name resolve to 127.0.0.1).
      */
-    void checkHost(HttpExchange ex) {
+    void checkHost(HttpServletRequest ex) {
         if (!loopbackOnly) {
             return;
         }
-        String host = ex.getRequestHeaders().getFirst("Host");
+        String host = ex.getHeader("Host");
         if (host == null) {
             return;
         }
@@ -120,27 +130,52 @@ final class ConsoleSecurity {
                 + "(localhost, 127.0.0.1, [::1]); Host was '" + host + "'");
     }
 
+    /** @return whether the application authenticates (no console token) */
+    boolean external() {
+        return options.externalAuthentication();
+    }
+
     /**
      * @param ex the request
      * @return how it is authenticated, or {@code null} when it is not
      */
-    Auth authenticate(HttpExchange ex) {
-        Headers h = ex.getRequestHeaders();
-        String authz = h.getFirst("Authorization");
-        String headerToken = h.getFirst(TOKEN_HEADER);
+    Auth authenticate(HttpServletRequest ex) {
+        String headerToken = ex.getHeader(TOKEN_HEADER);
+        if (options.externalAuthentication()) {
+            String user = ex.getRemoteUser();
+            String csrf = externalCsrf(user);
+            return new Auth("external", null, headerToken != null && constantTimeEquals(headerToken, csrf), csrf,
+                    user);
+        }
+        String authz = ex.getHeader("Authorization");
         // another scheme (a proxy's Basic auth, say) is not ours: fall through to the other ways
         if (authz != null && authz.regionMatches(true, 0, "Bearer ", 0, 7) && matches(authz.substring(7).strip())) {
-            return new Auth("bearer", null, true);
+            return new Auth("bearer", null, true, null, null);
         }
         if (headerToken != null && matches(headerToken)) {
-            return new Auth("header", null, true);
+            return new Auth("header", null, true, null, null);
         }
         Session s = session(ex);
         if (s != null) {
             boolean csrf = headerToken != null && constantTimeEquals(headerToken, s.csrf());
-            return new Auth("session", s, csrf);
+            return new Auth("session", s, csrf, s.csrf(), null);
         }
         return null;
+    }
+
+    /**
+     * The CSRF token of an externally authenticated user: a keyed hash of the user name, so it
+     * needs no server-side session and differs from user to user.
+     */
+    private String externalCsrf(String user) {
+        try {
+            Mac mac = Mac.getInstance("HmacSHA256");
+            mac.init(new SecretKeySpec(csrfKey, "HmacSHA256"));
+            byte[] h = mac.doFinal(("csrf:" + (user == null ? "" : user)).getBytes(StandardCharsets.UTF_8));
+            return Base64.getUrlEncoder().withoutPadding().encodeToString(h);
+        } catch (java.security.GeneralSecurityException e) {
+            throw new IllegalStateException("HmacSHA256 is not available", e);
+        }
     }
 
     /**
@@ -151,24 +186,25 @@ final class ConsoleSecurity {
      * @param what the action in a few words, for the messages
      * @throws ApiException 403 when refused
      */
-    void checkStateChanging(HttpExchange ex, Auth auth, String what) {
+    void checkStateChanging(HttpServletRequest ex, Auth auth, String what) {
         if (options.readOnly()) {
             throw ApiException.forbidden("this console is read-only: " + what + " is not allowed");
         }
         if (!auth.headerToken()) {
-            throw ApiException.forbidden(what + " needs the token in the " + TOKEN_HEADER
-                    + " header (or Authorization: Bearer), not only the session cookie");
+            throw ApiException.forbidden(what + (auth.via().equals("external")
+                    ? " needs the CSRF token of api/session in the " + TOKEN_HEADER + " header"
+                    : " needs the token in the " + TOKEN_HEADER
+                            + " header (or Authorization: Bearer), not only the session cookie"));
         }
         checkSameOrigin(ex);
     }
 
-    private void checkSameOrigin(HttpExchange ex) {
-        Headers h = ex.getRequestHeaders();
-        String site = h.getFirst("Sec-Fetch-Site");
+    private void checkSameOrigin(HttpServletRequest h) {
+        String site = h.getHeader("Sec-Fetch-Site");
         if (site != null && !(site.equalsIgnoreCase("same-origin") || site.equalsIgnoreCase("none"))) {
             throw ApiException.forbidden("cross-origin request refused (Sec-Fetch-Site: " + site + ")");
         }
-        String origin = h.getFirst("Origin");
+        String origin = h.getHeader("Origin");
         if (origin != null) {
             if (origin.equals("null")) {
                 if (site == null || !site.equalsIgnoreCase("same-origin")) {
@@ -176,26 +212,29 @@ final class ConsoleSecurity {
                 }
                 return;
             }
-            if (!isOwnOrigin(origin, ex)) {
+            if (!isOwnOrigin(origin, h)) {
                 throw ApiException.forbidden("cross-origin request refused (Origin: " + origin + ")");
             }
             return;
         }
-        String referer = h.getFirst("Referer");
+        String referer = h.getHeader("Referer");
         if (referer != null) {
             String refOrigin = originOf(referer);
-            if (refOrigin == null || !isOwnOrigin(refOrigin, ex)) {
+            if (refOrigin == null || !isOwnOrigin(refOrigin, h)) {
                 throw ApiException.forbidden("cross-origin request refused (Referer from another origin)");
             }
         }
         // neither Origin nor Referer: not a browser's cross-site request; the header token decides
     }
 
-    private boolean isOwnOrigin(String origin, HttpExchange ex) {
+    private boolean isOwnOrigin(String origin, HttpServletRequest ex) {
         String o = origin.toLowerCase(Locale.ROOT);
-        String host = ex.getRequestHeaders().getFirst("Host");
-        if (host != null && o.equals("http://" + host.toLowerCase(Locale.ROOT))) {
-            return true;
+        String host = ex.getHeader("Host");
+        if (host != null) {
+            String own = originOf(ex.getScheme() + "://" + host.strip() + "/");
+            if (own != null && own.equals(originOf(o))) {
+                return true;
+            }
         }
         URI pub = options.publicUrl();
         return pub != null && o.equals(originOf(pub.toString()));
@@ -249,26 +288,37 @@ final class ConsoleSecurity {
         }
     }
 
-    /** @return the {@code Set-Cookie} value of a session */
-    String cookie(Session s) {
+    /**
+     * @param req the login request
+     * @param s the session
+     * @return the {@code Set-Cookie} value of a session, for the console's mount point only
+     */
+    String cookie(HttpServletRequest req, Session s) {
         Duration ttl = options.sessionTtl();
         URI pub = options.publicUrl();
-        boolean secure = pub != null && pub.getScheme().equalsIgnoreCase("https");
-        return cookieName + "=" + s.id() + "; Path=/; Max-Age=" + ttl.toSeconds() + "; HttpOnly; SameSite=Strict"
-                + (secure ? "; Secure" : "");
+        boolean secure = req.isSecure() || (pub != null && pub.getScheme().equalsIgnoreCase("https"));
+        return cookieName(req) + "=" + s.id() + "; Path=" + cookiePath(req) + "; Max-Age=" + ttl.toSeconds()
+                + "; HttpOnly; SameSite=Strict" + (secure ? "; Secure" : "");
     }
 
     /** @return the {@code Set-Cookie} value that removes the session cookie */
-    String expiredCookie() {
-        return cookieName + "=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict";
+    String expiredCookie(HttpServletRequest req) {
+        return cookieName(req) + "=; Path=" + cookiePath(req) + "; Max-Age=0; HttpOnly; SameSite=Strict";
     }
 
-    private Session session(HttpExchange ex) {
-        List<String> cookies = ex.getRequestHeaders().get("Cookie");
+    private static String cookiePath(HttpServletRequest req) {
+        String p = req.getContextPath() + req.getServletPath();
+        return p.isEmpty() ? "/" : p + "/";
+    }
+
+    private Session session(HttpServletRequest ex) {
+        Enumeration<String> cookies = ex.getHeaders("Cookie");
         if (cookies == null) {
             return null;
         }
-        for (String header : cookies) {
+        String cookieName = cookieName(ex);
+        while (cookies.hasMoreElements()) {
+            String header = cookies.nextElement();
             for (String part : header.split(";")) {
                 String p = part.strip();
                 int eq = p.indexOf('=');

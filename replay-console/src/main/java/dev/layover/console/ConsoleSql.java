@@ -21,8 +21,8 @@ import javax.sql.DataSource;
 
 /**
  * Every SQL statement of the console, in one place. The dead-letter store's own statements live
- * in {@code layover-dlq}; these read jobs and provider state for the overview, the jobs page and
- * the breakers page. Filters are assembled from the fixed fragments below; every value is a bound
+ * in {@code layover-dlq}; these read jobs, finished jobs ({@code layover.job_history}) and provider
+ * state for the overview, the jobs, history, job, provider key and breakers pages. Filters are assembled from the fixed fragments below; every value is a bound
  * parameter, never part of the SQL text. Every statement is a single autocommitted read.
  */
 final class ConsoleSql {
@@ -34,6 +34,16 @@ final class ConsoleSql {
     }
 
     // ---------------------------------------------------------------- statements
+
+    /**
+     * What a breaker means now: {@code open} whose open period has ended is
+     * {@code half_open_due} (the next call is its trial), not "open".
+     */
+    static final String BREAKER_EFFECTIVE = """
+            CASE WHEN b.state = 'open' AND b.open_until <= now() THEN 'half_open_due'
+                 ELSE coalesce(b.state, 'closed') END""";
+
+    static final String DB_NOW = "SELECT now()";
 
     static final String SCHEMA_PRESENT = """
             SELECT to_regclass('layover.dead_letters') IS NOT NULL
@@ -68,6 +78,7 @@ final class ConsoleSql {
                 WHERE d.state IN ('parked', 'review') AND d.provider_key IS NOT NULL)
             SELECT k.provider_key,
                    coalesce(b.state, 'closed') AS breaker_state,
+                   EFFECTIVE AS breaker_effective_state,
                    b.open_until AS breaker_open_until,
                    b.reason AS breaker_reason,
                    CASE WHEN c.until > now() THEN c.until END AS cooldown_until,
@@ -90,10 +101,11 @@ final class ConsoleSql {
             LEFT JOIN layover.cooldowns c ON c.provider_key = k.provider_key
             LEFT JOIN layover.buckets bk ON bk.provider_key = k.provider_key
             ORDER BY (coalesce(b.state, 'closed') <> 'closed') DESC, k.provider_key
-            LIMIT 500""";
+            LIMIT 500""".replace("EFFECTIVE", BREAKER_EFFECTIVE);
 
     static final String BREAKERS = """
-            SELECT b.provider_key, b.state, b.previous_state, b.window_started_at, b.calls, b.failures,
+            SELECT b.provider_key, b.state, EFFECTIVE AS effective_state, b.previous_state, b.window_started_at,
+                   b.calls, b.failures,
                    b.opened_at, b.open_until, b.open_count, b.closed_at, b.trial_claimed_by, b.trial_expires_at,
                    b.reason, b.last_failure, b.last_failure_at, b.changed_at, b.changed_by,
                    CASE WHEN c.until > now() THEN c.until END AS cooldown_until,
@@ -101,7 +113,7 @@ final class ConsoleSql {
             FROM layover.breakers b
             LEFT JOIN layover.cooldowns c ON c.provider_key = b.provider_key
             ORDER BY (b.state <> 'closed') DESC, b.provider_key
-            LIMIT 1000""";
+            LIMIT 1000""".replace("EFFECTIVE", BREAKER_EFFECTIVE);
 
     static final String BREAKER_EXISTS = "SELECT state FROM layover.breakers WHERE provider_key = ?";
 
@@ -164,7 +176,141 @@ final class ConsoleSql {
     /** A dead letter's fallback trail (jsonb text), for its page. */
     static final String DEAD_LETTER_TRAIL = "SELECT provider_trail::text FROM layover.dead_letters WHERE id = ?";
 
+    /** Distinct job types of finished jobs: a skip scan over {@code job_history_job_idx}. */
+    static final String HISTORY_JOB_TYPES = """
+            WITH RECURSIVE t(job_type) AS (
+                (SELECT h.job_type FROM layover.job_history h ORDER BY h.job_type LIMIT 1)
+                UNION ALL
+                SELECT (SELECT h.job_type FROM layover.job_history h WHERE h.job_type > t.job_type
+                        ORDER BY h.job_type LIMIT 1)
+                FROM t WHERE t.job_type IS NOT NULL)
+            SELECT job_type FROM t WHERE job_type IS NOT NULL""";
+
+    /** Finished jobs, newest first; filters are appended as {@code AND} fragments on {@code h}. */
+    static final String HISTORY_SELECT = """
+            SELECT h.job_type, h.job_id, h.outcome, h.failure_type, h.detail, h.attempts, h.reschedules,
+                   h.provider_key, h.worker, h.enqueued_at, h.started_at, h.finished_at, h.duration_ms,
+                   h.dead_letter_id, h.replay_kind, h.provider_trail
+            FROM layover.job_history h
+            WHERE true""";
+    static final String HISTORY_BY_TYPE = " AND h.job_type = ANY(?)";
+    static final String HISTORY_BY_OUTCOME = " AND h.outcome = ANY(?)";
+    static final String HISTORY_BY_PROVIDER = " AND h.provider_key = ANY(?)";
+    static final String HISTORY_FROM = " AND h.finished_at >= ?";
+    static final String HISTORY_UNTIL = " AND h.finished_at < ?";
+    /** A job id of any type: one index probe per job type (the index leads with the type). */
+    static final String HISTORY_BY_ID_ANY_TYPE = " AND h.job_type = ANY(ARRAY(" + HISTORY_JOB_TYPES
+            + ")) AND h.job_id = ?";
+    static final String HISTORY_BY_ID = " AND h.job_id = ?";
+    static final String HISTORY_BEFORE = " AND h.finished_at <= ? AND (h.finished_at, h.job_type, h.job_id) < (?, ?, ?)";
+    static final String HISTORY_ORDER = " ORDER BY h.finished_at DESC, h.job_type DESC, h.job_id DESC LIMIT ?";
+    /**
+     * Wraps a history page: the endpoint that answered (the last {@code answered} line of the
+     * trail) and the trail's length, computed for the page's rows only; the trail itself is dropped.
+     */
+    static final String HISTORY_PAGE = """
+            SELECT p.job_type, p.job_id, p.outcome, p.failure_type, p.detail, p.attempts, p.reschedules,
+                   p.provider_key, p.worker, p.enqueued_at, p.started_at, p.finished_at, p.duration_ms,
+                   p.dead_letter_id, p.replay_kind,
+                   (SELECT e ->> 'key' FROM jsonb_array_elements(p.provider_trail) WITH ORDINALITY AS s(e, n)
+                    WHERE e ->> 'result' = 'answered' ORDER BY n DESC LIMIT 1) AS answered_by,
+                   coalesce(jsonb_array_length(p.provider_trail), 0) AS trail_length
+            FROM (%s) p
+            ORDER BY p.finished_at DESC, p.job_type DESC, p.job_id DESC""";
+
+    /** Every recorded run of one job, newest first, with its whole trail. */
+    static final String JOB_RUNS = """
+            SELECT h.outcome, h.failure_type, h.detail, h.attempts, h.reschedules, h.provider_key, h.worker,
+                   h.enqueued_at, h.started_at, h.finished_at, h.duration_ms, h.dead_letter_id, h.replay_kind,
+                   h.provider_trail::text AS provider_trail, h.args::text AS args
+            FROM layover.job_history h
+            WHERE h.job_type = ? AND h.job_id = ?
+            ORDER BY h.finished_at DESC
+            LIMIT 100""";
+
+    /** The dead letters one job id left (every park of it). */
+    static final String JOB_DEAD_LETTERS = """
+            SELECT d.id, d.state, d.failure_type, d.error_class, left(d.error_message, 1000) AS error_message,
+                   d.parked_at, d.replay_count
+            FROM layover.dead_letters d
+            WHERE d.job_type = ? AND d.job_id = ?
+            ORDER BY d.parked_at DESC, d.id DESC
+            LIMIT 20""";
+
+    /** A key's breaker, whole. */
+    static final String BREAKER_ROW = """
+            SELECT b.provider_key, b.state, EFFECTIVE AS effective_state, b.previous_state, b.window_started_at,
+                   b.calls, b.failures, b.opened_at, b.open_until, b.open_count, b.closed_at, b.trial_claimed_by,
+                   b.trial_expires_at, b.reason, b.last_failure, b.last_failure_at, b.changed_at, b.changed_by
+            FROM layover.breakers b WHERE b.provider_key = ?""".replace("EFFECTIVE", BREAKER_EFFECTIVE);
+
+    /** A key's cooldown, ended or not ({@code active}: it still holds calls back). */
+    static final String COOLDOWN_ROW = """
+            SELECT c.until, c.until > now() AS active, c.reason, c.detail, c.strikes, c.started_at, c.updated_at,
+                   c.updated_by
+            FROM layover.cooldowns c WHERE c.provider_key = ?""";
+
+    /** A key's bucket: configured or learned, in force or lapsed, how far ahead it has booked. */
+    static final String BUCKET_ROW = """
+            SELECT bk.requests_per_minute, bk.tokens_per_minute, bk.burst_ms, bk.configured_at, bk.configured_by,
+                   bk.learned_until, bk.learned_until IS NOT NULL AS learned,
+                   (bk.learned_until IS NULL OR bk.learned_until > now()) AS in_force, bk.last_slot,
+                   CASE WHEN greatest(bk.request_tat, bk.token_tat) > now()
+                        THEN greatest(bk.request_tat, bk.token_tat) END AS booked_until,
+                   CASE WHEN greatest(bk.request_tat, bk.token_tat) > now()
+                        THEN (extract(epoch FROM greatest(bk.request_tat, bk.token_tat) - now()) * 1000)::bigint
+                        ELSE 0 END AS booked_ahead_ms
+            FROM layover.buckets bk WHERE bk.provider_key = ?""";
+
+    /** A concurrency limit on the key, with the calls in flight. */
+    static final String CONCURRENCY_ROW = """
+            SELECT c.max_in_flight, c.in_flight, c.last_claimed_at, c.configured_at, c.configured_by
+            FROM layover.concurrency c WHERE c.limit_key = ?""";
+
+    /** The key's active pause. */
+    static final String KEY_PAUSE = """
+            SELECT p.id, p.paused_at, p.paused_by, p.reason, p.held_jobs
+            FROM layover.pauses p WHERE p.scope = 'key' AND p.target = ? AND p.resumed_at IS NULL""";
+
+    /** The key's queued jobs by why they wait, with the earliest run time of each. */
+    static final String KEY_JOBS_BY_WHY = "SELECT x.why, count(*) AS n, min(x.run_at) AS next_run_at FROM ("
+            + "%s) x GROUP BY x.why ORDER BY count(*) DESC";
+
+    /** Jobs of the key that finished in the last hour, by outcome. */
+    static final String KEY_FINISHED_LAST_HOUR = """
+            SELECT h.outcome, count(*) AS n, avg(h.duration_ms) AS avg_duration_ms, max(h.finished_at) AS last_at
+            FROM layover.job_history h
+            WHERE h.finished_at > now() - interval '1 hour' AND h.provider_key = ?
+            GROUP BY h.outcome""";
+
+    /** Jobs that finished in the last hour, by outcome (the overview). */
+    static final String FINISHED_LAST_HOUR = """
+            SELECT h.outcome, count(*) AS n, max(h.finished_at) AS last_at
+            FROM layover.job_history h
+            WHERE h.finished_at > now() - interval '1 hour'
+            GROUP BY h.outcome""";
+
+    /** The members of an API key pool: keys named {@code <pool>#<key>}, with their state. */
+    static final String POOL_MEMBERS = """
+            SELECT pk.provider_key, pk.breaker_state, %s AS breaker_effective_state, pk.breaker_open_until,
+                   pk.cooldown_until, pk.cooldown_reason, pk.requests_per_minute, pk.bucket_booked_until
+            FROM layover.provider_keys pk
+            LEFT JOIN layover.breakers b ON b.provider_key = pk.provider_key
+            WHERE pk.provider_key LIKE ? ESCAPE '\\'
+            ORDER BY pk.provider_key
+            LIMIT 200""".formatted(BREAKER_EFFECTIVE);
+
     // ---------------------------------------------------------------- reads
+
+    /** @return the database's clock: what every "until" on the pages is compared with */
+    String dbNow() {
+        return db.autocommit("reading the database time", c -> {
+            try (PreparedStatement ps = c.prepareStatement(DB_NOW); ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return time(rs.getObject(1, OffsetDateTime.class));
+            }
+        });
+    }
 
     boolean schemaPresent() {
         return db.autocommit("checking the Layover schema", c -> {
@@ -261,6 +407,111 @@ final class ConsoleSql {
         sql.append(JOBS_ORDER);
         params.add(limit);
         return query("reading jobs", JOBS_WITH_TRAIL.formatted(TRAIL_SHOWN, sql), params.toArray());
+    }
+
+    /** A filter of the history page; empty lists and nulls mean any. */
+    record HistoryFilter(List<String> jobTypes, List<String> outcomes, List<String> providerKeys, Instant from,
+            Instant until, String jobId) {}
+
+    /** A position in the history page order (newest first). */
+    record HistoryCursor(Instant finishedAt, String jobType, String jobId) {}
+
+    /**
+     * @param f the filter
+     * @param before the last row of the previous page, or {@code null}
+     * @param limit rows (one more is read to tell whether there is a next page)
+     * @return finished jobs, newest first
+     */
+    ArrayNode history(HistoryFilter f, HistoryCursor before, int limit) {
+        StringBuilder sql = new StringBuilder(HISTORY_SELECT);
+        List<Object> params = new ArrayList<>();
+        if (!f.jobTypes().isEmpty()) {
+            sql.append(HISTORY_BY_TYPE);
+            params.add(f.jobTypes().toArray(String[]::new));
+        }
+        if (f.jobId() != null) {
+            sql.append(f.jobTypes().isEmpty() ? HISTORY_BY_ID_ANY_TYPE : HISTORY_BY_ID);
+            params.add(f.jobId());
+        }
+        if (!f.outcomes().isEmpty()) {
+            sql.append(HISTORY_BY_OUTCOME);
+            params.add(f.outcomes().toArray(String[]::new));
+        }
+        if (!f.providerKeys().isEmpty()) {
+            sql.append(HISTORY_BY_PROVIDER);
+            params.add(f.providerKeys().toArray(String[]::new));
+        }
+        if (f.from() != null) {
+            sql.append(HISTORY_FROM);
+            params.add(f.from());
+        }
+        if (f.until() != null) {
+            sql.append(HISTORY_UNTIL);
+            params.add(f.until());
+        }
+        if (before != null) {
+            sql.append(HISTORY_BEFORE);
+            params.add(before.finishedAt());
+            params.add(before.finishedAt());
+            params.add(before.jobType());
+            params.add(before.jobId());
+        }
+        sql.append(HISTORY_ORDER);
+        params.add(limit);
+        return query("reading finished jobs", HISTORY_PAGE.formatted(sql), params.toArray());
+    }
+
+    /** @return every recorded run of a job, newest first (at most 100) */
+    ArrayNode jobRuns(String jobType, String jobId) {
+        return query("reading a job's runs", JOB_RUNS, jobType, jobId);
+    }
+
+    /** @return the dead letters a job id left, newest first */
+    ArrayNode jobDeadLetters(String jobType, String jobId) {
+        return query("reading a job's dead letters", JOB_DEAD_LETTERS, jobType, jobId);
+    }
+
+    /** @return the queued job with this type and id (with why it waits), or {@code null} */
+    ObjectNode queuedJob(String jobType, String jobId) {
+        ArrayNode rows = query("reading a job", JOBS_SELECT + " AND x.job_type = ? AND x.id = ?", jobType, jobId);
+        return rows.isEmpty() ? null : (ObjectNode) rows.get(0);
+    }
+
+    /** @return the key's breaker, cooldown, bucket, concurrency limit and pause rows (absent ones missing) */
+    ObjectNode providerKeyState(String key) {
+        ObjectNode out = JsonNodeFactory.instance.objectNode();
+        out.set("breaker", first(query("reading a breaker", BREAKER_ROW, key)));
+        out.set("cooldown", first(query("reading a cooldown", COOLDOWN_ROW, key)));
+        out.set("bucket", first(query("reading a bucket", BUCKET_ROW, key)));
+        out.set("concurrency", first(query("reading a concurrency limit", CONCURRENCY_ROW, key)));
+        out.set("pause", first(query("reading a pause", KEY_PAUSE, key)));
+        return out;
+    }
+
+    /** @return the key's queued jobs by why they wait */
+    ArrayNode keyJobsByWhy(String key) {
+        return query("counting a key's jobs", KEY_JOBS_BY_WHY.formatted(JOBS_SELECT + JOBS_BY_PROVIDER),
+                (Object) new String[] {key});
+    }
+
+    /** @return the key's jobs finished in the last hour, by outcome */
+    ArrayNode keyFinishedLastHour(String key) {
+        return query("counting a key's finished jobs", KEY_FINISHED_LAST_HOUR, key);
+    }
+
+    /** @return jobs finished in the last hour, by outcome */
+    ArrayNode finishedLastHour() {
+        return query("counting finished jobs", FINISHED_LAST_HOUR);
+    }
+
+    /** @return the keys {@code <pool>#...} with their state */
+    ArrayNode poolMembers(String pool) {
+        String like = pool.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "#%";
+        return query("reading an API key pool", POOL_MEMBERS, like);
+    }
+
+    private static com.fasterxml.jackson.databind.JsonNode first(ArrayNode rows) {
+        return rows.isEmpty() ? com.fasterxml.jackson.databind.node.NullNode.getInstance() : rows.get(0);
     }
 
     /**

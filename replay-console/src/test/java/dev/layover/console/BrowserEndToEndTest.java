@@ -296,6 +296,22 @@ class BrowserEndToEndTest {
         assertTrue(driver.findElement(By.id("breakers")).getText().contains(XSS_SCRIPT));
         screenshot("xss-probe-breakers.png");
 
+        db.update("INSERT INTO layover.job_history (job_type, job_id, outcome, failure_type, detail, provider_key, "
+                + "enqueued_at, finished_at, provider_trail) VALUES ('work', ?, 'parked', 'rejected', ?, ?, now(), now(), "
+                + "jsonb_build_array(jsonb_build_object('attempt', 1, 'key', ?::text, 'result', 'answered')))",
+                XSS_IMG, payload, "evil:" + XSS_IMG, "evil:" + XSS_IMG);
+        driver.get(console.url() + "#/history");
+        waiting().until(d -> d.findElements(By.cssSelector("#history tbody tr[data-job]")).size() == 1);
+        assertTrue(driver.findElement(By.id("history")).getText().contains("evil:" + XSS_IMG));
+        driver.findElement(By.cssSelector("#history a.job-link")).click();
+        visible("#runs");
+        assertTrue(driver.findElement(By.id("runs")).getText().contains(payload.substring(0, 20)));
+        driver.findElement(By.cssSelector("#runs a.key-link")).click();
+        visible("#key-dead-letters");
+        assertTrue(driver.findElement(By.tagName("h1")).getText().contains("evil:" + XSS_IMG));
+        assertTrue(driver.findElement(By.id("key-breaker")).getText().contains(XSS_SCRIPT));
+        screenshot("xss-probe-provider-key.png");
+
         assertEquals("undefined", js("return typeof window.__xss"));
         assertEquals(0L, js("return document.querySelectorAll('main img, main b, #flash img').length"));
         assertEquals(1L, js("return document.scripts.length"), "only the console's own script");

@@ -118,6 +118,13 @@ class ConsoleMainTest {
         assertOneLineError("at least 16");
         assertEquals(0, launch(Map.of(), "--help").exitCode());
         assertTrue(out().contains("--jdbc-url"));
+        assertTrue(out().contains("--version"));
+    }
+
+    @Test
+    void versionPrintsTheArtifactsVersion() {
+        assertEquals(0, launch(Map.of(), "--version").exitCode());
+        assertTrue(out().strip().matches("layover-replay-console \\d+\\.\\d+\\.\\d+(-SNAPSHOT)?"), out());
     }
 
     @Test

@@ -55,7 +55,8 @@ class ConsoleSecurityTest {
         start(db, Fixtures.options());
         long id = Fixtures.deadLetter("a").insert(db);
         for (String path : List.of("/api/overview", "/api/dead-letters", "/api/dead-letters/" + id, "/api/session",
-                "/api/audit", "/api/breakers", "/api/jobs", "/", "/static/console.js", "/static/console.css")) {
+                "/api/audit", "/api/breakers", "/api/jobs", "/api/history?q=a", "/api/job-runs/work/a",
+                "/api/provider-keys/test%3Aprovider", "/", "/static/console.js", "/static/console.css")) {
             ApiClient.Resp r = api.send(api.request(path).GET());
             assertEquals(401, r.status(), path);
             assertFalse(r.body().contains("connection reset"), path);
@@ -78,7 +79,7 @@ class ConsoleSecurityTest {
         start(db, Fixtures.options());
         ApiClient.Resp login = api.send(api.request("/?token=" + Fixtures.TOKEN));
         assertEquals(303, login.status());
-        assertEquals("/", login.headers().firstValue("Location").orElseThrow());
+        assertEquals("./", login.headers().firstValue("Location").orElseThrow(), "relative to the mount point");
         String setCookie = login.headers().firstValue("Set-Cookie").orElseThrow();
         assertTrue(setCookie.contains("HttpOnly"), setCookie);
         assertTrue(setCookie.contains("SameSite=Strict"), setCookie);
@@ -87,7 +88,7 @@ class ConsoleSecurityTest {
 
         ApiClient.Resp page = api.send(api.request("/").header("Cookie", cookie.getName() + "=" + cookie.getValue()));
         assertEquals(200, page.status());
-        assertTrue(page.body().contains("/static/console.js"));
+        assertTrue(page.body().contains("\"static/console.js\""), "relative to the mount point");
         assertFalse(page.body().contains("<script>"), "no inline script");
         ApiClient.Resp session = api.send(api.request("/api/session").header("Cookie", cookie.getName() + "=" + cookie.getValue())
                 .header("Authorization", "Basic cHJveHk6cGFzcw=="));
@@ -192,7 +193,8 @@ class ConsoleSecurityTest {
     void everyResponseCarriesTheSecurityHeaders(TestDatabase db) {
         start(db, Fixtures.options());
         for (ApiClient.Resp r : List.of(api.get("/api/overview"), api.get("/"), api.get("/static/console.js"),
-                api.get("/api/dead-letters/404404"), api.send(api.request("/api/overview")))) {
+                api.get("/api/dead-letters/404404"), api.send(api.request("/api/overview")), api.get("/api/history"),
+                api.get("/api/job-runs/work/a"), api.get("/api/provider-keys/k"), api.get("/api/dead-letters/%00"))) {
             String csp = r.headers().firstValue("Content-Security-Policy").orElseThrow();
             assertTrue(csp.contains("default-src 'self'"), csp);
             assertTrue(csp.contains("script-src 'self'"), csp);

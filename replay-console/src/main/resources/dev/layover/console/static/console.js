@@ -15,11 +15,15 @@
 
   const S = {
     session: null,
-    timer: null,
     renderId: 0,
     selected: new Set(),
     selectAllMatching: false,
+    skewMs: 0,          // the database's clock minus this browser's: every "until" is compared with the database's time
+    dirty: false,       // an edit on the page (edited args) that a refresh must not throw away
+    openFolds: new Set(),
+    lastRefresh: null,
   };
+  const expiring = new WeakMap();
 
   // ------------------------------------------------------------------ DOM helpers (text only)
 
@@ -66,8 +70,39 @@
     return el('span', { class: 'badge ' + (kind || '') }, text);
   }
 
-  function stateBadge(state) {
-    return badge(state || '–', 'st-' + String(state || 'none').replace(/[^a-z_]/g, ''));
+  function stateBadge(state, text) {
+    return badge(text || state || '–', 'st-' + String(state || 'none').replace(/[^a-z_]/g, ''));
+  }
+
+  // Long text on one line; a click (or Enter) unfolds it. Stays unfolded across refreshes.
+  function fold(text, key) {
+    if (text === null || text === undefined || text === '') return '–';
+    const e = el('span', { class: 'fold' + (S.openFolds.has(key) ? ' open' : ''), tabindex: '0', role: 'button',
+      'aria-expanded': S.openFolds.has(key) ? 'true' : 'false', title: 'click to unfold', 'data-fold': key }, String(text));
+    const toggle = () => {
+      const open = e.classList.toggle('open');
+      e.setAttribute('aria-expanded', open ? 'true' : 'false');
+      if (open) S.openFolds.add(key); else S.openFolds.delete(key);
+    };
+    e.addEventListener('click', toggle);
+    e.addEventListener('keydown', ev => { if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); toggle(); } });
+    return e;
+  }
+
+  function keyLink(key) {
+    if (!key) return '–';
+    return link('#/provider-keys/' + encodeURIComponent(key), el('code', null, key), { class: 'key-link' });
+  }
+
+  function jobLink(type, id) {
+    return link('#/job/' + encodeURIComponent(type) + '/' + encodeURIComponent(id), el('code', null, id), { class: 'job-link' });
+  }
+
+  function duration(ms) {
+    if (ms === null || ms === undefined) return '–';
+    if (ms < 1000) return Math.round(ms) + ' ms';
+    if (ms < 60000) return (ms / 1000).toFixed(ms < 10000 ? 2 : 1) + ' s';
+    return (ms / 60000).toFixed(1) + ' min';
   }
 
   function fmtTime(iso) {
@@ -80,9 +115,16 @@
       pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds());
   }
 
+  function now() { return Date.now() + S.skewMs; }
+
+  function serverTime(at) {
+    const t = at ? new Date(at).getTime() : NaN;
+    if (!isNaN(t)) S.skewMs = t - Date.now();
+  }
+
   function relTime(iso) {
     if (!iso || iso === 'infinity' || iso === '-infinity') return '';
-    const ms = new Date(iso).getTime() - Date.now();
+    const ms = new Date(iso).getTime() - now();
     if (isNaN(ms)) return '';
     const a = Math.abs(ms);
     let s;
@@ -94,19 +136,75 @@
     return ms > 0 ? 'in ' + s : s + ' ago';
   }
 
+  // A time with its distance from now, which ticks every second.
   function timeCell(iso) {
     const r = relTime(iso);
-    return el('span', { class: 'time', title: iso || '' }, fmtTime(iso), r ? el('small', null, ' (' + r + ')') : null);
+    return el('span', { class: 'time', title: iso || '' }, fmtTime(iso), r ? el('small', { class: 'rel', 'data-rel': iso }, ' (' + r + ')') : null);
+  }
+
+  function isPast(iso) {
+    if (!iso || iso === 'infinity') return false;
+    if (iso === '-infinity') return true;
+    const t = new Date(iso).getTime();
+    return !isNaN(t) && t <= now();
+  }
+
+  // Something true until a moment ("cooling down until 10:02"), that reads as over once the moment passes.
+  function until(iso, live, ended) {
+    if (isPast(iso)) return el('span', { class: 'until ended' }, ended());
+    const span = el('span', { class: 'until', 'data-expires': iso }, live());
+    expiring.set(span, ended);
+    return span;
+  }
+
+  function tick() {
+    document.querySelectorAll('[data-rel]').forEach(e => {
+      const r = relTime(e.getAttribute('data-rel'));
+      const text = r ? ' (' + r + ')' : '';
+      if (e.textContent !== text) e.textContent = text;
+    });
+    document.querySelectorAll('[data-expires]').forEach(e => {
+      if (!isPast(e.getAttribute('data-expires'))) return;
+      const ended = expiring.get(e);
+      e.removeAttribute('data-expires');
+      e.classList.add('ended');
+      clear(e);
+      if (ended) add(e, ended());
+    });
+  }
+
+  function cooldownText(untilIso, reason) {
+    return until(untilIso,
+      () => ['cooling down until ', timeCell(untilIso), reason ? el('div', { class: 'muted small' }, reason) : null],
+      () => [badge('ended', 'st-closed'), ' cooldown ended ', timeCell(untilIso)]);
+  }
+
+  // A breaker as it is now: "open" whose open period has passed is half-open due (its next call is the trial).
+  function breakerText(state, effective, openUntil) {
+    if (effective === 'half_open_due' || (state === 'open' && isPast(openUntil))) {
+      return [stateBadge('half_open_due', 'half-open due'), el('div', { class: 'small muted' }, 'open period ended ', timeCell(openUntil), '; the next call is its trial')];
+    }
+    if (state !== 'open') return stateBadge(state);
+    return until(openUntil,
+      () => [stateBadge('open'), el('div', { class: 'small muted' }, openUntil === 'infinity' ? 'until forced closed' : ['until ', timeCell(openUntil)])],
+      () => [stateBadge('half_open_due', 'half-open due'), el('div', { class: 'small muted' }, 'open period ended ', timeCell(openUntil), '; the next call is its trial')]);
   }
 
   function num(n) {
     return (n === null || n === undefined) ? '–' : Number(n).toLocaleString('en-US');
   }
 
-  function table(headers, rows, attrs) {
-    return el('table', Object.assign({ class: 'grid' }, attrs || {}),
-      el('thead', null, el('tr', null, headers.map(h => el('th', null, h)))),
-      el('tbody', null, rows.length ? rows : el('tr', null, el('td', { colspan: headers.length, class: 'empty' }, 'Nothing here.'))));
+  // A table in a box that scrolls sideways on a narrow screen; `empty` says what would fill it.
+  function table(headers, rows, attrs, empty) {
+    const t = el('table', Object.assign({ class: 'grid' }, attrs || {}),
+      el('thead', null, el('tr', null, headers.map(h => el('th', h === '' ? { class: 'actions-cell' } : null, h)))),
+      el('tbody', null, rows.length ? rows : el('tr', null, el('td', { colspan: headers.length, class: 'empty' }, empty || 'Nothing here.'))));
+    return el('div', { class: 'table-wrap' }, t);
+  }
+
+  function emptyState(what, how, links) {
+    return el('div', { class: 'empty-state' }, el('strong', null, what), el('div', null, how),
+      links ? el('div', { class: 'small' }, links) : null);
   }
 
   function flash(message, kind) {
@@ -137,7 +235,7 @@
     }
     let res;
     try {
-      res = await fetch('/api' + path, init);
+      res = await fetch('api' + path, init);
     } catch (e) {
       const err = new Error('The console did not answer (' + e.message + ').');
       err.status = 0;
@@ -145,6 +243,7 @@
     }
     let data = null;
     try { data = await res.json(); } catch (e) { data = null; }
+    if (res.ok && data && typeof data.at === 'string') serverTime(data.at);
     if (!res.ok) {
       const err = new Error((data && data.error) || ('HTTP ' + res.status));
       err.status = res.status;
@@ -202,28 +301,57 @@
     location.hash = '#' + path + (qs ? '?' + qs : '');
   }
 
-  function stopRefresh() {
-    if (S.timer) { clearInterval(S.timer); S.timer = null; }
+  // Every page refreshes every few seconds while the tab is visible, unless the operator is busy
+  // on it (a dialog, typing in a field, edited args), so nothing they are doing is thrown away.
+  function busy() {
+    if (!document.getElementById('modal-backdrop').hidden) return true;
+    if (S.dirty) return true;
+    const a = document.activeElement;
+    return !!(a && main().contains(a) && /^(INPUT|TEXTAREA|SELECT)$/.test(a.tagName));
   }
 
-  async function render() {
-    stopRefresh();
+  function refresh() {
+    if (document.visibilityState !== 'visible' || busy() || S.refreshing) return;
+    S.refreshing = true;
+    render(true).finally(() => { S.refreshing = false; });
+  }
+
+  function liveText() {
+    const l = document.getElementById('live');
+    if (!l) return;
+    const paused = document.visibilityState !== 'visible';
+    l.textContent = paused ? 'refresh paused (tab hidden)' : (S.lastRefresh ? 'updated ' + fmtTime(new Date(S.lastRefresh).toISOString()).slice(11) + ' · every ' + (REFRESH_MS / 1000) + ' s' : '');
+  }
+
+  async function render(soft) {
     const id = ++S.renderId;
+    if (!soft) S.dirty = false;
     const r = route();
     const page = r.path.split('/')[1] || 'overview';
     document.querySelectorAll('#nav a').forEach(a => a.classList.toggle('active', a.getAttribute('data-page') === page));
     const m = /^\/dead-letters\/(\d+)$/.exec(r.path);
+    const job = /^\/job\/([^/]+)\/(.+)$/.exec(r.path);
+    const key = /^\/provider-keys\/(.+)$/.exec(r.path);
+    const scroll = window.scrollY;
     try {
       if (r.path === '/overview' || r.path === '/') await pageOverview(id);
       else if (m) await pageDeadLetter(id, m[1], r.params);
       else if (r.path === '/dead-letters') await pageDeadLetters(id, r.params);
       else if (r.path === '/jobs') await pageJobs(id, r.params);
+      else if (r.path === '/history') await pageHistory(id, r.params);
+      else if (job) await pageJob(id, decodeURIComponent(job[1]), decodeURIComponent(job[2]));
+      else if (key) await pageProviderKey(id, decodeURIComponent(key[1]));
       else if (r.path === '/breakers') await pageBreakers(id);
       else if (r.path === '/audit') await pageAudit(id, r.params);
       else show(id, el('h1', null, 'Not found'), el('p', null, 'No such page.'));
+      if (id === S.renderId) S.lastRefresh = Date.now();
     } catch (e) {
-      if (id === S.renderId) show(id, el('h1', null, 'Something went wrong'), errorBox(e));
+      if (id !== S.renderId) return;
+      if (soft) flash('Refresh failed: ' + e.message, 'error');
+      else show(id, el('h1', null, 'Something went wrong'), errorBox(e));
     }
+    if (soft && id === S.renderId) window.scrollTo(0, scroll);
+    liveText();
   }
 
   function show(id) {
@@ -237,42 +365,44 @@
   // ------------------------------------------------------------------ overview
 
   async function pageOverview(id) {
-    const draw = async () => {
-      const o = await api('GET', '/overview');
-      if (id !== S.renderId) return;
-      const js = o.jobs.byState;
-      const jobsCard = el('section', { class: 'card' }, el('h2', null, 'Jobs'),
-        el('dl', { class: 'counts' },
-          JOB_STATES.map(s => [el('dt', null, s), el('dd', null, link('#/jobs?state=' + encodeURIComponent(s), num(js[s] || 0)))]),
-          el('dt', { class: 'total' }, 'total'), el('dd', { class: 'total' }, num(o.jobs.total)),
-          el('dt', null, 'due now'), el('dd', null, num(o.jobs.dueNow))));
-      const ds = o.deadLetters.byState;
-      const deadCard = el('section', { class: 'card' }, el('h2', null, 'Dead letters'),
-        el('dl', { class: 'counts' },
-          DL_STATES.map(s => [el('dt', null, s), el('dd', null, link('#/dead-letters?state=' + encodeURIComponent(s), num(ds[s] || 0)))])));
-      const failures = Object.keys(o.deadLetters.parkedByFailureType);
-      const parkedCard = el('section', { class: 'card' }, el('h2', null, 'Parked by failure type'),
-        failures.length === 0 ? el('p', { class: 'muted' }, 'Nothing parked.') :
-          el('dl', { class: 'counts' }, failures.sort().map(f => [el('dt', null, f),
-            el('dd', null, link('#/dead-letters?state=parked&failureType=' + encodeURIComponent(f), num(o.deadLetters.parkedByFailureType[f])))])));
-      const keys = o.providerKeys.map(k => el('tr', null,
-        el('td', null, el('code', null, k.providerKey)),
-        el('td', null, stateBadge(k.breakerState), k.breakerState !== 'closed' && k.breakerOpenUntil ? el('small', { class: 'muted' }, ' until ', fmtTime(k.breakerOpenUntil)) : null),
-        el('td', null, k.cooldownUntil ? [timeCell(k.cooldownUntil), el('div', { class: 'muted small' }, k.cooldownReason || '')] : '–'),
-        el('td', null, bucketText(k)),
-        el('td', { class: 'num' }, link('#/jobs?providerKey=' + encodeURIComponent(k.providerKey), num(k.jobs))),
-        el('td', { class: 'num' }, link('#/dead-letters?state=parked&providerKey=' + encodeURIComponent(k.providerKey), num(k.parked)))));
-      show(id,
-        el('div', { class: 'page-head' }, el('h1', null, 'Overview'),
-          el('span', { class: 'muted', id: 'updated' }, 'Updated ' + fmtTime(o.at) + ' · refreshes every ' + (REFRESH_MS / 1000) + ' s')),
-        el('div', { class: 'cards' }, jobsCard, deadCard, parkedCard),
-        el('h2', null, 'Provider keys'),
-        table(['Provider key', 'Breaker', 'Cooldown until', 'Bucket', 'Jobs', 'Parked'], keys, { id: 'provider-keys' }));
-    };
-    await draw();
-    if (id === S.renderId) {
-      S.timer = setInterval(() => { draw().catch(e => flash('Refresh failed: ' + e.message, 'error')); }, REFRESH_MS);
-    }
+    const o = await api('GET', '/overview');
+    if (id !== S.renderId) return;
+    const js = o.jobs.byState;
+    const jobsCard = el('section', { class: 'card' }, el('h2', null, 'Jobs in the queue'),
+      el('dl', { class: 'counts' },
+        JOB_STATES.map(s => [el('dt', null, s), el('dd', null, link('#/jobs?state=' + encodeURIComponent(s), num(js[s] || 0)))]),
+        el('dt', { class: 'total' }, 'total'), el('dd', { class: 'total' }, num(o.jobs.total)),
+        el('dt', null, 'due now'), el('dd', null, num(o.jobs.dueNow))));
+    const f = o.finishedLastHour || {};
+    const finishedCard = el('section', { class: 'card', id: 'finished' }, el('h2', null, 'Finished in the last hour'),
+      el('dl', { class: 'counts' },
+        ['completed', 'parked', 'cancelled'].map(x => [el('dt', null, x), el('dd', null, link('#/history?outcome=' + x, num(f[x] || 0)))]),
+        el('dt', { class: 'total' }, 'last finished'), el('dd', { class: 'total' }, f.lastFinishedAt ? timeCell(f.lastFinishedAt) : '–')));
+    const ds = o.deadLetters.byState;
+    const deadCard = el('section', { class: 'card' }, el('h2', null, 'Dead letters'),
+      el('dl', { class: 'counts' },
+        DL_STATES.map(s => [el('dt', null, s), el('dd', null, link('#/dead-letters?state=' + encodeURIComponent(s), num(ds[s] || 0)))])));
+    const failures = Object.keys(o.deadLetters.parkedByFailureType);
+    const parkedCard = el('section', { class: 'card' }, el('h2', null, 'Parked by failure type'),
+      failures.length === 0 ? el('p', { class: 'muted' }, 'Nothing parked: every job that failed for good would be listed here by why.') :
+        el('dl', { class: 'counts' }, failures.sort().map(x => [el('dt', null, x),
+          el('dd', null, link('#/dead-letters?state=parked&failureType=' + encodeURIComponent(x), num(o.deadLetters.parkedByFailureType[x])))])));
+    const keys = o.providerKeys.map(k => el('tr', { 'data-key': k.providerKey },
+      el('td', null, keyLink(k.providerKey)),
+      el('td', null, breakerText(k.breakerState, k.breakerEffectiveState, k.breakerOpenUntil)),
+      el('td', null, k.cooldownUntil ? cooldownText(k.cooldownUntil, k.cooldownReason) : '–'),
+      el('td', null, bucketText(k)),
+      el('td', { class: 'num' }, link('#/jobs?providerKey=' + encodeURIComponent(k.providerKey), num(k.jobs))),
+      el('td', { class: 'num' }, link('#/dead-letters?state=parked&providerKey=' + encodeURIComponent(k.providerKey), num(k.parked)))));
+    show(id,
+      el('div', { class: 'page-head' }, el('h1', null, 'Overview'),
+        el('span', { class: 'muted', id: 'updated' }, 'Database time ' + fmtTime(o.at))),
+      el('div', { class: 'cards' }, jobsCard, finishedCard, deadCard, parkedCard),
+      el('h2', null, 'Provider keys'),
+      table(['Provider key', 'Breaker', 'Cooldown', 'Bucket', 'Jobs', 'Parked'], keys, { id: 'provider-keys' },
+        emptyState('No provider key has state yet.',
+          'A key appears once a worker runs a job type that names one (JobType.builder(...).providerKey(...)), a bucket is configured for it, or a job of it is parked.',
+          ['See docs/provider-state.md and docs/admission-and-control.md.'])));
   }
 
   function bucketText(k) {
@@ -378,10 +508,10 @@
         el('td', null, cb),
         el('td', null, link('#/dead-letters/' + d.id, '#' + d.id, { class: 'dl-link' })),
         el('td', null, d.jobType, d.jobTypeRegistered === false ? el('div', { class: 'muted small' }, 'not registered') : null),
-        el('td', null, d.providerKey ? el('code', null, d.providerKey) : '–'),
+        el('td', null, keyLink(d.providerKey)),
         el('td', null, d.failureType),
         el('td', null, stateBadge(d.state)),
-        el('td', { class: 'error-cell' }, d.errorClass ? el('div', { class: 'muted small' }, d.errorClass) : null, el('div', { class: 'error-text' }, d.errorMessage || '')),
+        el('td', { class: 'error-cell' }, fold((d.errorClass ? d.errorClass + ': ' : '') + (d.errorMessage || ''), 'dl-error-' + d.id)),
         el('td', { class: 'num' }, d.attempts),
         el('td', null, timeCell(d.parkedAt)),
         el('td', { class: 'num' }, d.replayCount));
@@ -423,7 +553,10 @@
       page.nextCursor ? el('button', { type: 'button', id: 'next-page', onclick: () => { const p = new URLSearchParams(params); p.set('cursor', page.nextCursor); go('/dead-letters', p); } }, 'Next page →') : null);
 
     show(id, el('div', { class: 'page-head' }, el('h1', null, 'Dead letters')), form, chips, bulk,
-      table([all, 'Id', 'Job type', 'Provider key', 'Failure type', 'State', 'Error', 'Attempts', 'Parked', 'Replays'], rows, { id: 'dead-letters' }),
+      table([all, 'Id', 'Job type', 'Provider key', 'Failure type', 'State', 'Error', 'Attempts', 'Parked', 'Replays'], rows, { id: 'dead-letters' },
+        q.toString() ? emptyState('No dead letter matches this filter.', 'Clear or widen the filter above.')
+          : emptyState('No dead letters.', 'A job lands here when it fails for good: attempts spent (JobPolicy.withMaxAttempts), a credential refused, a request the provider rejects, or arguments that cannot be read. Nothing has failed that way yet.',
+            ['See docs/dead-letters.md.'])),
       pager);
   }
 
@@ -487,8 +620,8 @@
 
     const facts = el('dl', { class: 'facts' },
       fact('Job type', d.jobType, d.jobTypeRegistered === false ? ' (not registered in the application)' : null),
-      fact('Job id', el('code', null, d.jobId)),
-      fact('Provider key', d.providerKey ? el('code', null, d.providerKey) : '–'),
+      fact('Job id', jobLink(d.jobType, d.jobId)),
+      fact('Provider key', keyLink(d.providerKey)),
       fact('Failure type', d.failureType),
       fact('Attempts', num(d.attempts)),
       fact('Reschedules', num(d.reschedules)),
@@ -515,7 +648,7 @@
     const note = el('input', { id: 'note', maxlength: '2000', placeholder: 'why (goes to the audit log)' });
     const replayBtn = el('button', { type: 'button', class: 'primary', id: 'replay', disabled: !d.actions.replay }, 'Replay');
     const edited = () => d.actions.editArgs && argsArea.value.trim() !== (d.argsPretty || '').trim();
-    argsArea.addEventListener('input', () => { replayBtn.textContent = edited() ? 'Replay with edited args' : 'Replay'; clear(argsError); argsArea.classList.remove('invalid'); });
+    argsArea.addEventListener('input', () => { S.dirty = edited(); replayBtn.textContent = edited() ? 'Replay with edited args' : 'Replay'; clear(argsError); argsArea.classList.remove('invalid'); });
     replayBtn.addEventListener('click', async () => {
       replayBtn.disabled = true;
       clear(argsError);
@@ -582,20 +715,11 @@
       el('div', { class: 'page-head' }, el('h1', null, 'Dead letter #' + d.id), stateBadge(d.state)),
       maskNote, facts, errorSec, argsSec,
       el('section', { class: 'card' }, el('h2', null, 'Replayed job'), liveText),
-      el('section', { class: 'card' }, el('h2', null, 'Attempts'), table(['#', 'At', 'Kind', 'Error class', 'Message'], attempts, { id: 'attempts' })),
+      el('section', { class: 'card' }, el('h2', null, 'Attempts'), table(['#', 'At', 'Kind', 'Error class', 'Message'], attempts, { id: 'attempts' }, 'No attempt errors were stored with it.')),
       el('section', { class: 'card' }, el('h2', null, 'Provider trail'), trailTable(d.providerTrail)),
-      el('section', { class: 'card' }, el('h2', null, 'Replay history'), table(['At', 'By', 'Kind', 'Job id', 'Args edited'], replays, { id: 'replays' })),
-      el('section', { class: 'card' }, el('h2', null, 'Audit'), table(['Id', 'At', 'Who', 'Action', 'What', 'Count', 'Note', 'Details'], history)));
+      el('section', { class: 'card' }, el('h2', null, 'Replay history'), table(['At', 'By', 'Kind', 'Job id', 'Args edited'], replays, { id: 'replays' }, 'Not replayed yet: Replay above makes a fresh job from it.')),
+      el('section', { class: 'card' }, el('h2', null, 'Audit'), table(['Id', 'At', 'Who', 'Action', 'What', 'Count', 'Note', 'Details'], history, null, 'No operator has acted on it yet.')));
 
-    if (d.liveJob && id === S.renderId) {
-      S.timer = setInterval(async () => {
-        try {
-          const again = await api('GET', '/dead-letters/' + dlId);
-          if (id !== S.renderId) return;
-          if (!again.liveJob || again.liveJob.state !== d.liveJob.state || again.state !== d.state) render();
-        } catch (e) { /* keep the page */ }
-      }, 2000);
-    }
   }
 
   // The fallback trail: for each attempt, which endpoint answered or why the chain moved on. Text only.
@@ -615,10 +739,12 @@
       : el('p', { class: 'muted', id: 'trail' }, 'No fallback chain was used by this job.');
   }
 
-  function trailLines(trail) {
+  function trailLines(trail, key) {
     if (!trail || !trail.length) return '–';
-    return el('div', { class: 'trail small' }, trail.map(s => el('div', null,
-      (s.attempt == null ? '' : '#' + s.attempt + ' '), el('code', null, s.key || '–'), ' ' + (s.result || '') + waitText(s.waitMs))));
+    const line = t => (t.attempt == null ? '' : '#' + t.attempt + ' ') + (t.key || '–') + ' ' + (t.result || '') + waitText(t.waitMs);
+    const last = trail[trail.length - 1];
+    return el('span', { class: 'trail small' }, trail.length === 1 ? line(last)
+      : fold(line(last) + '  ·  earlier: ' + trail.slice(0, -1).reverse().map(line).join('  ·  '), key));
   }
 
   function fact(label, value, extra) {
@@ -654,28 +780,32 @@
       }
       go('/jobs', p);
     });
-    const rows = page.items.map(j => el('tr', null,
-      el('td', null, el('code', null, j.id), j.deadLetterId ? el('div', { class: 'small' }, link('#/dead-letters/' + j.deadLetterId, 'replay of #' + j.deadLetterId)) : null),
+    // one or two lines a row: long texts folded, the trail as its newest line
+    const rows = page.items.map(j => el('tr', { 'data-job': j.id },
+      el('td', null, jobLink(j.jobType, j.id), j.deadLetterId ? el('div', { class: 'small' }, link('#/dead-letters/' + j.deadLetterId, 'replay of #' + j.deadLetterId)) : null),
       el('td', null, j.jobType),
       el('td', null, stateBadge(j.state)),
-      el('td', null, timeCell(j.runAt), j.due && j.state !== 'running' ? el('div', { class: 'small muted' }, 'due, waiting for a worker') : null),
-      el('td', { class: 'num' }, j.attempts),
-      el('td', { class: 'num' }, j.reschedules),
-      el('td', null, badge(j.why, 'why'), j.rescheduleDetail ? el('div', { class: 'small error-text' }, j.rescheduleDetail) : null),
-      el('td', null, j.providerKey ? [el('code', null, j.providerKey), el('div', { class: 'small' },
-        j.breakerState !== 'closed' ? stateBadge(j.breakerState) : null,
-        j.cooldownUntil ? el('span', { class: 'muted' }, ' cooling down until ' + fmtTime(j.cooldownUntil)) : null)] : '–'),
-      el('td', null, j.lastErrorMessage ? el('div', { class: 'error-text small' }, (j.lastErrorClass ? j.lastErrorClass + ': ' : '') + j.lastErrorMessage) : '–'),
-      el('td', null, trailLines(j.providerTrail)),
+      el('td', { class: 'nowrap' }, timeCell(j.runAt), j.due && j.state !== 'running' ? el('div', { class: 'small muted' }, 'due, waiting for a worker') : null),
+      el('td', { class: 'num' }, num(j.attempts) + ' / ' + num(j.reschedules)),
+      el('td', null, badge(j.why, 'why'), j.rescheduleDetail ? [' ', fold(j.rescheduleDetail, 'why-' + j.jobType + '/' + j.id)] : null),
+      el('td', null, j.providerKey ? [keyLink(j.providerKey), ' ',
+        j.breakerState !== 'closed' ? breakerText(j.breakerState, null, j.breakerOpenUntil) : null,
+        j.cooldownUntil ? cooldownText(j.cooldownUntil, null) : null] : '–'),
+      el('td', { class: 'error-cell' }, j.lastErrorMessage ? fold((j.lastErrorClass ? j.lastErrorClass + ': ' : '') + j.lastErrorMessage, 'err-' + j.jobType + '/' + j.id) : '–'),
+      el('td', null, trailLines(j.providerTrail, 'trail-' + j.jobType + '/' + j.id)),
       el('td', { class: 'actions-cell' }, ro ? '–' : el('button', { type: 'button', class: 'danger small-btn', 'data-cancel': j.id,
         onclick: () => cancelJob(j) }, j.state === 'running' ? 'Ask to stop…' : 'Cancel…'))));
+    const filtered = ['jobType', 'providerKey', 'state', 'why'].some(k => params.get(k));
     const pager = el('div', { class: 'pager' },
       params.get('cursor') ? el('button', { type: 'button', onclick: () => { const p = new URLSearchParams(params); p.delete('cursor'); go('/jobs', p); } }, '← First page') : null,
       page.nextCursor ? el('button', { type: 'button', onclick: () => { const p = new URLSearchParams(params); p.set('cursor', page.nextCursor); go('/jobs', p); } }, 'Next page →') : null);
     show(id, el('div', { class: 'page-head' }, el('h1', null, 'Jobs waiting'),
       el('span', { class: 'muted' }, 'Oldest run time first. Why: new, replay, retry (an attempt failed), cooldown, bucket, breaker, rate limited, quota, snooze, concurrency (no free slot), paused.')),
       pausesPanel(pz, ro),
-      form, table(['Job', 'Type', 'State', 'Run at', 'Attempts', 'Reschedules', 'Why', 'Provider', 'Last error', 'Trail', ''], rows, { id: 'jobs' }), pager);
+      form, table(['Job', 'Type', 'State', 'Run at', 'Att. / resch.', 'Why', 'Provider', 'Last error', 'Trail', ''], rows, { id: 'jobs' },
+        filtered ? emptyState('No job matches this filter.', 'Clear or widen the filter above.')
+          : emptyState('No job is waiting.', 'Jobs show here while they wait: enqueued to run later (EnqueueOptions.after), rescheduled by a cooldown, bucket or breaker, retrying after a failed attempt, or held by a pause. Finished jobs are on the History page.',
+            [link('#/history', 'History'), ' · docs/admission-and-control.md'])), pager);
   }
 
   function cancelJob(j) {
@@ -737,6 +867,214 @@
     });
   }
 
+  // ------------------------------------------------------------------ history
+
+  const HISTORY_KEYS = ['q', 'jobType', 'outcome', 'providerKey', 'from', 'until'];
+  const OUTCOMES = ['completed', 'parked', 'cancelled'];
+
+  function outcomeBadge(o) {
+    return badge(o, o === 'completed' ? 'st-done' : o === 'parked' ? 'st-parked' : 'st-discarded');
+  }
+
+  async function pageHistory(id, params) {
+    const q = new URLSearchParams();
+    for (const k of HISTORY_KEYS) {
+      const v = params.get(k);
+      if (!v) continue;
+      if (k === 'from' || k === 'until') {
+        const d = new Date(v);
+        q.set(k, isNaN(d.getTime()) ? v : d.toISOString());
+      } else {
+        q.set(k, v);
+      }
+    }
+    const filterQ = q.toString();
+    q.set('limit', '50');
+    if (params.get('cursor')) q.set('cursor', params.get('cursor'));
+    const page = await api('GET', '/history?' + q);
+    if (id !== S.renderId) return;
+    const input = (name, label, attrs) => el('label', null, label,
+      el('input', Object.assign({ name: name, id: 'h-' + name, value: params.get(name) || '', autocomplete: 'off' }, attrs || {})));
+    const form = el('form', { class: 'filters', id: 'history-filters' },
+      input('q', 'Job id or idempotency key', { type: 'search', maxlength: '200', placeholder: 'e.g. order-17' }),
+      input('jobType', 'Job type'),
+      el('label', null, 'Outcome', el('select', { name: 'outcome', id: 'h-outcome' }, el('option', { value: '' }, 'any'),
+        OUTCOMES.map(o => el('option', { value: o, selected: params.get('outcome') === o }, o)))),
+      input('providerKey', 'Provider key'),
+      input('from', 'Finished from', { type: 'datetime-local', step: '1' }),
+      input('until', 'Finished until', { type: 'datetime-local', step: '1' }),
+      el('div', { class: 'filter-actions' }, el('button', { type: 'submit', class: 'primary', id: 'history-apply' }, 'Search'),
+        el('button', { type: 'button', onclick: () => go('/history') }, 'Clear')));
+    form.addEventListener('submit', e => {
+      e.preventDefault();
+      const p = new URLSearchParams();
+      for (const k of HISTORY_KEYS) {
+        const v = form.elements[k].value.trim();
+        if (v) p.set(k, v);
+      }
+      go('/history', p);
+    });
+    const rows = page.items.map(h => el('tr', { 'data-job': h.jobType + '/' + h.jobId },
+      el('td', { class: 'nowrap' }, timeCell(h.finishedAt)),
+      el('td', null, jobLink(h.jobType, h.jobId)),
+      el('td', null, h.jobType),
+      el('td', null, outcomeBadge(h.outcome), h.failureType ? el('div', { class: 'small muted' }, h.failureType) : null),
+      el('td', { class: 'num' }, duration(h.durationMs)),
+      el('td', { class: 'num' }, num(h.attempts) + ' / ' + num(h.reschedules)),
+      el('td', null, keyLink(h.providerKey)),
+      el('td', null, h.answeredBy ? el('code', null, h.answeredBy) : (h.trailLength ? el('span', { class: 'muted' }, 'no endpoint answered') : '–')),
+      el('td', { class: 'error-cell' }, h.detail ? fold(h.detail, 'hd-' + h.jobType + '/' + h.jobId + '@' + h.finishedAt) : (h.deadLetterId ? link('#/dead-letters/' + h.deadLetterId, 'dead letter #' + h.deadLetterId) : '–')),
+      el('td', { class: 'small muted' }, h.worker || '–')));
+    const pager = el('div', { class: 'pager' },
+      params.get('cursor') ? el('button', { type: 'button', onclick: () => { const p = new URLSearchParams(params); p.delete('cursor'); go('/history', p); } }, '← Newest') : null,
+      page.nextCursor ? el('button', { type: 'button', id: 'history-next', onclick: () => { const p = new URLSearchParams(params); p.set('cursor', page.nextCursor); go('/history', p); } }, 'Older →') : null);
+    show(id, el('div', { class: 'page-head' }, el('h1', null, 'History'),
+      el('span', { class: 'muted' }, 'Finished jobs, newest first: completed, parked or cancelled. Took: the last run\'s handler time; attempts / reschedules.')),
+      form,
+      table(['Finished', 'Job', 'Type', 'Outcome', 'Took', 'Att. / resch.', 'Provider key', 'Answered by', 'Detail', 'Worker'], rows, { id: 'history' },
+        filterQ ? emptyState('No finished job matches.', 'Nothing with this id, type, outcome, key or time is recorded. A job id is matched exactly; history is kept 7 days by default.')
+          : emptyState('No finished job is recorded yet.', 'Each job that completes, is parked or is cancelled writes a row to layover.job_history, kept 7 days by default. Nothing has finished since, or history is off.',
+            ['Settings: Layover.Builder.history(true) (the default) and historyRetention(Duration); see docs/observability.md.'])),
+      pager);
+  }
+
+  // ------------------------------------------------------------------ one job
+
+  async function pageJob(id, jobType, jobId) {
+    const j = await api('GET', '/job-runs/' + encodeURIComponent(jobType) + '/' + encodeURIComponent(jobId));
+    if (id !== S.renderId) return;
+    const ro = S.session.readOnly;
+    let queued;
+    if (j.queued) {
+      const w = j.queued;
+      queued = el('p', { id: 'job-queued' }, 'In the queue: ', stateBadge(w.state), ' ', badge(w.why, 'why'), ' runs at ', timeCell(w.runAt),
+        ' · attempts ' + w.attempts + ', reschedules ' + w.reschedules,
+        w.rescheduleDetail ? el('div', { class: 'small' }, fold(w.rescheduleDetail, 'jq-' + jobType + '/' + jobId)) : null,
+        ro ? null : el('div', { class: 'actions left' }, el('button', { type: 'button', class: 'danger small-btn', onclick: () => cancelJob({ jobType: jobType, id: jobId, state: w.state }) },
+          w.state === 'running' ? 'Ask to stop…' : 'Cancel…')));
+    } else {
+      queued = el('p', { id: 'job-queued', class: 'muted' }, 'Not in the queue now.');
+    }
+    const runs = j.runs.map((r, n) => el('tr', { 'data-run': n },
+      el('td', { class: 'nowrap' }, timeCell(r.finishedAt)),
+      el('td', null, outcomeBadge(r.outcome), r.failureType ? el('div', { class: 'small muted' }, r.failureType) : null),
+      el('td', { class: 'nowrap' }, r.startedAt ? timeCell(r.startedAt) : '–'),
+      el('td', { class: 'num' }, duration(r.durationMs)),
+      el('td', { class: 'num' }, num(r.attempts) + ' / ' + num(r.reschedules)),
+      el('td', null, keyLink(r.providerKey)),
+      el('td', null, r.answeredBy ? el('code', null, r.answeredBy) : (r.providerTrail.length ? el('span', { class: 'muted' }, 'none') : '–')),
+      el('td', { class: 'error-cell' }, r.detail ? fold(r.detail, 'jr-' + n + r.finishedAt) : (r.deadLetterId ? link('#/dead-letters/' + r.deadLetterId, (r.replayKind ? r.replayKind + ' replay of ' : '') + 'dead letter #' + r.deadLetterId) : '–')),
+      el('td', { class: 'small muted' }, r.worker || '–')));
+    const trails = j.runs.filter(r => r.providerTrail.length).map(r => el('section', { class: 'card' },
+      el('h2', null, 'Trail of the run that finished ', timeCell(r.finishedAt)), trailTable(r.providerTrail)));
+    const dls = j.deadLetters.map(d => el('tr', null,
+      el('td', null, link('#/dead-letters/' + d.id, '#' + d.id)), el('td', null, stateBadge(d.state)), el('td', null, d.failureType),
+      el('td', { class: 'error-cell' }, fold((d.errorClass ? d.errorClass + ': ' : '') + (d.errorMessage || ''), 'jd-' + d.id)),
+      el('td', { class: 'nowrap' }, timeCell(d.parkedAt)), el('td', { class: 'num' }, num(d.replayCount))));
+    show(id,
+      el('p', null, link('#/history?q=' + encodeURIComponent(jobId), '← History of ' + jobId)),
+      el('div', { class: 'page-head' }, el('h1', null, 'Job ', el('code', null, jobId)), el('span', { class: 'muted' }, 'type ' + jobType)),
+      el('section', { class: 'card' }, el('h2', null, 'Now'), queued),
+      el('section', { class: 'card' }, el('h2', null, 'Runs'),
+        table(['Finished', 'Outcome', 'Started', 'Took', 'Att. / resch.', 'Provider key', 'Answered by', 'Detail', 'Worker'], runs, { id: 'runs' },
+          emptyState('No finished run is recorded for this job.', j.queued ? 'It has not finished yet.' : 'It never ran, finished more than the history retention ago (7 days by default), or history is off (Layover.Builder.history).'))),
+      trails,
+      el('section', { class: 'card' }, el('h2', null, 'Dead letters'),
+        table(['Id', 'State', 'Failure type', 'Error', 'Parked', 'Replays'], dls, { id: 'job-dead-letters' }, 'It was never parked.')));
+  }
+
+  // ------------------------------------------------------------------ one provider key
+
+  async function pageProviderKey(id, key) {
+    const k = await api('GET', '/provider-keys/' + encodeURIComponent(key));
+    if (id !== S.renderId) return;
+    const ro = S.session.readOnly;
+    const b = k.breaker;
+    const breakerCard = el('section', { class: 'card', id: 'key-breaker' }, el('h2', null, 'Breaker'),
+      b ? [el('div', null, breakerText(b.state, b.effectiveState, b.openUntil)),
+        el('dl', { class: 'counts' },
+          el('dt', null, 'failures / calls (window)'), el('dd', null, num(b.failures) + ' / ' + num(b.calls)),
+          el('dt', null, 'openings since last close'), el('dd', null, num(b.openCount)),
+          el('dt', null, 'last closed'), el('dd', null, timeCell(b.closedAt)),
+          el('dt', null, 'trial by'), el('dd', null, b.trialClaimedBy || '–')),
+        b.reason ? el('div', { class: 'small' }, fold(b.reason, 'kb-reason')) : null,
+        b.lastFailure ? el('div', { class: 'small muted' }, fold('last failure: ' + b.lastFailure, 'kb-last')) : null]
+        : el('p', { class: 'muted' }, 'No breaker yet: it is made the first time a worker calls this key.'),
+      ro ? null : el('div', { class: 'actions left' },
+        el('button', { type: 'button', class: 'danger small-btn', id: 'key-force-open', disabled: b && b.state === 'open', onclick: () => forceOpen(key) }, 'Force open…'),
+        el('button', { type: 'button', class: 'small-btn', id: 'key-force-close', disabled: !b || b.state === 'closed', onclick: () => forceClose(key) }, 'Force close…')));
+    const c = k.cooldown;
+    const cooldownCard = el('section', { class: 'card', id: 'key-cooldown' }, el('h2', null, 'Cooldown'),
+      c ? [el('div', null, c.active ? cooldownText(c.until, c.reason) : [badge('ended', 'st-closed'), ' the last cooldown (' + c.reason + ') ended ', timeCell(c.until)]),
+        el('dl', { class: 'counts' },
+          el('dt', null, 'strikes in a row'), el('dd', null, num(c.strikes)),
+          el('dt', null, 'since'), el('dd', null, timeCell(c.startedAt)),
+          el('dt', null, 'set by'), el('dd', null, c.updatedBy || '–')),
+        c.detail ? el('div', { class: 'small' }, fold(c.detail, 'kc-detail')) : null]
+        : el('p', { class: 'muted' }, 'Never cooled down: a 429 or a spent quota would make every worker wait here.'));
+    const bk = k.bucket;
+    const bucketCard = el('section', { class: 'card', id: 'key-bucket' }, el('h2', null, bk && bk.learned ? 'Learned pace' : 'Bucket'),
+      bk ? [bucketText({ requestsPerMinute: bk.inForce ? bk.requestsPerMinute : null, tokensPerMinute: bk.tokensPerMinute, burstMs: bk.burstMs,
+        bucketBookedAheadMs: bk.bookedAheadMs, paceLearnedUntil: bk.learned && bk.inForce ? bk.learnedUntil : null }),
+        el('dl', { class: 'counts' },
+          bk.learned ? [el('dt', null, bk.inForce ? 'in force until' : 'lapsed at'), el('dd', null, timeCell(bk.learnedUntil))]
+            : [el('dt', null, 'configured'), el('dd', null, timeCell(bk.configuredAt))],
+          el('dt', null, 'burst'), el('dd', null, duration(bk.burstMs)),
+          el('dt', null, 'booked until'), el('dd', null, bk.bookedUntil ? timeCell(bk.bookedUntil) : 'free now'))]
+        : el('p', { class: 'muted' }, 'No rate limit: configure one with Layover.Builder bucket(key, ...), or one is learned from a 429 that states the limit.'));
+    const con = k.concurrency;
+    const pause = k.pause;
+    const extraCard = el('section', { class: 'card', id: 'key-limits' }, el('h2', null, 'Concurrency and pause'),
+      el('dl', { class: 'counts' },
+        el('dt', null, 'in flight / limit'), el('dd', null, con ? num(con.inFlight) + ' / ' + num(con.maxInFlight) : 'no limit'),
+        el('dt', null, 'paused'), el('dd', null, pause ? ['since ', timeCell(pause.pausedAt), ' by ' + pause.pausedBy] : 'no')),
+      pause && pause.reason ? el('div', { class: 'small' }, fold(pause.reason, 'kp')) : null);
+    const f = k.finishedLastHour;
+    const finishedCard = el('section', { class: 'card', id: 'key-finished' }, el('h2', null, 'Finished in the last hour'),
+      el('dl', { class: 'counts' }, OUTCOMES.map(o => [el('dt', null, o),
+        el('dd', null, link('#/history?providerKey=' + encodeURIComponent(key) + '&outcome=' + o, num(f[o] || 0)))]),
+        f.avgCompletedDurationMs != null ? [el('dt', null, 'average time (completed)'), el('dd', null, duration(f.avgCompletedDurationMs))] : null));
+
+    const whys = el('div', { class: 'facets', id: 'key-whys' }, el('strong', null, num(k.jobs.total) + ' in the queue'),
+      k.jobs.byWhy.map(w => el('span', { class: 'chip' }, link('#/jobs?providerKey=' + encodeURIComponent(key) + '&why=' + encodeURIComponent(w.why), w.why), ' ' + num(w.n),
+        w.why !== 'running' && w.nextRunAt ? el('span', { class: 'muted' }, ' · next ', timeCell(w.nextRunAt)) : null)));
+    const jobs = k.jobs.items.map(j => el('tr', null,
+      el('td', null, jobLink(j.jobType, j.id)), el('td', null, j.jobType), el('td', null, stateBadge(j.state)),
+      el('td', { class: 'nowrap' }, timeCell(j.runAt)), el('td', null, badge(j.why, 'why'), j.rescheduleDetail ? [' ', fold(j.rescheduleDetail, 'kj-' + j.jobType + '/' + j.id)] : null)));
+    const dls = k.deadLetters.recent.map(d => el('tr', null,
+      el('td', null, link('#/dead-letters/' + d.id, '#' + d.id)), el('td', null, d.jobType), el('td', null, d.failureType), el('td', null, stateBadge(d.state)),
+      el('td', { class: 'error-cell' }, fold((d.errorClass ? d.errorClass + ': ' : '') + (d.errorMessage || ''), 'kd-' + d.id)),
+      el('td', { class: 'nowrap' }, timeCell(d.parkedAt))));
+    let poolSec = null;
+    if (k.pool) {
+      const rows = k.pool.members.map(m => el('tr', { 'data-key': m.providerKey, class: m.providerKey === key ? 'current' : null },
+        el('td', null, keyLink(m.providerKey)),
+        el('td', null, breakerText(m.breakerState, m.breakerEffectiveState, m.breakerOpenUntil)),
+        el('td', null, m.cooldownUntil ? cooldownText(m.cooldownUntil, m.cooldownReason) : '–'),
+        el('td', null, m.requestsPerMinute != null ? num(m.requestsPerMinute) + ' req/min' : 'no limit')));
+      poolSec = el('section', { class: 'card', id: 'key-pool' }, el('h2', null, 'API key pool ', el('code', null, k.pool.name)),
+        el('p', { class: 'muted small' }, k.pool.memberOf ? 'This key is one of the pool\'s keys; each has its own breaker and cooldown.'
+          : 'Keys named ' + k.pool.name + '#… (an ApiKeyPool) that may serve this provider; each has its own breaker and cooldown.'),
+        table(['Key', 'Breaker', 'Cooldown', 'Pace'], rows, { id: 'pool-members' }));
+    }
+    show(id,
+      el('p', null, link('#/overview', '← Overview')),
+      el('div', { class: 'page-head' }, el('h1', null, 'Provider key ', el('code', null, key)),
+        el('span', { class: 'muted' }, 'Database time ' + fmtTime(k.at))),
+      el('div', { class: 'cards' }, breakerCard, cooldownCard, bucketCard, extraCard, finishedCard),
+      el('section', { class: 'card' }, el('h2', null, 'Jobs waiting on it and why'), whys,
+        table(['Job', 'Type', 'State', 'Run at', 'Why'], jobs, { id: 'key-jobs' },
+          emptyState('No job of this key is in the queue.', 'Jobs show here while they wait for this key: new, rescheduled by its cooldown, bucket or breaker, or retrying.')),
+        k.jobs.total > jobs.length ? el('p', null, link('#/jobs?providerKey=' + encodeURIComponent(key), 'All ' + num(k.jobs.total) + ' on the jobs page →')) : null),
+      el('section', { class: 'card' }, el('h2', null, 'Recent dead letters'),
+        el('div', { class: 'facets' }, el('strong', null, num(k.deadLetters.total) + ' in all'),
+          k.deadLetters.byState.map(x => el('span', { class: 'chip' }, stateBadge(x.value), ' ' + num(x.count)))),
+        table(['Id', 'Job type', 'Failure type', 'State', 'Error', 'Parked'], dls, { id: 'key-dead-letters' },
+          'None: jobs of this key that fail for good would be listed here.'),
+        k.deadLetters.total ? el('p', null, link('#/dead-letters?providerKey=' + encodeURIComponent(key), 'All on the dead letters page →')) : null),
+      poolSec);
+  }
+
   // ------------------------------------------------------------------ breakers
 
   async function pageBreakers(id) {
@@ -744,14 +1082,13 @@
     if (id !== S.renderId) return;
     const ro = S.session.readOnly;
     const rows = res.items.map(b => el('tr', { 'data-key': b.providerKey },
-      el('td', null, el('code', null, b.providerKey)),
-      el('td', null, stateBadge(b.state), b.previousState ? el('div', { class: 'small muted' }, 'was ' + b.previousState) : null),
+      el('td', null, keyLink(b.providerKey)),
+      el('td', null, breakerText(b.state, b.effectiveState, b.openUntil), b.previousState ? el('div', { class: 'small muted' }, 'was ' + b.previousState) : null),
       el('td', { class: 'num' }, num(b.failures) + ' / ' + num(b.calls)),
       el('td', { class: 'num' }, num(b.openCount)),
-      el('td', null, b.state !== 'closed' ? timeCell(b.openUntil) : '–'),
       el('td', null, timeCell(b.closedAt)),
       el('td', null, b.trialClaimedBy || '–'),
-      el('td', null, el('div', { class: 'error-text small' }, b.reason || '–'), b.lastFailure ? el('div', { class: 'error-text small muted' }, 'last failure: ' + b.lastFailure) : null),
+      el('td', { class: 'error-cell' }, el('div', { class: 'error-text small' }, b.reason || '–'), b.lastFailure ? fold('last failure: ' + b.lastFailure, 'bf-' + b.providerKey) : null),
       el('td', null, timeCell(b.changedAt), el('div', { class: 'small muted' }, b.changedBy || '')),
       el('td', { class: 'actions-cell' }, ro ? '–' : [
         el('button', { type: 'button', class: 'danger small-btn', disabled: b.state === 'open', onclick: () => forceOpen(b.providerKey) }, 'Force open…'),
@@ -762,7 +1099,9 @@
     if (other) other.addEventListener('submit', e => { e.preventDefault(); if (keyInput.value.trim()) forceOpen(keyInput.value.trim()); });
     show(id, el('div', { class: 'page-head' }, el('h1', null, 'Breakers'),
       el('span', { class: 'muted' }, 'Counters are failures / calls in the current window. Closing a breaker lets the recovery sweep replay its parked jobs.')),
-      table(['Provider key', 'State', 'Failures / calls', 'Openings', 'Open until', 'Last closed', 'Trial by', 'Reason', 'Changed', ''], rows, { id: 'breakers' }),
+      table(['Provider key', 'State', 'Failures / calls', 'Openings', 'Last closed', 'Trial by', 'Reason', 'Changed', ''], rows, { id: 'breakers' },
+        emptyState('No breaker yet.', 'A provider key gets its breaker the first time a worker calls it; force one open below to stop calls to a key now.',
+          ['Breaker settings: JobType.builder(...).breaker(...); see docs/provider-state.md.'])),
       other);
   }
 
@@ -805,7 +1144,7 @@
     }
     return el('tr', null, el('td', { class: 'num' }, a.id), el('td', null, timeCell(a.at)), el('td', null, a.actor),
       el('td', null, badge(a.action, 'action')), el('td', null, what), el('td', { class: 'num' }, num(a.count)),
-      el('td', null, a.note || ''), el('td', null, a.details && Object.keys(a.details).length ? el('code', { class: 'small details' }, JSON.stringify(a.details)) : ''));
+      el('td', null, a.note || ''), el('td', null, a.details && Object.keys(a.details).length ? fold(JSON.stringify(a.details), 'audit-' + a.id) : ''));
   }
 
   async function pageAudit(id, params) {
@@ -818,7 +1157,8 @@
       params.get('before') ? el('button', { type: 'button', onclick: () => go('/audit') }, '← Newest') : null,
       res.nextBefore ? el('button', { type: 'button', onclick: () => go('/audit', new URLSearchParams('before=' + res.nextBefore)) }, 'Older →') : null);
     show(id, el('div', { class: 'page-head' }, el('h1', null, 'Audit log'), el('span', { class: 'muted' }, 'Newest first.')),
-      table(['Id', 'At', 'Who', 'Action', 'What', 'Count', 'Note', 'Details'], res.items.map(auditRow), { id: 'audit' }), pager);
+      table(['Id', 'At', 'Who', 'Action', 'What', 'Count', 'Note', 'Details'], res.items.map(auditRow), { id: 'audit' },
+        emptyState('No action recorded yet.', 'Every replay, discard, move back, reveal, forced breaker change, cancel, pause and resume made here or through the dead-letter API is written to layover.audit_log, with who and why.')), pager);
   }
 
   // ------------------------------------------------------------------ start
@@ -834,6 +1174,7 @@
     }
     op.placeholder = S.session.defaultOperator;
     try { op.value = localStorage.getItem('layover.operator') || ''; } catch (e) { /* storage off */ }
+    if (S.session.auth === 'external') op.placeholder = 'you';
     op.addEventListener('change', () => {
       const v = op.value.trim();
       if (/[^\x20-\x7e\xa0-\xff]/.test(v)) {
@@ -843,9 +1184,26 @@
       }
       try { localStorage.setItem('layover.operator', v); } catch (e) { /* storage off */ }
     });
+    if (S.session.user) {
+      op.value = S.session.user;
+      op.disabled = true;
+      op.title = 'signed in to the application';
+    }
+    const menu = document.getElementById('menu-toggle');
+    menu.addEventListener('click', () => {
+      const open = document.querySelector('.top').classList.toggle('nav-open');
+      menu.setAttribute('aria-expanded', open ? 'true' : 'false');
+    });
+    document.getElementById('nav').addEventListener('click', () => {
+      document.querySelector('.top').classList.remove('nav-open');
+      menu.setAttribute('aria-expanded', 'false');
+    });
     const mode = document.getElementById('mode');
     if (S.session.readOnly) { mode.textContent = 'read-only'; mode.hidden = false; }
     window.addEventListener('hashchange', () => { flash(null); render(); });
+    document.addEventListener('visibilitychange', () => { liveText(); if (document.visibilityState === 'visible') refresh(); });
+    setInterval(refresh, REFRESH_MS);
+    setInterval(tick, 1000);
     render();
   }
 
