@@ -248,3 +248,27 @@ $$
     UPDATE layover.buckets SET request_tat = layover.gcra_take(p_start, p_start, p_rate, p_n)
     WHERE provider_key = p_key AND p_n > 0
 $$;
+
+-- ---------------------------------------------------------------------------
+-- 5. Forgetting, for demos and tests that reuse a database: everything of one job type (its live
+-- jobs and dead letters), and the provider state of some keys (breakers, cooldowns, buckets and
+-- the recovery sweep's state). Not for production use: a live job of the type that runs meanwhile
+-- finishes, but its outcome finds no row to write. Each returns the rows deleted.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION layover.forget_job_type(p_job_type text) RETURNS bigint
+    LANGUAGE sql VOLATILE AS
+$$
+    WITH jobs AS (DELETE FROM layover.scheduled_tasks WHERE task_name = p_job_type RETURNING 1),
+         letters AS (DELETE FROM layover.dead_letters WHERE job_type = p_job_type RETURNING 1)
+    SELECT (SELECT count(*) FROM jobs) + (SELECT count(*) FROM letters)
+$$;
+
+CREATE FUNCTION layover.forget_provider_keys(p_keys text[]) RETURNS bigint
+    LANGUAGE sql VOLATILE AS
+$$
+    WITH b AS (DELETE FROM layover.breakers WHERE provider_key = ANY (p_keys) RETURNING 1),
+         c AS (DELETE FROM layover.cooldowns WHERE provider_key = ANY (p_keys) RETURNING 1),
+         k AS (DELETE FROM layover.buckets WHERE provider_key = ANY (p_keys) RETURNING 1),
+         r AS (DELETE FROM layover.recovery_state WHERE provider_key = ANY (p_keys) RETURNING 1)
+    SELECT (SELECT count(*) FROM b) + (SELECT count(*) FROM c) + (SELECT count(*) FROM k) + (SELECT count(*) FROM r)
+$$;

@@ -166,37 +166,17 @@ public final class TranslationDemo {
 
     /** Deletes what an earlier run left for the demo's job type and keys; creates the demo's schema. */
     private static void prepare(DataSource ds) throws SQLException {
-        try (Connection c = ds.getConnection()) {
-            for (String sql : List.of(
-                    "DELETE FROM layover.scheduled_tasks WHERE task_name = ?",
-                    "DELETE FROM layover.dead_letters WHERE job_type = ?")) {
-                try (PreparedStatement ps = c.prepareStatement(sql)) {
-                    ps.setString(1, TranslateJob.NAME);
-                    ps.executeUpdate();
-                }
-            }
-            for (String table : List.of("breakers", "cooldowns", "buckets", "recovery_state")) {
-                if (!exists(c, "layover." + table)) {
-                    continue;
-                }
-                try (PreparedStatement ps = c.prepareStatement("DELETE FROM layover." + table + " WHERE provider_key = ANY (?)")) {
-                    ps.setArray(1, c.createArrayOf("text", KEYS.toArray()));
-                    ps.executeUpdate();
-                }
-            }
+        // a previous run's jobs, dead letters and provider state (V10's functions for demos and tests)
+        try (Connection c = ds.getConnection();
+                PreparedStatement type = c.prepareStatement("SELECT layover.forget_job_type(?)");
+                PreparedStatement keys = c.prepareStatement("SELECT layover.forget_provider_keys(?)")) {
+            type.setString(1, TranslateJob.NAME);
+            type.executeQuery().close();
+            keys.setArray(1, c.createArrayOf("text", KEYS.toArray()));
+            keys.executeQuery().close();
         }
         Credits.createSchema(ds, Documents.openingBalances());
         RescheduleLog.install(ds, TranslateJob.NAME);
-    }
-
-    private static boolean exists(Connection c, String table) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
-            ps.setString(1, table);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                return rs.getBoolean(1);
-            }
-        }
     }
 
     private static Thread producer(Layover layover, JobType<TranslateDocument> type, DemoScript script,
