@@ -14,6 +14,8 @@ import java.util.regex.Pattern;
  *   <li>Anthropic's message {@code "This request would exceed the rate limit for your organization
  *       (...) of 40,000 input tokens per minute"} (or "your organization's rate limit of 80,000
  *       output tokens per minute"): input, output or combined tokens;
+ *   <li>Bedrock's message "Too many tokens, please wait before trying again." (a
+ *       {@code ThrottlingException}): combined tokens, no number;
  *   <li>Gemini's {@code QuotaFailure}: a per-minute token quota
  *       ({@code GenerateContentInputTokensPerModelPerMinute-FreeTier}) and its {@code quotaValue};
  *   <li>OpenAI's (and Azure's) headers, when the token limit is the one that refused (the error
@@ -86,6 +88,9 @@ final class TokenLimits {
             TokenDimension dim = kind.equals("input") ? TokenDimension.INPUT_TOKENS
                     : kind.equals("output") ? TokenDimension.OUTPUT_TOKENS : TokenDimension.TOKENS;
             return new Found(number(m.group(1)), dim);
+        }
+        if (message.toLowerCase(Locale.ROOT).contains("too many tokens")) {
+            return new Found(null, TokenDimension.TOKENS);
         }
         return NONE;
     }
