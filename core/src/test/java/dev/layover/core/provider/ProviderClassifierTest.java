@@ -81,6 +81,35 @@ class ProviderClassifierTest {
     }
 
     @Test
+    void aProviderHintLabelsJdkNetworkFailures() {
+        Classification c = CLASSIFIER.classify(Provider.GEMINI, new SocketTimeoutException("Read timed out")).orElseThrow();
+        assertEquals(Provider.GEMINI, c.provider());
+        assertEquals(FailureClass.TRANSIENT, c.failureClass());
+        assertTrue(CLASSIFIER.classify(Provider.GEMINI, new IllegalStateException("bug")).isEmpty(),
+                "a hint does not make a bug a provider failure");
+        assertEquals(Provider.UNKNOWN, CLASSIFIER.classify(Provider.UNKNOWN, new ConnectException("refused"))
+                .orElseThrow().provider());
+    }
+
+    @Test
+    void noResponseIsAlwaysATransientProviderFailure() {
+        Classification deadline = CLASSIFIER.classifyNoResponse(Provider.ANTHROPIC,
+                new java.util.concurrent.TimeoutException("30 s deadline")).orElseThrow();
+        assertEquals(FailureClass.TRANSIENT, deadline.failureClass());
+        assertEquals(Provider.ANTHROPIC, deadline.provider());
+        assertEquals(0, deadline.httpStatus());
+        assertNull(deadline.retryAfter());
+        assertEquals("no response: TimeoutException: 30 s deadline", deadline.reason());
+        Classification none = CLASSIFIER.classifyNoResponse(null, null).orElseThrow();
+        assertEquals(Provider.UNKNOWN, none.provider());
+        assertEquals("no response", none.reason());
+        Classification io = CLASSIFIER.classifyNoResponse(Provider.OPENAI, new HttpTimeoutException("timed out"))
+                .orElseThrow();
+        assertEquals(new Outcome.Transient(io.reason(), null), io.toOutcome());
+        assertEquals(Provider.OPENAI, io.provider());
+    }
+
+    @Test
     void outcomeExceptionIsLeftToTheEngine() {
         OutcomeException e = Outcome.transientFailure("x", new SocketTimeoutException()).toException();
         assertTrue(CLASSIFIER.classify(e).isEmpty());
