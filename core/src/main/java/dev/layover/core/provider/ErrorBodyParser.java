@@ -118,7 +118,7 @@ final class ErrorBodyParser {
         }
         String status = text(node.get("status"));
 
-        List<String> quotaIds = new ArrayList<>();
+        List<ErrorDetails.Quota> quotas = new ArrayList<>();
         List<String> reasons = new ArrayList<>();
         Duration retryDelay = null;
         JsonNode details = node.get("details");
@@ -141,8 +141,9 @@ final class ErrorBodyParser {
                     if (violations != null && violations.isArray()) {
                         for (JsonNode v : violations) {
                             String id = v == null ? null : text(v.get("quotaId"));
-                            if (id != null) {
-                                quotaIds.add(id);
+                            String metric = v == null ? null : text(v.get("quotaMetric"));
+                            if (id != null || metric != null) {
+                                quotas.add(new ErrorDetails.Quota(id, metric, number(v.get("quotaValue"))));
                             }
                         }
                     }
@@ -156,7 +157,7 @@ final class ErrorBodyParser {
                 }
             }
         }
-        return new ErrorDetails(type, code, message, status, embedded, quotaIds, reasons, retryDelay, stream, null);
+        return new ErrorDetails(type, code, message, status, embedded, quotas, reasons, retryDelay, stream, null);
     }
 
     private static boolean looksLikeSse(String body) {
@@ -251,6 +252,15 @@ final class ErrorBodyParser {
             return n.asText();
         }
         return null;
+    }
+
+    /** A JSON number, or a string holding a plain decimal number (Google writes int64 as a string); else null. */
+    private static Double number(JsonNode n) {
+        String t = text(n);
+        if (t == null || t.length() > 20 || !t.matches("\\d{1,20}(?:\\.\\d{1,9})?")) {
+            return null;
+        }
+        return Double.valueOf(t);
     }
 
     /** "com.amazon.coral.service#ThrottlingException" or "ThrottlingException:http://..." to the bare name. */

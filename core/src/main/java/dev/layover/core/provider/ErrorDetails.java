@@ -12,7 +12,7 @@ import java.util.List;
  * @param status Google's {@code error.status} (e.g. {@code RESOURCE_EXHAUSTED})
  * @param embeddedStatus an HTTP status written inside the body (Google {@code error.code}, Azure
  *     {@code "429"}), or 0
- * @param quotaIds Google {@code QuotaFailure} violation quota ids
+ * @param quotas Google {@code QuotaFailure} violations
  * @param reasons Google {@code ErrorInfo} reasons
  * @param retryDelay Google {@code RetryInfo.retryDelay}, or {@code null}
  * @param streamError whether the error was found inside an event stream (SSE) or stream chunk
@@ -24,7 +24,7 @@ record ErrorDetails(
         String message,
         String status,
         int embeddedStatus,
-        List<String> quotaIds,
+        List<Quota> quotas,
         List<String> reasons,
         Duration retryDelay,
         boolean streamError,
@@ -34,14 +34,19 @@ record ErrorDetails(
             new ErrorDetails(null, null, null, null, 0, List.of(), List.of(), null, false, null);
 
     ErrorDetails {
-        quotaIds = quotaIds == null ? List.of() : List.copyOf(quotaIds);
+        quotas = quotas == null ? List.of() : List.copyOf(quotas);
         reasons = reasons == null ? List.of() : List.copyOf(reasons);
     }
 
     /** Whether anything that looks like an error was found. */
     boolean isError() {
         return type != null || code != null || message != null || status != null || embeddedStatus != 0
-                || !quotaIds.isEmpty() || !reasons.isEmpty();
+                || !quotas.isEmpty() || !reasons.isEmpty();
+    }
+
+    /** The quota ids of the {@code QuotaFailure} violations, in order. */
+    List<String> quotaIds() {
+        return quotas.stream().map(Quota::id).filter(java.util.Objects::nonNull).toList();
     }
 
     static ErrorDetails raw(String text) {
@@ -53,12 +58,21 @@ record ErrorDetails(
     }
 
     ErrorDetails withType(String newType) {
-        return new ErrorDetails(newType, code, message, status, embeddedStatus, quotaIds, reasons, retryDelay,
+        return new ErrorDetails(newType, code, message, status, embeddedStatus, quotas, reasons, retryDelay,
                 streamError, rawText);
     }
 
     ErrorDetails asStreamError() {
-        return new ErrorDetails(type, code, message, status, embeddedStatus, quotaIds, reasons, retryDelay,
+        return new ErrorDetails(type, code, message, status, embeddedStatus, quotas, reasons, retryDelay,
                 true, rawText);
     }
+
+    /**
+     * One Google {@code QuotaFailure} violation.
+     *
+     * @param id {@code quotaId}, e.g. {@code GenerateContentInputTokensPerModelPerMinute-FreeTier}
+     * @param metric {@code quotaMetric}, e.g. {@code generativelanguage.googleapis.com/generate_content_free_tier_requests}
+     * @param value {@code quotaValue}, the limit, or {@code null} when absent or not a number
+     */
+    record Quota(String id, String metric, Double value) {}
 }

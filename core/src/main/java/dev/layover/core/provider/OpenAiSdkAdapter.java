@@ -14,22 +14,27 @@ import java.util.Optional;
 
 /**
  * Reads openai-java ({@code com.openai.errors}) exceptions, also with its Azure OpenAI backend.
- * Only loaded after {@link ProviderClassifier.SdkFamily} has seen a {@code com.openai} class.
+ * An {@code OpenAIServiceException} (every HTTP error, and {@code SseException} for an error inside
+ * a stream) carries all of the response: {@code statusCode()}, {@code headers()} and {@code body()}
+ * (the parsed {@code error} member); its {@code code()}, {@code type()} and {@code param()} are read
+ * from that same body, so reading the body reads them. Without a provider hint, Azure OpenAI is
+ * recognised by its API Management headers. Only loaded after {@link ProviderClassifier.SdkFamily}
+ * has seen a {@code com.openai} class.
  */
 final class OpenAiSdkAdapter {
 
     private OpenAiSdkAdapter() {}
 
-    static Optional<Classification> classify(Throwable t, ProviderClassifier classifier) {
+    static Optional<Classification> classify(Throwable t, ProviderClassifier classifier, Provider hint) {
         if (t instanceof OpenAIServiceException e) {
             Map<String, List<String>> headers = headers(e.headers());
-            Provider provider = isAzure(headers) ? Provider.AZURE_OPENAI : Provider.OPENAI;
+            Provider provider = hint != null ? hint : isAzure(headers) ? Provider.AZURE_OPENAI : Provider.OPENAI;
             // body() is the "error" member the SDK parsed (or the whole body when it had none)
             String body = json(e.body());
             return Optional.of(classifier.classifyRaw(provider, e.statusCode(), headers, body, e instanceof SseException));
         }
         if (t instanceof OpenAIIoException || t instanceof OpenAIRetryableException) {
-            return Optional.of(classifier.transientFailure(Provider.OPENAI, t));
+            return Optional.of(classifier.transientFailure(hint != null ? hint : Provider.OPENAI, t));
         }
         return Optional.empty();
     }

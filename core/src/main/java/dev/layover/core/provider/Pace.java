@@ -17,10 +17,14 @@ import java.util.regex.Pattern;
  *       {@code x-ratelimit-reset-requests} to full): {@code (limit - remaining) / reset};
  *   <li>Anthropic's headers, when the requests limit is the one spent
  *       ({@code anthropic-ratelimit-requests-remaining} 0): {@code anthropic-ratelimit-requests-limit}
- *       per minute, as Anthropic documents it.
+ *       per minute, as Anthropic documents it;
+ *   <li>Gemini's {@code QuotaFailure}: a per-minute request quota
+ *       ({@code GenerateRequestsPerMinutePerProjectPerModel...}) with its {@code quotaValue}, per
+ *       minute.
  * </ol>
  * A message or header that names a token limit gives nothing (the request rate is not what
- * refused). Gemini and Bedrock state no limit in their 429s: nothing. Never throws.
+ * refused; see {@link TokenLimits}). Bedrock states no limit in its 429s, nor Gemini when its
+ * {@code QuotaFailure} has no {@code quotaValue}: nothing. Never throws.
  */
 final class Pace {
 
@@ -38,10 +42,11 @@ final class Pace {
 
     /**
      * @param headers the response headers
-     * @param message the error message, or null
+     * @param d what the body said
      * @return requests per second, or null when the 429 does not say
      */
-    static Double find(HeaderMap headers, String message) {
+    static Double find(HeaderMap headers, ErrorDetails d) {
+        String message = d.message();
         Double r = fromMessage(message);
         if (r == null && message != null && message.length() <= 4096 && OPENAI_TOKENS.matcher(message).find()) {
             return null;
@@ -51,6 +56,9 @@ final class Pace {
         }
         if (r == null) {
             r = anthropicHeaders(headers);
+        }
+        if (r == null) {
+            r = geminiQuota(d);
         }
         return r == null || !(r >= MIN_RATE) || r.isInfinite() ? null : r;
     }
@@ -82,6 +90,15 @@ final class Pace {
             return null; // the token limit refused
         }
         return (limit - remaining) / (reset.toNanos() / 1e9);
+    }
+
+    private static Double geminiQuota(ErrorDetails d) {
+        for (ErrorDetails.Quota q : d.quotas()) {
+            if (q.id() != null && q.value() != null && q.id().contains("Requests") && q.id().contains("PerMinute")) {
+                return q.value() / 60.0;
+            }
+        }
+        return null;
     }
 
     private static Double anthropicHeaders(HeaderMap headers) {

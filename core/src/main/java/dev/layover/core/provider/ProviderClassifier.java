@@ -21,23 +21,52 @@ import java.util.Set;
 /**
  * Classifies provider failures into Layover's outcome vocabulary.
  *
- * <p>Two ways in: {@link #classify(Provider, int, Map, String)} for a response read by hand, and
- * {@link #classify(Throwable)} for an exception thrown by a provider SDK (openai-java,
- * anthropic-java, google-genai, AWS SDK v2 bedrockruntime) or by the JDK's networking. The rules
- * are listed in {@code docs/provider-classification.md}.
+ * <h2>The entry points</h2>
+ * One family, all named {@code classify}, all answering {@code Optional<Classification>}: empty
+ * means "this is not a provider failure" (a clean 2xx, a bug of the job's own), present means a
+ * provider failure and what kind. Each accepts a {@link Provider}: for a response it selects the
+ * documented shapes, for an exception it names the provider the SDK cannot tell (Azure OpenAI
+ * through openai-java, Gemini through its OpenAI-compatible endpoint); {@code null} or
+ * {@link Provider#UNKNOWN} means "guess from what is there".
+ * <table>
+ *   <caption>classify entry points</caption>
+ *   <tr><th>what you have</th><th>call</th></tr>
+ *   <tr><td>an exception (SDK, JDK networking), anywhere in a cause chain</td>
+ *       <td>{@link #classify(Throwable)}, {@link #classify(Provider, Throwable)}</td></tr>
+ *   <tr><td>a JDK {@link java.net.http.HttpClient} response</td><td>{@link #classify(Provider, HttpResponse)}</td></tr>
+ *   <tr><td>a response read by hand: status, headers, body</td><td>{@link #classify(Provider, int, Map, String)}</td></tr>
+ *   <tr><td>no response at all: a timeout, a refused connection</td>
+ *       <td>{@link #classifyNoResponse(Provider, Throwable)} (never empty)</td></tr>
+ * </table>
+ * {@link #outcomeOf(Throwable)} and {@link #outcomeOf(Provider, Throwable)} go one step further, to
+ * the {@link Outcome}. The rules are listed in {@code docs/provider-classification.md}.
  *
- * <p>Instances are immutable and thread-safe. Every classification method accepts any input,
- * including {@code null}s, garbled headers and HTML bodies, and never throws: what cannot be read
- * falls back on a conservative class by HTTP status (see {@link #classify(Provider, int, Map,
- * String)}). Every wait is clamped to {@code [0, maxWait]}.
+ * <h2>Waits</h2>
+ * A wait ({@code retryAfter}) or reset ({@code resetAt}) the provider states is kept exactly, however
+ * far away: an Anthropic spend limit's regain date at the start of next month, an OpenAI monthly
+ * reset. Whether a job waits that long or parks is the engine's {@code maxDeferral} decision.
+ * Only nonsense further than {@link Builder#maxWait(Duration) maxWait} (default
+ * {@value #DEFAULT_MAX_WAIT_DAYS} days) is cut to it, and an unreadable value is skipped; the
+ * classification says so in {@link Classification#waitReading()}.
+ *
+ * <p>Instances are immutable and thread-safe. Every method accepts any input, including
+ * {@code null}s, garbled headers and HTML bodies, and never throws: what cannot be read falls back
+ * on a conservative class by HTTP status (see {@link #classify(Provider, int, Map, String)}).
+ * Nothing here touches the database; the engine applies the outcome.
  *
  * <p>The provider SDKs are optional dependencies. No SDK type appears in this class; the adapter
  * for an SDK is only loaded once an exception whose class belongs to that SDK has been seen.
  */
 public final class ProviderClassifier {
 
-    /** Default for {@link Builder#maxWait(Duration)}: 7 days. */
-    public static final Duration DEFAULT_MAX_WAIT = Duration.ofDays(7);
+    /** {@link #DEFAULT_MAX_WAIT} in days. */
+    public static final int DEFAULT_MAX_WAIT_DAYS = 366;
+
+    /**
+     * Default for {@link Builder#maxWait(Duration)}: 366 days, so that a reset a year away (an annual
+     * contract, a leap year included) survives and only nonsense is cut.
+     */
+    public static final Duration DEFAULT_MAX_WAIT = Duration.ofDays(DEFAULT_MAX_WAIT_DAYS);
 
     private static final int MAX_CAUSE_DEPTH = 32;
 
@@ -85,93 +114,108 @@ public final class ProviderClassifier {
         return clock;
     }
 
-    /** @return the longest wait this classifier reports; longer ones are clamped to it */
+    /**
+     * @return the longest wait this classifier reports; a stated wait or reset further away is
+     *     nonsense and cut to it ({@link WaitReading#CLAMPED})
+     */
     public Duration maxWait() {
         return maxWait;
     }
 
     /**
-     * Classifies an HTTP response.
+     * Classifies an HTTP response read by hand.
      *
      * <p>The body decides when it can be read: an error inside a 200 event stream (an SSE
-     * {@code error} event, an OpenAI chunk {@code {"error":{...}}}) is classified by what it says,
-     * not by the status. When nothing can be read, the status decides: 429 is RATE_LIMITED, 529
-     * and 503 OVERLOADED, other 5xx and 408, 409, 425 TRANSIENT, 401 and 403 AUTH_REFUSED, other
-     * 4xx BAD_REQUEST, and anything else (a 2xx without an error, 3xx, 0) TRANSIENT.
+     * {@code error} event, an OpenAI chunk {@code {"error":{...}}}, a Gemini chunk) is classified by
+     * what it says, not by the status. When nothing can be read, the status decides: 429 is
+     * RATE_LIMITED, 529 and 503 OVERLOADED, other 5xx and 408, 409, 425 TRANSIENT, 401 and 403
+     * AUTH_REFUSED, other 4xx BAD_REQUEST, and anything else (3xx, 1xx, 0 for "no status known")
+     * TRANSIENT.
      *
      * @param provider where the response came from; {@code null} means {@link Provider#UNKNOWN}
      * @param status the HTTP status; 0 when unknown
      * @param headers the response headers, names in any case; may be {@code null}
      * @param body the response body as text; may be {@code null}, empty, HTML or an event stream
-     * @return the classification; never {@code null}
+     * @return empty for a 2xx response whose body holds no error (no SSE {@code error} event, no
+     *     {@code "error"} member); otherwise the classification
      */
-    public Classification classify(Provider provider, int status, Map<String, List<String>> headers, String body) {
+    public Optional<Classification> classify(Provider provider, int status, Map<String, List<String>> headers,
+            String body) {
         Provider p = provider == null ? Provider.UNKNOWN : provider;
+        boolean ok = status >= 200 && status < 300;
         try {
-            HeaderMap h = HeaderMap.of(headers);
-            return classifyDetails(p, status, h, ErrorBodyParser.parse(cap(body)));
+            ErrorDetails d = ErrorBodyParser.parse(cap(body), ok);
+            if (ok && !d.isError()) {
+                return Optional.empty();
+            }
+            return Optional.of(classifyDetails(p, status, HeaderMap.of(headers), d));
         } catch (RuntimeException | StackOverflowError e) {
-            return fallback(p, status, "HTTP " + status + " (unreadable response)");
+            return ok ? Optional.empty() : Optional.of(unreadable(p, status));
         }
     }
 
     /**
      * Classifies a response of the JDK's {@link java.net.http.HttpClient}, for users calling a
-     * provider's REST API by hand. Bodies of type {@code String}, {@code byte[]} (UTF-8) and other
-     * {@link CharSequence}s are read; other body types (streams, files) are left alone and only
-     * the status and headers count.
+     * provider's REST API by hand, exactly as {@link #classify(Provider, int, Map, String)} does.
+     * Bodies of type {@code String}, {@code byte[]} (UTF-8) and other {@link CharSequence}s are
+     * read; other body types (streams, files) are left alone and only the status and headers count.
      *
      * @param provider where the response came from; {@code null} means {@link Provider#UNKNOWN}
      * @param response the response; {@code null} gives empty
-     * @return empty for a 2xx response whose body holds no error (no SSE {@code error} event, no
-     *     {@code "error"} member); otherwise the classification
+     * @return empty for a 2xx response whose body holds no error; otherwise the classification
      */
     public Optional<Classification> classify(Provider provider, HttpResponse<?> response) {
         if (response == null) {
             return Optional.empty();
         }
-        Provider p = provider == null ? Provider.UNKNOWN : provider;
         int status = 0;
         try {
             status = response.statusCode();
-            String body = bodyText(response.body());
             Map<String, List<String>> headers = response.headers() == null ? null : response.headers().map();
-            if (status >= 200 && status < 300) {
-                ErrorDetails d = ErrorBodyParser.parse(cap(body), true);
-                return d.isError()
-                        ? Optional.of(classifyDetails(p, status, HeaderMap.of(headers), d))
-                        : Optional.empty();
-            }
-            return Optional.of(classify(p, status, headers, body));
+            return classify(provider, status, headers, bodyText(response.body()));
         } catch (RuntimeException | StackOverflowError e) {
-            if (status >= 200 && status < 300) {
-                return Optional.empty();
-            }
-            return Optional.of(fallback(p, status, "HTTP " + status + " (unreadable response)"));
+            return status >= 200 && status < 300 ? Optional.empty()
+                    : Optional.of(unreadable(provider == null ? Provider.UNKNOWN : provider, status));
         }
     }
 
     /**
-     * Classifies an exception, walking its cause chain from the outside in. Recognised: the
-     * exceptions of openai-java ({@code com.openai.errors}), anthropic-java
-     * ({@code com.anthropic.errors}, also with its Bedrock and Vertex backends), google-genai
-     * ({@code com.google.genai.errors}) and AWS SDK v2 ({@code software.amazon.awssdk}), including
-     * their IO, timeout and stream errors; and the JDK's {@link IOException}s (timeouts, refused
-     * connections, resets), which are TRANSIENT, except the local file system's
+     * Classifies an exception, walking its cause chain from the outside in; the provider is told by
+     * the SDK (and guessed among its backends: Azure OpenAI by its headers, Anthropic on Bedrock by
+     * its {@code x-amzn-*} headers). Same as {@link #classify(Provider, Throwable)} with no hint.
+     *
+     * @param failure the exception; may be {@code null}
+     * @return the classification, or empty when the exception is not a provider failure
+     */
+    public Optional<Classification> classify(Throwable failure) {
+        return classify(null, failure);
+    }
+
+    /**
+     * Classifies an exception, walking its cause chain from the outside in (at most 32 deep; a
+     * cycle ends it). Recognised: the exceptions of openai-java ({@code com.openai.errors}),
+     * anthropic-java ({@code com.anthropic.errors}, also with its Bedrock and Vertex backends),
+     * google-genai ({@code com.google.genai.errors}) and AWS SDK v2 ({@code software.amazon.awssdk}),
+     * including their IO, timeout and stream errors; and the JDK's {@link IOException}s (timeouts,
+     * refused connections, resets), which are TRANSIENT, except the local file system's
      * ({@link FileNotFoundException}, {@link FileSystemException}).
      *
-     * @param t the exception; may be {@code null}
+     * @param provider the provider the call went to, which then labels the classification and
+     *     selects its shapes whatever the SDK (openai-java pointed at Azure, at Gemini's
+     *     OpenAI-compatible endpoint, ...); {@code null} or {@link Provider#UNKNOWN}: the SDK's own
+     * @param failure the exception; may be {@code null}
      * @return the classification, or empty when the exception is not a provider failure (a bug of
      *     the job's own, or an {@link OutcomeException}, which carries its outcome already)
      */
-    public Optional<Classification> classify(Throwable t) {
-        if (t == null || t instanceof OutcomeException) {
+    public Optional<Classification> classify(Provider provider, Throwable failure) {
+        if (failure == null || failure instanceof OutcomeException) {
             return Optional.empty();
         }
+        Provider hint = provider == Provider.UNKNOWN ? null : provider;
         Set<Throwable> seen = Collections.newSetFromMap(new IdentityHashMap<>());
-        Throwable current = t;
+        Throwable current = failure;
         for (int depth = 0; current != null && depth < MAX_CAUSE_DEPTH && seen.add(current); depth++) {
-            Optional<Classification> c = classifyOne(current);
+            Optional<Classification> c = classifyOne(hint, current);
             if (c.isPresent()) {
                 return c;
             }
@@ -181,15 +225,50 @@ public final class ProviderClassifier {
     }
 
     /**
-     * The outcome for an exception: {@link #classify(Throwable)} then
-     * {@link Classification#toOutcome(Throwable)}, keeping {@code t} as the cause of a
-     * {@link Outcome.Transient}.
+     * Classifies a call that got no HTTP response at all: a timeout of any kind (an
+     * {@link IOException}, a {@link java.util.concurrent.TimeoutException}, an SDK's own), a refused
+     * connection, a reset, or a deadline the caller enforced itself. When {@code cause} is an SDK
+     * exception that does carry a response, that response is classified as by
+     * {@link #classify(Provider, Throwable)}; otherwise the answer is TRANSIENT with
+     * {@code httpStatus} 0 and no wait.
      *
-     * @param t the exception; may be {@code null}
+     * @param provider the provider the call went to; {@code null} means {@link Provider#UNKNOWN}
+     * @param cause what the call failed with; may be {@code null} (the reason is then
+     *     {@code "no response"})
+     * @return the classification; never empty, since a call that got no answer is a provider failure
+     */
+    public Optional<Classification> classifyNoResponse(Provider provider, Throwable cause) {
+        Provider p = provider == null ? Provider.UNKNOWN : provider;
+        Optional<Classification> c = classify(p, cause);
+        if (c.isPresent()) {
+            return c;
+        }
+        String reason = cause == null ? "no response" : "no response: " + describe(cause);
+        return Optional.of(new Classification(FailureClass.TRANSIENT, null, null, reason, p, 0));
+    }
+
+    /**
+     * The outcome for an exception: {@link #outcomeOf(Provider, Throwable)} with no provider hint.
+     * This is the engine's default exception classifier.
+     *
+     * @param failure the exception; may be {@code null}
      * @return the outcome, or empty when the exception is not a provider failure
      */
-    public Optional<Outcome> outcomeOf(Throwable t) {
-        return classify(t).map(c -> c.toOutcome(t));
+    public Optional<Outcome> outcomeOf(Throwable failure) {
+        return outcomeOf(null, failure);
+    }
+
+    /**
+     * The outcome for an exception: {@link #classify(Provider, Throwable)} then
+     * {@link Classification#toOutcome(Throwable)}, keeping {@code failure} as the cause of a
+     * {@link Outcome.Transient}.
+     *
+     * @param provider the provider the call went to, or {@code null}
+     * @param failure the exception; may be {@code null}
+     * @return the outcome, or empty when the exception is not a provider failure
+     */
+    public Optional<Outcome> outcomeOf(Provider provider, Throwable failure) {
+        return classify(provider, failure).map(c -> c.toOutcome(failure));
     }
 
     // ---- package-private: used by the SDK adapters ------------------------------------------
@@ -200,7 +279,7 @@ public final class ProviderClassifier {
             ErrorDetails d = ErrorBodyParser.parse(cap(body));
             return classifyDetails(provider, status, HeaderMap.of(headers), streamError ? d.asStreamError() : d);
         } catch (RuntimeException | StackOverflowError e) {
-            return fallback(provider, status, "HTTP " + status + " (unreadable response)");
+            return unreadable(provider, status);
         }
     }
 
@@ -214,15 +293,45 @@ public final class ProviderClassifier {
             }
             Instant now = clock.instant();
             Rules.Verdict v = Rules.decide(status, d);
-            Duration retryAfter = clamp(RetryAfter.find(headers, d, now));
+            Duration stated = RetryAfter.find(headers, d, now);
+            Duration retryAfter = clamp(stated);
+            boolean clamped = stated != null && stated.compareTo(maxWait) > 0;
+            boolean unreadable = RetryAfter.unreadable(headers, now);
             Instant resetAt = null;
             if (v.failureClass() == FailureClass.QUOTA_EXHAUSTED) {
-                resetAt = resetAt(v.quotaReset(), d, retryAfter, now);
+                Instant regain = Waits.regainAccess(d.message());
+                unreadable |= regain == null && Waits.mentionsRegainAccess(d.message());
+                Instant at = regain;
+                if (at == null && v.quotaReset() == Rules.QuotaReset.NEXT_PACIFIC_MIDNIGHT) {
+                    at = Waits.nextPacificMidnight(now);
+                }
+                if (at == null && v.quotaReset() == Rules.QuotaReset.NEXT_MONTH_UTC) {
+                    at = Waits.nextMonthUtc(now);
+                }
+                if (at == null && retryAfter != null) {
+                    at = now.plus(retryAfter);
+                }
+                if (at != null) {
+                    Duration until = Waits.until(now, at);
+                    resetAt = now.plus(clamp(until));
+                    clamped |= until.compareTo(maxWait) > 0;
+                }
             }
-            Double pace = v.failureClass() == FailureClass.RATE_LIMITED ? Pace.find(headers, d.message()) : null;
-            return new Classification(v.failureClass(), retryAfter, resetAt, reason(status, d), p, status, pace);
+            Double pace = null;
+            TokenLimits.Found tokens = TokenLimits.NONE;
+            if (v.failureClass() == FailureClass.RATE_LIMITED) {
+                tokens = TokenLimits.find(headers, d);
+                pace = Pace.find(headers, d);
+            } else if (v.failureClass() == FailureClass.BAD_REQUEST && d.message() != null
+                    && Rules.neverFits(Rules.lower(d.message()))) {
+                tokens = TokenLimits.fromMessage(d.message());
+            }
+            WaitReading reading = clamped ? WaitReading.CLAMPED
+                    : unreadable ? WaitReading.UNREADABLE : WaitReading.AS_STATED;
+            return new Classification(v.failureClass(), retryAfter, resetAt, reason(status, d), p, status, pace,
+                    tokens.perMinute(), tokens.dimension(), reading);
         } catch (RuntimeException | StackOverflowError e) {
-            return fallback(p, status, "HTTP " + status + " (unreadable response)");
+            return unreadable(p, status);
         }
     }
 
@@ -232,17 +341,17 @@ public final class ProviderClassifier {
 
     // ---- internals ---------------------------------------------------------------------------
 
-    private Optional<Classification> classifyOne(Throwable t) {
+    private Optional<Classification> classifyOne(Provider hint, Throwable t) {
         try {
             switch (SdkFamily.of(t)) {
                 case OPENAI:
-                    return OpenAiSdkAdapter.classify(t, this);
+                    return OpenAiSdkAdapter.classify(t, this, hint);
                 case ANTHROPIC:
-                    return AnthropicSdkAdapter.classify(t, this);
+                    return AnthropicSdkAdapter.classify(t, this, hint);
                 case GOOGLE_GENAI:
-                    return GenAiSdkAdapter.classify(t, this);
+                    return GenAiSdkAdapter.classify(t, this, hint);
                 case AWS:
-                    return BedrockSdkAdapter.classify(t, this);
+                    return BedrockSdkAdapter.classify(t, this, hint);
                 default:
                     break;
             }
@@ -250,26 +359,9 @@ public final class ProviderClassifier {
             // the SDK is not visible to Layover's class loader, or has changed shape: use the JDK rules
         }
         if (t instanceof IOException && !(t instanceof FileNotFoundException) && !(t instanceof FileSystemException)) {
-            return Optional.of(transientFailure(Provider.UNKNOWN, t));
+            return Optional.of(transientFailure(hint == null ? Provider.UNKNOWN : hint, t));
         }
         return Optional.empty();
-    }
-
-    private Instant resetAt(Rules.QuotaReset how, ErrorDetails d, Duration retryAfter, Instant now) {
-        Instant at = Waits.regainAccess(d.message());
-        if (at == null && how == Rules.QuotaReset.NEXT_PACIFIC_MIDNIGHT) {
-            at = Waits.nextPacificMidnight(now);
-        }
-        if (at == null && how == Rules.QuotaReset.NEXT_MONTH_UTC) {
-            at = Waits.nextMonthUtc(now);
-        }
-        if (at == null && retryAfter != null) {
-            return now.plus(retryAfter);
-        }
-        if (at == null) {
-            return null;
-        }
-        return now.plus(clamp(Waits.until(now, at)));
     }
 
     private Duration clamp(Duration d) {
@@ -282,8 +374,9 @@ public final class ProviderClassifier {
         return d.compareTo(maxWait) > 0 ? maxWait : d;
     }
 
-    private Classification fallback(Provider provider, int status, String reason) {
-        return new Classification(Rules.byStatus(status), null, null, reason, provider, status);
+    private Classification unreadable(Provider provider, int status) {
+        return new Classification(Rules.byStatus(status), null, null, "HTTP " + status + " (unreadable response)",
+                provider, status);
     }
 
     private static String reason(int status, ErrorDetails d) {
@@ -373,8 +466,10 @@ public final class ProviderClassifier {
         }
 
         /**
-         * The longest wait reported: longer {@code retryAfter}s, and {@code resetAt}s further
-         * away, are clamped to it. Default 7 days.
+         * The longest wait reported: a stated {@code retryAfter} longer than this, or a
+         * {@code resetAt} further away, is taken for nonsense and cut to it, and the classification
+         * says so ({@link WaitReading#CLAMPED}). Default {@value ProviderClassifier#DEFAULT_MAX_WAIT_DAYS}
+         * days, so that every real reset (a month, a year) survives as stated.
          *
          * @param maxWait zero or more; not {@code null}
          * @return this builder

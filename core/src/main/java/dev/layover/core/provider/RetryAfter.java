@@ -7,7 +7,8 @@ import java.util.List;
 /**
  * Finds how long a provider asked to wait, taking the first source present:
  * {@code retry-after-ms}; {@code retry-after} (seconds, possibly fractional, or an HTTP-date);
- * Gemini's {@code RetryInfo.retryDelay}; OpenAI's {@code x-ratelimit-reset-requests/-tokens}
+ * AWS's {@code x-amz-retry-after} (milliseconds, what AWS SDK v2 reads with its 2026 retry
+ * behaviour); Gemini's {@code RetryInfo.retryDelay}; OpenAI's {@code x-ratelimit-reset-requests/-tokens}
  * (the one whose {@code x-ratelimit-remaining-*} is 0, else the larger); Anthropic's
  * {@code anthropic-ratelimit-*-reset} times whose matching {@code -remaining} is 0 (the latest);
  * a "try again in 644ms" hint in the message. A source that cannot be read is skipped.
@@ -31,6 +32,9 @@ final class RetryAfter {
             });
         }
         if (wait == null) {
+            wait = longest(headers.all("x-amz-retry-after"), v -> Waits.decimal(v, NANOS_PER_MS));
+        }
+        if (wait == null) {
             wait = d.retryDelay();
         }
         if (wait == null) {
@@ -43,6 +47,41 @@ final class RetryAfter {
             wait = Waits.hint(d.message());
         }
         return wait;
+    }
+
+    /**
+     * Whether a wait header holds a value that cannot be read ({@code retry-after: soon}, a reset
+     * {@code whenever}); such a value is skipped by {@link #find}, never guessed.
+     */
+    static boolean unreadable(HeaderMap headers, Instant now) {
+        for (String name : new String[] {"retry-after-ms", "x-amz-retry-after"}) {
+            for (String v : headers.all(name)) {
+                if (!v.isBlank() && longest(List.of(v), x -> Waits.decimal(x, NANOS_PER_MS)) == null) {
+                    return true;
+                }
+            }
+        }
+        for (String v : headers.all("retry-after")) {
+            if (!v.isBlank() && longest(List.of(v), x -> {
+                Duration seconds = Waits.decimal(x, NANOS_PER_S);
+                return seconds != null ? seconds : Waits.httpDate(x, now);
+            }) == null) {
+                return true;
+            }
+        }
+        for (String limit : OPENAI_LIMITS) {
+            String v = headers.first("x-ratelimit-reset-" + limit);
+            if (v != null && Waits.goDuration(v) == null) {
+                return true;
+            }
+        }
+        for (String limit : ANTHROPIC_LIMITS) {
+            String v = headers.first("anthropic-ratelimit-" + limit + "-reset");
+            if (v != null && Waits.rfc3339(v) == null) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

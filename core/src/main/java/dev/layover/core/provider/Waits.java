@@ -180,6 +180,12 @@ final class Waits {
         }
     }
 
+    /** Whether a message states an Anthropic regain date at all, readable or not. */
+    static boolean mentionsRegainAccess(String message) {
+        return message != null && message.length() <= 1 << 16
+                && message.toLowerCase(Locale.ROOT).contains("regain access on");
+    }
+
     /** The next midnight in America/Los_Angeles after {@code now} (Gemini's daily quota reset). */
     static Instant nextPacificMidnight(Instant now) {
         return now.atZone(PACIFIC).toLocalDate().plusDays(1).atStartOfDay(PACIFIC).toInstant();

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import com.anthropic.bedrock.backends.BedrockBackend;
 import com.anthropic.client.AnthropicClient;
 import com.anthropic.client.okhttp.AnthropicOkHttpClient;
+import com.anthropic.core.http.HttpResponseFor;
 import com.anthropic.core.http.StreamResponse;
 import com.anthropic.errors.AnthropicIoException;
 import com.anthropic.errors.SseException;
@@ -22,6 +23,7 @@ import java.time.Instant;
 import java.time.ZoneOffset;
 import java.util.Base64;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -34,6 +36,9 @@ import software.amazon.eventstream.Message;
 /**
  * anthropic-java 3.14.0 (and its Bedrock backend) against a local server replaying Anthropic's
  * documented error responses, with the SDK's own retries off ({@code maxRetries(0)}).
+ * {@code AnthropicServiceException} exposes status, headers and the whole error body (its typed
+ * {@code errorType()}, {@code errorCode()}, {@code errorDetails()} are views of that body), and the
+ * adapter reads all of it.
  */
 class AnthropicSdkAdapterTest {
 
@@ -217,6 +222,93 @@ class AnthropicSdkAdapterTest {
             assertEquals(0, c.httpStatus());
         } finally {
             impatient.close();
+        }
+    }
+
+    // ---- stated limits, resets, hints and rate-limit headers through anthropic-java ---------
+
+    @Test
+    void anthropicInputTokenLimitThroughTheSdkIsStated() {
+        // verbatim in https://github.com/bhouston/mycoder/issues/62
+        Classification c = call(client, reply(429).header("retry-after", "12")
+                .header("anthropic-ratelimit-input-tokens-limit", "40000")
+                .header("anthropic-ratelimit-input-tokens-remaining", "0")
+                .header("anthropic-ratelimit-input-tokens-reset", "2026-05-28T10:15:42Z")
+                .json("""
+                        {"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed the \
+                        rate limit for your organization (d3f27ff7-9afe-4ee2-9645-76ecfc73c2b7) of 40,000 input \
+                        tokens per minute. For details, refer to: https://docs.anthropic.com/en/api/rate-limits."}}"""));
+        assertEquals(FailureClass.RATE_LIMITED, c.failureClass());
+        assertEquals(40_000.0, c.tokenLimitPerMinute());
+        assertEquals(TokenDimension.INPUT_TOKENS, c.tokenDimension());
+        assertEquals(Duration.ofSeconds(12), c.retryAfter());
+        assertNull(c.requestLimitPerSecond());
+    }
+
+    @Test
+    void anthropicOutputTokenHeaderThroughTheSdkStatesTheLimit() {
+        Classification c = call(client, reply(429)
+                .header("anthropic-ratelimit-output-tokens-limit", "8000")
+                .header("anthropic-ratelimit-output-tokens-remaining", "0")
+                .header("anthropic-ratelimit-output-tokens-reset", "2026-05-28T10:16:00Z")
+                .json("""
+                        {"type":"error","error":{"type":"rate_limit_error","message":"Rate limited"}}"""));
+        assertEquals(8_000.0, c.tokenLimitPerMinute());
+        assertEquals(TokenDimension.OUTPUT_TOKENS, c.tokenDimension());
+        assertEquals(Duration.ofSeconds(30), c.retryAfter());
+    }
+
+    @Test
+    void anthropicRegainDateTwoMonthsAwaySurvivesThroughTheSdk() {
+        // https://github.com/anthropics/claude-code/issues/55998 ; no 7-day cut any more
+        Classification c = call(client, reply(400).json("""
+                {"type":"error","error":{"type":"invalid_request_error","message":"You have reached your specified \
+                workspace API usage limits. You will regain access on 2026-08-01 at 00:00 UTC."}}"""));
+        assertEquals(FailureClass.QUOTA_EXHAUSTED, c.failureClass());
+        assertEquals(Instant.parse("2026-08-01T00:00:00Z"), c.resetAt());
+        assertEquals(WaitReading.AS_STATED, c.waitReading());
+    }
+
+    @Test
+    void aProviderHintOverridesTheBackendGuess() {
+        Classification c;
+        server.answer(reply(529).json("""
+                {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"""));
+        RuntimeException e = assertThrows(RuntimeException.class, () -> client.messages().create(params()));
+        c = CLASSIFIER.classify(Provider.ANTHROPIC_BEDROCK, e).orElseThrow();
+        assertEquals(Provider.ANTHROPIC_BEDROCK, c.provider());
+        assertEquals(FailureClass.OVERLOADED, c.failureClass());
+    }
+
+    @Test
+    void rateLimitHeadersOfASuccessfulResponseAreReadThroughTheSdk() {
+        // https://docs.anthropic.com/en/api/rate-limits#response-headers
+        server.answer(reply(200)
+                .header("anthropic-ratelimit-requests-limit", "50").header("anthropic-ratelimit-requests-remaining", "49")
+                .header("anthropic-ratelimit-requests-reset", "2026-05-28T10:15:31Z")
+                .header("anthropic-ratelimit-input-tokens-limit", "40000")
+                .header("anthropic-ratelimit-input-tokens-remaining", "39000")
+                .header("anthropic-ratelimit-input-tokens-reset", "2026-05-28T10:15:32Z")
+                .header("anthropic-ratelimit-output-tokens-limit", "8000")
+                .header("anthropic-ratelimit-output-tokens-remaining", "8000")
+                .header("anthropic-ratelimit-output-tokens-reset", "2026-05-28T10:15:30Z")
+                .json("""
+                        {"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[\
+                        {"type":"text","text":"hi"}],"stop_reason":"end_turn","stop_sequence":null,"usage":\
+                        {"input_tokens":8,"output_tokens":2,"cache_read_input_tokens":0,\
+                        "cache_creation_input_tokens":0}}"""));
+        try (HttpResponseFor<com.anthropic.models.messages.Message> r = client.messages().withRawResponse().create(params())) {
+            assertEquals(8, r.parse().usage().inputTokens());
+            Map<String, List<String>> headers = new LinkedHashMap<>();
+            for (String name : r.headers().names()) {
+                headers.put(name, r.headers().values(name));
+            }
+            RateLimitHeaders limits = RateLimitHeaders.read(headers, NOW).orElseThrow();
+            assertEquals(new RateLimitHeaders.Window(50L, 49L, Instant.parse("2026-05-28T10:15:31Z")), limits.requests());
+            assertEquals(new RateLimitHeaders.Window(40_000L, 39_000L, Instant.parse("2026-05-28T10:15:32Z")),
+                    limits.inputTokens());
+            assertEquals(new RateLimitHeaders.Window(8_000L, 8_000L, NOW), limits.outputTokens());
+            assertNull(limits.tokens());
         }
     }
 

@@ -29,9 +29,13 @@ import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.bedrockruntime.BedrockRuntimeAsyncClient;
 import software.amazon.awssdk.services.bedrockruntime.BedrockRuntimeClient;
 import software.amazon.awssdk.services.bedrockruntime.model.BedrockRuntimeException;
+import software.amazon.awssdk.services.bedrockruntime.model.ContentBlock;
+import software.amazon.awssdk.services.bedrockruntime.model.ConversationRole;
+import software.amazon.awssdk.services.bedrockruntime.model.ConverseRequest;
 import software.amazon.awssdk.services.bedrockruntime.model.InvokeModelRequest;
 import software.amazon.awssdk.services.bedrockruntime.model.InvokeModelWithResponseStreamRequest;
 import software.amazon.awssdk.services.bedrockruntime.model.InvokeModelWithResponseStreamResponseHandler;
+import software.amazon.awssdk.services.bedrockruntime.model.Message;
 import software.amazon.awssdk.services.bedrockruntime.model.ModelNotReadyException;
 import software.amazon.awssdk.services.bedrockruntime.model.ServiceQuotaExceededException;
 import software.amazon.awssdk.services.bedrockruntime.model.ThrottlingException;
@@ -39,7 +43,9 @@ import software.amazon.awssdk.services.bedrockruntime.model.ThrottlingException;
 /**
  * AWS SDK v2 bedrockruntime 2.57.8 against a local server replaying the InvokeModel errors
  * documented in the Bedrock API reference, with retries off ({@code AwsRetryStrategy.doNotRetry()}),
- * static fake credentials and {@code endpointOverride}.
+ * static fake credentials and {@code endpointOverride}. {@code AwsServiceException} exposes the
+ * status, the error code and message, and the response headers ({@code awsErrorDetails()}); the
+ * adapter reads all of them.
  */
 class BedrockSdkAdapterTest {
 
@@ -259,5 +265,42 @@ class BedrockSdkAdapterTest {
         } finally {
             async.close();
         }
+    }
+
+    // ---- stated limits and hints through the AWS SDK -----------------------------------------
+
+    @Test
+    void bedrockTooManyTokensNamesATokenLimitWithoutANumber() {
+        Classification c = call(awsError(429, "ThrottlingException", "Too many tokens, please wait before trying again."),
+                ThrottlingException.class);
+        assertEquals(FailureClass.RATE_LIMITED, c.failureClass());
+        assertEquals(TokenDimension.TOKENS, c.tokenDimension());
+        assertNull(c.tokenLimitPerMinute(), "Bedrock states no number");
+        assertNull(c.requestLimitPerSecond());
+    }
+
+    @Test
+    void bedrockConverseThrottlingReadsXAmzRetryAfter() {
+        // Converse errors: the same ThrottlingException; x-amz-retry-after (ms) as AWS SDK v2 reads it
+        server.answer(awsError(429, "ThrottlingException", "Too many requests, please wait before trying again.")
+                .header("x-amz-retry-after", "2500"));
+        ThrottlingException e = assertThrows(ThrottlingException.class, () -> client.converse(ConverseRequest.builder()
+                .modelId(MODEL).messages(Message.builder().role(ConversationRole.USER)
+                        .content(ContentBlock.fromText("hi")).build()).build()));
+        assertEquals(1, server.requests());
+        Classification c = CLASSIFIER.classify(e).orElseThrow();
+        assertEquals(FailureClass.RATE_LIMITED, c.failureClass());
+        assertEquals(Duration.ofMillis(2500), c.retryAfter());
+        assertNull(c.tokenDimension());
+    }
+
+    @Test
+    void aProviderHintLabelsAnthropicModelsOnBedrock() {
+        Classification c = CLASSIFIER.classify(Provider.ANTHROPIC_BEDROCK, assertThrows(ThrottlingException.class, () -> {
+            server.answer(awsError(429, "ThrottlingException", "Too many requests, please wait before trying again."));
+            client.invokeModel(request());
+        })).orElseThrow();
+        assertEquals(Provider.ANTHROPIC_BEDROCK, c.provider());
+        assertEquals(FailureClass.RATE_LIMITED, c.failureClass());
     }
 }

@@ -2,6 +2,7 @@ package dev.layover.core.provider;
 
 import static dev.layover.core.provider.ReplayServer.reply;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -13,6 +14,7 @@ import com.google.genai.errors.GenAiIOException;
 import com.google.genai.types.GenerateContentResponse;
 import com.google.genai.types.HttpOptions;
 import com.google.genai.types.HttpRetryOptions;
+import dev.layover.core.outcome.Outcome;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -26,9 +28,10 @@ import org.junit.jupiter.api.Test;
  * google-genai 2.3.0 against a local server replaying the Gemini API's documented errors, with the
  * SDK's retries off: {@code HttpRetryOptions.attempts(1)} and no retryable status codes.
  *
- * <p>The SDK keeps only code, status and message of an error: QuotaFailure ids and RetryInfo are
- * dropped, so a per-day quota looks like a per-minute one through it (covered at the HTTP level in
- * {@link DocumentedVectorsTest}).
+ * <p>google-genai 2.x writes the error's {@code details} (QuotaFailure, RetryInfo, ErrorInfo) into
+ * {@code ApiException.message()} after a "Details:" line; the adapter reads them back, so a per-day
+ * quota through the SDK is a quota, and RetryInfo is the wait. An error chunk inside a stream keeps
+ * only its message and status.
  */
 class GenAiSdkAdapterTest {
 
@@ -71,22 +74,89 @@ class GenAiSdkAdapterTest {
     }
 
     @Test
-    void geminiResourceExhaustedThroughSdkIsRateLimitedWithTheMessageHint() {
-        // https://ai.google.dev/gemini-api/docs/troubleshooting (429 RESOURCE_EXHAUSTED); the SDK drops
-        // "details", so the wait comes from the message's "Please retry in ..." only
+    void geminiPerMinuteQuotaThroughSdkIsRateLimitedWaitingForRetryInfo() {
+        // https://ai.google.dev/gemini-api/docs/troubleshooting (429 RESOURCE_EXHAUSTED); RetryInfo
+        // comes first among the waits, before the message's "Please retry in ..."
         Classification c = call(reply(429).json("""
                 {"error":{"code":429,"message":"You exceeded your current quota, please check your plan and \
                 billing details. * Quota exceeded for metric: \
                 generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 15, model: \
                 gemini-2.5-flash Please retry in 10.689924287s.","status":"RESOURCE_EXHAUSTED","details":[\
-                {"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":\
-                "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},{"@type":\
+                {"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaMetric":\
+                "generativelanguage.googleapis.com/generate_content_free_tier_requests","quotaId":\
+                "GenerateRequestsPerMinutePerProjectPerModel-FreeTier","quotaValue":"15"}]},{"@type":\
                 "type.googleapis.com/google.rpc.RetryInfo","retryDelay":"10s"}]}}"""));
         assertEquals(FailureClass.RATE_LIMITED, c.failureClass());
-        assertEquals(Duration.ofNanos(10_689_924_287L), c.retryAfter());
+        assertEquals(Duration.ofSeconds(10), c.retryAfter());
         assertNull(c.resetAt());
+        assertEquals(15 / 60.0, c.requestLimitPerSecond(), 1e-9, "the quotaValue of a per-minute request quota");
+        assertNull(c.tokenDimension());
         assertEquals(Provider.GEMINI, c.provider());
         assertEquals(429, c.httpStatus());
+        assertTrue(c.reason().startsWith("RESOURCE_EXHAUSTED: You exceeded your current quota"), c.reason());
+        assertFalse(c.reason().contains("Details:"), c.reason());
+    }
+
+    @Test
+    void geminiPerDayQuotaThroughSdkIsQuotaUntilPacificMidnight() {
+        // https://ai.google.dev/gemini-api/docs/rate-limits : RPD resets at midnight Pacific
+        Classification c = call(reply(429).json("""
+                {"error":{"code":429,"message":"You exceeded your current quota, please check your plan and \
+                billing details. For more information on this error, head to: \
+                https://ai.google.dev/gemini-api/docs/rate-limits.","status":"RESOURCE_EXHAUSTED",\
+                "details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[\
+                {"quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_requests",\
+                "quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier","quotaDimensions":\
+                {"location":"global","model":"gemini-2.5-flash"},"quotaValue":"250"}]},\
+                {"@type":"type.googleapis.com/google.rpc.Help","links":[{"description":"Learn more about \
+                Gemini API quotas","url":"https://ai.google.dev/gemini-api/docs/rate-limits"}]},\
+                {"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"22s"}]}}"""));
+        assertEquals(FailureClass.QUOTA_EXHAUSTED, c.failureClass());
+        assertEquals(Duration.ofSeconds(22), c.retryAfter());
+        assertEquals(Instant.parse("2026-05-29T07:00:00Z"), c.resetAt());
+        assertTrue(c.toOutcome() instanceof Outcome.QuotaExhausted);
+    }
+
+    @Test
+    void geminiInputTokenQuotaThroughSdkStatesTheTokenLimit() {
+        // quota shape as returned by the API, https://github.com/google-gemini/gemini-cli-action/issues/36
+        Classification c = call(reply(429).json("""
+                {"error":{"code":429,"message":"You exceeded your current quota, please check your plan and \
+                billing details. For more information on this error, head to: \
+                https://ai.google.dev/gemini-api/docs/rate-limits.","status":"RESOURCE_EXHAUSTED","details":[\
+                {"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaMetric":\
+                "generativelanguage.googleapis.com/generate_content_free_tier_input_token_count","quotaId":\
+                "GenerateContentInputTokensPerModelPerMinute-FreeTier","quotaDimensions":{"location":"global",\
+                "model":"gemini-2.5-pro"},"quotaValue":"250000"}]},{"@type":"type.googleapis.com/google.rpc.Help",\
+                "links":[{"description":"Google developers documentation.","url":\
+                "https://ai.google.dev/gemini-api/docs/rate-limits."}]},{"@type":\
+                "type.googleapis.com/google.rpc.RetryInfo","retryDelay":"59s"}]}}"""));
+        assertEquals(FailureClass.RATE_LIMITED, c.failureClass());
+        assertEquals(Duration.ofSeconds(59), c.retryAfter());
+        assertEquals(250_000.0, c.tokenLimitPerMinute());
+        assertEquals(TokenDimension.INPUT_TOKENS, c.tokenDimension());
+        assertNull(c.requestLimitPerSecond(), "a token limit refused: no request pace");
+    }
+
+    @Test
+    void geminiErrorInfoReasonThroughSdkIsRead() {
+        // ErrorInfo API_KEY_EXPIRED with a message that names no key problem in words
+        Classification c = call(reply(400).json("""
+                {"error":{"code":400,"message":"Request could not be served.","status":"INVALID_ARGUMENT",\
+                "details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_EXPIRED",\
+                "domain":"googleapis.com"}]}}"""));
+        assertEquals(FailureClass.AUTH_REFUSED, c.failureClass());
+    }
+
+    @Test
+    void aProviderHintLabelsTheSdkException() {
+        server.answer(reply(503).json("""
+                {"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}"""));
+        ApiException e = assertThrows(ApiException.class, () -> client.models.generateContent(MODEL, "hi", null));
+        assertEquals(Provider.GEMINI, CLASSIFIER.classify(e).orElseThrow().provider());
+        Classification hinted = CLASSIFIER.classify(Provider.UNKNOWN, e).orElseThrow();
+        assertEquals(Provider.GEMINI, hinted.provider(), "UNKNOWN is no hint");
+        assertEquals(FailureClass.OVERLOADED, hinted.failureClass());
     }
 
     @Test
@@ -152,6 +222,27 @@ class GenAiSdkAdapterTest {
         assertEquals(FailureClass.RATE_LIMITED, c.failureClass());
         assertNull(c.retryAfter());
         assertNull(c.resetAt());
+    }
+
+    @Test
+    void anErrorChunkInsideTheStreamLosesItsDetailsInTheSdk() {
+        // ApiException.throwFromErrorNode keeps only the chunk's message and status: a per-day quota
+        // in a stream chunk reads as a rate limit through the SDK (the HTTP-level vector sees it)
+        server.answer(reply(200).sse("""
+                data: {"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"22s"}]}}
+
+                """));
+        ApiException e = assertThrows(ApiException.class, () -> {
+            try (ResponseStream<GenerateContentResponse> s = client.models.generateContentStream(MODEL, "hi", null)) {
+                for (GenerateContentResponse chunk : s) {
+                    chunk.text();
+                }
+            }
+        });
+        assertFalse(e.message().contains("Details:"), e.message());
+        Classification c = CLASSIFIER.classify(e).orElseThrow();
+        assertEquals(FailureClass.RATE_LIMITED, c.failureClass());
+        assertNull(c.retryAfter());
     }
 
     @Test

@@ -11,10 +11,12 @@ import com.openai.azure.AzureUrlPathMode;
 import com.openai.azure.credential.AzureApiKeyCredential;
 import com.openai.client.OpenAIClient;
 import com.openai.client.okhttp.OpenAIOkHttpClient;
+import com.openai.core.http.HttpResponseFor;
 import com.openai.core.http.StreamResponse;
 import com.openai.errors.OpenAIIoException;
 import com.openai.errors.RateLimitException;
 import com.openai.errors.SseException;
+import com.openai.models.chat.completions.ChatCompletion;
 import com.openai.models.chat.completions.ChatCompletionChunk;
 import com.openai.models.chat.completions.ChatCompletionCreateParams;
 import dev.layover.core.outcome.Outcome;
@@ -22,6 +24,8 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
+import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -29,6 +33,8 @@ import org.junit.jupiter.api.Test;
 /**
  * openai-java 4.101.0 against a local server replaying OpenAI's documented error responses, with
  * the SDK's own retries off ({@code maxRetries(0)}): each case must reach the server exactly once.
+ * {@code OpenAIServiceException} exposes status, headers and the error body (its {@code code()},
+ * {@code type()}, {@code param()} are views of that body), and the adapter reads all of it.
  */
 class OpenAiSdkAdapterTest {
 
@@ -236,6 +242,102 @@ class OpenAiSdkAdapterTest {
             assertNull(c.resetAt());
         } finally {
             azure.close();
+        }
+    }
+
+    // ---- stated limits, resets, hints and rate-limit headers through openai-java --------------
+
+    @Test
+    void openAiTpm429ThroughTheSdkStatesTheTokenLimit() {
+        // https://platform.openai.com/docs/guides/rate-limits#error-mitigation
+        Classification c = call(reply(429)
+                .header("x-ratelimit-limit-tokens", "30000").header("x-ratelimit-remaining-tokens", "0")
+                .header("x-ratelimit-reset-tokens", "1.4s").header("x-ratelimit-remaining-requests", "499")
+                .json("""
+                        {"error":{"message":"Rate limit reached for gpt-4o-mini in organization org-abc on tokens per \
+                        min (TPM): Limit 30000, Used 29500, Requested 1200. Please try again in 1.4s.",\
+                        "type":"tokens","param":null,"code":"rate_limit_exceeded"}}"""));
+        assertEquals(FailureClass.RATE_LIMITED, c.failureClass());
+        assertEquals(30_000.0, c.tokenLimitPerMinute());
+        assertEquals(TokenDimension.TOKENS, c.tokenDimension());
+        assertNull(c.requestLimitPerSecond());
+        assertEquals(Duration.ofMillis(1400), c.retryAfter());
+    }
+
+    @Test
+    void openAiRequestLargerThanTheTpmLimitKeepsTheLimitItCanNeverFit() {
+        Classification c = call(reply(429).json("""
+                {"error":{"message":"Rate limit reached for gpt-4o-mini in organization org-abc on tokens per min \
+                (TPM): Limit 30000, Used 10000, Requested 40000. Please try again in 20s.","type":"tokens",\
+                "param":null,"code":"rate_limit_exceeded"}}"""));
+        assertEquals(FailureClass.BAD_REQUEST, c.failureClass());
+        assertEquals(30_000.0, c.tokenLimitPerMinute());
+        assertTrue(c.reason().contains("Requested 40000"), c.reason());
+    }
+
+    @Test
+    void openAiQuotaWithAMonthLongRetryAfterResetsExactlyThen() {
+        // a monthly budget: 29 days 13 h away survives as stated, no 7-day cut
+        long seconds = Duration.ofDays(29).plusHours(13).toSeconds();
+        Classification c = call(reply(429).header("retry-after", String.valueOf(seconds)).json("""
+                {"error":{"message":"You exceeded your current quota, please check your plan and billing details.",\
+                "type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"""));
+        assertEquals(FailureClass.QUOTA_EXHAUSTED, c.failureClass());
+        assertEquals(NOW.plusSeconds(seconds), c.resetAt());
+        assertEquals(WaitReading.AS_STATED, c.waitReading());
+        assertEquals(new Outcome.QuotaExhausted(NOW.plusSeconds(seconds), c.reason()), c.toOutcome());
+    }
+
+    @Test
+    void aProviderHintNamesAzureWhenAProxyDroppedItsHeaders() {
+        server.answer(reply(429).header("retry-after", "6").json("""
+                {"error":{"code":"429","message":"Requests to the ChatCompletions_Create Operation under Azure \
+                OpenAI API version 2024-10-21 have exceeded token rate limit of your current OpenAI S0 pricing \
+                tier. Please retry after 6 seconds."}}"""));
+        RateLimitException e = assertThrows(RateLimitException.class, () -> client.chat().completions().create(params()));
+        assertEquals(Provider.OPENAI, CLASSIFIER.classify(e).orElseThrow().provider(), "guessed from the headers");
+        Classification c = CLASSIFIER.classify(Provider.AZURE_OPENAI, e).orElseThrow();
+        assertEquals(Provider.AZURE_OPENAI, c.provider());
+        assertEquals(TokenDimension.TOKENS, c.tokenDimension());
+        assertEquals(Duration.ofSeconds(6), c.retryAfter());
+        assertEquals(new Outcome.RateLimited(Duration.ofSeconds(6), c.reason()),
+                CLASSIFIER.outcomeOf(Provider.AZURE_OPENAI, e).orElseThrow());
+    }
+
+    @Test
+    void aTimeoutThroughTheNoResponseFormIsTransientForTheProviderNamed() {
+        OpenAIClient impatient = OpenAIOkHttpClient.builder().apiKey("sk-test").baseUrl(server.url() + "/v1")
+                .maxRetries(0).timeout(Duration.ofMillis(300)).build();
+        try {
+            server.answer(reply(200).delay(2000).json("{}"));
+            OpenAIIoException e = assertThrows(OpenAIIoException.class,
+                    () -> impatient.chat().completions().create(params()));
+            Classification c = CLASSIFIER.classifyNoResponse(Provider.AZURE_OPENAI, e).orElseThrow();
+            assertEquals(FailureClass.TRANSIENT, c.failureClass());
+            assertEquals(Provider.AZURE_OPENAI, c.provider());
+            assertEquals(0, c.httpStatus());
+        } finally {
+            impatient.close();
+        }
+    }
+
+    @Test
+    void rateLimitHeadersOfASuccessfulResponseAreReadThroughTheSdk() {
+        // https://platform.openai.com/docs/guides/rate-limits#rate-limits-in-headers
+        server.answer(reply(200)
+                .header("x-ratelimit-limit-requests", "500").header("x-ratelimit-remaining-requests", "499")
+                .header("x-ratelimit-reset-requests", "120ms").header("x-ratelimit-limit-tokens", "30000")
+                .header("x-ratelimit-remaining-tokens", "29100").header("x-ratelimit-reset-tokens", "1.8s")
+                .json("""
+                        {"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[\
+                        {"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],\
+                        "usage":{"prompt_tokens":8,"completion_tokens":2,"total_tokens":10}}"""));
+        try (HttpResponseFor<ChatCompletion> r = client.chat().completions().withRawResponse().create(params())) {
+            assertEquals("hi", r.parse().choices().get(0).message().content().orElseThrow());
+            Map<String, List<String>> headers = OpenAiSdkAdapter.headers(r.headers());
+            RateLimitHeaders limits = RateLimitHeaders.read(headers, NOW).orElseThrow();
+            assertEquals(new RateLimitHeaders.Window(500L, 499L, NOW.plusMillis(120)), limits.requests());
+            assertEquals(new RateLimitHeaders.Window(30_000L, 29_100L, NOW.plusMillis(1800)), limits.tokens());
         }
     }
 }

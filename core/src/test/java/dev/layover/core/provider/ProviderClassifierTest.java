@@ -81,6 +81,35 @@ class ProviderClassifierTest {
     }
 
     @Test
+    void aProviderHintLabelsJdkNetworkFailures() {
+        Classification c = CLASSIFIER.classify(Provider.GEMINI, new SocketTimeoutException("Read timed out")).orElseThrow();
+        assertEquals(Provider.GEMINI, c.provider());
+        assertEquals(FailureClass.TRANSIENT, c.failureClass());
+        assertTrue(CLASSIFIER.classify(Provider.GEMINI, new IllegalStateException("bug")).isEmpty(),
+                "a hint does not make a bug a provider failure");
+        assertEquals(Provider.UNKNOWN, CLASSIFIER.classify(Provider.UNKNOWN, new ConnectException("refused"))
+                .orElseThrow().provider());
+    }
+
+    @Test
+    void noResponseIsAlwaysATransientProviderFailure() {
+        Classification deadline = CLASSIFIER.classifyNoResponse(Provider.ANTHROPIC,
+                new java.util.concurrent.TimeoutException("30 s deadline")).orElseThrow();
+        assertEquals(FailureClass.TRANSIENT, deadline.failureClass());
+        assertEquals(Provider.ANTHROPIC, deadline.provider());
+        assertEquals(0, deadline.httpStatus());
+        assertNull(deadline.retryAfter());
+        assertEquals("no response: TimeoutException: 30 s deadline", deadline.reason());
+        Classification none = CLASSIFIER.classifyNoResponse(null, null).orElseThrow();
+        assertEquals(Provider.UNKNOWN, none.provider());
+        assertEquals("no response", none.reason());
+        Classification io = CLASSIFIER.classifyNoResponse(Provider.OPENAI, new HttpTimeoutException("timed out"))
+                .orElseThrow();
+        assertEquals(new Outcome.Transient(io.reason(), null), io.toOutcome());
+        assertEquals(Provider.OPENAI, io.provider());
+    }
+
+    @Test
     void outcomeExceptionIsLeftToTheEngine() {
         OutcomeException e = Outcome.transientFailure("x", new SocketTimeoutException()).toException();
         assertTrue(CLASSIFIER.classify(e).isEmpty());
@@ -118,7 +147,7 @@ class ProviderClassifierTest {
     @Test
     void quotaWithOnlyARetryAfterResetsThatLongAfterNow() {
         Classification c = CLASSIFIER.classify(Provider.OPENAI, 429, Map.of("retry-after", List.of("90")), """
-                {"error":{"message":"quota","type":"insufficient_quota","code":"insufficient_quota"}}""");
+                {"error":{"message":"quota","type":"insufficient_quota","code":"insufficient_quota"}}""").orElseThrow();
         assertEquals(FailureClass.QUOTA_EXHAUSTED, c.failureClass());
         assertEquals(NOW.plusSeconds(90), c.resetAt());
         assertEquals(new Outcome.QuotaExhausted(NOW.plusSeconds(90), c.reason()), c.toOutcome());
@@ -131,33 +160,82 @@ class ProviderClassifierTest {
     // ---- limits --------------------------------------------------------------------------------
 
     @Test
-    void waitsAndResetsAreClampedToMaxWait() {
+    void aStatedResetFurtherThanAWeekSurvivesExactly() {
+        // Anthropic's workspace limit, two months away; OpenAI-style retry-after of 20 days
+        Classification regain = CLASSIFIER.classify(Provider.ANTHROPIC, 400, null, """
+                {"type":"error","error":{"type":"invalid_request_error","message":"You have reached your specified \
+                API usage limits. You will regain access on 2026-08-01 at 00:00 UTC."}}""").orElseThrow();
+        assertEquals(FailureClass.QUOTA_EXHAUSTED, regain.failureClass());
+        assertEquals(Instant.parse("2026-08-01T00:00:00Z"), regain.resetAt());
+        assertEquals(WaitReading.AS_STATED, regain.waitReading());
+        Classification quota = CLASSIFIER.classify(Provider.OPENAI, 429, Map.of("retry-after", List.of("1728000")), """
+                {"error":{"message":"quota","type":"insufficient_quota","code":"insufficient_quota"}}""").orElseThrow();
+        assertEquals(Duration.ofDays(20), quota.retryAfter());
+        assertEquals(NOW.plus(Duration.ofDays(20)), quota.resetAt());
+        assertEquals(WaitReading.AS_STATED, quota.waitReading());
+    }
+
+    @Test
+    void onlyNonsenseBeyondMaxWaitIsCutAndTheClassificationSaysSo() {
+        Classification absurd = CLASSIFIER.classify(Provider.UNKNOWN, 429,
+                Map.of("retry-after", List.of("99999999999")), null).orElseThrow();
+        assertEquals(ProviderClassifier.DEFAULT_MAX_WAIT, absurd.retryAfter());
+        assertEquals(WaitReading.CLAMPED, absurd.waitReading());
+        Classification farRegain = CLASSIFIER.classify(Provider.ANTHROPIC, 400, null, """
+                {"type":"error","error":{"type":"invalid_request_error","message":"You have reached your specified \
+                API usage limits. You will regain access on 2099-01-01 at 00:00 UTC."}}""").orElseThrow();
+        assertEquals(NOW.plus(ProviderClassifier.DEFAULT_MAX_WAIT), farRegain.resetAt());
+        assertEquals(WaitReading.CLAMPED, farRegain.waitReading());
+    }
+
+    @Test
+    void anUnreadableStatedWaitIsSkippedAndTheClassificationSaysSo() {
+        Classification soon = CLASSIFIER.classify(Provider.UNKNOWN, 429, Map.of("retry-after", List.of("soon"),
+                "x-ratelimit-reset-tokens", List.of("2s")), null).orElseThrow();
+        assertEquals(Duration.ofSeconds(2), soon.retryAfter(), "the next source is used");
+        assertEquals(WaitReading.UNREADABLE, soon.waitReading());
+        Classification badDate = CLASSIFIER.classify(Provider.ANTHROPIC, 400, null, """
+                {"type":"error","error":{"type":"invalid_request_error","message":"You have reached your specified \
+                API usage limits. You will regain access on 2026-13-45 at 00:00 UTC."}}""").orElseThrow();
+        assertEquals(FailureClass.QUOTA_EXHAUSTED, badDate.failureClass());
+        assertNull(badDate.resetAt(), "never guessed: unknown, so the engine parks it");
+        assertEquals(WaitReading.UNREADABLE, badDate.waitReading());
+        Classification plain = CLASSIFIER.classify(Provider.UNKNOWN, 429, Map.of("retry-after", List.of("3")), null)
+                .orElseThrow();
+        assertEquals(WaitReading.AS_STATED, plain.waitReading());
+    }
+
+    @Test
+    void aShortConfiguredMaxWaitCutsEvenRealResets() {
         ProviderClassifier shortWait = ProviderClassifier.builder()
                 .clock(Clock.fixed(NOW, ZoneOffset.UTC)).maxWait(Duration.ofMinutes(1)).build();
-        Classification rate = shortWait.classify(Provider.UNKNOWN, 429, Map.of("retry-after", List.of("3600")), null);
+        Classification rate = shortWait.classify(Provider.UNKNOWN, 429, Map.of("retry-after", List.of("3600")), null)
+                .orElseThrow();
         assertEquals(Duration.ofMinutes(1), rate.retryAfter());
+        assertEquals(WaitReading.CLAMPED, rate.waitReading());
         Classification regain = shortWait.classify(Provider.ANTHROPIC, 400, null, """
                 {"type":"error","error":{"type":"invalid_request_error","message":"You have reached your specified \
-                API usage limits. You will regain access on 2026-06-01 at 00:00 UTC."}}""");
+                API usage limits. You will regain access on 2026-06-01 at 00:00 UTC."}}""").orElseThrow();
         assertEquals(NOW.plus(Duration.ofMinutes(1)), regain.resetAt());
+        assertEquals(WaitReading.CLAMPED, regain.waitReading());
     }
 
     @Test
     void builderDefaultsAndValidation() {
         ProviderClassifier c = ProviderClassifier.create();
-        assertEquals(Duration.ofDays(7), c.maxWait());
+        assertEquals(Duration.ofDays(366), c.maxWait());
         assertEquals(ZoneOffset.UTC, c.clock().getZone());
         assertSame(ProviderClassifier.defaults(), ProviderClassifier.defaults());
         assertThrows(IllegalArgumentException.class, () -> ProviderClassifier.builder().maxWait(Duration.ofSeconds(-1)));
         assertThrows(NullPointerException.class, () -> ProviderClassifier.builder().clock(null));
         assertEquals(Duration.ZERO, ProviderClassifier.builder().maxWait(Duration.ZERO).build()
-                .classify(Provider.UNKNOWN, 429, Map.of("retry-after", List.of("5")), null).retryAfter());
+                .classify(Provider.UNKNOWN, 429, Map.of("retry-after", List.of("5")), null).orElseThrow().retryAfter());
     }
 
     @Test
     void reasonIsCutAndFreeOfControlCharacters() {
         Classification c = CLASSIFIER.classify(Provider.UNKNOWN, 400, null,
-                "{\"error\":{\"message\":\"line1\\nline2\\t" + "y".repeat(2000) + "\"}}");
+                "{\"error\":{\"message\":\"line1\\nline2\\t" + "y".repeat(2000) + "\"}}").orElseThrow();
         assertTrue(c.reason().length() <= 500);
         assertTrue(c.reason().startsWith("line1 line2 y"), c.reason());
         assertFalse(c.reason().chars().anyMatch(Character::isISOControl));
@@ -194,12 +272,19 @@ class ProviderClassifierTest {
             }
             int status = random.nextInt(700) - 50;
             Provider p = Provider.values()[random.nextInt(Provider.values().length)];
-            Classification c = assertDoesNotThrow(() -> CLASSIFIER.classify(p, status, headers, body.toString()));
+            Optional<Classification> found = assertDoesNotThrow(() -> CLASSIFIER.classify(p, status, headers,
+                    body.toString()));
+            if (found.isEmpty()) {
+                assertTrue(status >= 200 && status < 300, "only a clean 2xx is no failure: " + status);
+                continue;
+            }
+            Classification c = found.get();
             assertNotNull(c.failureClass());
+            assertNotNull(c.waitReading());
             assertNotNull(c.toOutcome());
             if (c.retryAfter() != null) {
                 assertFalse(c.retryAfter().isNegative());
-                assertTrue(c.retryAfter().compareTo(Duration.ofDays(7)) <= 0);
+                assertTrue(c.retryAfter().compareTo(ProviderClassifier.DEFAULT_MAX_WAIT) <= 0);
             }
         }
     }
@@ -211,7 +296,7 @@ class ProviderClassifierTest {
         assertTrue(CLASSIFIER.classify(Provider.OPENAI, response(200, Map.of(), "{\"id\":\"chatcmpl-1\"}")).isEmpty());
         assertTrue(CLASSIFIER.classify(Provider.ANTHROPIC,
                 response(200, Map.of(), "{\"id\":\"msg_1\",\"type\":\"message\",\"content\":[]}")).isEmpty());
-        assertTrue(CLASSIFIER.classify(Provider.OPENAI, null).isEmpty());
+        assertTrue(CLASSIFIER.classify(Provider.OPENAI, (HttpResponse<?>) null).isEmpty());
     }
 
     @Test

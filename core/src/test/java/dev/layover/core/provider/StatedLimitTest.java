@@ -26,7 +26,7 @@ class StatedLimitTest {
             + "\"type\":\"tokens\",\"param\":null,\"code\":\"rate_limit_exceeded\"}}";
 
     private Double stated(Provider p, Map<String, List<String>> headers, String body) {
-        Classification c = classifier.classify(p, 429, headers, body);
+        Classification c = classifier.classify(p, 429, headers, body).orElseThrow();
         assertEquals(FailureClass.RATE_LIMITED, c.failureClass());
         return c.requestLimitPerSecond();
     }
@@ -99,7 +99,7 @@ class StatedLimitTest {
         assertNull(stated(Provider.OPENAI, Map.of("x-ratelimit-limit-requests", List.of("500"),
                 "x-ratelimit-remaining-requests", List.of("500"), "x-ratelimit-reset-requests", List.of("0s")), "{}"),
                 "nothing spent, nothing to refill: no rate");
-        Outcome o = classifier.classify(Provider.OPENAI, 429, Map.of(), OPENAI_RPM).toOutcome();
+        Outcome o = classifier.classify(Provider.OPENAI, 429, Map.of(), OPENAI_RPM).orElseThrow().toOutcome();
         assertEquals(500 / 60.0, ((Outcome.RateLimited) o).requestLimitPerSecond(), 1e-9);
     }
 }

@@ -62,10 +62,16 @@ class WithoutSdksTest {
 
             @SuppressWarnings({"unchecked", "rawtypes"})
             Object openAi = Enum.valueOf((Class) loader.loadClass(Provider.class.getName()), "OPENAI");
-            Object http = type.getMethod("classify", openAi.getClass(), int.class, Map.class, String.class)
+            Object http = ((Optional<?>) type.getMethod("classify", openAi.getClass(), int.class, Map.class, String.class)
                     .invoke(classifier, openAi, 429, Map.of("retry-after", List.of("3")),
-                            "{\"error\":{\"type\":\"insufficient_quota\",\"code\":\"insufficient_quota\"}}");
+                            "{\"error\":{\"type\":\"insufficient_quota\",\"code\":\"insufficient_quota\"}}"))
+                    .orElseThrow();
             assertEquals("QUOTA_EXHAUSTED", ((Enum<?>) http.getClass().getMethod("failureClass").invoke(http)).name());
+
+            Optional<?> timeout = (Optional<?>) type.getMethod("classifyNoResponse", openAi.getClass(), Throwable.class)
+                    .invoke(classifier, openAi, new java.util.concurrent.TimeoutException("deadline"));
+            assertEquals("TRANSIENT", ((Enum<?>) timeout.orElseThrow().getClass().getMethod("failureClass")
+                    .invoke(timeout.get())).name());
         }
     }
 
@@ -73,7 +79,8 @@ class WithoutSdksTest {
     void noSdkTypeAppearsInThePublicApiOrFields() {
         for (Class<?> c : List.of(ProviderClassifier.class, ProviderClassifier.Builder.class, Classification.class,
                 FailureClass.class, Provider.class, HeaderMap.class, ErrorDetails.class, ErrorBodyParser.class,
-                Rules.class, RetryAfter.class, Waits.class)) {
+                Rules.class, RetryAfter.class, Waits.class, Pace.class, TokenLimits.class, TokenDimension.class,
+                WaitReading.class, RateLimitHeaders.class, RateLimitHeaders.Window.class)) {
             for (Field f : c.getDeclaredFields()) {
                 assertNotSdk(f.getGenericType().getTypeName(), c + "." + f.getName());
             }

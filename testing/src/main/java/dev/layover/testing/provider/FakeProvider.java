@@ -1,21 +1,33 @@
 package dev.layover.testing.provider;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import dev.layover.testing.provider.FakeShapes.Refusal;
+import dev.layover.testing.provider.FakeShapes.Reply;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.URI;
+import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.SortedMap;
 import java.util.TreeMap;
 import java.util.concurrent.ExecutorService;
@@ -24,88 +36,164 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * A fake LLM provider for tests and demos: a local HTTP server (127.0.0.1, a free port) speaking
- * OpenAI's chat completions API with real limit behaviour.
+ * A fake LLM provider for tests, demos and benchmarks: a local HTTP server (127.0.0.1, a free
+ * port) speaking four providers' APIs, with their real limit behaviour, error shapes and token
+ * usage.
  *
  * <pre>{@code
  * try (FakeProvider fake = FakeProvider.start()) {
- *     fake.primary().limitPerMinute(60);             // token bucket, 60 requests/min
- *     fake.secondary().limitPerSecond(5);            // a second provider with its own bucket
- *     URI url = fake.primary().url();                // POST http://127.0.0.1:port/v1/chat/completions
+ *     fake.primary().limitPerMinute(60);                       // 60 requests/min
+ *     fake.primary().tokenLimitPerMinute(30_000);              // and 30,000 tokens/min
+ *     fake.secondary().limitPerSecond(5);                      // a second provider, its own limits
+ *     URI url = fake.primary().url();                          // POST http://127.0.0.1:port/v1/chat/completions
+ *     URI gemini = fake.primary().url(FakeProvider.Api.GEMINI_GENERATE_CONTENT);
  *     ...
- *     fake.primary().phase(FakeProvider.Phase.OUTAGE);  // from now on: 503
+ *     fake.primary().changeLimitPerSecond(20);                 // the provider lowers the limit mid-run
+ *     fake.primary().phase(FakeProvider.Phase.OUTAGE);         // from now on: 503
  *     assertEquals(0, fake.primary().rateLimited());
  * }
  * }</pre>
  *
- * <h2>Endpoints</h2>
- * Two, each with its own bucket, phase and counters: {@link #primary()} at {@code POST
- * /v1/chat/completions} and {@link #secondary()} at {@code POST /secondary/v1/chat/completions}
- * (a second provider, for fallback chains). Both start unlimited, in {@link Phase#NORMAL}.
+ * <h2>Endpoints and APIs</h2>
+ * Two endpoints, each with its own limits, phase and counters (two provider keys): {@link #primary()}
+ * below {@code http://127.0.0.1:port} and {@link #secondary()} below {@code .../secondary} (a second
+ * provider, for fallback chains). Both start unlimited, in {@link Phase#NORMAL}. Each answers the
+ * four {@link Api}s by path, all sharing the endpoint's limits:
+ * <table>
+ *   <caption>paths below an endpoint's {@link Endpoint#base()}</caption>
+ *   <tr><th>API</th><th>path</th><th>an SDK pointed at it</th></tr>
+ *   <tr><td>{@link Api#OPENAI_CHAT}</td><td>{@code POST /v1/chat/completions}</td><td>openai-java {@code baseUrl(base + "/v1")}</td></tr>
+ *   <tr><td>{@link Api#ANTHROPIC_MESSAGES}</td><td>{@code POST /v1/messages}</td><td>anthropic-java {@code baseUrl(base)}</td></tr>
+ *   <tr><td>{@link Api#GEMINI_GENERATE_CONTENT}</td><td>{@code POST /v1beta/models/{model}:generateContent}</td><td>google-genai {@code HttpOptions.baseUrl(base)}</td></tr>
+ *   <tr><td>{@link Api#BEDROCK_CONVERSE}</td><td>{@code POST /model/{modelId}/converse}</td><td>bedrockruntime {@code endpointOverride(base)}</td></tr>
+ * </table>
+ * Any other path below {@code /v1/}, {@code /v1beta/}, {@code /model/} (or {@code /secondary/}) is a
+ * 404 in OpenAI's shape.
  *
- * <h2>Requests and answers</h2>
- * The body is an OpenAI chat request, {@code {"model": ..., "messages": [{"role": "user",
- * "content": ...}, ...]}}. The answer echoes the last user message deterministically:
+ * <h2>Answers</h2>
+ * The answer echoes the last user message deterministically: when its content is JSON with a
+ * {@code segments} array of strings and a {@code target} language, the content is
+ * {@code {"segments":["<TRANSLATED:fr> text", ...]}}; otherwise it is {@code "<ECHO> " + content}.
+ * The content's {@link Style} is {@link Style#PLAIN} unless set on the endpoint ({@link Endpoint#style},
+ * {@link Endpoint#styleEvery}) or asked for by the request header {@code x-fake-style:
+ * fenced|chatty|truncated}: fenced wraps the JSON in {@code ```json ... ```}, chatty surrounds it with
+ * prose, truncated cuts it in half and says the ceiling was hit ({@code finish_reason: "length"},
+ * {@code stop_reason: "max_tokens"}, {@code finishReason: "MAX_TOKENS"}).
+ *
+ * <h2>Token counting</h2>
+ * The fake counts tokens itself, deterministically:
  * <ul>
- *   <li>when its content is JSON with a {@code segments} array of strings and a {@code target}
- *       language, the content is {@code {"segments":["<TRANSLATED:fr> text", ...]}};
- *   <li>otherwise it is {@code "<ECHO> " + content}.
+ *   <li><b>input</b>: the characters of every text of the request (system prompt and all messages)
+ *       divided by 4, rounded up, at least 1;
+ *   <li><b>output</b>: with {@link Endpoint#outputShare(double, double)} set and a ceiling in the
+ *       request ({@code max_completion_tokens} or {@code max_tokens}, {@code max_tokens},
+ *       {@code generationConfig.maxOutputTokens}, {@code inferenceConfig.maxTokens}), a share of
+ *       that ceiling between the two bounds, fixed by a hash of the request body (at least 1);
+ *       otherwise the answer's characters / 4, rounded up, at most the ceiling (and an answer cut
+ *       there says so: {@code finish_reason: "length"}, {@code stop_reason: "max_tokens"}, ...);
+ *   <li><b>cached input</b>: the request header {@code x-fake-cached-tokens: n} reports n of the
+ *       input (at most all of it) as read from a cache.
  * </ul>
- * wrapped as a {@code chat.completion} object ({@code choices[0].message.content},
- * {@code finish_reason}, {@code usage}). The content's {@link Style} is {@link Style#PLAIN} unless
- * set on the endpoint ({@link Endpoint#style}, {@link Endpoint#styleEvery}) or asked for by the
- * request header {@code x-fake-style: fenced|chatty|truncated}: fenced wraps the JSON in
- * {@code ```json ... ```}, chatty surrounds it with prose, truncated cuts it in half with
- * {@code finish_reason: "length"}.
+ * Every answer reports its usage in the API's real shape: OpenAI {@code usage.prompt_tokens},
+ * {@code completion_tokens}, {@code total_tokens}, {@code prompt_tokens_details.cached_tokens};
+ * Anthropic {@code usage.input_tokens} (the uncached part), {@code output_tokens},
+ * {@code cache_read_input_tokens}, {@code cache_creation_input_tokens}; Gemini
+ * {@code usageMetadata.promptTokenCount}, {@code candidatesTokenCount}, {@code totalTokenCount},
+ * {@code cachedContentTokenCount}; Bedrock {@code usage.inputTokens}, {@code outputTokens},
+ * {@code totalTokens}, {@code cacheReadInputTokens}.
  *
  * <h2>Limits</h2>
- * {@link Endpoint#limitPerMinute} / {@link Endpoint#limitPerSecond} set a token bucket of R
- * requests per window, refilled continuously, holding at most {@link Endpoint#burst} requests
- * (default R). A request over it gets HTTP 429 with {@code retry-after} (whole seconds, rounded
- * up), {@code x-ratelimit-limit-requests}, {@code x-ratelimit-remaining-requests},
- * {@code x-ratelimit-reset-requests} (OpenAI's duration format, {@code 1s}, {@code 120ms},
- * {@code 6m0s}) and OpenAI's body {@code {"error":{"message":"Rate limit reached ...","type":"requests",
- * "param":null,"code":"rate_limit_exceeded"}}}. With {@link Endpoint#countRefused(boolean)} a refused
- * request also takes from the bucket (down to minus one bucket), as some providers do.
+ * Each {@link Dimension} can be limited, each a token bucket refilled continuously and full at the
+ * start: requests ({@link Endpoint#limitPerMinute}, {@link Endpoint#limitPerSecond}, at most
+ * {@link Endpoint#burst} held), and per minute combined tokens ({@link Endpoint#tokenLimitPerMinute}),
+ * input tokens ({@link Endpoint#inputTokenLimitPerMinute}) and output tokens
+ * ({@link Endpoint#outputTokenLimitPerMinute}). A call is admitted only when every limited
+ * dimension holds what it needs, and then takes from all of them: one request; its input tokens
+ * (in the Anthropic API without what was read from the cache, as Anthropic counts input tokens per
+ * minute); its output ceiling (the request's {@code max_tokens}, or its output when it has none);
+ * input plus ceiling from the combined tokens. When the answer is made, the unused part of the
+ * ceiling is given back (Anthropic's documented rule for output tokens per minute, applied by the
+ * fake to every API). A call that would need more of a limit than it can ever hold is refused the
+ * same way (OpenAI's shape then says "Request too large ... Limit L, Requested R"). With
+ * {@link Endpoint#countRefused(boolean)} a refused call still takes one request (down to minus one
+ * bucket), as some providers count it. {@link Endpoint#changeLimit} and
+ * {@link Endpoint#changeLimitPerSecond} change a limit at run time (50, then 20, then 80 a second):
+ * what the bucket holds stays, cut to the new size.
+ *
+ * <p>A refused call gets HTTP 429 in the API's real shape, naming the limit that refused:
+ * <ul>
+ *   <li>OpenAI: {@code retry-after} (whole seconds, rounded up), {@code x-ratelimit-limit-*},
+ *       {@code -remaining-*}, {@code -reset-*} for requests and tokens (OpenAI's duration format,
+ *       {@code 1s}, {@code 120ms}, {@code 6m0s}), and {@code {"error":{"message":"Rate limit reached
+ *       for <model> in organization org-fake on requests per min (RPM): Limit 500, Used 500, Requested
+ *       1. Please try again in 120ms. ...","type":"requests","param":null,"code":"rate_limit_exceeded"}}}
+ *       ({@code per sec (RPS)} for a per-second limit; {@code tokens per min (TPM)} and type
+ *       {@code tokens} for any token limit, OpenAI having only one);
+ *   <li>Anthropic: {@code retry-after}, {@code anthropic-ratelimit-{requests,tokens,input-tokens,
+ *       output-tokens}-{limit,remaining,reset}} for each limited dimension (limit per minute, reset
+ *       RFC 3339), and {@code rate_limit_error} "This request would exceed the rate limit for your
+ *       organization (org-fake) of 40,000 input tokens per minute. ...";
+ *   <li>Gemini: {@code RESOURCE_EXHAUSTED} with "Quota exceeded for metric: ..., limit: N" and the
+ *       details {@code QuotaFailure} (a per-minute quota id and its {@code quotaValue}),
+ *       {@code Help} and {@code RetryInfo}; no headers;
+ *   <li>Bedrock: {@code x-amzn-ErrorType: ThrottlingException} and "Too many requests, please wait
+ *       before trying again." (or "Too many tokens, ..."); no limit, no headers, as Bedrock does.
+ * </ul>
+ * Successful answers carry the same rate-limit headers (OpenAI, Anthropic). With
+ * {@link Endpoint#statesNoLimit(boolean)} the endpoint states no limit at all, as Gemini's and
+ * Bedrock's real 429s do: no numbers in any message, no rate-limit headers, no {@code retry-after}
+ * (OpenAI: "Rate limit exceeded. Please try again later."; Anthropic: "Rate limited. Please try
+ * again later."; Gemini: Vertex's "Resource exhausted. Please try again later. ...").
  *
  * <h2>Phases</h2>
  * {@link Endpoint#phase(Phase)} switches at once; {@link Endpoint#script(Stage...)} runs phases one
- * after another from now (the last one stays). {@link Phase#THROTTLED}: every request 429 with
- * {@code retry-after} of {@link Endpoint#throttledRetryAfter} (its message names the request limit
- * when one is set, else a token limit, so that no request pace is learned from it); {@link Phase#OUTAGE}: 503;
- * {@link Phase#OVERLOADED}: Anthropic's 529 {@code overloaded_error}; {@link Phase#REJECTING}: 400
- * {@code invalid_request_error}; {@link Phase#UNAUTHORIZED}: 401 {@code invalid_api_key};
- * {@link Phase#NORMAL}: answers within the bucket ("recovered" is NORMAL again).
+ * after another from now (the last one stays). {@link Phase#THROTTLED}: every request 429 with a
+ * wait of {@link Endpoint#throttledRetryAfter} (OpenAI's message names the request limit when one
+ * is set, else a token limit, so that no request pace is learned from it); {@link Phase#OUTAGE}: 503
+ * in the API's shape; {@link Phase#OVERLOADED}: Anthropic's 529 {@code overloaded_error};
+ * {@link Phase#REJECTING}: 400 in the API's shape; {@link Phase#UNAUTHORIZED}: the API's refused key
+ * (401 {@code invalid_api_key} / {@code authentication_error}, Gemini's 400 {@code API_KEY_INVALID},
+ * Bedrock's 403 {@code UnrecognizedClientException}); {@link Phase#NORMAL}: answers within the limits
+ * ("recovered" is NORMAL again). No token is taken outside NORMAL.
  *
  * <h2>Counters</h2>
- * Per endpoint: {@link Endpoint#calls()}, {@link Endpoint#rateLimited()},
- * {@link Endpoint#unavailable()} (503), {@link Endpoint#overloaded()} (529),
- * {@link Endpoint#refused()} (400/401), {@link Endpoint#successes()},
- * {@link Endpoint#maxInFlight()}, {@link Endpoint#perSecond()} (calls per epoch second),
- * {@link Endpoint#arrivals()} and {@link Endpoint#maxInWindow(Duration)}.
+ * Per endpoint: {@link Endpoint#calls()}, {@link Endpoint#rateLimited()} (and by
+ * {@link Endpoint#rateLimited(Dimension)}), {@link Endpoint#unavailable()} (503),
+ * {@link Endpoint#overloaded()} (529), {@link Endpoint#refused()} (400/401/403),
+ * {@link Endpoint#successes()}, {@link Endpoint#maxInFlight()}, {@link Endpoint#perSecond()} (calls
+ * per epoch second), {@link Endpoint#arrivals()}, {@link Endpoint#maxInWindow(Duration)}, and the
+ * tokens answered: {@link Endpoint#usages()}, {@link Endpoint#inputTokens()},
+ * {@link Endpoint#outputTokens()}, {@link Endpoint#cachedInputTokens()}.
  *
- * <p>Thread-safe; answers concurrently.
+ * <h2>Time</h2>
+ * Buckets, scripts and arrivals follow {@link #start(Clock)}'s clock (a test moves it by hand and
+ * needs no sleep); {@link #start()} uses the system's monotonic time. {@link Endpoint#latency}
+ * always sleeps for real.
+ *
+ * <p>Thread-safe; answers concurrently. Touches no database.
  */
 public final class FakeProvider implements AutoCloseable {
 
-    /** The primary endpoint's path. */
+    /** The primary endpoint's OpenAI path. */
     public static final String PRIMARY_PATH = "/v1/chat/completions";
-    /** The secondary endpoint's path. */
+    /** The secondary endpoint's OpenAI path. */
     public static final String SECONDARY_PATH = "/secondary/v1/chat/completions";
+
+    private static final String SECONDARY_PREFIX = "/secondary";
 
     /** What an endpoint does with requests. */
     public enum Phase {
-        /** Answers, within its bucket (429 beyond it). */
+        /** Answers, within its limits (429 beyond them). */
         NORMAL,
-        /** Every request: 429 {@code rate_limit_exceeded} with a retry-after. */
+        /** Every request: 429 with a stated wait. */
         THROTTLED,
-        /** Every request: 503, OpenAI's "The server is overloaded or not ready yet." */
+        /** Every request: 503 (OpenAI's "The server is overloaded or not ready yet."). */
         OUTAGE,
         /** Every request: 529, Anthropic's {@code overloaded_error}. */
         OVERLOADED,
-        /** Every request: 400 {@code invalid_request_error}. */
+        /** Every request: 400 (OpenAI's {@code invalid_request_error}). */
         REJECTING,
-        /** Every request: 401 {@code invalid_api_key}. */
+        /** Every request: the key is refused (OpenAI's 401 {@code invalid_api_key}). */
         UNAUTHORIZED
     }
 
@@ -117,8 +205,32 @@ public final class FakeProvider implements AutoCloseable {
         FENCED,
         /** With prose before and after. */
         CHATTY,
-        /** Cut in half, {@code finish_reason: "length"}. */
+        /** Cut in half, at the ceiling ({@code finish_reason: "length"}). */
         TRUNCATED
+    }
+
+    /** The provider APIs an endpoint speaks; see the class description for their paths. */
+    public enum Api {
+        /** OpenAI chat completions (also Azure OpenAI's shape). */
+        OPENAI_CHAT,
+        /** Anthropic messages. */
+        ANTHROPIC_MESSAGES,
+        /** Gemini {@code generateContent}. */
+        GEMINI_GENERATE_CONTENT,
+        /** Amazon Bedrock runtime Converse. */
+        BEDROCK_CONVERSE
+    }
+
+    /** What a limit counts. */
+    public enum Dimension {
+        /** Requests. */
+        REQUESTS,
+        /** Input and output tokens together. */
+        TOKENS,
+        /** Input tokens. */
+        INPUT_TOKENS,
+        /** Output tokens. */
+        OUTPUT_TOKENS
     }
 
     /**
@@ -129,13 +241,29 @@ public final class FakeProvider implements AutoCloseable {
      */
     public record Stage(Phase phase, Duration duration) {}
 
+    /**
+     * The tokens of one successful answer, as it reported them.
+     *
+     * @param at when the answer was made
+     * @param api which API answered
+     * @param inputTokens the input tokens counted (cached ones included)
+     * @param outputTokens the output tokens
+     * @param cachedInputTokens the part of the input read from the cache
+     */
+    public record Usage(Instant at, Api api, long inputTokens, long outputTokens, long cachedInputTokens) {}
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+
     private final HttpServer server;
     private final ExecutorService executor;
+    private final Time time;
+    private final FakeShapes shapes = new FakeShapes(JSON);
     private final Endpoint primary;
     private final Endpoint secondary;
     private final AtomicLong ids = new AtomicLong();
 
-    private FakeProvider() throws IOException {
+    private FakeProvider(Time time) throws IOException {
+        this.time = time;
         server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 256);
         executor = Executors.newCachedThreadPool(r -> {
             Thread t = new Thread(r, "fake-provider");
@@ -143,21 +271,50 @@ public final class FakeProvider implements AutoCloseable {
             return t;
         });
         server.setExecutor(executor);
-        primary = new Endpoint(PRIMARY_PATH, "gpt-4o-mini");
-        secondary = new Endpoint(SECONDARY_PATH, "claude-haiku");
-        server.createContext(PRIMARY_PATH, primary::handle);
-        server.createContext(SECONDARY_PATH, secondary::handle);
+        primary = new Endpoint("", "gpt-4o-mini");
+        secondary = new Endpoint(SECONDARY_PREFIX, "claude-haiku");
+        for (String context : List.of("/v1/", "/v1beta/", "/model/")) {
+            server.createContext(context, primary::handle);
+        }
+        server.createContext(SECONDARY_PREFIX + "/", secondary::handle);
         server.start();
     }
 
     /**
-     * Starts a fake provider on 127.0.0.1 and a free port.
+     * Starts a fake provider on 127.0.0.1 and a free port, on the system's monotonic time.
      *
      * @return the running server
      */
     public static FakeProvider start() {
+        return start(Time.SYSTEM);
+    }
+
+    /**
+     * Starts a fake provider whose limits, scripts and arrivals follow {@code clock}, so a test can
+     * move time by hand.
+     *
+     * @param clock the clock; not {@code null}
+     * @return the running server
+     */
+    public static FakeProvider start(Clock clock) {
+        Objects.requireNonNull(clock, "clock");
+        return start(new Time() {
+            @Override
+            public long nanos() {
+                Instant i = clock.instant();
+                return i.getEpochSecond() * 1_000_000_000L + i.getNano();
+            }
+
+            @Override
+            public Instant instant() {
+                return clock.instant();
+            }
+        });
+    }
+
+    private static FakeProvider start(Time time) {
         try {
-            return new FakeProvider();
+            return new FakeProvider(time);
         } catch (IOException e) {
             throw new IllegalStateException("cannot start the fake provider: " + e.getMessage(), e);
         }
@@ -168,12 +325,12 @@ public final class FakeProvider implements AutoCloseable {
         return URI.create("http://127.0.0.1:" + server.getAddress().getPort());
     }
 
-    /** @return the endpoint at {@value #PRIMARY_PATH} */
+    /** @return the endpoint at {@value #PRIMARY_PATH} (and the other APIs below the base URI) */
     public Endpoint primary() {
         return primary;
     }
 
-    /** @return the endpoint at {@value #SECONDARY_PATH}, a second provider */
+    /** @return the endpoint at {@value #SECONDARY_PATH} (and below {@code /secondary}), a second provider */
     public Endpoint secondary() {
         return secondary;
     }
@@ -185,16 +342,37 @@ public final class FakeProvider implements AutoCloseable {
         executor.shutdownNow();
     }
 
-    /** One endpoint: its bucket, phase, style and counters. */
+    /** Where "now" comes from. */
+    private interface Time {
+        Time SYSTEM = new Time() {
+            @Override
+            public long nanos() {
+                return System.nanoTime();
+            }
+
+            @Override
+            public Instant instant() {
+                return Instant.now();
+            }
+        };
+
+        long nanos();
+
+        Instant instant();
+    }
+
+    /** One endpoint, a provider key: its limits, phase, style and counters. */
     public final class Endpoint {
-        private final String path;
+        private final String prefix;
         private final String model;
         private final Object lock = new Object();
-        private double perSecond; // 0: unlimited
-        private double capacity;
-        private double tokens;
-        private long refilledAt = System.nanoTime();
+        private final Map<Dimension, FakeBucket> buckets = new EnumMap<>(Dimension.class);
+        private int limitPerWindow;
+        private String windowName = "min";
         private boolean countRefused;
+        private boolean statesNoLimit;
+        private double shareMin = Double.NaN;
+        private double shareMax = Double.NaN;
         private Phase phase = Phase.NORMAL;
         private List<Stage> script = List.of();
         private long scriptStart;
@@ -203,11 +381,10 @@ public final class FakeProvider implements AutoCloseable {
         private Style style = Style.PLAIN;
         private Style everyStyle;
         private int every;
-        private int limitPerWindow;
-        private String windowName = "min";
 
         private final AtomicInteger calls = new AtomicInteger();
         private final AtomicInteger rateLimited = new AtomicInteger();
+        private final Map<Dimension, AtomicInteger> rateLimitedBy = new EnumMap<>(Dimension.class);
         private final AtomicInteger unavailable = new AtomicInteger();
         private final AtomicInteger overloaded = new AtomicInteger();
         private final AtomicInteger refused = new AtomicInteger();
@@ -215,84 +392,249 @@ public final class FakeProvider implements AutoCloseable {
         private final AtomicInteger inFlight = new AtomicInteger();
         private final AtomicInteger maxInFlight = new AtomicInteger();
         private final List<Instant> arrivals = Collections.synchronizedList(new ArrayList<>());
+        private final List<Usage> usages = Collections.synchronizedList(new ArrayList<>());
 
-        private Endpoint(String path, String model) {
-            this.path = path;
+        private Endpoint(String prefix, String model) {
+            this.prefix = prefix;
             this.model = model;
+            for (Dimension d : Dimension.values()) {
+                rateLimitedBy.put(d, new AtomicInteger());
+            }
         }
 
-        /** @return the full URL of this endpoint */
+        /** @return the full URL of this endpoint's OpenAI chat completions */
         public URI url() {
-            return baseUri().resolve(path);
-        }
-
-        /** @return the path, {@value FakeProvider#PRIMARY_PATH} or {@value FakeProvider#SECONDARY_PATH} */
-        public String path() {
-            return path;
+            return url(Api.OPENAI_CHAT);
         }
 
         /**
-         * A token bucket of {@code n} requests per minute, full at the start.
+         * The URL of one API of this endpoint.
          *
-         * @param n requests per minute
+         * @param api the API
+         * @return its URL; Gemini's names the model {@code gemini-2.5-flash}, Bedrock's
+         *     {@code anthropic.claude-3-haiku-20240307-v1:0} (any model name works)
+         */
+        public URI url(Api api) {
+            String path = switch (Objects.requireNonNull(api, "api")) {
+                case OPENAI_CHAT -> "/v1/chat/completions";
+                case ANTHROPIC_MESSAGES -> "/v1/messages";
+                case GEMINI_GENERATE_CONTENT -> "/v1beta/models/gemini-2.5-flash:generateContent";
+                case BEDROCK_CONVERSE -> "/model/"
+                        + URLEncoder.encode("anthropic.claude-3-haiku-20240307-v1:0", StandardCharsets.UTF_8) + "/converse";
+            };
+            return URI.create(base() + path);
+        }
+
+        /** @return the root the APIs' paths are below, for an SDK's base URL: {@code http://127.0.0.1:port[/secondary]} */
+        public URI base() {
+            return URI.create(baseUri() + prefix);
+        }
+
+        /** @return the OpenAI path, {@value FakeProvider#PRIMARY_PATH} or {@value FakeProvider#SECONDARY_PATH} */
+        public String path() {
+            return prefix + "/v1/chat/completions";
+        }
+
+        /**
+         * A request limit of {@code n} per minute, full at the start.
+         *
+         * @param n requests per minute, at least 1
          * @return this endpoint
          */
         public Endpoint limitPerMinute(int n) {
-            return limit(n, n / 60.0, "min");
+            return requestLimit(n, n / 60.0, "min");
         }
 
         /**
-         * A token bucket of {@code n} requests per second, full at the start.
+         * A request limit of {@code n} per second, full at the start.
          *
-         * @param n requests per second
+         * @param n requests per second, at least 1
          * @return this endpoint
          */
         public Endpoint limitPerSecond(int n) {
-            return limit(n, n, "s");
+            return requestLimit(n, n, "s");
         }
 
-        private Endpoint limit(int n, double rate, String window) {
+        private Endpoint requestLimit(int n, double rate, String window) {
             if (n < 1) {
                 throw new IllegalArgumentException("a limit must be at least 1");
             }
             synchronized (lock) {
                 limitPerWindow = n;
-                perSecond = rate;
-                capacity = n;
-                tokens = n;
                 windowName = window;
-                refilledAt = System.nanoTime();
+                buckets.put(Dimension.REQUESTS, new FakeBucket(n, rate, time.nanos()));
             }
             return this;
         }
 
         /**
-         * @param requests the most requests the bucket holds (default: the limit)
+         * Changes the request limit at run time to {@code n} a second, as a provider does: the
+         * bucket keeps what it holds (cut to the new size) and refills at the new rate from now.
+         * Without a request limit yet, sets one, full.
+         *
+         * @param n requests per second, more than 0
+         * @return this endpoint
+         */
+        public Endpoint changeLimitPerSecond(double n) {
+            positive(n);
+            synchronized (lock) {
+                FakeBucket b = buckets.get(Dimension.REQUESTS);
+                if (b == null) {
+                    buckets.put(Dimension.REQUESTS, new FakeBucket(n, n, time.nanos()));
+                } else {
+                    b.change(n, n, time.nanos());
+                }
+                limitPerWindow = (int) Math.max(1, Math.round(n));
+                windowName = "s";
+            }
+            return this;
+        }
+
+        /**
+         * A limit of {@code perMinute} on one dimension, full at the start; for requests the same as
+         * {@link #limitPerMinute(int)}.
+         *
+         * @param d what to limit
+         * @param perMinute the limit per minute, at least 1
+         * @return this endpoint
+         */
+        public Endpoint limit(Dimension d, long perMinute) {
+            if (perMinute < 1) {
+                throw new IllegalArgumentException("a limit must be at least 1");
+            }
+            if (d == Dimension.REQUESTS) {
+                return limitPerMinute((int) Math.min(Integer.MAX_VALUE, perMinute));
+            }
+            synchronized (lock) {
+                buckets.put(d, new FakeBucket(perMinute, perMinute / 60.0, time.nanos()));
+            }
+            return this;
+        }
+
+        /**
+         * Changes a limit at run time to {@code perMinute}: the bucket keeps what it holds (cut to
+         * the new size) and refills at the new rate from now. Without that limit yet, sets it, full.
+         *
+         * @param d what the limit counts
+         * @param perMinute the new limit per minute, more than 0
+         * @return this endpoint
+         */
+        public Endpoint changeLimit(Dimension d, double perMinute) {
+            positive(perMinute);
+            synchronized (lock) {
+                FakeBucket b = buckets.get(d);
+                if (b == null) {
+                    buckets.put(d, new FakeBucket(perMinute, perMinute / 60.0, time.nanos()));
+                } else {
+                    b.change(perMinute, perMinute / 60.0, time.nanos());
+                }
+                if (d == Dimension.REQUESTS) {
+                    limitPerWindow = (int) Math.max(1, Math.round(perMinute));
+                    windowName = "min";
+                }
+            }
+            return this;
+        }
+
+        /**
+         * @param perMinute combined (input + output) tokens per minute, full at the start
+         * @return this endpoint
+         */
+        public Endpoint tokenLimitPerMinute(long perMinute) {
+            return limit(Dimension.TOKENS, perMinute);
+        }
+
+        /**
+         * @param perMinute input tokens per minute, full at the start
+         * @return this endpoint
+         */
+        public Endpoint inputTokenLimitPerMinute(long perMinute) {
+            return limit(Dimension.INPUT_TOKENS, perMinute);
+        }
+
+        /**
+         * @param perMinute output tokens per minute, full at the start
+         * @return this endpoint
+         */
+        public Endpoint outputTokenLimitPerMinute(long perMinute) {
+            return limit(Dimension.OUTPUT_TOKENS, perMinute);
+        }
+
+        /**
+         * @param d the dimension to stop limiting
+         * @return this endpoint
+         */
+        public Endpoint noLimit(Dimension d) {
+            synchronized (lock) {
+                buckets.remove(d);
+                if (d == Dimension.REQUESTS) {
+                    limitPerWindow = 0;
+                }
+            }
+            return this;
+        }
+
+        /**
+         * @param requests the most requests the request bucket holds (default: the limit)
          * @return this endpoint
          */
         public Endpoint burst(int requests) {
             synchronized (lock) {
-                capacity = requests;
-                tokens = Math.min(tokens, requests);
+                FakeBucket b = buckets.get(Dimension.REQUESTS);
+                if (b != null) {
+                    b.capacity(requests);
+                }
             }
             return this;
         }
 
-        /** @return this endpoint, without a limit */
+        /** @return this endpoint, without any limit (requests and tokens) */
         public Endpoint unlimited() {
             synchronized (lock) {
-                perSecond = 0;
+                buckets.clear();
+                limitPerWindow = 0;
             }
             return this;
         }
 
         /**
-         * @param on whether a refused (429) request also takes from the bucket
+         * @param on whether a refused (429) request also takes from the request bucket
          * @return this endpoint
          */
         public Endpoint countRefused(boolean on) {
             synchronized (lock) {
                 countRefused = on;
+            }
+            return this;
+        }
+
+        /**
+         * @param on whether this endpoint states no limit at all, as Gemini's and Bedrock's real
+         *     429s do: no numbers in messages, no rate-limit headers, no retry-after (default off)
+         * @return this endpoint
+         */
+        public Endpoint statesNoLimit(boolean on) {
+            synchronized (lock) {
+                statesNoLimit = on;
+            }
+            return this;
+        }
+
+        /**
+         * Answers use a share of the request's output ceiling between {@code min} and {@code max}
+         * (e.g. 0.2 and 1.0), fixed per request by a hash of its body.
+         *
+         * @param min the smallest share, in (0, 1]
+         * @param max the largest share, in [min, 1]
+         * @return this endpoint
+         */
+        public Endpoint outputShare(double min, double max) {
+            if (!(min > 0 && min <= max && max <= 1)) {
+                throw new IllegalArgumentException("need 0 < min <= max <= 1, was " + min + ", " + max);
+            }
+            synchronized (lock) {
+                shareMin = min;
+                shareMax = max;
             }
             return this;
         }
@@ -314,7 +656,7 @@ public final class FakeProvider implements AutoCloseable {
         /** @return the phase now */
         public Phase phase() {
             synchronized (lock) {
-                return phaseNow(System.nanoTime());
+                return phaseNow(time.nanos());
             }
         }
 
@@ -327,13 +669,13 @@ public final class FakeProvider implements AutoCloseable {
         public Endpoint script(Stage... stages) {
             synchronized (lock) {
                 script = List.of(stages);
-                scriptStart = System.nanoTime();
+                scriptStart = time.nanos();
             }
             return this;
         }
 
         /**
-         * @param d the retry-after sent in {@link Phase#THROTTLED} (default 2 s)
+         * @param d the wait stated in {@link Phase#THROTTLED} (default 2 s)
          * @return this endpoint
          */
         public Endpoint throttledRetryAfter(Duration d) {
@@ -344,7 +686,7 @@ public final class FakeProvider implements AutoCloseable {
         }
 
         /**
-         * @param d how long each answer takes (default none)
+         * @param d how long each answer takes (default none); a real sleep
          * @return this endpoint
          */
         public Endpoint latency(Duration d) {
@@ -389,6 +731,14 @@ public final class FakeProvider implements AutoCloseable {
             return rateLimited.get();
         }
 
+        /**
+         * @param d a dimension
+         * @return 429 answers refused by that limit (the throttled phase's are in none)
+         */
+        public int rateLimited(Dimension d) {
+            return rateLimitedBy.get(d).get();
+        }
+
         /** @return 503 answers */
         public int unavailable() {
             return unavailable.get();
@@ -399,7 +749,7 @@ public final class FakeProvider implements AutoCloseable {
             return overloaded.get();
         }
 
-        /** @return 400 and 401 answers */
+        /** @return refused requests and keys: 400, 401 and 403 answers */
         public int refused() {
             return refused.get();
         }
@@ -412,6 +762,28 @@ public final class FakeProvider implements AutoCloseable {
         /** @return the most requests in progress at once */
         public int maxInFlight() {
             return maxInFlight.get();
+        }
+
+        /** @return the usage of every successful answer, oldest first */
+        public List<Usage> usages() {
+            synchronized (usages) {
+                return List.copyOf(usages);
+            }
+        }
+
+        /** @return input tokens of all successful answers (cached ones included) */
+        public long inputTokens() {
+            return usages().stream().mapToLong(Usage::inputTokens).sum();
+        }
+
+        /** @return output tokens of all successful answers */
+        public long outputTokens() {
+            return usages().stream().mapToLong(Usage::outputTokens).sum();
+        }
+
+        /** @return cached input tokens of all successful answers */
+        public long cachedInputTokens() {
+            return usages().stream().mapToLong(Usage::cachedInputTokens).sum();
         }
 
         /** @return when each request arrived, oldest first */
@@ -451,16 +823,18 @@ public final class FakeProvider implements AutoCloseable {
             return best;
         }
 
-        /** Sets every counter back to zero. */
+        /** Sets every counter back to zero, and forgets the arrivals and usages. */
         public void resetCounters() {
             calls.set(0);
             rateLimited.set(0);
+            rateLimitedBy.values().forEach(c -> c.set(0));
             unavailable.set(0);
             overloaded.set(0);
             refused.set(0);
             successes.set(0);
             maxInFlight.set(inFlight.get());
             arrivals.clear();
+            usages.clear();
         }
 
         private Phase phaseNow(long now) {
@@ -481,68 +855,80 @@ public final class FakeProvider implements AutoCloseable {
             int now = inFlight.incrementAndGet();
             maxInFlight.accumulateAndGet(now, Math::max);
             calls.incrementAndGet();
-            arrivals.add(Instant.now());
+            arrivals.add(time.instant());
             try {
-                if (!"POST".equals(ex.getRequestMethod()) || !ex.getRequestURI().getPath().equals(path)) {
-                    send(ex, 404, Map.of(), "{\"error\":{\"message\":\"Unknown request URL\",\"type\":\"invalid_request_error\","
-                            + "\"param\":null,\"code\":\"unknown_url\"}}");
+                String path = ex.getRequestURI().getPath();
+                String sub = path.startsWith(prefix) ? path.substring(prefix.length()) : path;
+                Api api = "POST".equals(ex.getRequestMethod()) ? FakeRequest.route(sub) : null;
+                if (api == null) {
+                    send(ex, new Reply(404, Map.of(), shapes.unknownUrl()));
                     return;
                 }
                 String body;
                 try (InputStream in = ex.getRequestBody()) {
                     body = new String(in.readAllBytes(), StandardCharsets.UTF_8);
                 }
-                answer(ex, body);
+                answer(ex, FakeRequest.parse(api, sub, body, JSON), body);
             } finally {
                 inFlight.decrementAndGet();
                 ex.close();
             }
         }
 
-        private void answer(HttpExchange ex, String body) throws IOException {
+        /** What one call needs of each limit, and what it gives back when answered. */
+        private record Needs(long input, long cached, long output, long reservedOutput, long countedInput,
+                boolean hitCeiling) {
+            double of(Dimension d) {
+                return switch (d) {
+                    case REQUESTS -> 1;
+                    case INPUT_TOKENS -> countedInput;
+                    case OUTPUT_TOKENS -> reservedOutput;
+                    case TOKENS -> countedInput + reservedOutput;
+                };
+            }
+        }
+
+        private void answer(HttpExchange ex, FakeRequest req, String body) throws IOException {
+            Api api = req.api();
+            String hint = ex.getRequestHeaders().getFirst("x-fake-style");
             Phase p;
             Duration delay;
-            Style s;
-            Map<String, String> limitHeaders = new LinkedHashMap<>();
-            double waitSeconds = 0;
-            boolean admitted = true;
+            String content;
+            boolean cut;
+            Needs needs;
+            Refusal refusal = null;
+            boolean noLimit;
+            String throttledMessage = null;
+            double throttledWait = 0;
+            Map<String, String> limitHeaders;
             synchronized (lock) {
-                long t = System.nanoTime();
+                long t = time.nanos();
                 p = phaseNow(t);
                 delay = latency;
-                if (perSecond > 0) {
-                    tokens = Math.min(capacity, tokens + (t - refilledAt) / 1e9 * perSecond);
-                    refilledAt = t;
-                }
-                if (p == Phase.NORMAL && perSecond > 0) {
-                    if (tokens >= 1) {
-                        tokens -= 1;
-                    } else {
-                        admitted = false;
-                        if (countRefused) {
-                            tokens = Math.max(-capacity, tokens - 1);
-                        }
-                        waitSeconds = (1 - tokens) / perSecond;
-                    }
-                }
-                if (perSecond > 0) {
-                    limitHeaders.put("x-ratelimit-limit-requests", String.valueOf(limitPerWindow));
-                    limitHeaders.put("x-ratelimit-remaining-requests", String.valueOf((long) Math.max(0, Math.floor(tokens))));
-                    limitHeaders.put("x-ratelimit-reset-requests", resetFormat(Math.max(0, capacity - tokens) / perSecond));
-                }
-                if (p == Phase.THROTTLED) {
-                    waitSeconds = throttledRetryAfter.toNanos() / 1e9;
-                    limitHeaders.put("x-ratelimit-remaining-requests", "0");
-                    limitHeaders.put("x-ratelimit-reset-requests", resetFormat(waitSeconds));
-                }
-                s = style;
+                noLimit = statesNoLimit;
+                Style s = style;
                 if (every > 0 && (successes.get() + 1) % every == 0) {
                     s = everyStyle;
                 }
-            }
-            String hint = ex.getRequestHeaders().getFirst("x-fake-style");
-            if (hint != null) {
-                s = Style.valueOf(hint.trim().toUpperCase(java.util.Locale.ROOT));
+                if (hint != null) {
+                    s = Style.valueOf(hint.trim().toUpperCase(Locale.ROOT));
+                }
+                content = styled(answerFor(req.lastUserMessage()), s);
+                needs = needs(req, content, body, cachedHint(ex));
+                cut = s == Style.TRUNCATED || needs.hitCeiling();
+                for (FakeBucket b : buckets.values()) {
+                    b.refill(t);
+                }
+                if (p == Phase.NORMAL) {
+                    refusal = admit(needs);
+                }
+                if (p == Phase.THROTTLED) {
+                    throttledWait = throttledRetryAfter.toNanos() / 1e9;
+                    throttledMessage = openAiRequestMessage(throttledWait, true);
+                } else if (refusal != null && refusal.dimension() == Dimension.REQUESTS) {
+                    throttledMessage = openAiRequestMessage(refusal.waitSeconds(), false);
+                }
+                limitHeaders = noLimit ? Map.of() : limitHeaders(api, p == Phase.THROTTLED ? throttledWait : -1);
             }
             if (!delay.isZero()) {
                 try {
@@ -551,117 +937,244 @@ public final class FakeProvider implements AutoCloseable {
                     Thread.currentThread().interrupt();
                 }
             }
-            switch (p) {
-                case THROTTLED -> tooMany(ex, limitHeaders, waitSeconds);
+            Reply reply = switch (p) {
+                case THROTTLED -> {
+                    rateLimited.incrementAndGet();
+                    yield noLimit ? shapes.tooManyStatingNothing(api, Dimension.REQUESTS)
+                            : shapes.throttled(api, throttledMessage, throttledWait, limitHeaders);
+                }
                 case OUTAGE -> {
                     unavailable.incrementAndGet();
-                    send(ex, 503, Map.of(), "{\"error\":{\"message\":\"The server is overloaded or not ready yet.\","
-                            + "\"type\":\"server_error\",\"param\":null,\"code\":null}}");
+                    yield shapes.outage(api);
                 }
                 case OVERLOADED -> {
                     overloaded.incrementAndGet();
-                    send(ex, 529, Map.of(), "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}");
+                    yield shapes.overloaded();
                 }
                 case REJECTING -> {
                     refused.incrementAndGet();
-                    send(ex, 400, Map.of(), "{\"error\":{\"message\":\"Invalid value for 'messages': the request is malformed.\","
-                            + "\"type\":\"invalid_request_error\",\"param\":\"messages\",\"code\":null}}");
+                    yield shapes.rejecting(api);
                 }
                 case UNAUTHORIZED -> {
                     refused.incrementAndGet();
-                    send(ex, 401, Map.of(), "{\"error\":{\"message\":\"Incorrect API key provided: sk-fake****. You can find "
-                            + "your API key at https://platform.openai.com/account/api-keys.\",\"type\":\"invalid_request_error\","
-                            + "\"param\":null,\"code\":\"invalid_api_key\"}}");
+                    yield shapes.unauthorized(api);
                 }
-                default -> {
-                    if (!admitted) {
-                        tooMany(ex, limitHeaders, waitSeconds);
-                    } else {
-                        success(ex, body, s, limitHeaders);
+                case NORMAL -> refusal != null ? refusedReply(api, refusal, noLimit, throttledMessage, limitHeaders)
+                        : success(req, content, cut, needs, limitHeaders);
+            };
+            send(ex, reply);
+        }
+
+        private Reply refusedReply(Api api, Refusal r, boolean noLimit, String openAiMessage,
+                Map<String, String> limitHeaders) {
+            rateLimited.incrementAndGet();
+            rateLimitedBy.get(r.dimension()).incrementAndGet();
+            if (noLimit) {
+                return shapes.tooManyStatingNothing(api, r.dimension());
+            }
+            if (api == Api.OPENAI_CHAT && r.dimension() == Dimension.REQUESTS) {
+                return shapes.throttled(api, openAiMessage, r.waitSeconds(), limitHeaders);
+            }
+            return shapes.tooMany(api, r, api == Api.OPENAI_CHAT ? model : modelOf(api, null), limitHeaders);
+        }
+
+        private Reply success(FakeRequest req, String content, boolean cut, Needs n, Map<String, String> limitHeaders) {
+            synchronized (lock) {
+                long unused = n.reservedOutput() - n.output();
+                if (unused > 0) {
+                    for (Dimension d : List.of(Dimension.OUTPUT_TOKENS, Dimension.TOKENS)) {
+                        FakeBucket b = buckets.get(d);
+                        if (b != null) {
+                            b.giveBack(unused);
+                        }
                     }
                 }
             }
-        }
-
-        private void tooMany(HttpExchange ex, Map<String, String> limitHeaders, double waitSeconds) throws IOException {
-            rateLimited.incrementAndGet();
-            Map<String, String> h = new LinkedHashMap<>(limitHeaders);
-            long retry = Math.max(1, (long) Math.ceil(waitSeconds));
-            h.put("retry-after", String.valueOf(retry));
-            String per;
-            int limit;
-            synchronized (lock) {
-                per = limitPerWindow <= 0 ? "tokens per min (TPM)"
-                        : windowName.equals("s") ? "requests per sec (RPS)" : "requests per min (RPM)";
-                // THROTTLED without a request limit names a token limit: no request pace to learn from it
-                limit = limitPerWindow > 0 ? limitPerWindow : 40_000;
-            }
-            String msg = "Rate limit reached for " + model + " in organization org-fake on " + per + ": Limit "
-                    + limit + ", Used " + limit + ", Requested 1. Please try again in "
-                    + resetFormat(waitSeconds) + ". Visit https://platform.openai.com/account/rate-limits to learn more.";
-            send(ex, 429, h, "{\"error\":{\"message\":" + MiniJson.quote(msg)
-                    + ",\"type\":\"requests\",\"param\":null,\"code\":\"rate_limit_exceeded\"}}");
-        }
-
-        private void success(HttpExchange ex, String body, Style s, Map<String, String> limitHeaders) throws IOException {
-            String user = lastUserMessage(body);
-            String content = answerFor(user);
-            String finish = "stop";
-            switch (s) {
-                case FENCED -> content = "```json\n" + content + "\n```";
-                case CHATTY -> content = "Sure! Here is the translation you asked for:\n\n" + content
-                        + "\n\nLet me know if you need anything else.";
-                case TRUNCATED -> {
-                    content = content.substring(0, content.length() / 2);
-                    finish = "length";
-                }
-                default -> { }
-            }
             successes.incrementAndGet();
-            int promptTokens = user.length() / 4 + 1;
-            int completionTokens = content.length() / 4 + 1;
-            String json = "{\"id\":\"chatcmpl-fake-" + ids.incrementAndGet() + "\",\"object\":\"chat.completion\","
-                    + "\"created\":" + Instant.now().getEpochSecond() + ",\"model\":" + MiniJson.quote(model)
-                    + ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":" + MiniJson.quote(content)
-                    + "},\"finish_reason\":\"" + finish + "\"}],\"usage\":{\"prompt_tokens\":" + promptTokens
-                    + ",\"completion_tokens\":" + completionTokens + ",\"total_tokens\":" + (promptTokens + completionTokens)
-                    + "}}";
-            send(ex, 200, limitHeaders, json);
+            Instant at = time.instant();
+            usages.add(new Usage(at, req.api(), n.input(), n.output(), n.cached()));
+            String m = req.api() == Api.OPENAI_CHAT ? model : modelOf(req.api(), req.model());
+            String json = shapes.answer(req.api(), String.valueOf(ids.incrementAndGet()), m, content, cut,
+                    new FakeShapes.Usage(n.input(), n.output(), n.cached()), at.getEpochSecond());
+            return new Reply(200, limitHeaders, json);
+        }
+
+        private String modelOf(Api api, String requested) {
+            if (requested != null && !requested.isBlank()) {
+                return requested;
+            }
+            return switch (api) {
+                case OPENAI_CHAT -> model;
+                case ANTHROPIC_MESSAGES -> "claude-haiku-4-5";
+                case GEMINI_GENERATE_CONTENT -> "gemini-2.5-flash";
+                case BEDROCK_CONVERSE -> "anthropic.claude-3-haiku-20240307-v1:0";
+            };
+        }
+
+        private Needs needs(FakeRequest req, String content, String body, long cachedHint) {
+            long input = Math.max(1, (req.inputChars() + 3) / 4);
+            long cached = Math.max(0, Math.min(cachedHint, input));
+            long natural = Math.max(1, (content.length() + 3) / 4);
+            Integer max = req.maxTokens();
+            long output;
+            boolean hitCeiling = false;
+            if (max != null && !Double.isNaN(shareMin)) {
+                double fraction = (Math.floorMod(body.hashCode(), 10_007)) / 10_006.0;
+                output = Math.max(1, Math.round((shareMin + (shareMax - shareMin) * fraction) * max));
+            } else {
+                output = max == null ? natural : Math.min(natural, max);
+                hitCeiling = max != null && natural > max;
+            }
+            long reserved = max == null ? output : Math.max(max, output);
+            // Anthropic does not count input read from the cache against its input tokens per minute
+            long counted = req.api() == Api.ANTHROPIC_MESSAGES ? input - cached : input;
+            return new Needs(input, cached, output, reserved, counted, hitCeiling);
+        }
+
+        /** Takes what the call needs from every limit, or nothing and says which limit refused. */
+        private Refusal admit(Needs n) {
+            Refusal refusal = null;
+            for (Dimension d : List.of(Dimension.REQUESTS, Dimension.INPUT_TOKENS, Dimension.OUTPUT_TOKENS,
+                    Dimension.TOKENS)) {
+                FakeBucket b = buckets.get(d);
+                double need = n.of(d);
+                if (b == null || b.admits(need)) {
+                    continue;
+                }
+                boolean never = need > b.capacity();
+                if (d == Dimension.REQUESTS && countRefused) {
+                    b.takeAnyway(1);
+                }
+                double wait = never ? b.secondsUntilFull() : b.secondsUntil(need);
+                long perMinute = Math.round(b.perSecond() * 60);
+                long used = Math.max(0, Math.min(perMinute, Math.round(b.capacity() - Math.max(0, b.level()))));
+                refusal = new Refusal(d, perMinute, used, (long) need, wait, never);
+                break;
+            }
+            if (refusal == null) {
+                for (Dimension d : Dimension.values()) {
+                    FakeBucket b = buckets.get(d);
+                    if (b != null) {
+                        b.take(n.of(d));
+                    }
+                }
+            } else if (refusal.dimension() != Dimension.REQUESTS && countRefused) {
+                FakeBucket r = buckets.get(Dimension.REQUESTS);
+                if (r != null) {
+                    r.takeAnyway(1);
+                }
+            }
+            return refusal;
+        }
+
+        /**
+         * OpenAI's words for a request 429: the request limit when one is set, else (the throttled
+         * phase only) a token limit, so that no request pace is learned from it.
+         */
+        private String openAiRequestMessage(double waitSeconds, boolean throttled) {
+            String per;
+            long limit;
+            FakeBucket tokens = buckets.get(Dimension.TOKENS);
+            if (limitPerWindow > 0) {
+                per = windowName.equals("s") ? "requests per sec (RPS)" : "requests per min (RPM)";
+                limit = limitPerWindow;
+            } else {
+                per = "tokens per min (TPM)";
+                limit = tokens != null && throttled ? Math.round(tokens.perSecond() * 60) : 40_000;
+            }
+            return "Rate limit reached for " + model + " in organization " + FakeShapes.ORG + " on " + per + ": Limit "
+                    + limit + ", Used " + limit + ", Requested 1. Please try again in " + resetFormat(waitSeconds)
+                    + ". Visit https://platform.openai.com/account/rate-limits to learn more.";
+        }
+
+        /** The API's rate-limit headers for the limits set; {@code throttledWait} ≥ 0 in the throttled phase. */
+        private Map<String, String> limitHeaders(Api api, double throttledWait) {
+            Map<String, String> h = new LinkedHashMap<>();
+            FakeBucket requests = buckets.get(Dimension.REQUESTS);
+            if (api == Api.OPENAI_CHAT) {
+                if (requests != null) {
+                    h.put("x-ratelimit-limit-requests", String.valueOf(limitPerWindow));
+                    h.put("x-ratelimit-remaining-requests", String.valueOf(remaining(requests)));
+                    h.put("x-ratelimit-reset-requests", resetFormat(requests.secondsUntilFull()));
+                }
+                FakeBucket tokens = buckets.get(Dimension.TOKENS);
+                if (tokens != null) {
+                    h.put("x-ratelimit-limit-tokens", String.valueOf(Math.round(tokens.perSecond() * 60)));
+                    h.put("x-ratelimit-remaining-tokens", String.valueOf(remaining(tokens)));
+                    h.put("x-ratelimit-reset-tokens", resetFormat(tokens.secondsUntilFull()));
+                }
+                if (throttledWait >= 0) {
+                    h.put("x-ratelimit-remaining-requests", "0");
+                    h.put("x-ratelimit-reset-requests", resetFormat(throttledWait));
+                }
+            } else if (api == Api.ANTHROPIC_MESSAGES) {
+                Instant now = time.instant();
+                for (Map.Entry<Dimension, FakeBucket> e : buckets.entrySet()) {
+                    String name = "anthropic-ratelimit-" + e.getKey().name().toLowerCase(Locale.ROOT).replace('_', '-') + "-";
+                    FakeBucket b = e.getValue();
+                    h.put(name + "limit", String.valueOf(Math.round(b.perSecond() * 60)));
+                    h.put(name + "remaining", String.valueOf(remaining(b)));
+                    h.put(name + "reset", rfc3339(now, b.secondsUntilFull()));
+                }
+                if (throttledWait >= 0) {
+                    h.put("anthropic-ratelimit-requests-remaining", "0");
+                    h.put("anthropic-ratelimit-requests-reset", rfc3339(now, throttledWait));
+                }
+            }
+            return h;
         }
     }
 
-    /** The content of the last {@code user} message of a chat request ("" when there is none). */
-    static String lastUserMessage(String body) {
-        try {
-            Object req = MiniJson.parse(body);
-            if (req instanceof Map<?, ?> m && m.get("messages") instanceof List<?> msgs) {
-                for (int i = msgs.size() - 1; i >= 0; i--) {
-                    if (msgs.get(i) instanceof Map<?, ?> msg && "user".equals(msg.get("role"))) {
-                        Object c = msg.get("content");
-                        return c instanceof String str ? str : MiniJson.write(c);
-                    }
-                }
-            }
-        } catch (RuntimeException e) {
-            return "";
+    private static long remaining(FakeBucket b) {
+        return (long) Math.max(0, Math.floor(b.level()));
+    }
+
+    private static String rfc3339(Instant now, double seconds) {
+        return now.plusNanos((long) Math.ceil(seconds * 1e9)).truncatedTo(ChronoUnit.MILLIS).toString();
+    }
+
+    private static void positive(double n) {
+        if (!(n > 0 && n < Double.POSITIVE_INFINITY)) {
+            throw new IllegalArgumentException("a limit must be more than 0, was " + n);
         }
-        return "";
+    }
+
+    private static long cachedHint(HttpExchange ex) {
+        String v = ex.getRequestHeaders().getFirst("x-fake-cached-tokens");
+        if (v == null) {
+            return 0;
+        }
+        try {
+            return Long.parseLong(v.trim());
+        } catch (NumberFormatException e) {
+            return 0;
+        }
+    }
+
+    private static String styled(String content, Style s) {
+        return switch (s) {
+            case FENCED -> "```json\n" + content + "\n```";
+            case CHATTY -> "Sure! Here is the translation you asked for:\n\n" + content
+                    + "\n\nLet me know if you need anything else.";
+            case TRUNCATED -> content.substring(0, content.length() / 2);
+            case PLAIN -> content;
+        };
     }
 
     /** The deterministic answer to a user message; see the class description. */
     static String answerFor(String user) {
         try {
-            Object v = MiniJson.parse(user);
-            if (v instanceof Map<?, ?> m && m.get("segments") instanceof List<?> segs && m.get("target") instanceof String target) {
-                List<Object> out = new ArrayList<>();
-                for (Object seg : segs) {
-                    out.add("<TRANSLATED:" + target + "> " + seg);
+            JsonNode v = JSON.readTree(user);
+            if (v != null && v.isObject() && v.get("segments") instanceof ArrayNode segs
+                    && v.get("target") != null && v.get("target").isTextual()) {
+                ObjectNode answer = JSON.createObjectNode();
+                ArrayNode out = answer.putArray("segments");
+                for (JsonNode seg : segs) {
+                    out.add("<TRANSLATED:" + v.get("target").asText() + "> " + (seg.isTextual() ? seg.asText() : seg.toString()));
                 }
-                Map<String, Object> answer = new LinkedHashMap<>();
-                answer.put("segments", out);
-                return MiniJson.write(answer);
+                return answer.toString();
             }
-        } catch (RuntimeException notJson) {
+        } catch (Exception notJson) {
             // an ordinary prompt
         }
         return "<ECHO> " + user;
@@ -679,11 +1192,11 @@ public final class FakeProvider implements AutoCloseable {
         return (s / 60) + "m" + (s % 60) + "s";
     }
 
-    private static void send(HttpExchange ex, int status, Map<String, String> headers, String json) throws IOException {
-        byte[] bytes = json.getBytes(StandardCharsets.UTF_8);
+    private static void send(HttpExchange ex, Reply r) throws IOException {
+        byte[] bytes = r.body().getBytes(StandardCharsets.UTF_8);
         ex.getResponseHeaders().set("content-type", "application/json");
-        headers.forEach((k, v) -> ex.getResponseHeaders().set(k, v));
-        ex.sendResponseHeaders(status, bytes.length);
+        r.headers().forEach((k, v) -> ex.getResponseHeaders().set(k, v));
+        ex.sendResponseHeaders(r.status(), bytes.length);
         try (OutputStream out = ex.getResponseBody()) {
             out.write(bytes);
         }
