@@ -104,7 +104,8 @@ final class UsageJson {
         try {
             node = JSON.readTree(text);
         } catch (Exception e) {
-            return null;
+            // an event that may carry the usage but cannot be read: the stream's usage is unknown
+            throw new Unreadable();
         }
         return counts(provider, node);
     }
