@@ -17,6 +17,10 @@ import javax.sql.DataSource;
 /**
  * A migrated database of its own for one test, on the JVM's {@link PostgresServer}, with small SQL
  * helpers for assertions. Dropped when the test ends.
+ *
+ * <p>Its pools ({@link #dataSource()}, {@link #newDataSource(int)}) are HikariCP pools: HikariCP is
+ * an optional dependency of layover-testing, so a test that uses them declares
+ * {@code com.zaxxer:HikariCP} itself. {@link #jdbcUrl()} needs nothing more.
  */
 public final class TestDatabase implements AutoCloseable {
 
@@ -67,6 +71,7 @@ public final class TestDatabase implements AutoCloseable {
      * @return the pool
      */
     public HikariDataSource newDataSource(int maxConnections) {
+        requireHikari();
         HikariConfig cfg = new HikariConfig();
         cfg.setJdbcUrl(jdbcUrl());
         cfg.setMaximumPoolSize(maxConnections);
@@ -75,6 +80,15 @@ public final class TestDatabase implements AutoCloseable {
         HikariDataSource ds = new HikariDataSource(cfg);
         pools.add(ds);
         return ds;
+    }
+
+    private static void requireHikari() {
+        try {
+            Class.forName("com.zaxxer.hikari.HikariDataSource", false, TestDatabase.class.getClassLoader());
+        } catch (ClassNotFoundException | LinkageError e) {
+            throw new IllegalStateException("TestDatabase's pools are HikariCP pools: add com.zaxxer:HikariCP to the "
+                    + "test classpath (layover-testing declares it optional), or connect with jdbcUrl()");
+        }
     }
 
     /** Runs an update and returns the row count. */
