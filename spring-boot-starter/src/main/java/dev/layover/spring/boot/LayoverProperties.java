@@ -14,11 +14,15 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
  * <pre>
  * layover.threads=16
  * layover.poll-interval=500ms
- * layover.buckets[openai:gpt-4o-mini].requests-per-minute=500
- * layover.concurrency-limits[tenant:*]=2
+ * layover.buckets[openai\:gpt-4o-mini].requests-per-minute=500
+ * layover.concurrency-limits[tenant\:*]=2
  * layover.breakers.open-for=1m
  * layover.console.enabled=true
  * </pre>
+ *
+ * <p>A key with a {@code :} (every provider key) goes in brackets, and in a
+ * {@code .properties} file its {@code :} is escaped as {@code \:} (the format reads an unescaped
+ * {@code :} as the end of the name); in YAML, quote it: {@code "[openai:gpt-4o-mini]":}.
  *
  * <p>Database: {@link #isMigrate() migrate} (default true) applies Layover's migrations to
  * schema {@code layover} when the application starts; buckets and concurrency limits are written
@@ -71,7 +75,8 @@ public class LayoverProperties {
 
     /**
      * Fleet-wide admission limits per provider key, limit key, API key pool key or
-     * {@code prefix*} pattern (bracket the key: {@code layover.buckets[openai:gpt-4o].requests-per-minute}).
+     * {@code prefix*} pattern (bracket the key, and escape its colon in a .properties file:
+     * {@code layover.buckets[openai\:gpt-4o].requests-per-minute=500}).
      * Each has requests-per-minute and/or tokens-per-minute, burst (default 1s) and lease
      * (default 8).
      */
