@@ -81,7 +81,7 @@ public final class PostgresServer {
         return s;
     }
 
-    /** Which kind of server answered: {@code "url"}, {@code "testcontainers"} or {@code "embedded"}. */
+    /** @return which kind of server answered: {@code "url"}, {@code "testcontainers"} or {@code "embedded"} */
     public String kind() {
         return kind;
     }
@@ -157,7 +157,10 @@ public final class PostgresServer {
         }
     }
 
-    /** A JDBC URL for the named database on this server (user and password included). */
+    /**
+     * @param database a database on this server
+     * @return a JDBC URL for it, user and password included
+     */
     public String jdbcUrl(String database) {
         StringBuilder b = new StringBuilder("jdbc:postgresql://").append(host).append(':').append(port)
                 .append('/').append(database).append("?user=").append(user);
@@ -167,7 +170,10 @@ public final class PostgresServer {
         return b.toString();
     }
 
-    /** A plain (unpooled) data source for the named database. */
+    /**
+     * @param database a database on this server
+     * @return a plain (unpooled) data source for it
+     */
     public PGSimpleDataSource simpleDataSource(String database) {
         PGSimpleDataSource ds = new PGSimpleDataSource();
         ds.setServerNames(new String[] {host});
@@ -180,12 +186,12 @@ public final class PostgresServer {
         return ds;
     }
 
-    /** Host name of the server. */
+    /** @return the server's host name */
     public String host() {
         return host;
     }
 
-    /** Port of the server. */
+    /** @return the server's port */
     public int port() {
         return port;
     }

@@ -17,10 +17,8 @@ import org.springframework.context.ConfigurableApplicationContext;
 
 /**
  * The same application on Spring Boot 4 (Spring Framework 7, Java 17; Layover keeps its own
- * Jackson 2 mapper, so Boot's Jackson 3 default does not matter). Started with
- * {@link SpringApplication#run} rather than {@code @SpringBootTest}: Spring Framework 7's test
- * context cache stops ("pauses") and restarts cached contexts, and a Layover instance cannot be
- * started again once stopped (see the starter's documentation).
+ * Jackson 2 mapper, so Boot's Jackson 3 default does not matter), started as an application is,
+ * with {@link SpringApplication#run}, so that closing it is part of the test.
  */
 class ReceiptsApplicationOnBoot4Test {
 

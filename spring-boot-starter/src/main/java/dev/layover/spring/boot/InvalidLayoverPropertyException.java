@@ -9,6 +9,7 @@ public class InvalidLayoverPropertyException extends RuntimeException {
 
     private static final long serialVersionUID = 1L;
 
+    /** The property's name. */
     private final String property;
 
     /**

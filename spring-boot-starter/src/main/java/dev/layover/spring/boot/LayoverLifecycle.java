@@ -16,6 +16,11 @@ import org.springframework.context.SmartLifecycle;
  *
  * <p>With {@code layover.run-jobs=false} it starts nothing: the application is an enqueue-only
  * client.
+ *
+ * <p>A stopped Layover instance cannot start again: {@code ApplicationContext.stop()} followed by
+ * {@code start()} fails (close the context and start a new one). For the same reason it opts out
+ * of Spring Framework 7's pausing of cached test contexts ({@link #isPauseable()}): a paused test
+ * context keeps its workers running.
  */
 public class LayoverLifecycle implements SmartLifecycle {
 
@@ -72,5 +77,15 @@ public class LayoverLifecycle implements SmartLifecycle {
     @Override
     public int getPhase() {
         return PHASE;
+    }
+
+    /**
+     * Spring Framework 7's {@code SmartLifecycle#isPauseable()} (on Spring 6 an ordinary method):
+     * the test context cache must not stop Layover to start it again later.
+     *
+     * @return false
+     */
+    public boolean isPauseable() {
+        return false;
     }
 }
