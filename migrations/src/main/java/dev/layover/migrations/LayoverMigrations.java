@@ -22,8 +22,12 @@ public final class LayoverMigrations {
     /** The schema every Layover table and view lives in. */
     public static final String SCHEMA = "layover";
 
-    /** The classpath location of the migration scripts. */
-    public static final String LOCATION = "classpath:db/migration/layover";
+    /**
+     * The classpath location of the migration scripts. Not under {@code db/migration}, Flyway's
+     * (and Spring Boot's) default location: Flyway scans a location's subfolders too, so an
+     * application's own Flyway would apply Layover's scripts to its own schema.
+     */
+    public static final String LOCATION = "classpath:db/layover";
 
     private LayoverMigrations() {}
 

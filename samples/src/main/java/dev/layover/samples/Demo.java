@@ -58,7 +58,7 @@ public final class Demo {
         try (SampleDatabase db = SampleDatabase.open(args, 24)) {
             System.out.println("Layover translation demo on " + db.description());
             report = TranslationDemo.run(db.dataSource(), new TranslationDemo.Options(a.contains("--fast"), keepRunning,
-                    !a.contains("--no-console"), isTerminal(), stop), System.out);
+                    !a.contains("--no-console"), isTerminal(), stop, db.jdbcUrl()), System.out);
         } finally {
             cleanedUp.countDown();
         }

@@ -15,11 +15,13 @@ public final class SampleDatabase implements AutoCloseable {
     private final EmbeddedPostgres embedded;
     private final HikariDataSource dataSource;
     private final String description;
+    private final String jdbcUrl;
 
-    private SampleDatabase(EmbeddedPostgres embedded, HikariDataSource dataSource, String description) {
+    private SampleDatabase(EmbeddedPostgres embedded, HikariDataSource dataSource, String description, String jdbcUrl) {
         this.embedded = embedded;
         this.dataSource = dataSource;
         this.description = description;
+        this.jdbcUrl = jdbcUrl;
     }
 
     /**
@@ -37,12 +39,14 @@ public final class SampleDatabase implements AutoCloseable {
             }
         }
         if (url != null && !url.isBlank()) {
-            return new SampleDatabase(null, pool(url, poolSize), url.replaceAll("password=[^&]*", "password=***"));
+            String masked = url.replaceAll("password=[^&]*", "password=***");
+            return new SampleDatabase(null, pool(url, poolSize), masked, masked);
         }
         try {
             EmbeddedPostgres pg = EmbeddedPostgres.builder().start();
             String embeddedUrl = pg.getJdbcUrl("postgres", "postgres");
-            return new SampleDatabase(pg, pool(embeddedUrl, poolSize), "embedded Postgres on port " + pg.getPort());
+            return new SampleDatabase(pg, pool(embeddedUrl, poolSize), "embedded Postgres on port " + pg.getPort(),
+                    embeddedUrl);
         } catch (IOException e) {
             throw new IllegalStateException("could not start an embedded Postgres (give --jdbc-url or LAYOVER_JDBC_URL "
                     + "to use a running server): " + e.getMessage(), e);
@@ -67,6 +71,11 @@ public final class SampleDatabase implements AutoCloseable {
     /** @return the pool */
     public DataSource dataSource() {
         return dataSource;
+    }
+
+    /** @return the database's JDBC URL, passwords masked */
+    public String jdbcUrl() {
+        return jdbcUrl;
     }
 
     /** @return where the database is, for a log line (passwords masked) */

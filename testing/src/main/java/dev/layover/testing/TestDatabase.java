@@ -17,6 +17,10 @@ import javax.sql.DataSource;
 /**
  * A migrated database of its own for one test, on the JVM's {@link PostgresServer}, with small SQL
  * helpers for assertions. Dropped when the test ends.
+ *
+ * <p>Its pools ({@link #dataSource()}, {@link #newDataSource(int)}) are HikariCP pools: HikariCP is
+ * an optional dependency of layover-testing, so a test that uses them declares
+ * {@code com.zaxxer:HikariCP} itself. {@link #jdbcUrl()} needs nothing more.
  */
 public final class TestDatabase implements AutoCloseable {
 
@@ -30,22 +34,22 @@ public final class TestDatabase implements AutoCloseable {
         this.name = name;
     }
 
-    /** The database name. */
+    /** @return the database name */
     public String name() {
         return name;
     }
 
-    /** The server this database lives on. */
+    /** @return the server this database lives on */
     public PostgresServer server() {
         return server;
     }
 
-    /** A JDBC URL for this database, with user (and password) as query parameters. */
+    /** @return a JDBC URL for this database, with user (and password) as query parameters */
     public String jdbcUrl() {
         return server.jdbcUrl(name);
     }
 
-    /** The test's pooled data source (HikariCP, 24 connections), created on first use. */
+    /** @return the test's pooled data source (HikariCP, 24 connections), created on first use */
     public DataSource dataSource() {
         HikariDataSource ds = dataSource;
         if (ds == null) {
@@ -67,6 +71,7 @@ public final class TestDatabase implements AutoCloseable {
      * @return the pool
      */
     public HikariDataSource newDataSource(int maxConnections) {
+        requireHikari();
         HikariConfig cfg = new HikariConfig();
         cfg.setJdbcUrl(jdbcUrl());
         cfg.setMaximumPoolSize(maxConnections);
@@ -77,7 +82,22 @@ public final class TestDatabase implements AutoCloseable {
         return ds;
     }
 
-    /** Runs an update and returns the row count. */
+    private static void requireHikari() {
+        try {
+            Class.forName("com.zaxxer.hikari.HikariDataSource", false, TestDatabase.class.getClassLoader());
+        } catch (ClassNotFoundException | LinkageError e) {
+            throw new IllegalStateException("TestDatabase's pools are HikariCP pools: add com.zaxxer:HikariCP to the "
+                    + "test classpath (layover-testing declares it optional), or connect with jdbcUrl()");
+        }
+    }
+
+    /**
+     * Runs an update.
+     *
+     * @param sql the statement, with {@code ?} parameters
+     * @param params their values
+     * @return the row count
+     */
     public int update(String sql, Object... params) {
         try (Connection c = dataSource().getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
             bind(ps, params);
@@ -87,7 +107,11 @@ public final class TestDatabase implements AutoCloseable {
         }
     }
 
-    /** Runs one or more statements with no parameters. */
+    /**
+     * Runs one or more statements with no parameters.
+     *
+     * @param sql the statements
+     */
     public void execute(String sql) {
         try (Connection c = dataSource().getConnection(); var st = c.createStatement()) {
             st.execute(sql);
@@ -96,7 +120,11 @@ public final class TestDatabase implements AutoCloseable {
         }
     }
 
-    /** Rows of a query, each a column-name to value map in column order. */
+    /**
+     * @param sql a query, with {@code ?} parameters
+     * @param params their values
+     * @return its rows, each a column-name to value map in column order
+     */
     public List<Map<String, Object>> rows(String sql, Object... params) {
         try (Connection c = dataSource().getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
             bind(ps, params);
@@ -121,7 +149,11 @@ public final class TestDatabase implements AutoCloseable {
         }
     }
 
-    /** The single row of a query; fails when there is not exactly one. */
+    /**
+     * @param sql a query, with {@code ?} parameters
+     * @param params their values
+     * @return its single row; fails when there is not exactly one
+     */
     public Map<String, Object> row(String sql, Object... params) {
         List<Map<String, Object>> rows = rows(sql, params);
         if (rows.size() != 1) {
@@ -130,13 +162,21 @@ public final class TestDatabase implements AutoCloseable {
         return rows.get(0);
     }
 
-    /** The first column of the single row of a query, as a long (counts). */
+    /**
+     * @param sql a query of one row, with {@code ?} parameters
+     * @param params their values
+     * @return its first column as a long (counts)
+     */
     public long count(String sql, Object... params) {
         Object v = row(sql, params).values().iterator().next();
         return v == null ? 0 : ((Number) v).longValue();
     }
 
-    /** The first column of the single row of a query. */
+    /**
+     * @param sql a query of one row, with {@code ?} parameters
+     * @param params their values
+     * @return its first column
+     */
     public Object value(String sql, Object... params) {
         return row(sql, params).values().iterator().next();
     }

@@ -55,8 +55,11 @@ public final class TranslationDemo {
      * @param console start the replay console
      * @param terminal redraw the progress line in place (stdout is a terminal)
      * @param stop counted down to end a {@code keepRunning} demo (a shutdown hook); may be {@code null}
+     * @param jdbcUrl the database's JDBC URL, printed with a psql line so that the report's SQL can be
+     *     tried (passwords masked); may be {@code null}
      */
-    public record Options(boolean fast, boolean keepRunning, boolean console, boolean terminal, CountDownLatch stop) {}
+    public record Options(boolean fast, boolean keepRunning, boolean console, boolean terminal, CountDownLatch stop,
+            String jdbcUrl) {}
 
     private TranslationDemo() {}
 
@@ -117,6 +120,7 @@ public final class TranslationDemo {
                 out.println("Provider: a fake OpenAI-compatible server at " + fake.baseUri() + " (primary /v1, secondary /secondary/v1)");
                 out.println("Keys: " + TranslateJob.MODEL_KEY + " (the job's, over both endpoints), " + TranslateJob.PRIMARY_KEY
                         + ", " + TranslateJob.SECONDARY_KEY);
+                printConnect(out, options);
                 out.println();
 
                 long start = System.nanoTime();
@@ -141,6 +145,7 @@ public final class TranslationDemo {
                 if (options.keepRunning()) {
                     out.println("--keep-running: Layover and the console stay up" + (console != null
                             ? " at " + console.loginUrl() : "") + ". Press Ctrl-C to stop.");
+                    printConnect(out, options);
                     out.println("Try: top up the trial account with SQL (UPDATE layover_demo.accounts SET balance = balance + 100"
                             + " WHERE id = '" + Documents.INITECH + "'), then replay its dead letters (failure type"
                             + " handler_parked) from the console: they complete, charged once.");
@@ -165,6 +170,38 @@ public final class TranslationDemo {
     }
 
     /** Deletes what an earlier run left for the demo's job type and keys; creates the demo's schema. */
+    private static void printConnect(PrintStream out, Options options) {
+        if (options.jdbcUrl() == null) {
+            return;
+        }
+        out.println("Database: " + options.jdbcUrl());
+        out.println("  psql: " + psql(options.jdbcUrl()) + (options.keepRunning() ? ""
+                : "   (the embedded database ends with the demo: add --keep-running to look around after the report)"));
+    }
+
+    /**
+     * The psql command for a {@code jdbc:postgresql://host:port/db?user=u&password=p} URL.
+     *
+     * @param jdbcUrl the URL
+     * @return e.g. {@code psql "postgresql://postgres@localhost:5432/postgres"}
+     */
+    static String psql(String jdbcUrl) {
+        String rest = jdbcUrl.replaceFirst("^jdbc:postgresql://", "");
+        String query = "";
+        int q = rest.indexOf('?');
+        if (q >= 0) {
+            query = rest.substring(q + 1);
+            rest = rest.substring(0, q);
+        }
+        String user = null;
+        for (String kv : query.split("&")) {
+            if (kv.startsWith("user=")) {
+                user = kv.substring("user=".length());
+            }
+        }
+        return "psql \"postgresql://" + (user != null ? user + "@" : "") + rest + "\"";
+    }
+
     private static void prepare(DataSource ds) throws SQLException {
         // a previous run's jobs, dead letters and provider state (V10's functions for demos and tests)
         try (Connection c = ds.getConnection();

@@ -25,7 +25,7 @@ class TranslationDemoTest {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
         long started = System.nanoTime();
-        DemoReport r = TranslationDemo.run(db.dataSource(), new TranslationDemo.Options(true, false, true, false, null), out);
+        DemoReport r = TranslationDemo.run(db.dataSource(), new TranslationDemo.Options(true, false, true, false, null, db.jdbcUrl()), out);
         String printed = bytes.toString(StandardCharsets.UTF_8);
         System.out.println(printed);
 
@@ -54,6 +54,8 @@ class TranslationDemoTest {
         assertEquals(r.completed(), db.count("select count(*) from layover_demo.translations"));
         assertEquals(0, db.count("select count(*) from layover_demo.accounts where balance < 0"));
         assertTrue(printed.contains("Replay console: http://127.0.0.1:"), printed);
+        assertTrue(printed.contains("Database: " + db.jdbcUrl()), printed);
+        assertTrue(printed.contains("psql: " + TranslationDemo.psql(db.jdbcUrl())), printed);
         assertTrue(Duration.ofNanos(System.nanoTime() - started).toSeconds() < 60, "the fast demo takes under a minute");
     }
 }

@@ -1,0 +1,104 @@
+package dev.layover.spring.boot;
+
+import dev.layover.core.JobType;
+import dev.layover.core.Layover;
+import dev.layover.core.LayoverPlugin;
+import dev.layover.core.metrics.MicrometerMetrics;
+import io.micrometer.core.instrument.MeterRegistry;
+import javax.sql.DataSource;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.core.Ordered;
+import org.springframework.core.annotation.Order;
+
+/**
+ * Layover on the application's {@link DataSource}.
+ *
+ * <ul>
+ *   <li>{@link Layover} (unless the application defines its own): built from the
+ *       {@code layover.*} properties ({@link LayoverProperties}), with every {@link JobType} bean
+ *       registered and every {@link LayoverPlugin} bean added, then every
+ *       {@link LayoverBuilderCustomizer} bean applied in order. Building it migrates schema
+ *       {@code layover} unless {@code layover.migrate=false}.
+ *   <li>{@link LayoverLifecycle}: starts the workers when the context has started, stops them
+ *       gracefully with it.
+ *   <li>With Micrometer and a {@code MeterRegistry} bean (Spring Boot Actuator): Layover's metrics
+ *       ({@code docs/observability.md}) go to that registry.
+ * </ul>
+ *
+ * <p>Off with {@code layover.enabled=false}. The pool needs at least {@code layover.threads + 6}
+ * connections ({@code spring.datasource.hikari.maximum-pool-size}, default 10, so raise it
+ * with the threads).
+ */
+@AutoConfiguration(afterName = {
+        "org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration",
+        "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
+        "org.springframework.boot.actuate.autoconfigure.metrics.CompositeMeterRegistryAutoConfiguration",
+        "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration"})
+@ConditionalOnClass(Layover.class)
+@ConditionalOnSingleCandidate(DataSource.class)
+@ConditionalOnProperty(prefix = "layover", name = "enabled", havingValue = "true", matchIfMissing = true)
+@EnableConfigurationProperties(LayoverProperties.class)
+public class LayoverAutoConfiguration {
+
+    /**
+     * The application's Layover instance, built but not started.
+     *
+     * @param dataSource the application's data source
+     * @param properties the {@code layover.*} properties
+     * @param jobTypes every {@code JobType} bean
+     * @param plugins every {@code LayoverPlugin} bean
+     * @param customizers every {@code LayoverBuilderCustomizer} bean
+     * @return the instance
+     */
+    @Bean
+    @ConditionalOnMissingBean
+    public Layover layover(DataSource dataSource, LayoverProperties properties, ObjectProvider<JobType<?>> jobTypes,
+            ObjectProvider<LayoverPlugin> plugins, ObjectProvider<LayoverBuilderCustomizer> customizers) {
+        Layover.Builder builder = Layover.builder(dataSource);
+        PropertiesApplier.apply(properties, builder);
+        jobTypes.orderedStream().forEach(builder::register);
+        plugins.orderedStream().forEach(builder::plugin);
+        customizers.orderedStream().forEach(c -> c.customize(builder));
+        return builder.build();
+    }
+
+    /**
+     * Starts and stops the workers with the context.
+     *
+     * @param layover the instance
+     * @param properties {@code layover.run-jobs} decides whether workers start
+     * @return the lifecycle
+     */
+    @Bean
+    @ConditionalOnMissingBean
+    public LayoverLifecycle layoverLifecycle(Layover layover, LayoverProperties properties) {
+        return new LayoverLifecycle(layover, properties.isRunJobs());
+    }
+
+    /** Micrometer, when the application has it. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "io.micrometer.core.instrument.MeterRegistry")
+    static class Metrics {
+
+        /**
+         * Reports Layover's metrics to the application's registry (the primary one, when there are
+         * several); runs before the application's customizers, which may replace it.
+         *
+         * @param registry the application's meter registry, when there is one
+         * @return the customizer
+         */
+        @Bean
+        @Order(Ordered.HIGHEST_PRECEDENCE)
+        LayoverBuilderCustomizer layoverMicrometerMetrics(ObjectProvider<MeterRegistry> registry) {
+            return builder -> registry.ifUnique(r -> builder.metrics(MicrometerMetrics.of(r)));
+        }
+    }
+}

@@ -1,0 +1,822 @@
+package dev.layover.spring.boot;
+
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/**
+ * The {@code layover.*} settings of a Spring Boot application. Every default is Layover's own
+ * (the javadoc of {@code Layover.Builder}, {@code BreakerSettings}, {@code CooldownSettings},
+ * {@code BucketSettings}, {@code RecoverySweep} and {@code DeadLetterRetention} explains each);
+ * a setting Layover refuses stops the application with a message naming the property.
+ *
+ * <pre>
+ * layover.threads=16
+ * layover.poll-interval=500ms
+ * layover.buckets[openai\:gpt-4o-mini].requests-per-minute=500
+ * layover.concurrency-limits[tenant\:*]=2
+ * layover.breakers.open-for=1m
+ * layover.console.enabled=true
+ * </pre>
+ *
+ * <p>A key with a {@code :} (every provider key) goes in brackets, and in a
+ * {@code .properties} file its {@code :} is escaped as {@code \:} (the format reads an unescaped
+ * {@code :} as the end of the name); in YAML, quote it: {@code "[openai:gpt-4o-mini]":}.
+ *
+ * <p>Database: {@link #isMigrate() migrate} (default true) applies Layover's migrations to
+ * schema {@code layover} when the application starts; buckets and concurrency limits are written
+ * to {@code layover.buckets} and {@code layover.concurrency_limits} when the workers meet their
+ * keys. Everything else only configures this JVM.
+ */
+@ConfigurationProperties(prefix = "layover")
+public class LayoverProperties {
+
+    /** Whether Layover is configured at all. */
+    private boolean enabled = true;
+
+    /**
+     * Whether this application runs jobs. False: an enqueue-only client (no worker threads, no
+     * plugins), for applications that only enqueue.
+     */
+    private boolean runJobs = true;
+
+    /** Worker threads. */
+    private int threads = 10;
+
+    /** How often workers look for due jobs when nothing wakes them. */
+    private Duration pollInterval = Duration.ofSeconds(1);
+
+    /**
+     * Jobs picked at a time, as a multiple of the threads (1 to 10). Short jobs: 4; slow jobs in
+     * a large fleet: 1.
+     */
+    private double prefetch = 2.0;
+
+    /** How long stopping lets running jobs finish. */
+    private Duration shutdownMaxWait = Duration.ofSeconds(30);
+
+    /** This worker's name in picked_by, at most 50 characters; default host#pid. */
+    private String workerName;
+
+    /** The largest job arguments accepted, as JSON bytes (default 256 KiB). */
+    private int maxArgsBytes = 262144;
+
+    /** Whether Layover's migrations (schema layover) run when the application starts. */
+    private boolean migrate = true;
+
+    /** Whether due jobs run highest priority first instead of oldest first. */
+    private boolean priority;
+
+    private final Heartbeat heartbeat = new Heartbeat();
+    private final History history = new History();
+    private final Breakers breakers = new Breakers();
+    private final Cooldowns cooldowns = new Cooldowns();
+
+    /**
+     * Fleet-wide admission limits per provider key, limit key, API key pool key or
+     * {@code prefix*} pattern (bracket the key, and escape its colon in a .properties file:
+     * {@code layover.buckets[openai\:gpt-4o].requests-per-minute=500}).
+     * Each has requests-per-minute and/or tokens-per-minute, burst (default 1s) and lease
+     * (default 8).
+     */
+    private final Map<String, Bucket> buckets = new LinkedHashMap<>();
+
+    /**
+     * Fleet-wide concurrency limits: at most this many jobs of the key (or of each key matching a
+     * {@code prefix*} pattern) run at once across every JVM.
+     */
+    private final Map<String, Integer> concurrencyLimits = new LinkedHashMap<>();
+
+    private final DeadLetters dlq = new DeadLetters();
+    private final Console console = new Console();
+
+    /** @return whether Layover is configured */
+    public boolean isEnabled() {
+        return enabled;
+    }
+
+    /** @param enabled whether Layover is configured */
+    public void setEnabled(boolean enabled) {
+        this.enabled = enabled;
+    }
+
+    /** @return whether this application runs jobs */
+    public boolean isRunJobs() {
+        return runJobs;
+    }
+
+    /** @param runJobs whether this application runs jobs */
+    public void setRunJobs(boolean runJobs) {
+        this.runJobs = runJobs;
+    }
+
+    /** @return worker threads */
+    public int getThreads() {
+        return threads;
+    }
+
+    /** @param threads worker threads */
+    public void setThreads(int threads) {
+        this.threads = threads;
+    }
+
+    /** @return the poll interval */
+    public Duration getPollInterval() {
+        return pollInterval;
+    }
+
+    /** @param pollInterval the poll interval */
+    public void setPollInterval(Duration pollInterval) {
+        this.pollInterval = pollInterval;
+    }
+
+    /** @return the prefetch factor */
+    public double getPrefetch() {
+        return prefetch;
+    }
+
+    /** @param prefetch the prefetch factor */
+    public void setPrefetch(double prefetch) {
+        this.prefetch = prefetch;
+    }
+
+    /** @return how long stopping lets running jobs finish */
+    public Duration getShutdownMaxWait() {
+        return shutdownMaxWait;
+    }
+
+    /** @param shutdownMaxWait how long stopping lets running jobs finish */
+    public void setShutdownMaxWait(Duration shutdownMaxWait) {
+        this.shutdownMaxWait = shutdownMaxWait;
+    }
+
+    /** @return the worker name, or null for host#pid */
+    public String getWorkerName() {
+        return workerName;
+    }
+
+    /** @param workerName the worker name */
+    public void setWorkerName(String workerName) {
+        this.workerName = workerName;
+    }
+
+    /** @return the largest args accepted, in bytes */
+    public int getMaxArgsBytes() {
+        return maxArgsBytes;
+    }
+
+    /** @param maxArgsBytes the largest args accepted, in bytes */
+    public void setMaxArgsBytes(int maxArgsBytes) {
+        this.maxArgsBytes = maxArgsBytes;
+    }
+
+    /** @return whether migrations run at start */
+    public boolean isMigrate() {
+        return migrate;
+    }
+
+    /** @param migrate whether migrations run at start */
+    public void setMigrate(boolean migrate) {
+        this.migrate = migrate;
+    }
+
+    /** @return whether due jobs run by priority */
+    public boolean isPriority() {
+        return priority;
+    }
+
+    /** @param priority whether due jobs run by priority */
+    public void setPriority(boolean priority) {
+        this.priority = priority;
+    }
+
+    /** @return the heartbeat settings */
+    public Heartbeat getHeartbeat() {
+        return heartbeat;
+    }
+
+    /** @return the job history settings */
+    public History getHistory() {
+        return history;
+    }
+
+    /** @return the default circuit breaker settings */
+    public Breakers getBreakers() {
+        return breakers;
+    }
+
+    /** @return the cooldown settings */
+    public Cooldowns getCooldowns() {
+        return cooldowns;
+    }
+
+    /** @return the buckets by key */
+    public Map<String, Bucket> getBuckets() {
+        return buckets;
+    }
+
+    /** @return the concurrency limits by key */
+    public Map<String, Integer> getConcurrencyLimits() {
+        return concurrencyLimits;
+    }
+
+    /** @return the dead-letter settings (used when layover-dlq is on the classpath) */
+    public DeadLetters getDlq() {
+        return dlq;
+    }
+
+    /** @return the replay console settings (used when layover-replay-console is on the classpath) */
+    public Console getConsole() {
+        return console;
+    }
+
+    /** Heartbeats of running jobs. */
+    public static class Heartbeat {
+        /** How often a running job's heartbeat is written. */
+        private Duration interval = Duration.ofSeconds(5);
+        /** Heartbeats missed before a job is declared dead and run again elsewhere (at least 4). */
+        private int missed = 8;
+
+        /** @return the heartbeat interval */
+        public Duration getInterval() {
+            return interval;
+        }
+
+        /** @param interval the heartbeat interval */
+        public void setInterval(Duration interval) {
+            this.interval = interval;
+        }
+
+        /** @return heartbeats missed before dead */
+        public int getMissed() {
+            return missed;
+        }
+
+        /** @param missed heartbeats missed before dead */
+        public void setMissed(int missed) {
+            this.missed = missed;
+        }
+    }
+
+    /** The record of finished jobs, layover.job_history. */
+    public static class History {
+        /** Whether every finished job gets a row in layover.job_history. */
+        private boolean enabled = true;
+        /** Whether history rows keep the job's args. */
+        private boolean args;
+        /** How long history rows are kept; 0 keeps them forever. */
+        private Duration retention = Duration.ofDays(7);
+
+        /** @return whether history is written */
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        /** @param enabled whether history is written */
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        /** @return whether history rows keep args */
+        public boolean isArgs() {
+            return args;
+        }
+
+        /** @param args whether history rows keep args */
+        public void setArgs(boolean args) {
+            this.args = args;
+        }
+
+        /** @return how long rows are kept */
+        public Duration getRetention() {
+            return retention;
+        }
+
+        /** @param retention how long rows are kept */
+        public void setRetention(Duration retention) {
+            this.retention = retention;
+        }
+    }
+
+    /** Circuit breaker settings of every provider key without its own (BreakerSettings). */
+    public static class Breakers {
+        /** The counting window of a closed breaker. */
+        private Duration window = Duration.ofSeconds(60);
+        /** Calls in the window before the breaker may open. */
+        private int minimumCalls = 10;
+        /** Failures in the window before the breaker may open. */
+        private int failureThreshold = 5;
+        /** The share of failures among calls that opens it, in (0, 1]. */
+        private double failureRatio = 0.5;
+        /** How long the first opening lasts. */
+        private Duration openFor = Duration.ofSeconds(30);
+        /** The longest opening after repeated failed trials. */
+        private Duration maxOpenFor = Duration.ofMinutes(10);
+        /** How long a claimed trial call may take before another worker may claim it. */
+        private Duration trialTimeout = Duration.ofMinutes(2);
+
+        /** @return the window */
+        public Duration getWindow() {
+            return window;
+        }
+
+        /** @param window the window */
+        public void setWindow(Duration window) {
+            this.window = window;
+        }
+
+        /** @return the minimum calls */
+        public int getMinimumCalls() {
+            return minimumCalls;
+        }
+
+        /** @param minimumCalls the minimum calls */
+        public void setMinimumCalls(int minimumCalls) {
+            this.minimumCalls = minimumCalls;
+        }
+
+        /** @return the failure threshold */
+        public int getFailureThreshold() {
+            return failureThreshold;
+        }
+
+        /** @param failureThreshold the failure threshold */
+        public void setFailureThreshold(int failureThreshold) {
+            this.failureThreshold = failureThreshold;
+        }
+
+        /** @return the failure ratio */
+        public double getFailureRatio() {
+            return failureRatio;
+        }
+
+        /** @param failureRatio the failure ratio */
+        public void setFailureRatio(double failureRatio) {
+            this.failureRatio = failureRatio;
+        }
+
+        /** @return the first opening */
+        public Duration getOpenFor() {
+            return openFor;
+        }
+
+        /** @param openFor the first opening */
+        public void setOpenFor(Duration openFor) {
+            this.openFor = openFor;
+        }
+
+        /** @return the longest opening */
+        public Duration getMaxOpenFor() {
+            return maxOpenFor;
+        }
+
+        /** @param maxOpenFor the longest opening */
+        public void setMaxOpenFor(Duration maxOpenFor) {
+            this.maxOpenFor = maxOpenFor;
+        }
+
+        /** @return the trial timeout */
+        public Duration getTrialTimeout() {
+            return trialTimeout;
+        }
+
+        /** @param trialTimeout the trial timeout */
+        public void setTrialTimeout(Duration trialTimeout) {
+            this.trialTimeout = trialTimeout;
+        }
+    }
+
+    /** How long provider keys cool down when the provider named no wait (CooldownSettings). */
+    public static class Cooldowns {
+        /** The first wait after a 429 without retry-after. */
+        private Duration rateLimitBase = Duration.ofSeconds(1);
+        /** The longest such wait. */
+        private Duration rateLimitCap = Duration.ofSeconds(60);
+        /** The first cooldown after an overloaded answer (503, 529). */
+        private Duration overloadBase = Duration.ofSeconds(1);
+        /** The longest overload cooldown. */
+        private Duration overloadCap = Duration.ofSeconds(30);
+        /** How soon after the previous cooldown a new one counts as back-to-back. */
+        private Duration strikeMemory = Duration.ofSeconds(60);
+        /**
+         * How long a pace learned from a 429 that states the key's limit lasts; 0: never learn one.
+         */
+        private Duration learnedPaceFor = Duration.ofMinutes(10);
+        /** The share of a stated limit a learned pace allows, in (0, 1]. */
+        private double learnedPaceShare = 0.95;
+
+        /** @return the first rate-limit wait */
+        public Duration getRateLimitBase() {
+            return rateLimitBase;
+        }
+
+        /** @param rateLimitBase the first rate-limit wait */
+        public void setRateLimitBase(Duration rateLimitBase) {
+            this.rateLimitBase = rateLimitBase;
+        }
+
+        /** @return the longest rate-limit wait */
+        public Duration getRateLimitCap() {
+            return rateLimitCap;
+        }
+
+        /** @param rateLimitCap the longest rate-limit wait */
+        public void setRateLimitCap(Duration rateLimitCap) {
+            this.rateLimitCap = rateLimitCap;
+        }
+
+        /** @return the first overload cooldown */
+        public Duration getOverloadBase() {
+            return overloadBase;
+        }
+
+        /** @param overloadBase the first overload cooldown */
+        public void setOverloadBase(Duration overloadBase) {
+            this.overloadBase = overloadBase;
+        }
+
+        /** @return the longest overload cooldown */
+        public Duration getOverloadCap() {
+            return overloadCap;
+        }
+
+        /** @param overloadCap the longest overload cooldown */
+        public void setOverloadCap(Duration overloadCap) {
+            this.overloadCap = overloadCap;
+        }
+
+        /** @return the strike memory */
+        public Duration getStrikeMemory() {
+            return strikeMemory;
+        }
+
+        /** @param strikeMemory the strike memory */
+        public void setStrikeMemory(Duration strikeMemory) {
+            this.strikeMemory = strikeMemory;
+        }
+
+        /** @return how long a learned pace lasts */
+        public Duration getLearnedPaceFor() {
+            return learnedPaceFor;
+        }
+
+        /** @param learnedPaceFor how long a learned pace lasts */
+        public void setLearnedPaceFor(Duration learnedPaceFor) {
+            this.learnedPaceFor = learnedPaceFor;
+        }
+
+        /** @return the learned pace's share of the stated limit */
+        public double getLearnedPaceShare() {
+            return learnedPaceShare;
+        }
+
+        /** @param learnedPaceShare the learned pace's share of the stated limit */
+        public void setLearnedPaceShare(double learnedPaceShare) {
+            this.learnedPaceShare = learnedPaceShare;
+        }
+    }
+
+    /** An admission limit for one key (BucketSettings); give a request or a token limit. */
+    public static class Bucket {
+        /** Requests per minute; 0 for none. */
+        private double requestsPerMinute;
+        /** Tokens per minute; 0 for none. */
+        private double tokensPerMinute;
+        /** How much of the rate may be spent at once. */
+        private Duration burst = Duration.ofSeconds(1);
+        /** The most request permits a worker takes per round trip. */
+        private int lease = 8;
+
+        /** @return requests per minute */
+        public double getRequestsPerMinute() {
+            return requestsPerMinute;
+        }
+
+        /** @param requestsPerMinute requests per minute */
+        public void setRequestsPerMinute(double requestsPerMinute) {
+            this.requestsPerMinute = requestsPerMinute;
+        }
+
+        /** @return tokens per minute */
+        public double getTokensPerMinute() {
+            return tokensPerMinute;
+        }
+
+        /** @param tokensPerMinute tokens per minute */
+        public void setTokensPerMinute(double tokensPerMinute) {
+            this.tokensPerMinute = tokensPerMinute;
+        }
+
+        /** @return the burst */
+        public Duration getBurst() {
+            return burst;
+        }
+
+        /** @param burst the burst */
+        public void setBurst(Duration burst) {
+            this.burst = burst;
+        }
+
+        /** @return the lease */
+        public int getLease() {
+            return lease;
+        }
+
+        /** @param lease the lease */
+        public void setLease(int lease) {
+            this.lease = lease;
+        }
+    }
+
+    /** The dead-letter store, the recovery sweep and dead-letter retention (layover-dlq). */
+    public static class DeadLetters {
+        private final Sweep recoverySweep = new Sweep();
+        private final Retention retention = new Retention();
+
+        /** @return the recovery sweep settings */
+        public Sweep getRecoverySweep() {
+            return recoverySweep;
+        }
+
+        /** @return the retention settings */
+        public Retention getRetention() {
+            return retention;
+        }
+    }
+
+    /** The recovery sweep and recovery trial (RecoverySweep). */
+    public static class Sweep {
+        /** Whether parked jobs are replayed by themselves when their provider's breaker closes. */
+        private boolean enabled = true;
+        /** How often the sweep looks at breakers and parked jobs. */
+        private Duration checkEvery = Duration.ofSeconds(5);
+        /** Replays in the first batch after a close. */
+        private int firstBatch = 10;
+        /** How much a batch grows when the previous ones went well. */
+        private double growthFactor = 2.0;
+        /** The largest batch. */
+        private int maxBatch = 500;
+        /** The window a batch's replays are spread over. */
+        private Duration spread = Duration.ofSeconds(10);
+        /** Automatic replays of one dead letter before it goes to review. */
+        private int replayBudget = 3;
+        /** Dead letters parked up to this long after a close are still swept. */
+        private Duration closeGrace = Duration.ofMinutes(1);
+        /** Whether one parked job is replayed as the trial call of an open breaker without traffic. */
+        private boolean trials = true;
+
+        /** @return whether the sweep runs */
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        /** @param enabled whether the sweep runs */
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        /** @return the check interval */
+        public Duration getCheckEvery() {
+            return checkEvery;
+        }
+
+        /** @param checkEvery the check interval */
+        public void setCheckEvery(Duration checkEvery) {
+            this.checkEvery = checkEvery;
+        }
+
+        /** @return the first batch size */
+        public int getFirstBatch() {
+            return firstBatch;
+        }
+
+        /** @param firstBatch the first batch size */
+        public void setFirstBatch(int firstBatch) {
+            this.firstBatch = firstBatch;
+        }
+
+        /** @return the growth factor */
+        public double getGrowthFactor() {
+            return growthFactor;
+        }
+
+        /** @param growthFactor the growth factor */
+        public void setGrowthFactor(double growthFactor) {
+            this.growthFactor = growthFactor;
+        }
+
+        /** @return the largest batch */
+        public int getMaxBatch() {
+            return maxBatch;
+        }
+
+        /** @param maxBatch the largest batch */
+        public void setMaxBatch(int maxBatch) {
+            this.maxBatch = maxBatch;
+        }
+
+        /** @return the spread window */
+        public Duration getSpread() {
+            return spread;
+        }
+
+        /** @param spread the spread window */
+        public void setSpread(Duration spread) {
+            this.spread = spread;
+        }
+
+        /** @return the replay budget */
+        public int getReplayBudget() {
+            return replayBudget;
+        }
+
+        /** @param replayBudget the replay budget */
+        public void setReplayBudget(int replayBudget) {
+            this.replayBudget = replayBudget;
+        }
+
+        /** @return the close grace */
+        public Duration getCloseGrace() {
+            return closeGrace;
+        }
+
+        /** @param closeGrace the close grace */
+        public void setCloseGrace(Duration closeGrace) {
+            this.closeGrace = closeGrace;
+        }
+
+        /** @return whether trials run */
+        public boolean isTrials() {
+            return trials;
+        }
+
+        /** @param trials whether trials run */
+        public void setTrials(boolean trials) {
+            this.trials = trials;
+        }
+    }
+
+    /** Retention of replayed and discarded dead letters (DeadLetterRetention). */
+    public static class Retention {
+        /** Whether replayed and discarded dead letters are deleted after keep. */
+        private boolean enabled = true;
+        /** How long replayed and discarded dead letters are kept (parked ones are never deleted). */
+        private Duration keep = Duration.ofDays(30);
+        /** How often retention runs. */
+        private Duration every = Duration.ofHours(1);
+        /** Rows per DELETE. */
+        private int batchSize = 10000;
+
+        /** @return whether retention runs */
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        /** @param enabled whether retention runs */
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        /** @return the retention period */
+        public Duration getKeep() {
+            return keep;
+        }
+
+        /** @param keep the retention period */
+        public void setKeep(Duration keep) {
+            this.keep = keep;
+        }
+
+        /** @return the interval */
+        public Duration getEvery() {
+            return every;
+        }
+
+        /** @param every the interval */
+        public void setEvery(Duration every) {
+            this.every = every;
+        }
+
+        /** @return rows per DELETE */
+        public int getBatchSize() {
+            return batchSize;
+        }
+
+        /** @param batchSize rows per DELETE */
+        public void setBatchSize(int batchSize) {
+            this.batchSize = batchSize;
+        }
+    }
+
+    /** The replay console (layover-replay-console). */
+    public static class Console {
+        /** Whether the replay console is served. */
+        private boolean enabled;
+        /**
+         * servlet: mounted in the application under path, behind the application's own security;
+         * standalone: on a port of its own, with its own access token.
+         */
+        private ConsoleMode mode = ConsoleMode.SERVLET;
+        /** Where the console is mounted in servlet mode. */
+        private String path = "/layover";
+        /** Standalone mode: the port (0: any free port). */
+        private int port = 7070;
+        /** Standalone mode: the address to listen on. */
+        private String bind = "127.0.0.1";
+        /** Standalone mode: the access token (at least 16 characters); default: a random one, logged. */
+        private String token;
+        /** Whether the console refuses every state-changing request. */
+        private boolean readOnly;
+        /** Standalone mode: the URL browsers use, when behind a reverse proxy. */
+        private String publicUrl;
+
+        /** @return whether the console is served */
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        /** @param enabled whether the console is served */
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        /** @return how the console is served */
+        public ConsoleMode getMode() {
+            return mode;
+        }
+
+        /** @param mode how the console is served */
+        public void setMode(ConsoleMode mode) {
+            this.mode = mode;
+        }
+
+        /** @return the servlet path */
+        public String getPath() {
+            return path;
+        }
+
+        /** @param path the servlet path */
+        public void setPath(String path) {
+            this.path = path;
+        }
+
+        /** @return the standalone port */
+        public int getPort() {
+            return port;
+        }
+
+        /** @param port the standalone port */
+        public void setPort(int port) {
+            this.port = port;
+        }
+
+        /** @return the standalone bind address */
+        public String getBind() {
+            return bind;
+        }
+
+        /** @param bind the standalone bind address */
+        public void setBind(String bind) {
+            this.bind = bind;
+        }
+
+        /** @return the standalone token, or null for a random one */
+        public String getToken() {
+            return token;
+        }
+
+        /** @param token the standalone token */
+        public void setToken(String token) {
+            this.token = token;
+        }
+
+        /** @return whether the console is read-only */
+        public boolean isReadOnly() {
+            return readOnly;
+        }
+
+        /** @param readOnly whether the console is read-only */
+        public void setReadOnly(boolean readOnly) {
+            this.readOnly = readOnly;
+        }
+
+        /** @return the public URL, or null */
+        public String getPublicUrl() {
+            return publicUrl;
+        }
+
+        /** @param publicUrl the public URL */
+        public void setPublicUrl(String publicUrl) {
+            this.publicUrl = publicUrl;
+        }
+    }
+
+    /** How the replay console is served. */
+    public enum ConsoleMode {
+        /** Mounted in the application's servlet container under {@code layover.console.path}. */
+        SERVLET,
+        /** On a port of its own ({@code layover.console.port}), with its own access token. */
+        STANDALONE
+    }
+}

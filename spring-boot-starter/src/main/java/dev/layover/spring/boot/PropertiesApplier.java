@@ -1,0 +1,64 @@
+package dev.layover.spring.boot;
+
+import dev.layover.core.Layover;
+import dev.layover.core.provider.state.BreakerSettings;
+import dev.layover.core.provider.state.BucketSettings;
+import dev.layover.core.provider.state.CooldownSettings;
+import java.util.Map;
+
+/** Applies {@link LayoverProperties} to a builder; a refused value names its property. */
+final class PropertiesApplier {
+
+    private PropertiesApplier() {}
+
+    static void apply(LayoverProperties p, Layover.Builder b) {
+        set("layover.threads", () -> b.threads(p.getThreads()));
+        set("layover.poll-interval", () -> b.pollInterval(p.getPollInterval()));
+        set("layover.heartbeat", () -> b.heartbeat(p.getHeartbeat().getInterval(), p.getHeartbeat().getMissed()));
+        set("layover.prefetch", () -> b.prefetch(p.getPrefetch()));
+        set("layover.shutdown-max-wait", () -> b.shutdownMaxWait(p.getShutdownMaxWait()));
+        if (p.getWorkerName() != null) {
+            set("layover.worker-name", () -> b.workerName(p.getWorkerName()));
+        }
+        set("layover.max-args-bytes", () -> b.maxArgsBytes(p.getMaxArgsBytes()));
+        b.migrate(p.isMigrate());
+        if (p.isPriority()) {
+            b.enablePriority();
+        }
+        b.history(p.getHistory().isEnabled());
+        b.historyArgs(p.getHistory().isArgs());
+        set("layover.history.retention", () -> b.historyRetention(p.getHistory().getRetention()));
+        set("layover.breakers", () -> b.breakers(breakers(p.getBreakers())));
+        set("layover.cooldowns", () -> b.cooldowns(cooldowns(p.getCooldowns())));
+        for (Map.Entry<String, LayoverProperties.Bucket> e : p.getBuckets().entrySet()) {
+            set("layover.buckets[" + e.getKey() + "]", () -> b.bucket(e.getKey(), bucket(e.getValue())));
+        }
+        for (Map.Entry<String, Integer> e : p.getConcurrencyLimits().entrySet()) {
+            set("layover.concurrency-limits[" + e.getKey() + "]",
+                    () -> b.concurrencyLimit(e.getKey(), e.getValue() == null ? 0 : e.getValue()));
+        }
+    }
+
+    static BreakerSettings breakers(LayoverProperties.Breakers p) {
+        return new BreakerSettings(p.getWindow(), p.getMinimumCalls(), p.getFailureThreshold(), p.getFailureRatio(),
+                p.getOpenFor(), p.getMaxOpenFor(), p.getTrialTimeout());
+    }
+
+    static CooldownSettings cooldowns(LayoverProperties.Cooldowns p) {
+        return new CooldownSettings(p.getRateLimitBase(), p.getRateLimitCap(), p.getOverloadBase(), p.getOverloadCap(),
+                p.getStrikeMemory(), p.getLearnedPaceFor(), p.getLearnedPaceShare());
+    }
+
+    static BucketSettings bucket(LayoverProperties.Bucket p) {
+        return new BucketSettings(p.getRequestsPerMinute(), p.getTokensPerMinute(), p.getBurst(), p.getLease());
+    }
+
+    /** Runs one setting; Layover's refusal (or a missing value) becomes an error naming the property. */
+    static void set(String property, Runnable setting) {
+        try {
+            setting.run();
+        } catch (RuntimeException e) {
+            throw new InvalidLayoverPropertyException(property, e);
+        }
+    }
+}

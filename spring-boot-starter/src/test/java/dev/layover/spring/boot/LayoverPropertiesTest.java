@@ -1,0 +1,66 @@
+package dev.layover.spring.boot;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.layover.core.history.JobHistoryRetention;
+import dev.layover.core.provider.state.BreakerSettings;
+import dev.layover.core.provider.state.BucketSettings;
+import dev.layover.core.provider.state.CooldownSettings;
+import dev.layover.dlq.DeadLetterRetention;
+import dev.layover.dlq.RecoverySweep;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.postgresql.ds.PGSimpleDataSource;
+import org.springframework.boot.diagnostics.FailureAnalysis;
+
+/** The properties' defaults are Layover's own, so an unset property changes nothing. */
+class LayoverPropertiesTest {
+
+    private final LayoverProperties defaults = new LayoverProperties();
+
+    @Test
+    void breakerCooldownAndBucketDefaultsAreLayovers() {
+        assertEquals(BreakerSettings.defaults(), PropertiesApplier.breakers(defaults.getBreakers()));
+        assertEquals(CooldownSettings.defaults(), PropertiesApplier.cooldowns(defaults.getCooldowns()));
+        LayoverProperties.Bucket bucket = new LayoverProperties.Bucket();
+        bucket.setRequestsPerMinute(120);
+        assertEquals(BucketSettings.requestsPerMinute(120), PropertiesApplier.bucket(bucket));
+        assertEquals(JobHistoryRetention.DEFAULT_KEEP, defaults.getHistory().getRetention());
+    }
+
+    @Test
+    void recoverySweepAndRetentionDefaultsAreLayovers() {
+        LayoverDeadLettersAutoConfiguration config = new LayoverDeadLettersAutoConfiguration();
+        RecoverySweep fromProperties = config.layoverRecoverySweep(defaults);
+        RecoverySweep plain = RecoverySweep.plugin();
+        assertEquals(plain.checkEvery(), fromProperties.checkEvery());
+        assertEquals(plain.firstBatch(), fromProperties.firstBatch());
+        assertEquals(plain.growthFactor(), fromProperties.growthFactor());
+        assertEquals(plain.maxBatch(), fromProperties.maxBatch());
+        assertEquals(plain.spread(), fromProperties.spread());
+        assertEquals(plain.replayBudget(), fromProperties.replayBudget());
+        assertEquals(plain.closeGrace(), fromProperties.closeGrace());
+        assertEquals(plain.trials(), fromProperties.trials());
+
+        DataSource ds = new PGSimpleDataSource();
+        DeadLetterRetention retention = config.layoverDeadLetterRetention(ds, defaults);
+        assertEquals(DeadLetterRetention.DEFAULT_KEEP, retention.keep());
+        assertEquals(DeadLetterRetention.DEFAULT_EVERY, retention.every());
+        assertEquals(DeadLetterRetention.DEFAULT_BATCH_SIZE, defaults.getDlq().getRetention().getBatchSize());
+    }
+
+    @Test
+    void aRefusedValueNamesItsProperty() {
+        LayoverProperties p = new LayoverProperties();
+        p.getDlq().getRecoverySweep().setFirstBatch(0);
+        InvalidLayoverPropertyException e = org.junit.jupiter.api.Assertions.assertThrows(
+                InvalidLayoverPropertyException.class,
+                () -> new LayoverDeadLettersAutoConfiguration().layoverRecoverySweep(p));
+        assertEquals("layover.dlq.recovery-sweep.first-batch", e.property());
+
+        FailureAnalysis analysis = new LayoverFailureAnalyzer().analyze(new IllegalStateException("context", e));
+        assertTrue(analysis.getDescription().contains("layover.dlq.recovery-sweep.first-batch"), analysis.getDescription());
+        assertTrue(analysis.getAction().contains("Change layover.dlq.recovery-sweep.first-batch"), analysis.getAction());
+    }
+}
