@@ -74,7 +74,7 @@ public final class Layover implements AutoCloseable {
                 b.maxArgsBytes, b.classifier, b.threads, b.pollInterval, b.heartbeatInterval, b.missedHeartbeats,
                 b.shutdownMaxWait, b.priority, b.prefetch, b.breakers, b.perKeyBreakers, b.cooldowns, b.buckets,
                 b.patternBuckets, b.concurrencyLimits, b.breakerListeners, b.tokenCosts, b.metrics, b.history,
-                b.historyArgs));
+                b.historyArgs, b.notifications));
         this.extraTasks = List.copyOf(b.extraTasks);
         this.plugins = List.copyOf(b.plugins);
         this.historyRetention = b.history && !b.historyKeep.isZero()
@@ -432,6 +432,7 @@ public final class Layover implements AutoCloseable {
         private boolean historyArgs;
         private Duration historyKeep = JobHistoryRetention.DEFAULT_KEEP;
         private Clock clock = Clock.systemUTC();
+        private boolean notifications = true;
 
         private Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -788,6 +789,22 @@ public final class Layover implements AutoCloseable {
                 throw new ConfigurationException("historyRetention must not be negative, was " + keep);
             }
             this.historyKeep = keep;
+            return this;
+        }
+
+        /**
+         * Whether this instance holds two connections in {@code LISTEN}: one to start jobs enqueued
+         * in other JVMs at once, one to hear other JVMs' provider state changes (breakers,
+         * cooldowns, pauses, cancels) at once. Turn it off where {@code LISTEN} does not work, behind
+         * a transaction-pooling PgBouncer ({@code docs/operations.md}): jobs enqueued elsewhere then
+         * start at the next poll ({@link #pollInterval}), and other JVMs' changes are seen within
+         * the one-second refresh; every guarantee stays, only those latencies grow.
+         *
+         * @param on default true
+         * @return this builder
+         */
+        public Builder notifications(boolean on) {
+            this.notifications = on;
             return this;
         }
 

@@ -106,7 +106,7 @@ public final class Engine {
         Duration grace = Duration.ofSeconds(ProviderGate.Config.DEFAULT_PERMIT_GRACE_SECONDS);
         this.gate = new ProviderGate(db, clock, worker, new ProviderGate.Config(config.breakers(),
                 config.perKeyBreakers(), config.cooldowns(), config.buckets(), config.breakerListeners(),
-                twoPolls.compareTo(grace) > 0 ? twoPolls : grace), metrics);
+                twoPolls.compareTo(grace) > 0 ? twoPolls : grace, config.notifications()), metrics);
         this.providerStates = new ProviderStateHandle(gate);
         this.sampler = new StateSampler(db, metrics, worker);
         this.outage = new DatabaseOutage(db.dataSource(), worker, RESUME_DELAY, new OutageHooks());
@@ -208,7 +208,8 @@ public final class Engine {
         gate.start();
         admission.start();
         scheduler.start();
-        loops = new WorkerLoops(store, clock, config.workerName(), config.heartbeatInterval(), this::wakeUp);
+        loops = new WorkerLoops(store, clock, config.workerName(), config.heartbeatInterval(), this::wakeUp,
+                config.notifications());
         loops.start();
         sampler.start();
     }

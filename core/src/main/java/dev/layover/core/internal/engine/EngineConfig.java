@@ -46,6 +46,7 @@ import javax.sql.DataSource;
  * @param metrics the application's metrics
  * @param history whether finished jobs get a history row
  * @param historyArgs whether history rows keep args
+ * @param notifications whether to hold connections in {@code LISTEN} for new jobs and provider state
  */
 public record EngineConfig(
         DataSource dataSource,
@@ -72,7 +73,8 @@ public record EngineConfig(
         Map<String, ToLongFunction<Object>> tokenCosts,
         LayoverMetrics metrics,
         boolean history,
-        boolean historyArgs) {
+        boolean historyArgs,
+        boolean notifications) {
 
     /** Copies the collections. */
     public EngineConfig {

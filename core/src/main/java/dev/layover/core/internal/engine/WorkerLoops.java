@@ -43,7 +43,12 @@ final class WorkerLoops {
     private final Thread heartbeat;
     private volatile boolean running = true;
 
-    WorkerLoops(JobStore store, Clock clock, String workerName, Duration heartbeatInterval, Runnable wakeUp) {
+    private final boolean listen;
+
+    /** @param listen whether to run the wake-up listener (off: jobs enqueued elsewhere start at the next poll) */
+    WorkerLoops(JobStore store, Clock clock, String workerName, Duration heartbeatInterval, Runnable wakeUp,
+            boolean listen) {
+        this.listen = listen;
         this.store = store;
         this.db = store.db();
         this.clock = clock;
@@ -57,7 +62,9 @@ final class WorkerLoops {
     }
 
     void start() {
-        listener.start();
+        if (listen) {
+            listener.start();
+        }
         heartbeat.start();
     }
 

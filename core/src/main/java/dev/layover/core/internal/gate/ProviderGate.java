@@ -54,10 +54,12 @@ public final class ProviderGate {
      * @param listeners breaker listeners
      * @param permitGrace how late a job may come back for the bucket permit it holds (it is picked
      *     up to a poll interval after its run time) before the permit lapses
+     * @param notifications whether to hear other JVMs' changes at once ({@code LISTEN}); without,
+     *     the one-second refresh sees them
      */
     public record Config(BreakerSettings breakers, Map<String, BreakerSettings> perKeyBreakers,
             CooldownSettings cooldowns, Map<String, BucketSettings> buckets, List<BreakerListener> listeners,
-            Duration permitGrace) {
+            Duration permitGrace, boolean notifications) {
 
         /** Copies the maps. */
         public Config {
@@ -67,6 +69,21 @@ public final class ProviderGate {
             perKeyBreakers = Map.copyOf(perKeyBreakers);
             buckets = Map.copyOf(buckets);
             listeners = List.copyOf(listeners);
+        }
+
+        /**
+         * Settings that listen for other JVMs' changes.
+         *
+         * @param breakers the breaker settings of every key without its own
+         * @param perKeyBreakers breaker settings of single keys
+         * @param cooldowns cooldown settings
+         * @param buckets the buckets, by key
+         * @param listeners breaker listeners
+         * @param permitGrace how late a job may come back for the bucket permit it holds
+         */
+        public Config(BreakerSettings breakers, Map<String, BreakerSettings> perKeyBreakers, CooldownSettings cooldowns,
+                Map<String, BucketSettings> buckets, List<BreakerListener> listeners, Duration permitGrace) {
+            this(breakers, perKeyBreakers, cooldowns, buckets, listeners, permitGrace, true);
         }
 
         /**
@@ -141,7 +158,8 @@ public final class ProviderGate {
         this.gdb = new GateDb(db, workerName);
         this.events = new BreakerEvents(config.listeners(), this.metrics, workerName);
         Map<String, BreakerSettings> perKey = config.perKeyBreakers();
-        this.cache = new StateCache(gdb, clock, events, key -> perKey.getOrDefault(key, config.breakers()).window());
+        this.cache = new StateCache(gdb, clock, events, key -> perKey.getOrDefault(key, config.breakers()).window(),
+                config.notifications());
         this.breakers = new Breakers(gdb, cache, events, config.breakers(), perKey);
         this.cooldowns = new Cooldowns(gdb, cache, config.cooldowns());
         this.paces = new Paces(gdb, cache, config.cooldowns(), config.buckets());

@@ -44,6 +44,7 @@ final class StateCache {
     private final Clock clock;
     private final BreakerEvents events;
     private final Function<String, Duration> breakerWindow;
+    private final boolean listen;
     private final ConcurrentHashMap<String, KeyState> keys = new ConcurrentHashMap<>();
     private final CopyOnWriteArrayList<Runnable> notificationHooks = new CopyOnWriteArrayList<>();
     private final Object wake = new Object();
@@ -55,8 +56,10 @@ final class StateCache {
 
     /**
      * @param breakerWindow each key's breaker counting window (successes are flushed with it)
+     * @param listen whether to hold a connection in {@code LISTEN} (else the refresh alone sees other JVMs' changes)
      */
-    StateCache(GateDb gdb, Clock clock, BreakerEvents events, Function<String, Duration> breakerWindow) {
+    StateCache(GateDb gdb, Clock clock, BreakerEvents events, Function<String, Duration> breakerWindow, boolean listen) {
+        this.listen = listen;
         this.gdb = gdb;
         this.clock = clock;
         this.events = events;
@@ -68,15 +71,19 @@ final class StateCache {
         refresher = new Thread(this::refreshLoop, "layover-provider-state-" + gdb.workerName);
         refresher.setDaemon(true);
         refresher.start();
-        notifier = new Notifier(gdb.db.dataSource(), this, "layover-provider-notify-" + gdb.workerName);
-        notifier.start();
+        if (listen) {
+            notifier = new Notifier(gdb.db.dataSource(), this, "layover-provider-notify-" + gdb.workerName);
+            notifier.start();
+        }
     }
 
     /** Stops the threads and writes the successes not yet written. */
     synchronized void stop() {
         running = false;
         wakeUp();
-        notifier.stop();
+        if (notifier != null) {
+            notifier.stop();
+        }
         try {
             refresher.join(3000);
         } catch (InterruptedException e) {
