@@ -126,6 +126,9 @@ public final class Layover implements AutoCloseable {
      * and run later, here or on another worker. Calling it twice is harmless.
      */
     public synchronized void stop() {
+        if (!started && !stopped) {
+            engine.close();
+        }
         if (started && !stopped) {
             if (historyRetention != null) {
                 historyRetention.stop();
@@ -418,7 +421,7 @@ public final class Layover implements AutoCloseable {
         private boolean priority;
         private double prefetch = 2.0;
         private ObjectMapper objectMapper;
-        private Function<Throwable, Optional<Outcome>> classifier = ProviderClassifier.defaults()::outcomeOf;
+        private Function<Throwable, Optional<Outcome>> classifier;
         private BreakerSettings breakers = BreakerSettings.defaults();
         private final Map<String, BreakerSettings> perKeyBreakers = new LinkedHashMap<>();
         private CooldownSettings cooldowns = CooldownSettings.defaults();
@@ -431,7 +434,7 @@ public final class Layover implements AutoCloseable {
         private boolean history = true;
         private boolean historyArgs;
         private Duration historyKeep = JobHistoryRetention.DEFAULT_KEEP;
-        private Clock clock = Clock.systemUTC();
+        private Clock clock;
         private boolean notifications = true;
 
         private Builder(DataSource dataSource) {
@@ -584,8 +587,8 @@ public final class Layover implements AutoCloseable {
         }
 
         /**
-         * How exceptions escaping handlers become outcomes. Default: {@code
-         * ProviderClassifier.defaults()::outcomeOf}, which classifies provider SDK exceptions
+         * How exceptions escaping handlers become outcomes. Default: a {@link ProviderClassifier}
+         * on this instance's clock ({@link #clock}), which classifies provider SDK exceptions
          * (openai-java, anthropic-java, google-genai, AWS SDK v2 Bedrock) and JDK network errors;
          * an empty answer means the job's own error (retried, {@code job_error} when exhausted).
          *
@@ -810,10 +813,13 @@ public final class Layover implements AutoCloseable {
 
         /**
          * The clock every decision of this instance reads: run times of enqueued jobs, backoffs,
-         * heartbeats and dead-worker detection, cooldowns and bucket permits. For tests that move
-         * time themselves; production code leaves the default.
+         * heartbeats and dead-worker detection, cooldowns and bucket permits. By default the
+         * database's time: this JVM's clock corrected by its measured offset from the database's
+         * {@code clock_timestamp()} (re-measured every 30 s; an offset over 1 s is logged as a
+         * warning), so that every JVM of the fleet agrees whatever its own clock says. For tests
+         * that move time themselves; production code leaves the default.
          *
-         * @param clock the clock; default the system clock
+         * @param clock the clock; default the database's time
          * @return this builder
          */
         public Builder clock(Clock clock) {

@@ -65,6 +65,22 @@ public final class JvmProcess implements AutoCloseable {
      * @return the running process
      */
     public static JvmProcess start(Class<?> mainClass, String name, List<String> jvmArgs, List<String> args) {
+        return start(mainClass, name, jvmArgs, args, java.util.Map.of());
+    }
+
+    /**
+     * Starts {@code mainClass} in a new JVM with JVM options and environment variables (for
+     * example {@code LD_PRELOAD} and {@code FAKETIME} for a JVM whose clock is off: {@link #faketime}).
+     *
+     * @param mainClass a class with a {@code main(String[])}
+     * @param name a name for the log file and messages
+     * @param jvmArgs JVM options, e.g. {@code -Dx=y}
+     * @param args the program arguments
+     * @param env variables added to this JVM's environment
+     * @return the running process
+     */
+    public static JvmProcess start(Class<?> mainClass, String name, List<String> jvmArgs, List<String> args,
+            java.util.Map<String, String> env) {
         String classpath = classpathOf(mainClass);
         List<String> cmd = new ArrayList<>();
         cmd.add(javaExecutable());
@@ -78,7 +94,9 @@ public final class JvmProcess implements AutoCloseable {
             Files.createDirectories(dir);
             String stamp = LocalDateTime.now().format(DateTimeFormatter.ofPattern("HHmmss-SSS"));
             Path out = dir.resolve(name.replaceAll("[^A-Za-z0-9._-]", "_") + "-" + stamp + ".log");
-            Process p = new ProcessBuilder(cmd)
+            ProcessBuilder pb = new ProcessBuilder(cmd);
+            pb.environment().putAll(env);
+            Process p = pb
                     .redirectErrorStream(true)
                     .redirectOutput(out.toFile())
                     .redirectInput(ProcessBuilder.Redirect.PIPE)
@@ -110,6 +128,26 @@ public final class JvmProcess implements AutoCloseable {
             return String.join(java.io.File.pathSeparator, paths);
         }
         return System.getProperty("java.class.path");
+    }
+
+    /**
+     * The environment that runs a child JVM with its wall clock shifted (libfaketime, Debian's
+     * {@code faketime} package): {@code System.currentTimeMillis} and {@code Instant.now} read
+     * {@code offset} from the real time, {@code System.nanoTime} is left alone.
+     *
+     * @param offset how far the child's clock is off (positive: ahead)
+     * @return the variables, or empty when libfaketime is not installed here
+     */
+    public static java.util.Optional<java.util.Map<String, String>> faketime(java.time.Duration offset) {
+        for (String lib : List.of("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+                "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/faketime/libfaketime.so.1")) {
+            if (Files.exists(Paths.get(lib))) {
+                long s = offset.toSeconds();
+                return java.util.Optional.of(java.util.Map.of("LD_PRELOAD", lib, "FAKETIME", (s >= 0 ? "+" : "") + s + "s",
+                        "FAKETIME_DONT_FAKE_MONOTONIC", "1", "FAKETIME_NO_CACHE", "1"));
+            }
+        }
+        return java.util.Optional.empty();
     }
 
     /**

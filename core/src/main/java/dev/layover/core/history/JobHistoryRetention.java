@@ -83,7 +83,7 @@ public final class JobHistoryRetention {
      * @return how many were deleted
      */
     public long purgeNow() {
-        Timestamp cutoff = Timestamp.from(Instant.now().minus(keep));
+        Timestamp cutoff = Timestamp.from(db.now().minus(keep)); // the database's time, not this JVM's
         long total = 0;
         while (true) {
             int n = db.autocommit("purging job history", c -> {

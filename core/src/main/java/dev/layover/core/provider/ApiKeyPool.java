@@ -126,7 +126,6 @@ public final class ApiKeyPool {
     private final List<Key> keys;
     private final Function<Throwable, Optional<Outcome>> classifier;
     private final Duration quotaSitOut;
-    private final Clock clock = Clock.systemUTC();
     private final AtomicLong next = new AtomicLong();
 
     private ApiKeyPool(Builder b) {
@@ -192,6 +191,7 @@ public final class ApiKeyPool {
     public <R> Result<R> call(JobContext ctx, long tokens, Call<R> call) throws Exception {
         Objects.requireNonNull(call, "call");
         ProviderCalls run = ctx.providerCalls();
+        Clock clock = run.clock();
         List<FallbackStep> steps = new ArrayList<>();
         int n = keys.size();
         int start = (int) Math.floorMod(next.getAndIncrement(), (long) n);
@@ -282,7 +282,7 @@ public final class ApiKeyPool {
     }
 
     private void step(ProviderCalls run, List<FallbackStep> steps, String key, String result, String detail, Duration wait) {
-        FallbackStep s = new FallbackStep(key, result, scrub(detail), wait, clock.instant());
+        FallbackStep s = new FallbackStep(key, result, scrub(detail), wait, run.clock().instant());
         steps.add(s);
         run.trail(s);
     }

@@ -81,12 +81,10 @@ public final class FallbackChain<C> {
 
     private final List<FallbackEndpoint<C>> endpoints;
     private final Function<Throwable, Optional<Outcome>> classifier;
-    private final Clock clock;
 
     private FallbackChain(Builder<C> b) {
         this.endpoints = List.copyOf(b.endpoints);
         this.classifier = b.classifier;
-        this.clock = b.clock;
     }
 
     /**
@@ -132,6 +130,7 @@ public final class FallbackChain<C> {
     public <R> FallbackResult<R> call(JobContext ctx, long tokens, Call<C, R> call) throws Exception {
         Objects.requireNonNull(call, "call");
         ProviderCalls run = ctx.providerCalls();
+        Clock clock = run.clock();
         List<FallbackStep> steps = new ArrayList<>();
         Duration shortest = null;
         boolean refused = false;
@@ -209,7 +208,7 @@ public final class FallbackChain<C> {
     }
 
     private void step(ProviderCalls run, List<FallbackStep> steps, String key, String result, String detail, Duration wait) {
-        FallbackStep s = new FallbackStep(key, result, detail, wait, clock.instant());
+        FallbackStep s = new FallbackStep(key, result, detail, wait, run.clock().instant());
         steps.add(s);
         run.trail(s);
     }
@@ -229,7 +228,6 @@ public final class FallbackChain<C> {
     public static final class Builder<C> {
         private final List<FallbackEndpoint<C>> endpoints = new ArrayList<>();
         private Function<Throwable, Optional<Outcome>> classifier = ProviderClassifier.defaults()::outcomeOf;
-        private final Clock clock = Clock.systemUTC();
 
         private Builder() {}
 

@@ -1,6 +1,7 @@
 package dev.layover.core.provider;
 
 import dev.layover.core.outcome.Outcome;
+import java.time.Clock;
 import java.time.Instant;
 
 /**
@@ -36,6 +37,12 @@ public interface ProviderCalls {
      * @return the key's cooldown end after this call when the outcome set one, else null
      */
     Instant record(String providerKey, Permission.Granted granted, Outcome outcome);
+
+    /**
+     * @return the clock the provider state's times are on (the database's time, as the engine
+     *     reads it); the times of {@link Permission.Wait} and {@link Permission.Refused} compare to it
+     */
+    Clock clock();
 
     /**
      * Adds a line to the run's fallback trail ({@code provider_trail}, kept with the job when its

@@ -66,6 +66,19 @@ public final class Db {
         return dataSource;
     }
 
+    /**
+     * @return the database's {@code now()}: the time to decide on (a JVM's own clock may be off)
+     * @throws dev.layover.core.LayoverException when the database fails
+     */
+    public java.time.Instant now() {
+        return autocommit("reading the database's time", c -> {
+            try (PreparedStatement ps = c.prepareStatement("SELECT now()"); java.sql.ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getObject(1, java.time.OffsetDateTime.class).toInstant();
+            }
+        });
+    }
+
     /** Work on one connection. */
     @FunctionalInterface
     public interface Work<T> {

@@ -18,6 +18,7 @@ import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import dev.layover.core.spi.Db;
+import dev.layover.core.internal.db.DatabaseClock;
 import dev.layover.core.internal.db.StoredText;
 import dev.layover.core.internal.jobs.JobStore;
 import java.util.Objects;
@@ -49,14 +50,14 @@ public final class Controls implements JobControl {
 
     /**
      * The control of a JVM that runs no jobs (a standalone console): cancels write history rows as
-     * Layover does by default (on, without args), times come from the JVM's clock.
+     * Layover does by default (on, without args), times are the database's.
      *
      * @param dataSource the Layover database
      * @return the handle
      */
     public static JobControl create(DataSource dataSource) {
         JobStore store = new JobStore(new Db(dataSource));
-        Clock clock = Clock.systemUTC();
+        Clock clock = new DatabaseClock(dataSource, Clock.systemUTC(), "control");
         return new Controls(store, clock, new JobMover(store, clock, Observability.DEFAULT, WriteRetry.ONCE));
     }
 

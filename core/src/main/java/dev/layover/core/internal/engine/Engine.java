@@ -8,6 +8,7 @@ import com.github.kagkarlsson.scheduler.task.OnStartup;
 import com.github.kagkarlsson.scheduler.task.Task;
 import dev.layover.core.JobPolicy;
 import dev.layover.core.control.JobControl;
+import dev.layover.core.internal.db.DatabaseClock;
 import dev.layover.core.internal.db.DatabaseOutage;
 import dev.layover.core.spi.Db;
 import dev.layover.core.internal.gate.Limits;
@@ -21,6 +22,7 @@ import dev.layover.core.internal.jobs.Registry;
 import dev.layover.core.internal.observe.Observability;
 import dev.layover.core.internal.observe.SafeMetrics;
 import dev.layover.core.internal.observe.StateSampler;
+import dev.layover.core.provider.ProviderClassifier;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.provider.state.ProviderStates;
 import java.sql.SQLException;
@@ -58,6 +60,8 @@ public final class Engine {
     private static final Duration UNRESOLVED_NEVER_DELETED = Duration.ofDays(365L * 10_000);
 
     private final EngineConfig config;
+    /** The database's time, when no clock was given (else null). */
+    private final DatabaseClock databaseClock;
     private final Clock clock;
     private final Db db;
     private final JobStore store;
@@ -87,7 +91,9 @@ public final class Engine {
      */
     public Engine(EngineConfig config) {
         this.config = config;
-        this.clock = config.clock();
+        this.databaseClock = config.clock() == null
+                ? new DatabaseClock(config.dataSource(), Clock.systemUTC(), config.workerName()) : null;
+        this.clock = config.clock() != null ? config.clock() : databaseClock;
         this.db = new Db(config.dataSource());
         this.store = new JobStore(db);
         this.registry = new Registry(config.types(),
@@ -129,7 +135,8 @@ public final class Engine {
                     config.tokenCosts().containsKey(e.type().name())));
         }
         this.taskParts = new JobTask.Parts(writer, admission, gate, List.copyOf(backlog), observability, clock,
-                new HandlerRunner(config.classifier()));
+                new HandlerRunner(config.classifier() != null ? config.classifier()
+                        : ProviderClassifier.builder().clock(clock).build()::outcomeOf));
     }
 
     /** @return the job types */
@@ -191,6 +198,8 @@ public final class Engine {
                 .pollUsingLockAndFetch(0.5, config.prefetch())
                 .shutdownMaxWait(config.shutdownMaxWait())
                 .schedulerName(new SchedulerName.Fixed(config.workerName()))
+                // heartbeats, dead executions and due-ness on the same time as every other worker's
+                .clock(clock::instant)
                 // a job of a type this JVM does not know stays in the table, visible in layover.jobs. db-scheduler
                 // deletes every job of an unknown type once the oldest run time it saw of that type is older than
                 // this: 10,000 years is beyond any timestamp Postgres stores (100 years was not: one job enqueued
@@ -281,6 +290,19 @@ public final class Engine {
         completer.stop(config.shutdownMaxWait());
         admission.stop();
         gate.stop();
+        close();
+    }
+
+    /** Lets go of what even an instance that never started holds (the database clock's thread). */
+    public void close() {
+        if (databaseClock != null) {
+            databaseClock.close();
+        }
+    }
+
+    /** @return the clock every decision of this instance reads */
+    public Clock clock() {
+        return clock;
     }
 
     /** @return whether the scheduler runs */

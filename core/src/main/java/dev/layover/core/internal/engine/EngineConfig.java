@@ -22,12 +22,12 @@ import javax.sql.DataSource;
  * documented there). {@link Engine} assembles every part from it, once.
  *
  * @param dataSource the database
- * @param clock the clock every decision of this instance reads
+ * @param clock the clock every decision of this instance reads; null for the database's time
  * @param workerName this instance's name in {@code picked_by}
  * @param types the job types
  * @param objectMapper the default args mapper
  * @param maxArgsBytes the args size cap
- * @param classifier turns exceptions escaping handlers into outcomes
+ * @param classifier turns exceptions escaping handlers into outcomes; null for Layover's on the instance's clock
  * @param threads worker threads
  * @param pollInterval polling interval
  * @param heartbeatInterval heartbeat interval

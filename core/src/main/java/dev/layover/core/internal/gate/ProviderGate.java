@@ -121,6 +121,7 @@ public final class ProviderGate {
     public record BacklogType(String name, int maxReschedules, Duration maxDeferral, boolean countsTokens) {}
 
     private final Config config;
+    private final Clock clock;
     private final LayoverMetrics metrics;
     private final GateDb gdb;
     private final BreakerEvents events;
@@ -154,6 +155,7 @@ public final class ProviderGate {
      */
     public ProviderGate(Db db, Clock clock, String workerName, Config config, LayoverMetrics metrics) {
         this.config = config;
+        this.clock = clock;
         this.metrics = metrics == null ? LayoverMetrics.none() : metrics;
         this.gdb = new GateDb(db, workerName);
         this.events = new BreakerEvents(config.listeners(), this.metrics, workerName);
@@ -471,6 +473,11 @@ public final class ProviderGate {
 
     BreakerSettings breakerSettings(String key) {
         return breakers.settings(key);
+    }
+
+    /** @return the clock this gate's times are on */
+    public Clock clock() {
+        return clock;
     }
 
     // ---- measurement (tests) ------------------------------------------------------------------

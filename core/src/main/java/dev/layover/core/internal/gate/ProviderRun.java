@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.FallbackStep;
 import dev.layover.core.provider.ProviderCalls;
+import java.time.Clock;
 import java.time.Instant;
 import java.util.Objects;
 import java.util.ArrayList;
@@ -57,6 +58,11 @@ public final class ProviderRun implements ProviderCalls {
     public Instant record(String providerKey, Permission.Granted granted, Outcome outcome) {
         return gate.afterCall(Objects.requireNonNull(providerKey, "providerKey"),
                 granted == null ? null : granted.trial(), Objects.requireNonNull(outcome, "outcome"));
+    }
+
+    @Override
+    public Clock clock() {
+        return gate.clock();
     }
 
     @Override

@@ -1,5 +1,6 @@
 package dev.layover.core.internal.gate;
 
+import dev.layover.core.internal.db.DatabaseClock;
 import dev.layover.core.spi.Db;
 import dev.layover.core.provider.state.BreakerListener;
 import dev.layover.core.provider.state.BreakerState;
@@ -38,7 +39,8 @@ public final class ProviderStateHandle implements ProviderStates {
             host = "unknown-host";
         }
         String name = "operator@" + host + "#" + ProcessHandle.current().pid();
-        return new ProviderStateHandle(new ProviderGate(new Db(dataSource), Clock.systemUTC(), name,
+        return new ProviderStateHandle(new ProviderGate(new Db(dataSource),
+                new DatabaseClock(dataSource, Clock.systemUTC(), name), name,
                 ProviderGate.Config.defaults()));
     }
 
