@@ -19,10 +19,16 @@ import java.util.Objects;
  *   <tr><td>{@link #maxDeferral()}</td><td>1 h</td><td>the longest single wait a rate limit or
  *       quota reset may impose; a longer one parks the job (and the recovery sweep brings it back
  *       when the provider recovers)</td></tr>
- *   <tr><td>{@link #timeout()}</td><td>none</td><td>the longest a handler may run; past it its thread
- *       is interrupted and the run counts as TRANSIENT (an attempt spent, a breaker failure of the
- *       job's provider key). The call may still have reached the provider and done its work:
- *       handlers must be idempotent</td></tr>
+ *   <tr><td>{@link #timeout()}</td><td>30 min</td><td>the longest a handler may run; past it its
+ *       thread is interrupted and the run counts as TRANSIENT (an attempt spent, a breaker failure of
+ *       the job's provider key). The call may still have reached the provider and done its work:
+ *       handlers must be idempotent. Generous on purpose: it stops a hung handler from holding its
+ *       thread (and its job) for good, not a slow call</td></tr>
+ *   <tr><td>{@link #newerArgsWait()}</td><td>1 h</td><td>how long a job whose stored args this
+ *       worker cannot read, and which a different version of the job type wrote, waits for a
+ *       worker that can (a rolling deploy) before it is parked {@code bad_args}; rescheduled
+ *       meanwhile with reason {@code args_newer_version}, no attempt spent. Args written by this
+ *       very version that do not read are parked at once</td></tr>
  * </table>
  *
  * @param maxAttempts failed runs before parking; at least 1
@@ -31,13 +37,21 @@ import java.util.Objects;
  * @param maxReschedules reschedules before parking; at least 0
  * @param maxDeferral the longest wait on a rate limit or quota reset; positive
  * @param timeout the longest a handler may run, or {@code null} for no limit; positive
+ * @param newerArgsWait how long a job with args of another version of the job type waits for a
+ *     worker that can read them; positive
  */
 public record JobPolicy(
         int maxAttempts, Duration backoffBase, Duration backoffCap, int maxReschedules, Duration maxDeferral,
-        Duration timeout) {
+        Duration timeout, Duration newerArgsWait) {
 
-    private static final JobPolicy DEFAULTS =
-            new JobPolicy(10, Duration.ofSeconds(2), Duration.ofMinutes(10), 100, Duration.ofHours(1), null);
+    /** The default execution timeout. */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(30);
+
+    /** The default wait of args of another version for a worker that can read them. */
+    public static final Duration DEFAULT_NEWER_ARGS_WAIT = Duration.ofHours(1);
+
+    private static final JobPolicy DEFAULTS = new JobPolicy(10, Duration.ofSeconds(2), Duration.ofMinutes(10), 100,
+            Duration.ofHours(1), DEFAULT_TIMEOUT, DEFAULT_NEWER_ARGS_WAIT);
 
     /** Validates the settings. */
     public JobPolicy {
@@ -57,6 +71,22 @@ public record JobPolicy(
         if (timeout != null) {
             positive(timeout, "timeout");
         }
+        positive(newerArgsWait, "newerArgsWait");
+    }
+
+    /**
+     * The limits with a timeout and the default {@link #newerArgsWait()}.
+     *
+     * @param maxAttempts failed runs before parking; at least 1
+     * @param backoffBase base of the exponential retry backoff; positive
+     * @param backoffCap the longest retry delay; at least {@code backoffBase}
+     * @param maxReschedules reschedules before parking; at least 0
+     * @param maxDeferral the longest wait on a rate limit or quota reset; positive
+     * @param timeout the longest a handler may run, or {@code null} for no limit; positive
+     */
+    public JobPolicy(int maxAttempts, Duration backoffBase, Duration backoffCap, int maxReschedules,
+            Duration maxDeferral, Duration timeout) {
+        this(maxAttempts, backoffBase, backoffCap, maxReschedules, maxDeferral, timeout, DEFAULT_NEWER_ARGS_WAIT);
     }
 
     /**
@@ -73,7 +103,10 @@ public record JobPolicy(
         this(maxAttempts, backoffBase, backoffCap, maxReschedules, maxDeferral, null);
     }
 
-    /** @return the defaults: 10 attempts, backoff 2 s to 10 min, 100 reschedules, 1 h deferral, no timeout */
+    /**
+     * @return the defaults: 10 attempts, backoff 2 s to 10 min, 100 reschedules, 1 h deferral, a
+     *     30 min timeout, args of another version waited for 1 h
+     */
     public static JobPolicy defaults() {
         return DEFAULTS;
     }
@@ -83,7 +116,7 @@ public record JobPolicy(
      * @return a copy with that setting
      */
     public JobPolicy withMaxAttempts(int n) {
-        return new JobPolicy(n, backoffBase, backoffCap, maxReschedules, maxDeferral, timeout);
+        return new JobPolicy(n, backoffBase, backoffCap, maxReschedules, maxDeferral, timeout, newerArgsWait);
     }
 
     /**
@@ -92,7 +125,7 @@ public record JobPolicy(
      * @return a copy with those settings
      */
     public JobPolicy withBackoff(Duration base, Duration cap) {
-        return new JobPolicy(maxAttempts, base, cap, maxReschedules, maxDeferral, timeout);
+        return new JobPolicy(maxAttempts, base, cap, maxReschedules, maxDeferral, timeout, newerArgsWait);
     }
 
     /**
@@ -100,7 +133,7 @@ public record JobPolicy(
      * @return a copy with that setting
      */
     public JobPolicy withMaxReschedules(int n) {
-        return new JobPolicy(maxAttempts, backoffBase, backoffCap, n, maxDeferral, timeout);
+        return new JobPolicy(maxAttempts, backoffBase, backoffCap, n, maxDeferral, timeout, newerArgsWait);
     }
 
     /**
@@ -108,7 +141,7 @@ public record JobPolicy(
      * @return a copy with that setting
      */
     public JobPolicy withMaxDeferral(Duration d) {
-        return new JobPolicy(maxAttempts, backoffBase, backoffCap, maxReschedules, d, timeout);
+        return new JobPolicy(maxAttempts, backoffBase, backoffCap, maxReschedules, d, timeout, newerArgsWait);
     }
 
     /**
@@ -119,11 +152,20 @@ public record JobPolicy(
      * provider and done its work: handlers must be idempotent. A handler that ignores interrupts
      * (a busy loop, I/O that is not interruptible) keeps its worker thread until it returns.
      *
-     * @param d the longest run, or {@code null} for none (the default)
+     * @param d the longest run, or {@code null} for none; default 30 min
      * @return a copy with that setting
      */
     public JobPolicy withTimeout(Duration d) {
-        return new JobPolicy(maxAttempts, backoffBase, backoffCap, maxReschedules, maxDeferral, d);
+        return new JobPolicy(maxAttempts, backoffBase, backoffCap, maxReschedules, maxDeferral, d, newerArgsWait);
+    }
+
+    /**
+     * @param d how long a job with args of another version of the job type waits for a worker that
+     *     can read them before it is parked {@code bad_args}
+     * @return a copy with that setting
+     */
+    public JobPolicy withNewerArgsWait(Duration d) {
+        return new JobPolicy(maxAttempts, backoffBase, backoffCap, maxReschedules, maxDeferral, timeout, d);
     }
 
     private static void positive(Duration d, String name) {

@@ -230,8 +230,12 @@ public final class JobType<A> {
 
         /**
          * A Jackson mapper of this type's own, for args that need modules or settings of their own.
-         * Default: Layover's mapper (Java time and Optional support, unknown properties refused so
-         * that a renamed field parks the job as {@code bad_args} instead of losing data).
+         * Default: Layover's mapper (Java time and Optional support). Whatever the mapper, stored args
+         * are read ignoring a property the args type does not know as long as every property it
+         * declares is there (a field added by a newer version: a rolling deploy just works), and
+         * refusing one that comes with a declared one missing (a rename: the data would be lost);
+         * args a worker cannot read wait for a worker of the version that wrote them
+         * ({@link JobPolicy#newerArgsWait()}) or are parked {@code bad_args}.
          *
          * @param mapper the mapper
          * @return this builder

@@ -384,8 +384,9 @@ public final class Layover implements AutoCloseable {
      *   <tr><td>{@link #maxArgsBytes(int)}</td><td>256 KiB</td></tr>
      *   <tr><td>{@link #migrate(boolean)}</td><td>true: run {@link LayoverMigrations} at build</td></tr>
      *   <tr><td>{@link #enablePriority()}</td><td>off: due jobs run oldest first</td></tr>
-     *   <tr><td>{@link #objectMapper(ObjectMapper)}</td><td>Layover's: Java time, Optional,
-     *       unknown properties refused</td></tr>
+     *   <tr><td>{@link #objectMapper(ObjectMapper)}</td><td>Layover's: Java time, Optional; a
+     *       property added by a newer version is ignored, a rename refused (see
+     *       {@code JobType.Builder#objectMapper})</td></tr>
      *   <tr><td>{@link #breakers(BreakerSettings)}</td><td>{@link BreakerSettings#defaults()}: opens
      *       on 5 failures making half of at least 10 calls within 60 s; open 30 s doubling to
      *       10 min</td></tr>

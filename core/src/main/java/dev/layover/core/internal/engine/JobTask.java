@@ -89,7 +89,7 @@ final class JobTask<A> extends CustomTask<byte[]> {
             // StackOverflowError: JSON nested deeper than the stack, read by a mapper without a depth limit
             String why = "stored args do not read as " + entry.type().argsType().getName() + ": "
                     + (e instanceof StackOverflowError ? "nested too deeply (StackOverflowError)" : Errors.safeMessage(e));
-            return (complete, ops) -> writer.park(run, FailureType.BAD_ARGS, e.getClass().getName(), why);
+            return (complete, ops) -> writer.unreadableArgs(run, entry.codec().shape(), e.getClass().getName(), why);
         }
         String key = entry.type().providerKeyOf(args);
         AdmissionControl.Check check = p.control().check(run, entry.type(), args, key);

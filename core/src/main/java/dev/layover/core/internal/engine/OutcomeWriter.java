@@ -92,6 +92,22 @@ final class OutcomeWriter {
     }
 
     /**
+     * The job's stored args do not read as its args type: it waits for a worker of the version
+     * that wrote them, or is parked {@code bad_args} ({@link RunDecider#unreadableArgs}).
+     */
+    void unreadableArgs(JobRun run, String myShape, String errorClass, String why) {
+        guard(run, () -> {
+            JobStore.ArgsOrigin o = retry.write(() -> store.argsOrigin(run));
+            Instant now = o == null ? clock.instant() : o.now();
+            RunDecision d = o == null
+                    ? RunDecider.enginePark(run, FailureType.BAD_ARGS, errorClass, why, now)
+                    : RunDecider.unreadableArgs(run, myShape, o.argsShape(), o.enqueuedAt(), o.reschedules(), errorClass,
+                            why, now);
+            write(run, d, ErrorLog.NO_TRAIL, now);
+        });
+    }
+
+    /**
      * The provider state said "not now" before the handler ran (cooldown, half-open breaker, no
      * bucket permit, state unreadable): a reschedule without an attempt; past the job type's
      * {@code maxDeferral} or {@code maxReschedules} it parks as {@code rate_limit_exhausted}.

@@ -119,6 +119,41 @@ final class RunDecider {
                         + "): killed, hung, or cut off from the database", null);
     }
 
+    /** The reschedule reason of a job waiting for a worker that can read its args. */
+    static final String ARGS_NEWER_VERSION = "args_newer_version";
+
+    private static final Duration NEWER_ARGS_FIRST_WAIT = Duration.ofSeconds(5);
+    private static final Duration NEWER_ARGS_MAX_WAIT = Duration.ofMinutes(5);
+
+    /**
+     * A job whose stored args this worker cannot read. Written by another version of the job type
+     * (its args shape differs from this worker's) and within the type's {@code newerArgsWait} of
+     * its enqueue: it waits for a worker that can read it (a reschedule, reason
+     * {@code args_newer_version}, 5 s doubling to 5 min, no attempt); otherwise it is parked
+     * {@code bad_args}.
+     *
+     * @param myShape this worker's args shape
+     * @param rowShape the shape the job was written with, or null when unknown (SQL, an old row)
+     * @param enqueuedAt when the job was first enqueued, or null
+     * @param reschedules the job's reschedules so far
+     */
+    static RunDecision unreadableArgs(JobRun run, String myShape, String rowShape, Instant enqueuedAt, int reschedules,
+            String errorClass, String why, Instant now) {
+        Duration wait = run.policy().newerArgsWait();
+        boolean otherVersion = rowShape != null && !rowShape.equals(myShape);
+        if (otherVersion && enqueuedAt != null && now.isBefore(enqueuedAt.plus(wait))) {
+            Duration next = Backoff.exponential(NEWER_ARGS_FIRST_WAIT, NEWER_ARGS_MAX_WAIT, reschedules);
+            return new Reschedule(now.plus(next), ARGS_NEWER_VERSION, "written by another version of the job type "
+                    + "(args shape " + rowShape + ", this worker's " + myShape + "); waiting up to " + wait
+                    + " for a worker that reads it: " + why, null, FailureType.BAD_ARGS);
+        }
+        String message = otherVersion
+                ? why + " (written by another version of the job type, args shape " + rowShape + "; no worker read it within "
+                        + wait + " of its enqueue)"
+                : why;
+        return park(run, now, FailureType.BAD_ARGS, FailureType.BAD_ARGS.code(), errorClass, message);
+    }
+
     /** A park the engine decides before the handler runs (bad args, an open breaker, a passed deadline). */
     static RunDecision enginePark(JobRun run, FailureType type, String errorClass, String message, Instant now) {
         return park(run, now, type, type.code(), errorClass, message);

@@ -29,21 +29,38 @@ public final class ArgsCodec<A> {
 
     private final String jobType;
     private final Class<A> type;
+    /**
+     * Reads stored args: a property this version does not know (added by a newer one) is ignored,
+     * as long as every property this version declares is there; unknown and missing properties
+     * together look like a rename and do not read (the data would be lost).
+     */
     private final ObjectReader reader;
+    private final ObjectReader treeReader;
+    private final java.util.Set<String> declared;
+    /** Reads args a person edited: an unknown property is a typo, refused. */
+    private final ObjectReader strictReader;
     private final ObjectWriter writer;
     private final int maxBytes;
+    private final String shape;
 
     private ArgsCodec(String jobType, Class<A> type, ObjectMapper mapper, int maxBytes) {
         this.jobType = jobType;
         this.type = type;
-        this.reader = mapper.readerFor(type);
+        this.reader = mapper.readerFor(type).without(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+                .withHandler(UnknownProperties.HANDLER);
+        this.treeReader = mapper.reader();
+        this.declared = ArgsShape.properties(mapper, type);
+        this.strictReader = mapper.readerFor(type).with(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
         this.writer = mapper.writerFor(type);
         this.maxBytes = maxBytes;
+        this.shape = ArgsShape.of(mapper, type);
     }
 
     /**
-     * Layover's default mapper: Java time and Optional support, ISO dates, unknown properties
-     * refused (a renamed field must not silently drop data).
+     * Layover's default mapper: Java time and Optional support, ISO dates. Stored args are read
+     * ignoring properties the args type does not have, whatever the mapper says, so that a field
+     * added by a newer version of a job type is no obstacle to a worker still on the older one (a
+     * rolling deploy); args edited by a person are read refusing them (a typo must not vanish).
      *
      * @return a new mapper
      */
@@ -52,8 +69,16 @@ public final class ArgsCodec<A> {
                 .addModule(new JavaTimeModule())
                 .addModule(new Jdk8Module())
                 .disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS)
-                .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
                 .build();
+    }
+
+    /**
+     * @return the fingerprint of the args type's JSON shape (its properties and their types), written
+     *     with each job: a worker that cannot read a job's args tells from it whether another version
+     *     of the job type wrote them
+     */
+    public String shape() {
+        return shape;
     }
 
     /**
@@ -134,7 +159,29 @@ public final class ArgsCodec<A> {
         if (json == null) {
             throw new IOException("the job has no stored args");
         }
-        return reader.readValue(json);
+        UnknownProperties.SEEN.set(null);
+        A value;
+        try {
+            value = reader.readValue(json);
+        } finally {
+            String unknown = UnknownProperties.SEEN.get();
+            UnknownProperties.SEEN.remove();
+            if (unknown != null) {
+                checkNothingMissing(json, unknown);
+            }
+        }
+        return value;
+    }
+
+    /** Unknown properties came with the args: fine when every declared one is there too (a field was added). */
+    private void checkNothingMissing(byte[] json, String unknown) throws IOException {
+        com.fasterxml.jackson.databind.JsonNode tree = treeReader.readTree(json);
+        for (String p : declared) {
+            if (!tree.has(p)) {
+                throw new IOException("the stored args have property '" + unknown + "', which " + type.getSimpleName()
+                        + " does not know, and lack '" + p + "', which it declares (a renamed field?)");
+            }
+        }
     }
 
     /**
@@ -147,7 +194,7 @@ public final class ArgsCodec<A> {
     public byte[] validate(String json) {
         A value;
         try {
-            value = reader.readValue(json);
+            value = strictReader.readValue(json);
         } catch (IOException e) {
             String m = e instanceof JsonProcessingException jp ? jp.getOriginalMessage() : e.getMessage();
             throw new InvalidArgsException("job type '" + jobType + "': args do not read as " + type.getSimpleName()

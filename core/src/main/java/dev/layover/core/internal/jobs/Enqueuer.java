@@ -49,7 +49,7 @@ public final class Enqueuer {
         Instant deadline = options.deadlineTime(now);
         String[] limitKeys = limitKeys(entry, args);
         int rows = store.insert(caller, new JobStore.NewJob(name, id, data, runAt, options.priority(), providerKey,
-                deadline, limitKeys), options.key() != null);
+                deadline, limitKeys, entry.codec().shape()), options.key() != null);
         return new Enqueued(name, id, rows == 1);
     }
 
@@ -88,7 +88,8 @@ public final class Enqueuer {
             created.addAll(store.insertBatch(caller, name, Arrays.copyOfRange(ids, from, to),
                     Arrays.copyOfRange(data, from, to), Arrays.copyOfRange(runAts, from, to),
                     Arrays.copyOfRange(priorities, from, to), Arrays.copyOfRange(keys, from, to),
-                    Arrays.copyOfRange(deadlines, from, to), Arrays.copyOfRange(limitKeys, from, to)));
+                    Arrays.copyOfRange(deadlines, from, to), Arrays.copyOfRange(limitKeys, from, to),
+                    entry.codec().shape()));
         }
         List<Enqueued> out = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {

@@ -18,33 +18,34 @@ final class JobSql {
             NOT EXISTS (SELECT 1 FROM layover.dead_letters d
                         WHERE d.job_type = %s AND d.job_id = %s AND d.state IN ('parked', 'review'))""";
 
-    /** One job with a random id: nothing can conflict. The last two: deadline, limit keys (text[]). */
+    /** One job with a random id: nothing can conflict. The last three: deadline, limit keys (text[]), args shape. */
     static final String INSERT = """
             INSERT INTO layover.scheduled_tasks
                 (task_name, task_instance, task_data, execution_time, picked, version,
-                 priority, consecutive_failures, provider_key, deadline, limit_keys)
-            VALUES (?, ?, ?, ?, false, 1, ?, 0, ?, ?, ?)""";
+                 priority, consecutive_failures, provider_key, deadline, limit_keys, args_shape)
+            VALUES (?, ?, ?, ?, false, 1, ?, 0, ?, ?, ?, ?)""";
 
     /** One job with an idempotency key: writes nothing if the key names a live job or an unresolved dead letter. */
     static final String INSERT_KEYED = """
             INSERT INTO layover.scheduled_tasks
                 (task_name, task_instance, task_data, execution_time, picked, version,
-                 priority, consecutive_failures, provider_key, deadline, limit_keys)
-            SELECT ?, ?, ?, ?, false, 1, ?, 0, ?, ?::timestamptz, ?::text[]
+                 priority, consecutive_failures, provider_key, deadline, limit_keys, args_shape)
+            SELECT ?, ?, ?, ?, false, 1, ?, 0, ?, ?::timestamptz, ?::text[], ?
             WHERE %s
             ON CONFLICT (task_name, task_instance) DO NOTHING""".formatted(NOT_PARKED.formatted("?", "?"));
 
     /**
      * Many jobs of one type in one statement; returns the ids it inserted. Parameters: job type,
      * then arrays of ids, data, run times (ISO-8601 text), priorities, provider keys, deadlines
-     * (ISO-8601 text or null), limit keys (each a text[] literal or null), then the job type again.
+     * (ISO-8601 text or null), limit keys (each a text[] literal or null), then the job type again;
+     * the args shape is the second parameter (it comes first in the text, after the job type).
      */
     static final String INSERT_BATCH = """
             INSERT INTO layover.scheduled_tasks
                 (task_name, task_instance, task_data, execution_time, picked, version,
-                 priority, consecutive_failures, provider_key, deadline, limit_keys)
+                 priority, consecutive_failures, provider_key, deadline, limit_keys, args_shape)
             SELECT ?, u.id, u.data, u.run_at::timestamptz, false, 1, u.priority::smallint, 0, u.provider_key,
-                   u.deadline::timestamptz, u.limit_keys::text[]
+                   u.deadline::timestamptz, u.limit_keys::text[], ?
             FROM unnest(?::text[], ?::bytea[], ?::text[], ?::int[], ?::text[], ?::text[], ?::text[])
                  AS u(id, data, run_at, priority, provider_key, deadline, limit_keys)
             WHERE %s
@@ -123,6 +124,11 @@ final class JobSql {
     /** Layover's columns of one job, read only when an outcome needs them. */
     static final String JOB_EXTRAS = """
             SELECT reschedules, provider_key FROM layover.scheduled_tasks
+            WHERE task_name = ? AND task_instance = ?""";
+
+    /** Who wrote a job whose args do not read: its args shape and when it was first enqueued (database time). */
+    static final String ARGS_ORIGIN = """
+            SELECT args_shape, first_enqueued_at, reschedules, now() AS db_now FROM layover.scheduled_tasks
             WHERE task_name = ? AND task_instance = ?""";
 
     /**

@@ -56,9 +56,10 @@ public final class JobStore implements JobWrites {
      * @param providerKey its provider key, or null
      * @param deadline its deadline, or null
      * @param limitKeys its limit keys, or null
+     * @param argsShape the fingerprint of its args type's shape ({@code ArgsCodec#shape})
      */
     public record NewJob(String type, String id, byte[] data, Instant runAt, int priority, String providerKey,
-            Instant deadline, String[] limitKeys) {}
+            Instant deadline, String[] limitKeys, String argsShape) {}
 
     /**
      * Inserts one job ({@link JobSql#INSERT}, or {@link JobSql#INSERT_KEYED} when {@code keyed}:
@@ -73,10 +74,10 @@ public final class JobStore implements JobWrites {
             try (PreparedStatement ps = c.prepareStatement(keyed ? JobSql.INSERT_KEYED : JobSql.INSERT)) {
                 Db.bind(ps, j.type(), j.id(), j.data(), Timestamp.from(j.runAt()), (short) j.priority(), j.providerKey(),
                         j.deadline() == null ? null : Timestamp.from(j.deadline()),
-                        j.limitKeys() == null ? null : c.createArrayOf("text", j.limitKeys()));
+                        j.limitKeys() == null ? null : c.createArrayOf("text", j.limitKeys()), j.argsShape());
                 if (keyed) {
-                    ps.setString(9, j.type());
-                    ps.setString(10, j.id());
+                    ps.setString(10, j.type());
+                    ps.setString(11, j.id());
                 }
                 return ps.executeUpdate();
             }
@@ -96,22 +97,24 @@ public final class JobStore implements JobWrites {
      * @param providerKeys provider keys (null elements: none)
      * @param deadlines deadlines, ISO-8601 text or null
      * @param limitKeys limit keys, each a text[] literal or null
+     * @param argsShape the fingerprint of the args type's shape
      * @return the ids inserted
      */
     public Set<String> insertBatch(Connection caller, String type, String[] ids, byte[][] data, String[] runAts,
-            Integer[] priorities, String[] providerKeys, String[] deadlines, String[] limitKeys) {
+            Integer[] priorities, String[] providerKeys, String[] deadlines, String[] limitKeys, String argsShape) {
         return run(caller, "enqueueing " + ids.length + " " + type + " jobs", c -> {
             Set<String> created = new HashSet<>();
             try (PreparedStatement ps = c.prepareStatement(JobSql.INSERT_BATCH)) {
                 ps.setString(1, type);
-                ps.setArray(2, c.createArrayOf("text", ids));
-                ps.setArray(3, c.createArrayOf("bytea", data));
-                ps.setArray(4, c.createArrayOf("text", runAts));
-                ps.setArray(5, c.createArrayOf("int4", priorities));
-                ps.setArray(6, c.createArrayOf("text", providerKeys));
-                ps.setArray(7, c.createArrayOf("text", deadlines));
-                ps.setArray(8, c.createArrayOf("text", limitKeys));
-                ps.setString(9, type);
+                ps.setString(2, argsShape);
+                ps.setArray(3, c.createArrayOf("text", ids));
+                ps.setArray(4, c.createArrayOf("bytea", data));
+                ps.setArray(5, c.createArrayOf("text", runAts));
+                ps.setArray(6, c.createArrayOf("int4", priorities));
+                ps.setArray(7, c.createArrayOf("text", providerKeys));
+                ps.setArray(8, c.createArrayOf("text", deadlines));
+                ps.setArray(9, c.createArrayOf("text", limitKeys));
+                ps.setString(10, type);
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
                         created.add(rs.getString(1));
@@ -302,6 +305,33 @@ public final class JobStore implements JobWrites {
                         detail, run.taskName(), run.id(), run.version());
                 try (ResultSet rs = ps.executeQuery()) {
                     return rs.next() ? rs.getBoolean(1) : null;
+                }
+            }
+        });
+    }
+
+    /**
+     * Who wrote a job whose args do not read.
+     *
+     * @param argsShape the shape of the args type that wrote it, or null when unknown
+     * @param enqueuedAt when it was first enqueued
+     * @param reschedules its reschedules so far
+     * @param now the database's time
+     */
+    public record ArgsOrigin(String argsShape, Instant enqueuedAt, int reschedules, Instant now) {}
+
+    /** @return who wrote the job's args ({@link JobSql#ARGS_ORIGIN}), or null when the row is gone */
+    public ArgsOrigin argsOrigin(JobRun run) {
+        return db.autocommit("reading job " + run.label(), c -> {
+            try (PreparedStatement ps = c.prepareStatement(JobSql.ARGS_ORIGIN)) {
+                Db.bind(ps, run.taskName(), run.id());
+                try (ResultSet rs = ps.executeQuery()) {
+                    if (!rs.next()) {
+                        return null;
+                    }
+                    OffsetDateTime at = rs.getObject("first_enqueued_at", OffsetDateTime.class);
+                    return new ArgsOrigin(rs.getString("args_shape"), at == null ? null : at.toInstant(),
+                            rs.getInt("reschedules"), rs.getObject("db_now", OffsetDateTime.class).toInstant());
                 }
             }
         });

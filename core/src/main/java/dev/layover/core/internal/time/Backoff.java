@@ -32,6 +32,19 @@ public final class Backoff {
     }
 
     /**
+     * Exponential without jitter: {@code min(cap, base * 2^n)}.
+     *
+     * @param base the first delay
+     * @param cap the longest
+     * @param n how many before
+     * @return the delay
+     */
+    public static Duration exponential(Duration base, Duration cap, int n) {
+        long ms = base.toMillis() << Math.min(Math.max(n, 0), 30);
+        return ms <= 0 || ms > cap.toMillis() ? cap : Duration.ofMillis(ms);
+    }
+
+    /**
      * The jitter added to a reschedule: {@code uniform(0, clamp(wait / 4, 250 ms, 30 s))}.
      *
      * @param wait the wait the provider asked for
