@@ -1,5 +1,6 @@
 package dev.layover.core;
 
+import dev.layover.core.internal.db.StoredText;
 import java.time.Duration;
 import java.time.Instant;
 
@@ -43,6 +44,10 @@ public record EnqueueOptions(Instant runAt, Duration delay, String key, int prio
         }
         if (key != null && (key.isEmpty() || key.length() > 200)) {
             throw new IllegalArgumentException("an idempotency key must be 1-200 characters, was " + key.length());
+        }
+        if (key != null && StoredText.unstorable(key)) {
+            throw new IllegalArgumentException("an idempotency key must not contain a NUL character or half of a "
+                    + "surrogate pair (Postgres text cannot hold them)");
         }
         if (priority < Short.MIN_VALUE || priority > Short.MAX_VALUE) {
             throw new IllegalArgumentException("priority must fit a smallint: " + priority);

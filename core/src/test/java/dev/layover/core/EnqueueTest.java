@@ -63,6 +63,26 @@ class EnqueueTest {
     }
 
     @Test
+    void textPostgresCannotStoreIsRefusedWithAClearErrorNotADatabaseOne(TestDatabase db) {
+        JobType<Email> keyed = JobType.builder("keyed-mail", Email.class).providerKey(e -> "mail:" + e.to())
+                .handler((a, c) -> Outcome.done()).build();
+        Layover layover = Layover.builder(db.dataSource()).register(keyed).build();
+        IllegalArgumentException key = assertThrows(IllegalArgumentException.class, () -> EnqueueOptions.key("a\u0000b"));
+        assertTrue(key.getMessage().contains("NUL"), key.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> EnqueueOptions.key("half \uD800 a pair"));
+        InvalidArgsException providerKey = assertThrows(InvalidArgsException.class,
+                () -> layover.enqueue(keyed, new Email("nul\u0000@example.com", "hi")));
+        assertTrue(providerKey.getMessage().contains("provider key"), providerKey.getMessage());
+        IllegalArgumentException by = assertThrows(IllegalArgumentException.class,
+                () -> layover.control().pauseJobType("keyed-mail", "eve\u0000", null));
+        assertTrue(by.getMessage().contains("NUL"), by.getMessage());
+        assertEquals("a reason with \uFFFD in it",
+                layover.control().pauseJobType("keyed-mail", "ops", "a reason with \u0000 in it").reason(),
+                "a reason keeps its text, the NUL replaced");
+        assertEquals(0, db.count("select count(*) from layover.jobs"), "nothing was written");
+    }
+
+    @Test
     void anEnqueuedJobIsVisibleInTheJobsView(TestDatabase db) {
         Enqueued e = client(db).enqueue(email, new Email("ada@example.com", "hi"));
         assertTrue(e.created());

@@ -64,12 +64,12 @@ public final class Controls implements JobControl {
     @Override
     public CancelResult cancel(String jobType, String jobId, String by, String reason) {
         Objects.requireNonNull(jobId, "jobId");
-        return cancelJob(jobType(jobType), jobId, who(by), reason);
+        return cancelJob(jobType(jobType), storable(jobId, "jobId"), who(by), reason == null ? null : StoredText.clean(reason));
     }
 
     @Override
     public Pause pauseJobType(String jobType, String by, String reason) {
-        return pause(Pause.Scope.JOB_TYPE, jobType(jobType), who(by), reason);
+        return pause(Pause.Scope.JOB_TYPE, jobType(jobType), who(by), reason == null ? null : StoredText.clean(reason));
     }
 
     @Override
@@ -79,7 +79,7 @@ public final class Controls implements JobControl {
 
     @Override
     public Pause pauseKey(String key, String by, String reason) {
-        return pause(Pause.Scope.KEY, target(key), who(by), reason);
+        return pause(Pause.Scope.KEY, target(key), who(by), reason == null ? null : StoredText.clean(reason));
     }
 
     @Override
@@ -99,7 +99,14 @@ public final class Controls implements JobControl {
         if (by == null || by.isBlank() || by.length() > 200) {
             throw new IllegalArgumentException("by (who takes the action) must be 1-200 characters");
         }
-        return by;
+        return storable(by, "by (who takes the action)");
+    }
+
+    private static String storable(String s, String what) {
+        if (StoredText.unstorable(s)) {
+            throw new IllegalArgumentException(what + " must not contain a NUL character or half of a surrogate pair");
+        }
+        return s;
     }
 
     private static String jobType(String t) {
@@ -114,7 +121,7 @@ public final class Controls implements JobControl {
         if (t == null || t.isBlank() || t.length() > 200) {
             throw new IllegalArgumentException("a job type or key must be 1-200 characters");
         }
-        return t;
+        return storable(t, "a job type or key");
     }
 
     /** Cancels a waiting job at once, or asks a running one to stop. */

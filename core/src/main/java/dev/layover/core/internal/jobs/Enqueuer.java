@@ -3,6 +3,7 @@ package dev.layover.core.internal.jobs;
 import dev.layover.core.EnqueueOptions;
 import dev.layover.core.Enqueued;
 import dev.layover.core.InvalidArgsException;
+import dev.layover.core.internal.db.StoredText;
 import java.sql.Connection;
 import java.time.Clock;
 import java.time.Instant;
@@ -116,6 +117,10 @@ public final class Enqueuer {
                 throw new InvalidArgsException("job type '" + entry.type().name() + "': limit keys must be 1-"
                         + MAX_PROVIDER_KEY + " characters, got " + k.length());
             }
+            if (StoredText.unstorable(k)) {
+                throw new InvalidArgsException("job type '" + entry.type().name() + "': a limit key must not contain a "
+                        + "NUL character or half of a surrogate pair");
+            }
         }
         return keys.isEmpty() ? null : keys.toArray(String[]::new);
     }
@@ -140,6 +145,10 @@ public final class Enqueuer {
         if (key != null && (key.isEmpty() || key.length() > MAX_PROVIDER_KEY)) {
             throw new InvalidArgsException("job type '" + entry.type().name() + "': provider key must be 1-"
                     + MAX_PROVIDER_KEY + " characters, got " + key.length());
+        }
+        if (StoredText.unstorable(key)) {
+            throw new InvalidArgsException("job type '" + entry.type().name() + "': a provider key must not contain a "
+                    + "NUL character or half of a surrogate pair");
         }
         return key;
     }
