@@ -7,6 +7,7 @@ import dev.layover.core.history.JobHistoryRetention;
 import dev.layover.core.internal.engine.Engine;
 import dev.layover.core.internal.engine.EngineConfig;
 import dev.layover.core.internal.gate.Limits;
+import dev.layover.core.internal.jobs.JobLookup;
 import dev.layover.core.internal.jobs.Registry;
 import dev.layover.core.metrics.LayoverMetrics;
 import dev.layover.core.outcome.Outcome;
@@ -175,8 +176,9 @@ public final class Layover implements AutoCloseable {
      * Enqueues a job, autocommitted on Layover's data source.
      *
      * <p>Database: one {@code INSERT} into the job table. With an idempotency key that names a live
-     * job, or a dead letter still {@code parked} or in {@code review}, nothing is written and the
-     * result says {@code created = false}.
+     * job, a dead letter still {@code parked} or in {@code review}, or a job that completed within
+     * the history's retention, nothing is written and the result says {@code created = false}
+     * ({@link #lookup} tells where that job is).
      *
      * @param type a registered job type
      * @param args its arguments
@@ -299,6 +301,22 @@ public final class Layover implements AutoCloseable {
             throw new UnknownJobTypeException(jobType, "job type '" + jobType + "' is not registered here");
         }
         return e.codec().validate(json);
+    }
+
+    /**
+     * Where a job is, by its job type and id (its idempotency key when enqueued with one): queued,
+     * running, rescheduled or retrying; parked, in review, replayed, discarded or cancelled; or
+     * completed, with what its handler returned ({@code Outcome.done(result)}). One read of the
+     * documented views; a finished job is known for the history's retention (7 days by default;
+     * with history off, only while it is live or a dead letter).
+     *
+     * @param jobType the job type name
+     * @param id the job id
+     * @return where it is, or empty when no view knows it
+     * @throws LayoverException when the database fails
+     */
+    public Optional<JobStatus> lookup(String jobType, String id) {
+        return new JobLookup(engine.db()).find(Objects.requireNonNull(jobType, "jobType"), Objects.requireNonNull(id, "id"));
     }
 
     /** @return the data source Layover uses */

@@ -35,9 +35,19 @@ public sealed interface Outcome
 
     /**
      * The job is finished. Database: the job row is deleted (in a batched {@code DELETE},
-     * version-checked: a row that changed meanwhile is left alone). No attempt is spent.
+     * version-checked: a row that changed meanwhile is left alone), and with history on its
+     * {@code layover.job_history} row keeps {@code result} as JSON (at most 64 KiB; a larger or
+     * unwritable result is logged and not kept), for a caller that looks the job up by its key
+     * ({@code Layover.lookup}). No attempt is spent.
+     *
+     * @param result what the job produced, or {@code null}; written with Layover's JSON mapper
      */
-    record Done() implements Outcome {
+    record Done(Object result) implements Outcome {
+        /** Done, with no result. */
+        public Done() {
+            this(null);
+        }
+
         @Override
         public Kind kind() {
             return Kind.DONE;
@@ -392,6 +402,14 @@ public sealed interface Outcome
     /** @return {@link Done} */
     static Outcome done() {
         return new Done();
+    }
+
+    /**
+     * @param result what the job produced, kept on its history row (see {@link Done})
+     * @return {@link Done}
+     */
+    static Outcome done(Object result) {
+        return new Done(result);
     }
 
     /**

@@ -204,8 +204,8 @@ final class OutcomeWriter {
 
     /** Writes a decision. */
     private void write(JobRun run, RunDecision d, String trail, Instant now) {
-        if (d instanceof RunDecision.Complete) {
-            completed(run, trail);
+        if (d instanceof RunDecision.Complete c) {
+            completed(run, trail, c.result());
         } else if (d instanceof RunDecision.Reschedule r) {
             int updated = retry.write(() -> store.reschedule(run, now, r.runAt(), r.reason(), StoredText.cut(r.detail()),
                     r.permitAt(), trail));
@@ -231,11 +231,12 @@ final class OutcomeWriter {
      * A job whose handler returned done: counted, and handed to the batch completer, which
      * deletes it and writes its history row (with this run's start, duration and fallback trail).
      */
-    private void completed(JobRun run, String trail) {
+    private void completed(JobRun run, String trail, Object result) {
         observability.metrics().jobCompleted(run.taskName());
         RunTiming t = run.timing() == null ? RunTiming.NONE : run.timing();
         completer.complete(new JobStore.Done(run.taskName(), run.id(), run.version(), t.startedAtText(),
-                t.durationMs(), trail == null || trail.equals(ErrorLog.NO_TRAIL) ? null : trail));
+                t.durationMs(), trail == null || trail.equals(ErrorLog.NO_TRAIL) ? null : trail,
+                observability.history() ? Results.json(run, result) : null));
     }
 
     /**

@@ -39,7 +39,7 @@ final class RunDecider {
         JobPolicy policy = run.policy();
         Outcome.Kind kind = outcome.kind();
         return switch (kind) {
-            case DONE -> new Complete();
+            case DONE -> new Complete(((Outcome.Done) outcome).result());
             case SNOOZE -> {
                 Outcome.Snooze s = (Outcome.Snooze) outcome;
                 yield new Reschedule(now.plus(s.delay()), kind.tag(), s.reason(), null, kind.parksAs());

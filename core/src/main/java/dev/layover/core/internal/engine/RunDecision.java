@@ -9,8 +9,12 @@ import java.time.Instant;
  */
 sealed interface RunDecision {
 
-    /** The job is finished: its row is deleted (batched). */
-    record Complete() implements RunDecision {}
+    /**
+     * The job is finished: its row is deleted (batched).
+     *
+     * @param result what the handler returned with done, or null
+     */
+    record Complete(Object result) implements RunDecision {}
 
     /**
      * Run again at {@code runAt} without spending an attempt ({@code reschedules + 1}).

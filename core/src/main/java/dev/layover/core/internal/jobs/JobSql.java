@@ -14,9 +14,15 @@ final class JobSql {
 
     static final String TABLE = "layover.scheduled_tasks";
 
+    /**
+     * An idempotency key is taken by a live job (the insert's conflict), a dead letter still parked or
+     * in review, or a job that completed within the history's retention.
+     */
     private static final String NOT_PARKED = """
             NOT EXISTS (SELECT 1 FROM layover.dead_letters d
-                        WHERE d.job_type = %s AND d.job_id = %s AND d.state IN ('parked', 'review'))""";
+                        WHERE d.job_type = %1$s AND d.job_id = %2$s AND d.state IN ('parked', 'review'))
+            AND NOT EXISTS (SELECT 1 FROM layover.job_history h
+                            WHERE h.job_type = %1$s AND h.job_id = %2$s AND h.outcome = 'completed')""";
 
     /** One job with a random id: nothing can conflict. The last three: deadline, limit keys (text[]), args shape. */
     static final String INSERT = """
@@ -80,24 +86,24 @@ final class JobSql {
     static final String DELETE_DONE_WITH_HISTORY = """
             WITH moved AS (
                 DELETE FROM layover.scheduled_tasks t
-                USING unnest(?::text[], ?::text[], ?::bigint[], ?::text[], ?::float8[], ?::text[])
-                      AS d(name, id, version, started_at, duration_ms, trail)
+                USING unnest(?::text[], ?::text[], ?::bigint[], ?::text[], ?::float8[], ?::text[], ?::text[])
+                      AS d(name, id, version, started_at, duration_ms, trail, result)
                 WHERE t.task_name = d.name AND t.task_instance = d.id AND t.version = d.version
                 RETURNING t.task_name, t.task_instance, t.consecutive_failures, t.reschedules, t.provider_key,
                           t.picked_by, t.first_enqueued_at, t.dead_letter_id, t.replay_kind, t.provider_trail,
                           CASE WHEN ?::boolean THEN layover.args_jsonb(t.task_data) END AS args,
-                          d.started_at, d.duration_ms, d.trail
+                          d.started_at, d.duration_ms, d.trail, d.result
             )
             INSERT INTO layover.job_history
                 (job_type, job_id, outcome, attempts, reschedules, provider_key, worker, enqueued_at,
-                 started_at, duration_ms, dead_letter_id, replay_kind, provider_trail, args)
+                 started_at, duration_ms, dead_letter_id, replay_kind, provider_trail, args, result)
             SELECT m.task_name, m.task_instance, 'completed', coalesce(m.consecutive_failures, 0), m.reschedules,
                    m.provider_key, m.picked_by, m.first_enqueued_at, m.started_at::timestamptz, m.duration_ms,
                    m.dead_letter_id, m.replay_kind,
                    -- trail_append is not inlined: call it only for a run that has a trail
                    CASE WHEN m.trail IS NULL THEN nullif(m.provider_trail, '[]'::jsonb)
                         ELSE nullif(layover.trail_append(m.provider_trail, m.trail::jsonb), '[]'::jsonb) END,
-                   m.args
+                   m.args, m.result::jsonb
             FROM moved m""";
 
     /**

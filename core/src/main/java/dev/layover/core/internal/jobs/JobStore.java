@@ -78,6 +78,8 @@ public final class JobStore implements JobWrites {
                 if (keyed) {
                     ps.setString(10, j.type());
                     ps.setString(11, j.id());
+                    ps.setString(12, j.type());
+                    ps.setString(13, j.id());
                 }
                 return ps.executeUpdate();
             }
@@ -115,6 +117,7 @@ public final class JobStore implements JobWrites {
                 ps.setArray(8, c.createArrayOf("text", deadlines));
                 ps.setArray(9, c.createArrayOf("text", limitKeys));
                 ps.setString(10, type);
+                ps.setString(11, type);
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
                         created.add(rs.getString(1));
@@ -229,9 +232,11 @@ public final class JobStore implements JobWrites {
 
     /**
      * A finished job: its key and version, and for its history row the start of its run, its
-     * handler's duration in ms and its last run's fallback trail (each null when unknown or none).
+     * handler's duration in ms, its last run's fallback trail and what it returned as JSON (each
+     * null when unknown or none).
      */
-    public record Done(String name, String id, long version, String startedAt, Double durationMs, String trail) {}
+    public record Done(String name, String id, long version, String startedAt, Double durationMs, String trail,
+            String result) {}
 
     /**
      * Deletes finished jobs in one statement ({@link JobSql#DELETE_DONE}, or
@@ -248,6 +253,7 @@ public final class JobStore implements JobWrites {
         String[] starts = new String[n];
         Double[] durations = new Double[n];
         String[] trails = new String[n];
+        String[] results = new String[n];
         for (int i = 0; i < n; i++) {
             Done d = batch.get(i);
             names[i] = d.name();
@@ -256,6 +262,7 @@ public final class JobStore implements JobWrites {
             starts[i] = d.startedAt();
             durations[i] = d.durationMs();
             trails[i] = d.trail();
+            results[i] = d.result();
         }
         return db.autocommit("deleting finished jobs", c -> {
             try (PreparedStatement ps = c.prepareStatement(history ? JobSql.DELETE_DONE_WITH_HISTORY : JobSql.DELETE_DONE)) {
@@ -266,7 +273,8 @@ public final class JobStore implements JobWrites {
                     ps.setArray(4, c.createArrayOf("text", starts));
                     ps.setArray(5, c.createArrayOf("float8", durations));
                     ps.setArray(6, c.createArrayOf("text", trails));
-                    ps.setBoolean(7, historyArgs);
+                    ps.setArray(7, c.createArrayOf("text", results));
+                    ps.setBoolean(8, historyArgs);
                 }
                 return ps.executeUpdate();
             }
