@@ -75,7 +75,7 @@ public final class Layover implements AutoCloseable {
                 b.maxArgsBytes, b.classifier, b.threads, b.pollInterval, b.heartbeatInterval, b.missedHeartbeats,
                 b.shutdownMaxWait, b.priority, b.prefetch, b.breakers, b.perKeyBreakers, b.cooldowns, b.buckets,
                 b.patternBuckets, b.concurrencyLimits, b.breakerListeners, b.tokenCosts, b.metrics, b.history,
-                b.historyArgs, b.notifications));
+                b.historyArgs, b.notifications, b.giveBackAfter));
         this.extraTasks = List.copyOf(b.extraTasks);
         this.plugins = List.copyOf(b.plugins);
         this.historyRetention = b.history && !b.historyKeep.isZero()
@@ -455,6 +455,7 @@ public final class Layover implements AutoCloseable {
         private Duration historyKeep = JobHistoryRetention.DEFAULT_KEEP;
         private Clock clock;
         private boolean notifications = true;
+        private Duration giveBackAfter = Duration.ofSeconds(2);
 
         private Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -811,6 +812,25 @@ public final class Layover implements AutoCloseable {
                 throw new ConfigurationException("historyRetention must not be negative, was " + keep);
             }
             this.historyKeep = keep;
+            return this;
+        }
+
+        /**
+         * How long a job this worker picked ahead may wait unstarted while every worker thread is
+         * busy (slow calls, a hung handler) before it is given back to the fleet: unpicked, the
+         * other workers woken, no attempt spent, nothing counted. Costs one read of this worker's
+         * picked rows per second, only while every thread is busy. {@link Duration#ZERO}: never
+         * (a job picked ahead waits for a thread of this worker).
+         *
+         * @param d zero or more; default 2 s
+         * @return this builder
+         */
+        public Builder giveBackAfter(Duration d) {
+            Objects.requireNonNull(d, "giveBackAfter");
+            if (d.isNegative()) {
+                throw new ConfigurationException("giveBackAfter must not be negative, was " + d);
+            }
+            this.giveBackAfter = d;
             return this;
         }
 

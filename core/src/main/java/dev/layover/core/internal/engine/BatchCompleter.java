@@ -35,7 +35,12 @@ final class BatchCompleter implements AutoCloseable {
     private volatile boolean stopping;
     private volatile boolean started;
 
-    BatchCompleter(JobStore store, String name, DatabaseOutage outage, Observability observability) {
+    /** Told of the finished jobs whose rows are gone (the lifeline forgets them). */
+    private final java.util.function.Consumer<JobStore.Done> deleted;
+
+    BatchCompleter(JobStore store, String name, DatabaseOutage outage, Observability observability,
+            java.util.function.Consumer<JobStore.Done> deleted) {
+        this.deleted = deleted;
         this.store = store;
         this.outage = outage;
         this.observability = observability;
@@ -139,6 +144,7 @@ final class BatchCompleter implements AutoCloseable {
 
     private void delete(List<JobStore.Done> batch) {
         store.deleteDone(batch, observability.history(), observability.historyArgs());
+        batch.forEach(deleted);
     }
 
     /** Stops after deleting what is queued (waits up to {@code timeout}). */

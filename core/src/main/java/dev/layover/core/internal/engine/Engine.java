@@ -76,6 +76,7 @@ public final class Engine {
     private final DatabaseOutage outage;
     private final Consumer<SQLException> outageSignal;
     private final BatchCompleter completer;
+    private final Lifeline lifeline;
     private final OutcomeWriter writer;
     private final AdmissionControl admission;
     private final JobTask.Parts taskParts;
@@ -117,7 +118,9 @@ public final class Engine {
         this.sampler = new StateSampler(db, metrics, worker);
         this.outage = new DatabaseOutage(db.dataSource(), worker, RESUME_DELAY, new OutageHooks());
         this.outageSignal = outage::failed;
-        this.completer = new BatchCompleter(store, "layover-completer-" + worker, outage, observability);
+        this.lifeline = new Lifeline(store, worker, config.threads(), config.giveBackAfter());
+        this.completer = new BatchCompleter(store, "layover-completer-" + worker, outage, observability,
+                d -> lifeline.forget(d.name(), d.id(), d.version()));
         WriteRetry retry = new WriteRetry(outage);
         JobMover mover = new JobMover(store, clock, observability, retry);
         this.writer = new OutcomeWriter(store, clock, completer, gate, retry, mover, observability);
@@ -136,7 +139,7 @@ public final class Engine {
         }
         this.taskParts = new JobTask.Parts(writer, admission, gate, List.copyOf(backlog), observability, clock,
                 new HandlerRunner(config.classifier() != null ? config.classifier()
-                        : ProviderClassifier.builder().clock(clock).build()::outcomeOf));
+                        : ProviderClassifier.builder().clock(clock).build()::outcomeOf), lifeline);
     }
 
     /** @return the job types */
@@ -220,6 +223,7 @@ public final class Engine {
         loops = new WorkerLoops(store, clock, config.workerName(), config.heartbeatInterval(), this::wakeUp,
                 config.notifications());
         loops.start();
+        lifeline.start();
         sampler.start();
     }
 
@@ -279,6 +283,7 @@ public final class Engine {
         // let every thread waiting for the database go: nothing waits for it during a stop
         outage.close();
         db.removeFailureListener(outageSignal);
+        lifeline.stop();
         if (loops != null) {
             loops.stop();
             loops = null;

@@ -47,6 +47,8 @@ import javax.sql.DataSource;
  * @param history whether finished jobs get a history row
  * @param historyArgs whether history rows keep args
  * @param notifications whether to hold connections in {@code LISTEN} for new jobs and provider state
+ * @param giveBackAfter how long a picked job may wait unstarted behind busy threads before it is
+ *     given back to the other workers; zero: never
  */
 public record EngineConfig(
         DataSource dataSource,
@@ -74,7 +76,8 @@ public record EngineConfig(
         LayoverMetrics metrics,
         boolean history,
         boolean historyArgs,
-        boolean notifications) {
+        boolean notifications,
+        Duration giveBackAfter) {
 
     /** Copies the collections. */
     public EngineConfig {

@@ -56,10 +56,21 @@ final class JobTask<A> extends CustomTask<byte[]> {
      * @param observability metrics and history
      * @param clock the clock
      * @param handlers calls handlers
+     * @param lifeline gives back picked jobs that wait behind busy threads
      */
     record Parts(OutcomeWriter writer, AdmissionControl control, ProviderGate gate,
             List<ProviderGate.BacklogType> backlogTypes, Observability observability, Clock clock,
-            HandlerRunner handlers) {}
+            HandlerRunner handlers, Lifeline lifeline) {}
+
+    /**
+     * What a run leaves to write, and whether it ended done (a done job's row is deleted by the
+     * batch completer, which tells the lifeline; any other write moves the row on at once).
+     */
+    private record Next(CompletionHandler<byte[]> write, boolean done) {
+        static Next of(CompletionHandler<byte[]> write) {
+            return new Next(write, false);
+        }
+    }
 
     private final Registry.Entry<A> entry;
     private final ToLongFunction<Object> tokenCost;
@@ -80,6 +91,29 @@ final class JobTask<A> extends CustomTask<byte[]> {
     @Override
     public CompletionHandler<byte[]> execute(TaskInstance<byte[]> instance, ExecutionContext ec) {
         Execution ex = ec.getExecution();
+        JobRun picked = run(entry, ex);
+        if (!p.lifeline().begin(picked)) {
+            return (complete, ops) -> { }; // given back while it waited for a thread: another worker has it
+        }
+        Next next;
+        try {
+            next = runPicked(instance, ec, ex);
+        } finally {
+            p.lifeline().end();
+        }
+        if (next.done()) {
+            return next.write();
+        }
+        return (complete, ops) -> {
+            try {
+                next.write().complete(complete, ops);
+            } finally {
+                p.lifeline().forget(picked.taskName(), picked.id(), picked.version());
+            }
+        };
+    }
+
+    private Next runPicked(TaskInstance<byte[]> instance, ExecutionContext ec, Execution ex) {
         JobRun run = startRun(ex);
         OutcomeWriter writer = p.writer();
         A args;
@@ -89,21 +123,21 @@ final class JobTask<A> extends CustomTask<byte[]> {
             // StackOverflowError: JSON nested deeper than the stack, read by a mapper without a depth limit
             String why = "stored args do not read as " + entry.type().argsType().getName() + ": "
                     + (e instanceof StackOverflowError ? "nested too deeply (StackOverflowError)" : Errors.safeMessage(e));
-            return (complete, ops) -> writer.unreadableArgs(run, entry.codec().shape(), e.getClass().getName(), why);
+            return Next.of((complete, ops) -> writer.unreadableArgs(run, entry.codec().shape(), e.getClass().getName(), why));
         }
         String key = entry.type().providerKeyOf(args);
         AdmissionControl.Check check = p.control().check(run, entry.type(), args, key);
         if (check.stop() != null) {
-            return check.stop();
+            return Next.of(check.stop());
         }
         ProviderRun pr = p.gate().newRun(key, run.taskName(), run.id(), run.version(), tokens(args),
                 run.attemptsSpent() + 1);
         Admission admission = p.control().admit(check, pr); // gate.admit(pr) unless the job has limits of its own
         if (admission instanceof Admission.Wait w && AdmissionControl.isHold(w)) {
-            return (complete, ops) -> writer.hold(run, w.reason(), w.detail());
+            return Next.of((complete, ops) -> writer.hold(run, w.reason(), w.detail()));
         }
         if (admission instanceof Admission.Wait w) {
-            return (complete, ops) -> {
+            return Next.of((complete, ops) -> {
                 writer.waitForProvider(run, w);
                 if (hasBacklog(w)) {
                     p.gate().reserveBacklog(key, p.backlogTypes()).forEach((type, n) -> {
@@ -112,22 +146,22 @@ final class JobTask<A> extends CustomTask<byte[]> {
                         }
                     });
                 }
-            };
+            });
         }
         if (admission instanceof Admission.Refuse r) {
-            return (complete, ops) -> writer.park(run, FailureType.BREAKER_OPEN, "BreakerOpen", r.detail());
+            return Next.of((complete, ops) -> writer.park(run, FailureType.BREAKER_OPEN, "BreakerOpen", r.detail()));
         }
         JobContext ctx = p.control().context(new RunContext(run, ex.executionTime, key, ec, pr), check);
         Outcome outcome = p.control().runTimed(check, ctx::isStopping, () -> p.handlers().run(entry, args, ctx));
         handlerReturned(run, outcome);
         if (outcome == HandlerRunner.STOPPED) {
-            return (complete, ops) -> writer.workerStopped(run, pr);
+            return Next.of((complete, ops) -> writer.workerStopped(run, pr));
         }
         CompletionHandler<byte[]> cancelled = p.control().afterRun(check, outcome, pr);
         if (cancelled != null) {
-            return cancelled;
+            return Next.of(cancelled);
         }
-        return (complete, ops) -> writer.apply(run, outcome, pr);
+        return new Next((complete, ops) -> writer.apply(run, outcome, pr), outcome.kind() == Outcome.Kind.DONE);
     }
 
     private long tokens(A args) {

@@ -249,6 +249,23 @@ final class JobSql {
             WHERE t.task_name = ? AND t.task_instance = ? AND t.version = ?
             RETURNING t.paused_run_at IS NOT NULL AS held""".formatted(PAUSED_RUN_AT);
 
+    /** The rows a worker holds picked, for its lifeline. Parameter: worker. */
+    static final String PICKED_BY = """
+            SELECT task_name, task_instance, version FROM layover.scheduled_tasks WHERE picked AND picked_by = ?""";
+
+    /**
+     * Gives back a job a worker picked but did not start (its lifeline): unpicked, version moved,
+     * due as it was; the other workers are woken. Parameters: task name, id, version, worker.
+     */
+    static final String GIVE_BACK = """
+            WITH back AS (
+                UPDATE layover.scheduled_tasks
+                SET picked = false, picked_by = NULL, last_heartbeat = NULL, version = version + 1
+                WHERE task_name = ? AND task_instance = ? AND version = ? AND picked AND picked_by = ?
+                RETURNING 1
+            )
+            SELECT count(*) AS n, max(pg_notify('layover_jobs', '')::text) FROM back""";
+
     // ---- operator control
 
     /** A live job's version and whether it runs. Parameters: job type, id. */

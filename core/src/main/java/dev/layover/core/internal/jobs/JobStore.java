@@ -373,6 +373,48 @@ public final class JobStore implements JobWrites {
         });
     }
 
+    /**
+     * A row a worker holds picked.
+     *
+     * @param taskName the job type
+     * @param id the job id
+     * @param version its version
+     */
+    public record Picked(String taskName, String id, long version) {}
+
+    /** @return the rows {@code worker} holds picked ({@link JobSql#PICKED_BY}) */
+    public List<Picked> pickedBy(String worker) {
+        return db.autocommit("reading the jobs " + worker + " picked", c -> {
+            List<Picked> out = new ArrayList<>();
+            try (PreparedStatement ps = c.prepareStatement(JobSql.PICKED_BY)) {
+                ps.setString(1, worker);
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        out.add(new Picked(rs.getString(1), rs.getString(2), rs.getLong(3)));
+                    }
+                }
+            }
+            return out;
+        });
+    }
+
+    /**
+     * Gives back a job the worker picked but did not start ({@link JobSql#GIVE_BACK}).
+     *
+     * @return 1, or 0 when the row moved on meanwhile
+     */
+    public int giveBack(String taskName, String id, long version, String worker) {
+        return db.autocommit("giving back job " + taskName + "/" + id, c -> {
+            try (PreparedStatement ps = c.prepareStatement(JobSql.GIVE_BACK)) {
+                Db.bind(ps, taskName, id, version, worker);
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    return rs.getInt("n");
+                }
+            }
+        });
+    }
+
     // ---- operator control ---------------------------------------------------------------------
 
     /**

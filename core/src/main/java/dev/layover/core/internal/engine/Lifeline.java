@@ -1,0 +1,147 @@
+package dev.layover.core.internal.engine;
+
+import dev.layover.core.internal.jobs.JobRun;
+import dev.layover.core.internal.jobs.JobStore;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Gives back jobs this worker picked ahead but has not started: while every worker thread is busy
+ * (slow calls, a hung handler), a picked job waits in db-scheduler's queue, held by this worker
+ * and kept alive by its heartbeat, while another worker may sit idle. A job that has not started
+ * within {@code giveBackAfter} of being seen waiting is given back: its row is unpicked in one
+ * version-checked statement ({@link JobStore#giveBack}, which wakes the other workers), and when
+ * db-scheduler later hands this worker the stale pick, {@link #begin} says skip it. No attempt is
+ * spent, nothing is counted: the job simply runs elsewhere, or here once a thread is free.
+ *
+ * <p>Checked only while every thread is busy (one read of this worker's picked rows per check);
+ * a worker with a free thread starts its picked jobs at once and checks nothing.
+ */
+final class Lifeline {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Lifeline.class);
+
+    private enum Mark { STARTED, GIVEN_BACK }
+
+    private final JobStore store;
+    private final String worker;
+    private final int threads;
+    private final Duration giveBackAfter;
+    private final ConcurrentHashMap<String, Mark> marks = new ConcurrentHashMap<>();
+    private final AtomicInteger executing = new AtomicInteger();
+    private final Map<String, Long> waitingSince = new java.util.HashMap<>();
+    private volatile boolean running;
+    private Thread thread;
+
+    /**
+     * @param giveBackAfter how long a picked job may wait unstarted behind busy threads; zero: never
+     *     given back
+     */
+    Lifeline(JobStore store, String worker, int threads, Duration giveBackAfter) {
+        this.store = store;
+        this.worker = worker;
+        this.threads = threads;
+        this.giveBackAfter = giveBackAfter;
+    }
+
+    private static String key(String name, String id, long version) {
+        return name + '\u0000' + id + '\u0000' + version;
+    }
+
+    /**
+     * A run starts on a worker thread.
+     *
+     * @return false when the job was given back meanwhile: the run must not happen
+     */
+    boolean begin(JobRun run) {
+        Mark m = marks.compute(key(run.taskName(), run.id(), run.version()),
+                (k, v) -> v == Mark.GIVEN_BACK ? Mark.GIVEN_BACK : Mark.STARTED);
+        if (m == Mark.GIVEN_BACK) {
+            marks.remove(key(run.taskName(), run.id(), run.version()));
+            return false;
+        }
+        executing.incrementAndGet();
+        return true;
+    }
+
+    /** The run's handler is over (its outcome is about to be written). */
+    void end() {
+        executing.decrementAndGet();
+    }
+
+    /** The run's row moved on (its outcome written, or deleted by the completer): forget it. */
+    void forget(String name, String id, long version) {
+        marks.remove(key(name, id, version));
+    }
+
+    synchronized void start() {
+        if (giveBackAfter.isZero() || running) {
+            return;
+        }
+        running = true;
+        thread = new Thread(this::loop, "layover-lifeline-" + worker);
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    synchronized void stop() {
+        running = false;
+        if (thread != null) {
+            thread.interrupt();
+        }
+    }
+
+    private void loop() {
+        long every = Math.max(100, Math.min(1000, giveBackAfter.toMillis() / 2));
+        while (running) {
+            try {
+                Thread.sleep(every);
+            } catch (InterruptedException e) {
+                return;
+            }
+            try {
+                check();
+            } catch (RuntimeException e) {
+                LOG.debug("Layover lifeline: could not look at the picked jobs: {}", e.toString());
+            }
+        }
+    }
+
+    /** One look: while every thread is busy, gives back what waited unstarted too long. */
+    void check() {
+        if (executing.get() < threads) {
+            waitingSince.clear();
+            return;
+        }
+        long now = System.nanoTime();
+        List<JobStore.Picked> picked = store.pickedBy(worker);
+        Set<String> seen = new HashSet<>();
+        for (JobStore.Picked p : picked) {
+            String k = key(p.taskName(), p.id(), p.version());
+            if (marks.get(k) != null) {
+                continue;
+            }
+            seen.add(k);
+            long since = waitingSince.computeIfAbsent(k, x -> now);
+            if (now - since < giveBackAfter.toNanos()) {
+                continue;
+            }
+            if (marks.putIfAbsent(k, Mark.GIVEN_BACK) != null) {
+                continue; // it started meanwhile
+            }
+            if (store.giveBack(p.taskName(), p.id(), p.version(), worker) == 1) {
+                LOG.debug("Layover lifeline: gave back job {}/{}, picked but not started within {} (every thread busy)",
+                        p.taskName(), p.id(), giveBackAfter);
+            }
+            waitingSince.remove(k);
+        }
+        waitingSince.keySet().retainAll(seen);
+    }
+}
