@@ -34,7 +34,16 @@ public record EnqueueOptions(Instant runAt, Duration delay, String key, int prio
 
     private static final EnqueueOptions NOW = new EnqueueOptions(null, null, null, 0);
 
-    /** Validates the options. */
+    /**
+     * Validates the options.
+     *
+     * @param runAt when the job may first run; {@code null} means now
+     * @param delay added to now when {@code runAt} is null; {@code null} means none
+     * @param key the idempotency key (1-200 characters), or {@code null}
+     * @param priority the priority, -32768..32767
+     * @param deadline the latest time the job is worth running at, or {@code null}
+     * @param deadlineAfter the deadline relative to the enqueue, when {@code deadline} is null; or {@code null}
+     */
     public EnqueueOptions {
         if (runAt != null && delay != null) {
             throw new IllegalArgumentException("give either runAt or delay, not both");

@@ -53,7 +53,18 @@ public record JobPolicy(
     private static final JobPolicy DEFAULTS = new JobPolicy(10, Duration.ofSeconds(2), Duration.ofMinutes(10), 100,
             Duration.ofHours(1), DEFAULT_TIMEOUT, DEFAULT_NEWER_ARGS_WAIT);
 
-    /** Validates the settings. */
+    /**
+     * Validates the settings.
+     *
+     * @param maxAttempts failed runs before parking; at least 1
+     * @param backoffBase base of the exponential retry backoff; positive
+     * @param backoffCap the longest retry delay; at least {@code backoffBase}
+     * @param maxReschedules reschedules before parking; at least 0
+     * @param maxDeferral the longest wait on a rate limit or quota reset; positive
+     * @param timeout the longest a handler may run, or {@code null} for no limit; positive
+     * @param newerArgsWait how long a job with args of another version of the job type waits for a worker
+     *     that can read them; positive
+     */
     public JobPolicy {
         if (maxAttempts < 1) {
             throw new ConfigurationException("maxAttempts must be at least 1, was " + maxAttempts);

@@ -54,7 +54,7 @@ import javax.sql.DataSource;
  * default 40 s, is declared dead and its jobs are retried; such a revival spends an attempt), and in
  * the other cases the README's "Delivery guarantee" section lists. Handlers must be idempotent.
  *
- * <p>Thread-safe. {@link #build()} without {@link #start()} gives an enqueue-only client.
+ * <p>Thread-safe. {@link Builder#build()} without {@link #start()} gives an enqueue-only client.
  */
 public final class Layover implements AutoCloseable {
 

@@ -8,6 +8,7 @@ public class UnknownJobTypeException extends LayoverException {
 
     private static final long serialVersionUID = 1L;
 
+    /** The job type named. */
     private final String jobType;
 
     /**

@@ -7,6 +7,7 @@ public class DeadLetterNotFoundException extends LayoverException {
 
     private static final long serialVersionUID = 1L;
 
+    /** The dead letter. */
     private final long deadLetterId;
 
     /**

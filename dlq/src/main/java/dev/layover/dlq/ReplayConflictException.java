@@ -24,7 +24,9 @@ public class ReplayConflictException extends LayoverException {
         BUDGET_SPENT
     }
 
+    /** The dead letter. */
     private final long deadLetterId;
+    /** Why the replay was refused. */
     private final Reason reason;
 
     /**

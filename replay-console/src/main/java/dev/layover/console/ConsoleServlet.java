@@ -88,6 +88,7 @@ public final class ConsoleServlet extends HttpServlet {
     private final transient ConsoleSecurity security;
     private final transient ConsoleOptions options;
     private final transient ConsoleStore store;
+    /** The console's access token (null with external authentication). */
     private final String token;
     private final transient List<Route> routes = new ArrayList<>();
     private final transient Map<String, byte[]> assetCache = new ConcurrentHashMap<>();

@@ -17,7 +17,15 @@ import java.util.List;
 public record StateSample(Instant at, List<JobCount> jobs, List<DeadLetterCount> deadLetters,
         List<ProviderKeyState> providerKeys) {
 
-    /** Copies the lists. */
+    /**
+     * Copies the lists.
+     *
+     * @param at when it was read (the database's clock)
+     * @param jobs live jobs by type and state; a type and state with no job is absent
+     * @param deadLetters dead letters waiting for a decision ({@code parked} and {@code review}), by type,
+     *     failure type and state
+     * @param providerKeys every provider key with a breaker, cooldown or bucket row
+     */
     public StateSample {
         jobs = List.copyOf(jobs);
         deadLetters = List.copyOf(deadLetters);

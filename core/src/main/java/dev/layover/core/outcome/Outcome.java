@@ -74,6 +74,12 @@ public sealed interface Outcome
             return Kind.SNOOZE;
         }
 
+        /**
+         * Checks that {@code delay} is not negative.
+         *
+         * @param delay how long to wait; zero or more
+         * @param reason shown in {@code layover.jobs.reschedule_detail}
+         */
         public Snooze {
             requireNonNegative(delay, "delay");
         }
@@ -105,6 +111,15 @@ public sealed interface Outcome
             return Kind.RATE_LIMITED;
         }
 
+        /**
+         * Checks that {@code retryAfter} is not negative.
+         *
+         * @param retryAfter how long the provider asked to wait; {@code null} when it did not say (an
+         *     escalating default is used)
+         * @param reason the provider's words, for {@code reschedule_detail}
+         * @param requestLimitPerSecond the request rate the provider says the key is limited to, in requests
+         *     per second; {@code null} when it did not say
+         */
         public RateLimited {
             if (retryAfter != null) {
                 requireNonNegative(retryAfter, "retryAfter");
@@ -158,6 +173,12 @@ public sealed interface Outcome
             return Kind.OVERLOADED;
         }
 
+        /**
+         * Checks that {@code retryAfter} is not negative.
+         *
+         * @param retryAfter a floor under the backoff, or {@code null}
+         * @param reason the provider's words
+         */
         public Overloaded {
             if (retryAfter != null) {
                 requireNonNegative(retryAfter, "retryAfter");
@@ -196,6 +217,13 @@ public sealed interface Outcome
             return Kind.RETRY;
         }
 
+        /**
+         * Checks that {@code minDelay} is not negative.
+         *
+         * @param reason a short description
+         * @param cause the exception, or {@code null}
+         * @param minDelay a floor under the backoff, or {@code null}
+         */
         public Retry {
             if (minDelay != null) {
                 requireNonNegative(minDelay, "minDelay");

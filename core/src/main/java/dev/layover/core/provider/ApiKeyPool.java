@@ -78,7 +78,12 @@ public final class ApiKeyPool {
      */
     public record Key(String name, String secret) {
 
-        /** Checks the name and the secret. */
+        /**
+         * Checks the name and the secret.
+         *
+         * @param name its name (what the database and the trail show)
+         * @param secret the key itself (never stored, never shown)
+         */
         public Key {
             if (name == null || !NAME.matcher(name).matches()) {
                 throw new IllegalArgumentException("an API key name must be 1-100 characters of letters, digits and "

@@ -51,7 +51,36 @@ public record Classification(
     /** Longest reason kept, in characters. */
     public static final int MAX_REASON_LENGTH = 500;
 
-    /** Checks the components; {@code null} class, reason or provider become defaults. */
+    /**
+     * Checks the components; {@code null} class, reason or provider become defaults.
+     *
+     * @param failureClass what kind of failure it is; never {@code null}
+     * @param retryAfter how long the provider asked to wait, zero or more (a wait beyond the classifier's
+     *     {@code maxWait}, nonsense, is cut to it: see {@code waitReading}); {@code null} when it did not
+     *     say
+     * @param resetAt when a spent quota comes back, exactly as the provider stated it (a date a month away
+     *     stays a month away; see {@link WaitReading}); only set for {@link FailureClass#QUOTA_EXHAUSTED},
+     *     and {@code null} when unknown
+     * @param reason a short human description (the provider's words), at most 500 characters
+     * @param provider the provider the failure came from; never {@code null}
+     * @param httpStatus the HTTP status of the response, {@code 0} when there was none (an IO error)
+     * @param requestLimitPerSecond for {@link FailureClass#RATE_LIMITED}: the request rate the provider says
+     *     the key is limited to, in requests per second (OpenAI's message or {@code x-ratelimit-*-requests}
+     *     headers, Anthropic's {@code anthropic-ratelimit-requests-*}, Gemini's per-minute request quota);
+     *     {@code null} when it did not say, or when a token limit refused
+     * @param tokenLimitPerMinute for {@link FailureClass#RATE_LIMITED}, and for a {@link
+     *     FailureClass#BAD_REQUEST} whose request is larger than the limit can ever admit: the token limit
+     *     per minute the provider says refused the call (OpenAI's "on tokens per min (TPM): Limit 30000" or
+     *     {@code x-ratelimit-limit-tokens}, Anthropic's "of 40,000 input tokens per minute" or {@code
+     *     anthropic-ratelimit-*-tokens-limit}, Gemini's {@code quotaValue} of a per-minute token quota);
+     *     {@code null} when it did not say. Positive and finite when set
+     * @param tokenDimension which tokens {@code tokenLimitPerMinute} counts; set whenever the provider named
+     *     a token limit as the refusing one, even without a number ({@code null} otherwise, and never {@code
+     *     null} when {@code tokenLimitPerMinute} is set: {@link TokenDimension#TOKENS} when not given)
+     * @param waitReading whether {@code retryAfter} and {@code resetAt} are as the provider stated them, or
+     *     were cut (nonsense beyond {@code maxWait}) or skipped (unreadable); never {@code null}, {@link
+     *     WaitReading#AS_STATED} when not given
+     */
     public Classification {
         if (failureClass == null) {
             failureClass = FailureClass.TRANSIENT;

@@ -12,7 +12,12 @@ import java.util.Objects;
  */
 public record FallbackEndpoint<C>(String providerKey, C client) {
 
-    /** Checks the key. */
+    /**
+     * Checks the key.
+     *
+     * @param providerKey the endpoint's provider key, e.g. {@code openai:gpt-4o-mini}; 1-200 characters
+     * @param client what the call uses; may be {@code null}
+     */
     public FallbackEndpoint {
         Objects.requireNonNull(providerKey, "providerKey");
         if (providerKey.isEmpty() || providerKey.length() > 200) {

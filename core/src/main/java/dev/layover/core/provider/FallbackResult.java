@@ -13,7 +13,13 @@ import java.util.List;
  */
 public record FallbackResult<R>(R value, String providerKey, List<FallbackStep> trail) {
 
-    /** Copies the trail. */
+    /**
+     * Copies the trail.
+     *
+     * @param value what the call returned
+     * @param providerKey the key of the endpoint that answered
+     * @param trail every endpoint considered, in order; the last one answered
+     */
     public FallbackResult {
         trail = List.copyOf(trail);
     }

@@ -70,6 +70,14 @@ public final class CalibratedEstimator {
 
         /**
          * @throws IllegalArgumentException if a setting is out of range
+         *
+         * @param initialRatio the ratio of a key without reports
+         * @param minRatio the smallest ratio
+         * @param maxRatio the largest ratio
+         * @param maxStep how far one report's ratio may be from the mean, as a factor
+         * @param minWeight the smallest weight of a report
+         * @param spread standard deviations added to the mean ratio in an estimate
+         * @param minRawTokens base estimates below this are not learned from
          */
         public Settings {
             positive("minRatio", minRatio);

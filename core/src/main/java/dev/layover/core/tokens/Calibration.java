@@ -32,6 +32,10 @@ public record Calibration(double ratio, double variance, long samples) {
     /**
      * @throws IllegalArgumentException if a number is out of range (NaN, infinite, negative, a
      *     ratio of 0)
+     *
+     * @param ratio the mean of the reports' ratios ({@code initialRatio} before any); finite, above 0
+     * @param variance the variance of the reports' ratios; finite and 0 or more
+     * @param samples the reports taken in; 0 or more
      */
     public Calibration {
         if (!Double.isFinite(ratio) || ratio <= 0) {

@@ -14,6 +14,11 @@ public record ChatMessage(String role, String content, String name) {
 
     /**
      * @throws NullPointerException if {@code role} is {@code null}
+     *
+     * @param role the author's role ({@code system}, {@code developer}, {@code user}, {@code assistant},
+     *     {@code tool}); not {@code null}
+     * @param content the message's text; {@code null} counts as empty
+     * @param name the optional author name OpenAI's chat format allows; {@code null} when none
      */
     public ChatMessage {
         Objects.requireNonNull(role, "role");

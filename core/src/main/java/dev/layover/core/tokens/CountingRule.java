@@ -35,6 +35,10 @@ public record CountingRule(boolean cacheReadsCount, int outputWeight) {
 
     /**
      * @throws IllegalArgumentException if {@code outputWeight} is not in 1..100
+     *
+     * @param cacheReadsCount whether input tokens read from a prompt cache count against the input and combined limits
+     * @param outputWeight how many tokens of the combined ({@link TokenDimension#TOKENS}) limit one output
+     *     token uses; 1 to 100
      */
     public CountingRule {
         if (outputWeight < 1 || outputWeight > 100) {

@@ -68,6 +68,12 @@ public record TokenUsage(Provider provider, long inputTokens, long outputTokens,
     /**
      * @throws NullPointerException if {@code provider} is {@code null}
      * @throws IllegalArgumentException if a count is negative or above {@link #MAX_COUNT}
+     *
+     * @param provider where the usage came from; it decides how the counts are read
+     * @param inputTokens input tokens as the provider reports them (see above)
+     * @param outputTokens output tokens, reasoning and thinking tokens included
+     * @param cachedInputTokens input tokens read from a prompt cache
+     * @param cacheCreationInputTokens input tokens written into a prompt cache
      */
     public TokenUsage {
         Objects.requireNonNull(provider, "provider");

@@ -47,7 +47,17 @@ public record BreakerSettings(Duration window, int minimumCalls, int failureThre
     private static final BreakerSettings DEFAULTS = new BreakerSettings(Duration.ofSeconds(60), 10, 5, 0.5,
             Duration.ofSeconds(30), Duration.ofMinutes(10), Duration.ofMinutes(2));
 
-    /** Validates the settings. */
+    /**
+     * Validates the settings.
+     *
+     * @param window the counting window
+     * @param minimumCalls calls in the window before the breaker may open; at least 1
+     * @param failureThreshold failures in the window before the breaker may open; at least 1
+     * @param failureRatio the share of failures among calls that opens it; in (0, 1]
+     * @param openFor how long the first opening lasts
+     * @param maxOpenFor the longest opening after repeated failed trials
+     * @param trialTimeout how long a claimed trial may take before another worker may claim it
+     */
     public BreakerSettings {
         positive(window, "window");
         positive(openFor, "openFor");

@@ -41,7 +41,14 @@ import java.time.Duration;
  */
 public record BucketSettings(double requestsPerMinute, double tokensPerMinute, Duration burst, int lease) {
 
-    /** Validates the settings. */
+    /**
+     * Validates the settings.
+     *
+     * @param requestsPerMinute request limit, 0 for none
+     * @param tokensPerMinute token limit, 0 for none
+     * @param burst how much of the rate may be spent at once
+     * @param lease the most request permits a worker takes per round trip; at least 1
+     */
     public BucketSettings {
         if (requestsPerMinute < 0 || tokensPerMinute < 0 || Double.isNaN(requestsPerMinute) || Double.isNaN(tokensPerMinute)
                 || Double.isInfinite(requestsPerMinute) || Double.isInfinite(tokensPerMinute)) {

@@ -56,7 +56,18 @@ public record CooldownSettings(Duration rateLimitBase, Duration rateLimitCap, Du
     private static final CooldownSettings DEFAULTS = new CooldownSettings(Duration.ofSeconds(1),
             Duration.ofSeconds(60), Duration.ofSeconds(1), Duration.ofSeconds(30), Duration.ofSeconds(60));
 
-    /** Validates the settings. */
+    /**
+     * Validates the settings.
+     *
+     * @param rateLimitBase the first wait after a 429 without retry-after
+     * @param rateLimitCap the longest such wait
+     * @param overloadBase the first cooldown after an overloaded answer (503, 529)
+     * @param overloadCap the longest overload cooldown
+     * @param strikeMemory how soon after the previous cooldown a new one counts as back-to-back
+     * @param learnedPaceFor how long a pace learned from a 429 lasts after the last 429 that stated the
+     *     limit; zero: never learn one
+     * @param learnedPaceShare the share of the stated limit a learned pace allows, in (0, 1]
+     */
     public CooldownSettings {
         BreakerSettings.positive(rateLimitBase, "rateLimitBase");
         BreakerSettings.positive(rateLimitCap, "rateLimitCap");
