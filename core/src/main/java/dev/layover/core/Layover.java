@@ -65,6 +65,8 @@ public final class Layover implements AutoCloseable {
     /** The history retention this instance runs while started (null: history off or kept forever). */
     private final JobHistoryRetention historyRetention;
     private final String workerName;
+    /** The JVM shutdown hook that stops this instance, when the builder asked for one (else null). */
+    private final Thread shutdownHook;
     private volatile boolean started;
     private volatile boolean stopped;
 
@@ -83,6 +85,7 @@ public final class Layover implements AutoCloseable {
         if (b.migrate) {
             LayoverMigrations.migrate(b.dataSource);
         }
+        this.shutdownHook = b.shutdownHook ? new Thread(this::stop, "layover-shutdown-" + workerName) : null;
     }
 
     /**
@@ -114,6 +117,9 @@ public final class Layover implements AutoCloseable {
             tasks.addAll(p.tasks(this));
         }
         engine.start(tasks);
+        if (shutdownHook != null) {
+            Runtime.getRuntime().addShutdownHook(shutdownHook);
+        }
         if (historyRetention != null) {
             historyRetention.start(workerName);
         }
@@ -144,6 +150,13 @@ public final class Layover implements AutoCloseable {
             }
         }
         stopped = true;
+        if (shutdownHook != null && Thread.currentThread() != shutdownHook) {
+            try {
+                Runtime.getRuntime().removeShutdownHook(shutdownHook);
+            } catch (IllegalStateException | IllegalArgumentException e) {
+                // the JVM is shutting down already, or the hook was never added
+            }
+        }
     }
 
     /** Same as {@link #stop()}. */
@@ -455,6 +468,7 @@ public final class Layover implements AutoCloseable {
         private Duration historyKeep = JobHistoryRetention.DEFAULT_KEEP;
         private Clock clock;
         private boolean notifications = true;
+        private boolean shutdownHook;
         private Duration giveBackAfter = Duration.ofSeconds(2);
 
         private Builder(DataSource dataSource) {
@@ -812,6 +826,19 @@ public final class Layover implements AutoCloseable {
                 throw new ConfigurationException("historyRetention must not be negative, was " + keep);
             }
             this.historyKeep = keep;
+            return this;
+        }
+
+        /**
+         * Stops this instance gracefully when the JVM shuts down (SIGTERM, {@code System.exit}, the
+         * end of {@code main}): no new job is picked and running jobs get {@link #shutdownMaxWait}
+         * to finish, as {@link Layover#stop()} does. For plain Java programs; a Spring Boot
+         * application's starter stops Layover with the context instead.
+         *
+         * @return this builder
+         */
+        public Builder registerShutdownHook() {
+            this.shutdownHook = true;
             return this;
         }
 

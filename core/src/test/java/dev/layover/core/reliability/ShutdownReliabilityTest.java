@@ -7,6 +7,7 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
+import dev.layover.testing.JvmProcess;
 import dev.layover.testing.LayoverPostgresExtension;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
@@ -138,5 +139,18 @@ class ShutdownReliabilityTest {
         } finally {
             second.stop();
         }
+    }
+
+    @Test
+    void aShutdownHookLetsTheRunningJobFinishWhenAPlainProgramExits(TestDatabase db) {
+        try (JvmProcess p = JvmProcess.start(ShutdownHookMain.class, "shutdown-hook", List.of("-Xmx128m"),
+                List.of(db.jdbcUrl()))) {
+            assertEquals(0, p.waitFor(Duration.ofSeconds(60)), p.output());
+            assertTrue(p.output().contains("exiting"), p.output());
+            assertTrue(p.output().contains("finishing hooked"), "the job ran to its end after exit was called:\n" + p.output());
+        }
+        assertEquals(1, db.count("select count(*) from layover.job_history where job_id = 'hooked' and outcome = 'completed'"),
+                "it completed, written before the JVM ended");
+        assertEquals(0, db.count("select count(*) from layover.jobs"));
     }
 }
