@@ -113,7 +113,7 @@ final class GatedDataSource implements DataSource {
                     break;
             }
             if (args != null && args.length > 0 && args[0] instanceof String sql && method.getName().startsWith("prepare")) {
-                args[0] = HeartbeatRewrite.monotonic(sql);
+                args[0] = HeartbeatRewrite.rewrite(sql);
             }
             Object result;
             try {

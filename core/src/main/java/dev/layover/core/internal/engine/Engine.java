@@ -244,7 +244,11 @@ public final class Engine {
 
         @Override
         public void onBack() {
-            store.heartbeatPicked(clock.instant(), config.workerName());
+            try {
+                store.heartbeatPicked(clock.instant(), config.workerName());
+            } finally {
+                store.databaseReturned();
+            }
         }
 
         @Override

@@ -70,6 +70,12 @@ final class JobSql {
                   WHERE picked AND picked_by = ? FOR UPDATE SKIP LOCKED) s
             WHERE t.task_name = s.task_name AND t.task_instance = s.task_instance""";
 
+    /**
+     * The database answers again after an outage: heartbeats older than that (plus the reconnect
+     * allowance) are not taken for dead (V14, {@code layover.dead_heartbeat_cutoff}).
+     */
+    static final String DATABASE_RETURNED = "SELECT layover.database_returned()";
+
     /** Finished jobs, deleted in one statement; a row whose version moved on is left alone. */
     static final String DELETE_DONE = """
             DELETE FROM layover.scheduled_tasks t

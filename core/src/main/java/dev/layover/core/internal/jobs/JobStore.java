@@ -358,6 +358,19 @@ public final class JobStore implements JobWrites {
     }
 
     /**
+     * Records that the database answers again after an outage ({@link JobSql#DATABASE_RETURNED}):
+     * until 10 s after it, no worker's db-scheduler takes a held job for dead by its heartbeat.
+     */
+    public void databaseReturned() {
+        db.autocommit("recording the database's return", c -> {
+            try (PreparedStatement ps = c.prepareStatement(JobSql.DATABASE_RETURNED)) {
+                ps.execute();
+                return null;
+            }
+        });
+    }
+
+    /**
      * One heartbeat for every job a worker has picked, running or waiting for a thread
      * ({@link JobSql#HEARTBEAT_PICKED}).
      *
