@@ -56,6 +56,18 @@ public class LayoverProperties {
     /** How long stopping lets running jobs finish. */
     private Duration shutdownMaxWait = Duration.ofSeconds(30);
 
+    /**
+     * How long a job picked ahead may wait unstarted while every thread is busy before it goes back
+     * to the fleet (no attempt spent); 0 turns that off.
+     */
+    private Duration giveBackAfter = Duration.ofSeconds(2);
+
+    /**
+     * Whether workers listen for new jobs and provider state changes with LISTEN/NOTIFY; false
+     * behind a pooler in transaction mode (PgBouncer), where polling alone finds work.
+     */
+    private boolean notifications = true;
+
     /** This worker's name in picked_by, at most 50 characters; default host#pid. */
     private String workerName;
 
@@ -129,6 +141,26 @@ public class LayoverProperties {
     /** @param pollInterval the poll interval */
     public void setPollInterval(Duration pollInterval) {
         this.pollInterval = pollInterval;
+    }
+
+    /** @return how long a job picked ahead may wait unstarted behind busy threads */
+    public Duration getGiveBackAfter() {
+        return giveBackAfter;
+    }
+
+    /** @param giveBackAfter how long a job picked ahead may wait unstarted behind busy threads */
+    public void setGiveBackAfter(Duration giveBackAfter) {
+        this.giveBackAfter = giveBackAfter;
+    }
+
+    /** @return whether workers use LISTEN/NOTIFY */
+    public boolean isNotifications() {
+        return notifications;
+    }
+
+    /** @param notifications whether workers use LISTEN/NOTIFY */
+    public void setNotifications(boolean notifications) {
+        this.notifications = notifications;
     }
 
     /** @return the prefetch factor */

@@ -17,6 +17,8 @@ final class PropertiesApplier {
         set("layover.heartbeat", () -> b.heartbeat(p.getHeartbeat().getInterval(), p.getHeartbeat().getMissed()));
         set("layover.prefetch", () -> b.prefetch(p.getPrefetch()));
         set("layover.shutdown-max-wait", () -> b.shutdownMaxWait(p.getShutdownMaxWait()));
+        set("layover.give-back-after", () -> b.giveBackAfter(p.getGiveBackAfter()));
+        b.notifications(p.isNotifications());
         if (p.getWorkerName() != null) {
             set("layover.worker-name", () -> b.workerName(p.getWorkerName()));
         }

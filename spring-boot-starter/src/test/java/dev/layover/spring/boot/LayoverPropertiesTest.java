@@ -63,4 +63,15 @@ class LayoverPropertiesTest {
         assertTrue(analysis.getDescription().contains("layover.dlq.recovery-sweep.first-batch"), analysis.getDescription());
         assertTrue(analysis.getAction().contains("Change layover.dlq.recovery-sweep.first-batch"), analysis.getAction());
     }
+
+    @Test
+    void theWorkerSettingsReachTheBuilder() {
+        LayoverProperties p = new LayoverProperties();
+        p.setGiveBackAfter(java.time.Duration.ofSeconds(-1));
+        InvalidLayoverPropertyException e = org.junit.jupiter.api.Assertions.assertThrows(
+                InvalidLayoverPropertyException.class,
+                () -> PropertiesApplier.apply(p, dev.layover.core.Layover.builder(new PGSimpleDataSource())));
+        assertEquals("layover.give-back-after", e.property());
+        assertTrue(e.getMessage().contains("giveBackAfter must not be negative"), e.getMessage());
+    }
 }

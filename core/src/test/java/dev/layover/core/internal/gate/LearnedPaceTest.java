@@ -120,13 +120,17 @@ class LearnedPaceTest {
         a.afterCall(KEY, null, new Outcome.RateLimited(Duration.ofMillis(1), "429", 10.0));
         Thread.sleep(50); // the 1 ms cooldown is over
         int went = 0;
+        long began = System.nanoTime();
         for (int i = 0; i < 10; i++) {
             if (a.admitEndpoint(KEY, 0) instanceof Admission.Go) {
                 went++;
             }
         }
-        // a fresh bucket of 9.5/s would hand out 9 permits at once; the provider just refused, so none is handed out early
-        assertTrue(went <= 2, "calls let through at once after the 429: " + went);
+        double seconds = (System.nanoTime() - began) / 1e9;
+        // a fresh bucket of 9.5/s would hand out 9 permits at once; the provider just refused, so none is
+        // handed out early: two, and what the pace accrues while the loop runs (a loaded machine is slow)
+        long allowed = 2 + (long) Math.floor(seconds * 9.5);
+        assertTrue(went <= allowed, "calls let through at once after the 429: " + went + " in " + seconds + " s");
     }
 
     @Test

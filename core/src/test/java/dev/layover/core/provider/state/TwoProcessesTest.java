@@ -96,6 +96,7 @@ class TwoProcessesTest {
     @Test
     void aRunningInstanceLearnsOfAnotherProcesssCooldownWithinASecond(TestDatabase db) throws Exception {
         CountDownLatch release = new CountDownLatch(1);
+        CountDownLatch holding = new CountDownLatch(1);
         AtomicInteger calls = new AtomicInteger();
         JobType<Chat> chat = JobType.builder("chat", Chat.class)
                 .providerKey(KEY)
@@ -103,6 +104,7 @@ class TwoProcessesTest {
                     calls.incrementAndGet();
                     FakeChat.complete(fake.primary().url(), args.text());
                     if (args.text().equals("blocker")) {
+                        holding.countDown();
                         release.await(60, TimeUnit.SECONDS); // holds this instance's only thread
                     }
                     return Outcome.done();
@@ -113,7 +115,8 @@ class TwoProcessesTest {
         here.enqueue(chat, new Chat("warm")); // this instance now has the key's state cached: no cooldown
         Await.equal(WAIT, "job rows", 0L, () -> db.count("select count(*) from layover.jobs"));
         here.enqueue(chat, new Chat("blocker"));
-        Await.until(WAIT, "the blocker to run", () -> calls.get() == 2);
+        // past its provider call: a throttled answer must not end the blocker before it holds the thread
+        Await.until(WAIT, "the blocker to hold the only thread", () -> holding.getCount() == 0);
 
         fake.primary().throttledRetryAfter(Duration.ofSeconds(8)).phase(FakeProvider.Phase.THROTTLED);
         startChild(db);
