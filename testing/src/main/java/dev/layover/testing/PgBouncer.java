@@ -106,6 +106,31 @@ public final class PgBouncer implements AutoCloseable {
     }
 
     /**
+     * @return the first line of {@code pgbouncer --version}, e.g. {@code PgBouncer 1.18.0}
+     * @throws IllegalStateException when it is {@link #unavailable()}
+     */
+    public static String installedVersion() {
+        Path bin = binary().orElseThrow(() -> new IllegalStateException(unavailable().orElse("no pgbouncer")));
+        return ServerProcesses.run(List.of(bin.toString(), "--version"), Duration.ofSeconds(30))
+                .lines().findFirst().orElse("PgBouncer (unknown version)").trim();
+    }
+
+    /**
+     * @param major a major version
+     * @param minor a minor version
+     * @return whether the installed PgBouncer is that version or newer
+     */
+    public static boolean installedAtLeast(int major, int minor) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(\\d+)\\.(\\d+)").matcher(installedVersion());
+        if (!m.find()) {
+            return false;
+        }
+        int ma = Integer.parseInt(m.group(1));
+        int mi = Integer.parseInt(m.group(2));
+        return ma > major || (ma == major && mi >= minor);
+    }
+
+    /**
      * Starts configuring a PgBouncer.
      *
      * @param mode its pool mode
@@ -187,8 +212,7 @@ public final class PgBouncer implements AutoCloseable {
                 throw new IllegalStateException(reason);
             });
             Path bin = binary().orElseThrow();
-            String version = ServerProcesses.run(List.of(bin.toString(), "--version"), Duration.ofSeconds(30))
-                    .lines().findFirst().orElse("PgBouncer (unknown version)").trim();
+            String version = installedVersion();
             Path dir = null;
             try {
                 dir = ServerProcesses.scratchDirectory("layover-pgbouncer");

@@ -2,7 +2,6 @@ package dev.layover.core.reliability;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.layover.core.EnqueueOptions;
 import dev.layover.core.JobType;
@@ -60,8 +59,7 @@ class FailoverReliabilityTest {
 
     @Test
     void killingThePrimaryMidRunLosesNothingAndJobsFlowOnThePromotedStandbyWithin30Seconds() throws Exception {
-        assumeTrue(ReplicatedPostgres.unavailable().isEmpty(),
-                () -> "skipped: " + ReplicatedPostgres.unavailable().orElse(""));
+        Reliability.requireTool(ReplicatedPostgres.unavailable());
         try (ReplicatedPostgres pg = ReplicatedPostgres.start(Replication.SYNCHRONOUS)) {
             pg.createDatabase("layover");
             String url = pg.jdbcUrl("layover");
