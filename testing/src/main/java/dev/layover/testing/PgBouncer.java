@@ -324,9 +324,13 @@ public final class PgBouncer implements AutoCloseable {
             return;
         }
         closed = true;
+        // pgbouncer itself, not runuser around it: runuser waits 2 s after a signal of its own
         List<ProcessHandle> all = new ArrayList<>(process.descendants().toList());
-        all.add(process.toHandle());
+        if (all.isEmpty()) {
+            all.add(process.toHandle());
+        }
         all.forEach(ProcessHandle::destroy);
+        all.add(process.toHandle());
         for (ProcessHandle h : all) {
             try {
                 h.onExit().get(10, TimeUnit.SECONDS);
