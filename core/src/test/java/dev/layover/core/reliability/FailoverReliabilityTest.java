@@ -48,7 +48,7 @@ import org.postgresql.ds.PGSimpleDataSource;
  * <p>The handlers record their runs in a file per worker (the old primary is gone with whatever it
  * held): a line {@code id worker epochMillis} at the start of each run.
  *
- * <p>Known to fail now and then (2 of 12 runs here) until core changes: when the kill lands between
+ * <p>Known to fail now and then (3 of 14 runs here) until core changes: when the kill lands between
  * a pick's commit and its reply, the picked rows stay {@code running} for good under a live worker
  * (see {@link #aPickWhoseReplyWasLostRunsWhileTheWorkerLives}, disabled until then).
  */
@@ -82,7 +82,7 @@ class FailoverReliabilityTest {
                     Path f = dir.resolve(name + "-" + System.nanoTime() + ".exec");
                     files.add(f);
                     workers.add(JvmProcess.start(WorkerMain.class, name,
-                            List.of("-Xmx256m", "-Drel.connectionTimeoutMs=5000"),
+                            List.of("-Xmx256m"),
                             List.of(url, name, "4", "20", f.toString())));
                 }
                 for (JvmProcess w : workers) {
@@ -170,8 +170,8 @@ class FailoverReliabilityTest {
      * RETURNING}) is committed on the standby, but the worker saw an I/O error and never got the
      * rows. They are picked in its name; it does not run them; its bulk heartbeat
      * ({@code JobSql.HEARTBEAT_PICKED}: every row {@code picked_by} this worker) keeps them alive, so
-     * no one takes them for dead while the worker lives. Two of twelve failover runs here left jobs
-     * so (7 and 12), for good. This test makes such a row directly (the pick's exact write) under a live worker
+     * no one takes them for dead while the worker lives. Three of fourteen failover runs here left jobs
+     * so (7, 12 and 12), for good. This test makes such a row directly (the pick's exact write) under a live worker
      * and waits for the job to run.
      */
     @Test
