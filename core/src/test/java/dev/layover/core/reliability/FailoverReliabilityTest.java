@@ -165,14 +165,14 @@ class FailoverReliabilityTest {
     }
 
     /**
-     * What the failover above leaves behind when the kill lands between a pick's commit and its
-     * reply: with synchronous replication the pick (db-scheduler's lock-and-fetch {@code UPDATE ..
-     * RETURNING}) is committed on the standby, but the worker saw an I/O error and never got the
-     * rows. They are picked in its name; it does not run them; its bulk heartbeat
-     * ({@code JobSql.HEARTBEAT_PICKED}: every row {@code picked_by} this worker) keeps them alive, so
-     * no one takes them for dead while the worker lives. Three of fourteen failover runs here left jobs
-     * so (7, 12 and 12), for good. This test makes such a row directly (the pick's exact write) under a live worker
-     * and waits for the job to run.
+     * What the failover above leaves behind when the kill lands between a pick's commit and its reply:
+     * with synchronous replication the pick (db-scheduler's lock-and-fetch {@code UPDATE ..
+     * RETURNING}) is committed on the standby, but the worker saw an I/O error and never got the rows.
+     * They are picked in its name; it does not run them; its bulk heartbeat ({@code
+     * JobSql.HEARTBEAT_PICKED}: every row {@code picked_by} this worker) keeps them alive, so no one
+     * takes them for dead while the worker lives. Three of fourteen failover runs here left jobs so
+     * (7, 12 and 12), for good. This test makes such a row directly (the pick's exact write) under a
+     * live worker and waits for the job to run.
      */
     @Test
     @Disabled("needs core: the bulk heartbeat renews only the jobs the worker holds in memory (ids passed to "
