@@ -67,6 +67,17 @@ final class Reliability {
         System.out.println(b);
     }
 
+    /**
+     * Skips the test when a server binary it needs is missing here ({@code missing} says why), but
+     * fails it on CI ({@code CI=true}), which installs every one of them ({@code .ci/run}).
+     */
+    static void requireTool(java.util.Optional<String> missing) {
+        if (missing.isPresent() && "true".equals(System.getenv("CI"))) {
+            org.junit.jupiter.api.Assertions.fail("CI must provide it (.ci/run installs it): " + missing.get());
+        }
+        org.junit.jupiter.api.Assumptions.assumeTrue(missing.isEmpty(), () -> "skipped: " + missing.orElse(""));
+    }
+
     static Layover.Builder builder(TestDatabase db) {
         return Layover.builder(db.dataSource())
                 .threads(4)
