@@ -32,7 +32,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.postgresql.ds.PGSimpleDataSource;
@@ -48,9 +47,9 @@ import org.postgresql.ds.PGSimpleDataSource;
  * <p>The handlers record their runs in a file per worker (the old primary is gone with whatever it
  * held): a line {@code id worker epochMillis} at the start of each run.
  *
- * <p>Known to fail now and then (3 of 14 runs here) until core changes: when the kill lands between
- * a pick's commit and its reply, the picked rows stay {@code running} for good under a live worker
- * (see {@link #aPickWhoseReplyWasLostRunsWhileTheWorkerLives}, disabled until then).
+ * <p>When the kill lands between a pick's commit and its reply, the picked rows are in a live
+ * worker's name but it never got them; 3 of 14 runs here left such rows {@code running} for good
+ * until the lifeline gave orphan picks back (see {@link #aPickWhoseReplyWasLostRunsWhileTheWorkerLives}).
  */
 @ExtendWith(LayoverPostgresExtension.class)
 class FailoverReliabilityTest {
@@ -168,16 +167,12 @@ class FailoverReliabilityTest {
      * What the failover above leaves behind when the kill lands between a pick's commit and its reply:
      * with synchronous replication the pick (db-scheduler's lock-and-fetch {@code UPDATE ..
      * RETURNING}) is committed on the standby, but the worker saw an I/O error and never got the rows.
-     * They are picked in its name; it does not run them; its bulk heartbeat ({@code
-     * JobSql.HEARTBEAT_PICKED}: every row {@code picked_by} this worker) keeps them alive, so no one
-     * takes them for dead while the worker lives. Three of fourteen failover runs here left jobs so
-     * (7, 12 and 12), for good. This test makes such a row directly (the pick's exact write) under a
-     * live worker and waits for the job to run.
+     * They are picked in its name and its bulk heartbeat keeps them alive, so no one takes them for
+     * dead while the worker lives; three of fourteen failover runs here left jobs so (7, 12 and 12)
+     * before the lifeline gave back orphan picks. This test makes such a row directly (the pick's
+     * exact write) under a live worker with free threads and waits for the job to run, once.
      */
     @Test
-    @Disabled("needs core: the bulk heartbeat renews only the jobs the worker holds in memory (ids passed to "
-            + "HEARTBEAT_PICKED), or rows picked in its name that it does not hold are released; today a pick "
-            + "whose reply was lost in a failover is kept alive, unrun, for as long as the worker lives")
     void aPickWhoseReplyWasLostRunsWhileTheWorkerLives(TestDatabase db) {
         Map<String, Integer> runs = new java.util.concurrent.ConcurrentHashMap<>();
         JobType<WorkerMain.Item> rel = JobType.of("rel", WorkerMain.Item.class, (a, c) -> {

@@ -21,8 +21,12 @@ import org.slf4j.LoggerFactory;
  * db-scheduler later hands this worker the stale pick, {@link #begin} says skip it. No attempt is
  * spent, nothing is counted: the job simply runs elsewhere, or here once a thread is free.
  *
- * <p>Checked only while every thread is busy (one read of this worker's picked rows per check);
- * a worker with a free thread starts its picked jobs at once and checks nothing.
+ * <p>The same look finds orphan picks: rows picked in this worker's name that db-scheduler never
+ * handed to it (the pick committed but its reply was lost, as when a failover lands between the
+ * two). The bulk heartbeat keeps such rows alive, so no one would take them for dead while the
+ * worker lives; one that has not started within {@code giveBackAfter} (10 s when that is zero)
+ * while a thread is free is given back the same way. One read of this worker's picked rows per
+ * check (an index on {@code picked_by}), every half {@code giveBackAfter}, at most every second.
  */
 final class Lifeline {
 
@@ -30,10 +34,14 @@ final class Lifeline {
 
     private enum Mark { STARTED, GIVEN_BACK }
 
+    /** How long an orphan pick waits before it is given back when {@code giveBackAfter} is zero. */
+    static final Duration ORPHAN_AFTER_WHEN_OFF = Duration.ofSeconds(10);
+
     private final JobStore store;
     private final String worker;
     private final int threads;
     private final Duration giveBackAfter;
+    private final Duration orphanAfter;
     private final ConcurrentHashMap<String, Mark> marks = new ConcurrentHashMap<>();
     private final AtomicInteger executing = new AtomicInteger();
     private final Map<String, Long> waitingSince = new java.util.HashMap<>();
@@ -42,13 +50,14 @@ final class Lifeline {
 
     /**
      * @param giveBackAfter how long a picked job may wait unstarted behind busy threads; zero: never
-     *     given back
+     *     given back (orphan picks still are, after {@link #ORPHAN_AFTER_WHEN_OFF})
      */
     Lifeline(JobStore store, String worker, int threads, Duration giveBackAfter) {
         this.store = store;
         this.worker = worker;
         this.threads = threads;
         this.giveBackAfter = giveBackAfter;
+        this.orphanAfter = giveBackAfter.isZero() ? ORPHAN_AFTER_WHEN_OFF : giveBackAfter;
     }
 
     private static String key(String name, String id, long version) {
@@ -82,7 +91,7 @@ final class Lifeline {
     }
 
     synchronized void start() {
-        if (giveBackAfter.isZero() || running) {
+        if (running) {
             return;
         }
         running = true;
@@ -99,7 +108,7 @@ final class Lifeline {
     }
 
     private void loop() {
-        long every = Math.max(100, Math.min(1000, giveBackAfter.toMillis() / 2));
+        long every = Math.max(100, Math.min(1000, orphanAfter.toMillis() / 2));
         while (running) {
             try {
                 Thread.sleep(every);
@@ -114,13 +123,18 @@ final class Lifeline {
         }
     }
 
-    /** One look: while every thread is busy, gives back what waited unstarted too long. */
+    /**
+     * One look: gives back what waited unstarted too long, behind busy threads ({@code
+     * giveBackAfter}) or, with a thread free, as an orphan pick ({@code orphanAfter}).
+     */
     void check() {
-        if (executing.get() < threads) {
+        boolean busy = executing.get() >= threads;
+        if (busy && giveBackAfter.isZero()) {
             waitingSince.clear();
             return;
         }
         long now = System.nanoTime();
+        long limit = (busy ? giveBackAfter : orphanAfter).toNanos();
         List<JobStore.Picked> picked = store.pickedBy(worker);
         Set<String> seen = new HashSet<>();
         for (JobStore.Picked p : picked) {
@@ -130,15 +144,20 @@ final class Lifeline {
             }
             seen.add(k);
             long since = waitingSince.computeIfAbsent(k, x -> now);
-            if (now - since < giveBackAfter.toNanos()) {
+            if (now - since < limit) {
                 continue;
             }
             if (marks.putIfAbsent(k, Mark.GIVEN_BACK) != null) {
                 continue; // it started meanwhile
             }
             if (store.giveBack(p.taskName(), p.id(), p.version(), worker) == 1) {
-                LOG.debug("Layover lifeline: gave back job {}/{}, picked but not started within {} (every thread busy)",
-                        p.taskName(), p.id(), giveBackAfter);
+                if (busy) {
+                    LOG.debug("Layover lifeline: gave back job {}/{}, picked but not started within {} (every thread busy)",
+                            p.taskName(), p.id(), giveBackAfter);
+                } else {
+                    LOG.info("Layover lifeline: gave back job {}/{}, picked in this worker's name but not handed to it "
+                            + "within {} with a thread free (a pick whose reply was lost?)", p.taskName(), p.id(), orphanAfter);
+                }
             }
             waitingSince.remove(k);
         }
