@@ -845,9 +845,12 @@ public final class Layover implements AutoCloseable {
         /**
          * How long a job this worker picked ahead may wait unstarted while every worker thread is
          * busy (slow calls, a hung handler) before it is given back to the fleet: unpicked, the
-         * other workers woken, no attempt spent, nothing counted. Costs one read of this worker's
-         * picked rows per second, only while every thread is busy. {@link Duration#ZERO}: never
-         * (a job picked ahead waits for a thread of this worker).
+         * other workers woken, no attempt spent, nothing counted. The same look gives back orphan
+         * picks: rows picked in this worker's name that it never received (a failover between a
+         * pick's commit and its reply), not started within this long while a thread is free.
+         * Costs one indexed read of this worker's picked rows per second. {@link Duration#ZERO}:
+         * a job picked ahead waits for a thread of this worker; orphan picks are given back after
+         * 10 s.
          *
          * @param d zero or more; default 2 s
          * @return this builder
