@@ -93,4 +93,45 @@ class HandlerExceptionWiringTest {
         assertEquals("auth_refused", db.value("select failure_type from layover.dead_letters where job_id = ?", id));
         assertEquals(0, db.value("select attempts from layover.dead_letters where job_id = ?", id));
     }
+
+    /**
+     * Anthropic's spend limit names the day access comes back, often weeks away: the date reaches
+     * the key's cooldown as stated (no 7-day cut), and the job, whose wait would exceed its
+     * maxDeferral (1 h), parks {@code quota_exhausted} at once without spending an attempt.
+     */
+    @Test
+    void anAnthropicSpendLimitWeeksAwayCoolsTheKeyUntilTheStatedDayAndParksTheJob(TestDatabase db) {
+        java.time.LocalDate day = java.time.LocalDate.now(java.time.ZoneOffset.UTC).withDayOfMonth(1).plusMonths(2);
+        Instant regain = day.atStartOfDay(java.time.ZoneOffset.UTC).toInstant();
+        server.answer(reply(400).json("{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
+                + "\"message\":\"You have reached your specified workspace API usage limits. You will regain access on "
+                + day + " at 00:00 UTC.\"}}"));
+        com.anthropic.client.AnthropicClient anthropic = com.anthropic.client.okhttp.AnthropicOkHttpClient.builder()
+                .apiKey("test-key").baseUrl(server.url()).maxRetries(0).timeout(Duration.ofSeconds(5)).build();
+        JobType<Prompt> claude = JobType.builder("claude", Prompt.class)
+                .providerKey("anthropic:claude-haiku-4-5")
+                .handler((args, ctx) -> {
+                    anthropic.messages().create(com.anthropic.models.messages.MessageCreateParams.builder()
+                            .model(com.anthropic.models.messages.Model.CLAUDE_HAIKU_4_5).maxTokens(16)
+                            .addUserMessage(args.text()).build());
+                    return null;
+                })
+                .build();
+        Layover worker = Layover.builder(db.dataSource()).register(claude).threads(1).pollInterval(Duration.ofMillis(50))
+                .migrate(false).start();
+        try {
+            String id = worker.enqueue(claude, new Prompt("hi")).id();
+            Await.equal(Duration.ofSeconds(20), "dead letters", 1L, () -> db.count("select count(*) from layover.dead_letters"));
+            Map<String, Object> dl = db.row("select failure_type, attempts from layover.dead_letters where job_id = ?", id);
+            assertEquals("quota_exhausted", dl.get("failure_type"));
+            assertEquals(0, dl.get("attempts"), "a spent quota is not the job's failure");
+            assertEquals(Timestamp.from(regain), db.value(
+                    "select until from layover.cooldowns where provider_key = 'anthropic:claude-haiku-4-5'"),
+                    "the key waits until the stated day, not 7 days");
+            assertEquals(1, server.requests());
+        } finally {
+            worker.stop();
+            anthropic.close();
+        }
+    }
 }
