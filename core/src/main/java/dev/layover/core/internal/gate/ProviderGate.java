@@ -130,6 +130,7 @@ public final class ProviderGate {
     private final Cooldowns cooldowns;
     private final Paces paces;
     private final Buckets buckets;
+    private final Discovery discovery;
     private volatile long lastStackLogged = System.nanoTime() - TimeUnit.MINUTES.toNanos(2);
 
     /**
@@ -166,6 +167,7 @@ public final class ProviderGate {
         this.cooldowns = new Cooldowns(gdb, cache, config.cooldowns());
         this.paces = new Paces(gdb, cache, config.cooldowns(), config.buckets());
         this.buckets = new Buckets(gdb, new JobStore(db), config.permitGrace());
+        this.discovery = new Discovery(gdb, config.cooldowns().discovery(), config.buckets(), buckets);
     }
 
     // ---- lifecycle ------------------------------------------------------------------------
@@ -268,7 +270,8 @@ public final class ProviderGate {
         if (bucket != null) {
             Admission b;
             try {
-                b = buckets.permit(ks, bucket, tokens, now, run, forJob);
+                b = paces.isDiscovered(ks, bucket) ? discovery.permit(ks, bucket, tokens, now, run, forJob)
+                        : buckets.permit(ks, bucket, tokens, now, run, forJob);
                 if (b == null) {
                     ks.learned = null; // an operator deleted the learned pace: forget it here too
                     b = GO;
@@ -360,12 +363,32 @@ public final class ProviderGate {
                 LOG.warn("Layover: could not write the pace of {} learned from a 429: {}", key, e.getMessage());
             }
         }
+        Outcome forCooldown = outcome;
+        if (outcome instanceof Outcome.RateLimited r && r.requestLimitPerSecond() == null) {
+            try {
+                Duration pause = discovery.after429(ks, r.retryAfter(), now);
+                if (pause != null) {
+                    forCooldown = new Outcome.RateLimited(pause, r.reason(), null); // the decrease is the escalation
+                }
+            } catch (RuntimeException e) {
+                LOG.warn("Layover: could not write the discovered pace of {} after a 429: {}", key, e.getMessage());
+            }
+        }
         Instant until = null;
         try {
-            until = cooldowns.after(key, outcome, now);
+            until = cooldowns.after(key, forCooldown, now);
         } catch (RuntimeException e) {
             LOG.warn("Layover: could not write the cooldown of {} after {}: {}", key, SafeMetrics.outcomeTag(outcome),
                     e.getMessage());
+        }
+        try {
+            if (until != null) {
+                discovery.afterCooldown(ks, until, now);
+            } else if (outcome.kind() == Outcome.Kind.DONE) {
+                discovery.afterSuccess(ks, now);
+            }
+        } catch (RuntimeException e) {
+            LOG.warn("Layover: could not adjust the discovered pace of {}: {}", key, e.getMessage());
         }
         try {
             switch (outcome.kind().breaker()) {
@@ -417,7 +440,12 @@ public final class ProviderGate {
             return Map.of();
         }
         Instant now = cache.now();
-        return buckets.reserveBacklog(key, paces.bucketOf(cache.keyState(key), now), types, now);
+        KeyState ks = cache.keyState(key);
+        BucketSettings b = paces.bucketOf(ks, now);
+        if (paces.isDiscovered(ks, b)) {
+            return Map.of(); // booked far ahead at today's rate, a backlog would outlive the next change of it
+        }
+        return buckets.reserveBacklog(key, b, types, now);
     }
 
     /**
