@@ -42,6 +42,26 @@ COMMENT ON COLUMN layover.buckets.discovered IS
 COMMENT ON COLUMN layover.buckets.discovery_ceiling IS
     'A discovered pace: the requests per minute at which its last 429 burst came (NULL before the first).';
 
+-- A discovered pace's new rate reaches every worker at once (they also re-read it each second):
+-- the channel of V2's breaker and cooldown notifications; workers re-read the key's state.
+CREATE FUNCTION layover.notify_discovered_pace() RETURNS trigger
+    LANGUAGE plpgsql AS
+$$
+BEGIN
+    PERFORM pg_notify('layover_provider_state', json_build_object(
+        'table', 'buckets', 'key', NEW.provider_key, 'requests_per_minute', NEW.requests_per_minute)::text);
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER buckets_notify_discovered_insert AFTER INSERT ON layover.buckets
+    FOR EACH ROW WHEN (NEW.discovered)
+    EXECUTE FUNCTION layover.notify_discovered_pace();
+CREATE TRIGGER buckets_notify_discovered_update AFTER UPDATE OF requests_per_minute, discovered ON layover.buckets
+    FOR EACH ROW WHEN (NEW.discovered AND (OLD.requests_per_minute IS DISTINCT FROM NEW.requests_per_minute
+                                           OR NOT OLD.discovered))
+    EXECUTE FUNCTION layover.notify_discovered_pace();
+
 -- provider_keys: the view of V10 with the pace's source and the discovery state appended
 -- (existing columns unchanged, in order):
 --   pace_source             configured | stated | discovered (NULL: no bucket, or a lapsed pace)

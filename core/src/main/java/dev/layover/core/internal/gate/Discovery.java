@@ -65,18 +65,16 @@ final class Discovery {
      * @return as {@link Buckets#permit}
      */
     Admission permit(KeyState ks, BucketSettings b, long tokens, Instant now, ProviderRun run, boolean forJob) {
-        Admission a = buckets.permit(ks, b, tokens, now, run, false);
-        if (!forJob || !(a instanceof Admission.Wait w)) {
+        // a slot fits the horizon when the bucket's arrival time (slot + (capacity - 1) / rate) does
+        Instant bookBy = now.plus(settings.horizon())
+                .minusNanos((long) ((b.requestCapacity() - 1) / b.requestRate() * 1e9));
+        Admission a = buckets.permit(ks, b, tokens, now, run, forJob, bookBy);
+        if (!forJob || !(a instanceof Admission.Wait w) || w.permitAt() != null) {
             return a;
-        }
-        double rate = b.requestRate();
-        Instant bookBy = now.plus(settings.horizon()).minusNanos((long) ((b.requestCapacity() - 1) / rate * 1e9));
-        if (!w.runAt().isAfter(bookBy)) {
-            return buckets.permit(ks, b, tokens, now, run, true);
         }
         Instant place = gdb.inline("placing a job in the waiting line of " + ks.key, c -> {
             try (PreparedStatement ps = c.prepareStatement(StateSql.DISCOVERY_WAITLIST)) {
-                Db.bind(ps, ks.key, ts(now), seconds(settings.horizon()), 1 / rate);
+                Db.bind(ps, ks.key, ts(now), seconds(settings.horizon()), seconds(settings.every()));
                 try (ResultSet rs = ps.executeQuery()) {
                     return rs.next() ? instant(rs, "discovery_waitlist") : null;
                 }
@@ -155,7 +153,8 @@ final class Discovery {
         }
         double before = ks.learned.bucket().requestsPerMinute();
         Double rpm = write(ks, "increasing the discovered pace of ", StateSql.DISCOVERY_INCREASE, ks.key, ts(now),
-                seconds(settings.every()), settings.increase(), PROBE, MARGIN, seconds(settings.keepFor()));
+                seconds(settings.every()), settings.increase(), PROBE, MARGIN, seconds(settings.keepFor()),
+                seconds(settings.horizon()));
         if (rpm != null && LOG.isDebugEnabled()) {
             LOG.debug("Discovered pace of {} increased: {} → {} requests/s", ks.key, perSecond(before), perSecond(rpm));
         }

@@ -272,10 +272,12 @@ final class StateSql {
     private static final String FITS = "(" + SLOT + " <= p.now)";
     private static final String R_FREE = "(layover.gcra_free(b.request_tat, p.now, p.rr, p.rc) - p.rn)";
     private static final String T_FREE = "(layover.gcra_free(b.token_tat, p.now, p.tr, p.tc) - p.tn)";
+    // a future slot is reserved when the caller may wait, and (a discovered pace) the slot is not past book_by
+    private static final String MAY_BOOK = "(p.may_wait AND (p.book_by IS NULL OR " + SLOT + " <= p.book_by))";
     private static final String R_TAKE = "(CASE WHEN " + FITS + " THEN p.rn + CASE WHEN p.rr > 0 THEN greatest(0, least(p.rx, floor("
-            + R_FREE + "))) ELSE p.rx END WHEN p.may_wait THEN p.rn ELSE 0 END)";
+            + R_FREE + "))) ELSE p.rx END WHEN " + MAY_BOOK + " THEN p.rn ELSE 0 END)";
     private static final String T_TAKE = "(CASE WHEN " + FITS + " THEN p.tn + CASE WHEN p.tr > 0 THEN greatest(0, least(p.tx, "
-            + T_FREE + ")) ELSE p.tx END WHEN p.may_wait THEN p.tn ELSE 0 END)";
+            + T_FREE + ")) ELSE p.tx END WHEN " + MAY_BOOK + " THEN p.tn ELSE 0 END)";
 
     /**
      * Takes permits from a bucket, in one statement. When the job already holds a permit for
@@ -288,14 +290,15 @@ final class StateSql {
      *
      * <p>Parameters: key, now, request rate (/s, 0 none), request capacity, request need, request
      * extra, token rate, token capacity, token need, token extra, may wait, task name, task id,
-     * version (the job; nulls for none), permit grace (s).
+     * version (the job; nulls for none), permit grace (s), book by (the latest slot that may be
+     * reserved; null: any).
      */
     static final String TAKE_PERMITS = """
             WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now,
                               ?::float8 AS rr, ?::float8 AS rc, ?::float8 AS rn, ?::float8 AS rx,
                               ?::float8 AS tr, ?::float8 AS tc, ?::float8 AS tn, ?::float8 AS tx,
                               ?::boolean AS may_wait, ?::text AS task_name, ?::text AS task_id, ?::bigint AS version,
-                              ?::float8 AS grace_s),
+                              ?::float8 AS grace_s, ?::timestamptz AS book_by),
             carried AS (
                 SELECT layover.spend_held_permit(p.task_name, p.task_id, p.version, p.now, p.grace_s) AS spent FROM p
             ), taken AS (
@@ -339,7 +342,8 @@ final class StateSql {
 
     /**
      * A 429 burst on a discovered pace in force: the rate times the decrease factor (not below the
-     * floor), once per burst: only when the last decrease is at least one interval old. The rate it
+     * floor; in slow start, half of that: the rate doubled at least once more before the burst's
+     * 429s came back, as in TCP's slow start), once per burst: only when the last decrease is at least one interval old. The rate it
      * came at becomes the ceiling; the pace is steady; {@code request_tat} moves to
      * {@code empty_at}. Parameters: key, decrease factor, floor (rpm), interval (s), keep for (s),
      * empty_at. Returns the new rate, {@code learned_until} and the ceiling.
@@ -348,7 +352,8 @@ final class StateSql {
             WITH p AS (SELECT ?::text AS key, ?::float8 AS beta, ?::float8 AS min_rpm, ?::float8 AS every_s,
                               ?::float8 AS keep_s, ?::timestamptz AS empty_at)
             UPDATE layover.buckets b
-            SET requests_per_minute = greatest(p.min_rpm, b.requests_per_minute * p.beta),
+            SET requests_per_minute = greatest(p.min_rpm, b.requests_per_minute * p.beta
+                                               * CASE WHEN b.discovery_phase = 'slow_start' THEN 0.5 ELSE 1 END),
                 discovery_ceiling = b.requests_per_minute,
                 discovery_phase = 'steady',
                 discovery_adjusted_at = now(), discovery_decreased_at = now(),
@@ -365,17 +370,18 @@ final class StateSql {
 
     /**
      * One increase of a discovered pace, at most once per interval fleet-wide (only where the last
-     * change is at least one interval old) and only when its permits were all in use
-     * ({@code request_tat} after {@code now}: jobs waited for them). Slow start doubles the rate (up
+     * change is at least one interval old) and only when its permits were all in use: jobs booked
+     * them at least half the booking horizon ahead ({@code request_tat}), which a fleet calling
+     * below the pace never does. Slow start doubles the rate (up
      * to the ceiling, once there is one; reaching it makes the pace steady); steady adds
      * {@code increase} of the ceiling; past the ceiling by {@code margin}, the rate grows by
      * {@code probe} and the ceiling with it. Parameters: key, now (the caller's, as the bucket's
-     * times), interval (s), increase, probe, margin, keep for (s). Returns the new rate,
+     * times), interval (s), increase, probe, margin, keep for (s), horizon (s). Returns the new rate,
      * {@code learned_until} and the phase.
      */
     static final String DISCOVERY_INCREASE = """
             WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS every_s, ?::float8 AS a,
-                              ?::float8 AS probe, ?::float8 AS margin, ?::float8 AS keep_s)
+                              ?::float8 AS probe, ?::float8 AS margin, ?::float8 AS keep_s, ?::float8 AS horizon_s)
             UPDATE layover.buckets b
             SET requests_per_minute = CASE
                     WHEN b.discovery_phase = 'slow_start' THEN least(2 * %1$s, coalesce(b.discovery_ceiling, 'infinity'))
@@ -390,7 +396,7 @@ final class StateSql {
             FROM p
             WHERE b.provider_key = p.key AND b.discovered AND b.learned_until > now()
               AND b.discovery_adjusted_at <= now() - make_interval(secs => p.every_s)
-              AND b.request_tat > p.now
+              AND b.request_tat >= p.now + make_interval(secs => p.horizon_s / 2)
             RETURNING b.requests_per_minute, b.learned_until, b.discovery_phase""".formatted(RPM, PROBING);
 
     /**
@@ -416,17 +422,27 @@ final class StateSql {
             SELECT requests_per_minute, learned_until, discovered FROM layover.buckets
             WHERE provider_key = ? AND learned_until > now() AND requests_per_minute > 0""";
 
+    private static final String WL_FROM = "extract(epoch FROM greatest(b.discovery_waitlist, b.request_tat, "
+            + "p.now + make_interval(secs => p.horizon_s)) - p.now)";
+    private static final String WL_RATE = "(b.requests_per_minute / 60.0)";
+
     /**
      * A place in a discovered pace's waiting line for a job whose permit would be beyond the
-     * booking horizon: it waits without holding a permit until about its turn at the current rate
-     * and asks again then. Parameters: key, now, horizon (s), seconds per request. Returns the place.
+     * booking horizon: it waits without holding a permit until about its turn and asks again then.
+     * Steady: one request's time after the last place (at the current rate). Slow start: the turn
+     * at a rate that doubles every interval (permits up to {@code t} from now are
+     * {@code r e / ln 2 (2^(t/e) - 1)}; the place is where that reaches one more), since a place at
+     * today's rate would be far too late. Parameters: key, now, horizon (s), interval (s). Returns
+     * the place.
      */
     static final String DISCOVERY_WAITLIST = """
-            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS horizon_s, ?::float8 AS step_s)
+            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS horizon_s, ?::float8 AS e)
             UPDATE layover.buckets b
-            SET discovery_waitlist = greatest(b.discovery_waitlist, b.request_tat, p.now + make_interval(secs => p.horizon_s))
-                                     + make_interval(secs => p.step_s)
+            SET discovery_waitlist = p.now + make_interval(secs => CASE
+                    WHEN b.discovery_phase = 'steady' THEN %1$s + 1 / %2$s
+                    ELSE p.e * ln(1 + (%2$s * p.e / ln(2) * (power(2, %1$s / p.e) - 1) + 1) * ln(2) / (%2$s * p.e)) / ln(2)
+                    END)
             FROM p
             WHERE b.provider_key = p.key AND b.discovered
-            RETURNING b.discovery_waitlist""";
+            RETURNING b.discovery_waitlist""".formatted(WL_FROM, WL_RATE);
 }

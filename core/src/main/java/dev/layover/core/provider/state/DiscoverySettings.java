@@ -20,7 +20,9 @@ import java.time.Duration;
  * steady: every interval in which its permits were all in use it grows by {@link #increase()} of
  * the ceiling (the rate of the last 429 burst), and past the ceiling by 10 % by 10 % per interval
  * (probing; the ceiling moves up with it). A 429 burst multiplies the rate by {@link #decrease()}
- * once for the fleet (a 429 within one interval of the last decrease belongs to its burst), down
+ * once for the fleet (a 429 within one interval of the last decrease belongs to its burst; the
+ * first burst of a slow start halves it once more, since the rate doubled again before its 429s
+ * came back), down
  * to {@link #minPerSecond()}, and the key pauses {@link #pause()} instead of the escalating
  * cooldown (a stated retry-after is still honoured; at the floor the cooldown escalates again). A
  * cooldown of {@link #restartAfter()} or more (a long stated wait, a quota reset, an overload)
@@ -49,7 +51,7 @@ import java.time.Duration;
  *   <tr><td>{@link #decrease()}</td><td>0.7 (the rate kept at a 429 burst)</td></tr>
  *   <tr><td>{@link #pause()}</td><td>500 ms</td></tr>
  *   <tr><td>{@link #restartAfter()}</td><td>10 s</td></tr>
- *   <tr><td>{@link #horizon()}</td><td>2 s</td></tr>
+ *   <tr><td>{@link #horizon()}</td><td>1 s</td></tr>
  *   <tr><td>{@link #keepFor()}</td><td>30 min</td></tr>
  * </table>
  *
@@ -68,7 +70,7 @@ public record DiscoverySettings(boolean enabled, double initialPerSecond, double
         double increase, double decrease, Duration pause, Duration restartAfter, Duration horizon, Duration keepFor) {
 
     private static final DiscoverySettings DEFAULTS = new DiscoverySettings(true, 1, 0.1, Duration.ofSeconds(1), 0.02,
-            0.7, Duration.ofMillis(500), Duration.ofSeconds(10), Duration.ofSeconds(2), Duration.ofMinutes(30));
+            0.7, Duration.ofMillis(500), Duration.ofSeconds(10), Duration.ofSeconds(1), Duration.ofMinutes(30));
 
     /**
      * Validates the settings.

@@ -248,12 +248,13 @@ class DiscoveredPaceTest {
         });
         assertEquals(List.of(60.0, 120.0, 240.0, 480.0, 960.0), rates, "doubling every interval");
 
-        // a stated wait of 15 s: the burst decreases the pace, the long cooldown restarts slow start below it
+        // a stated wait of 15 s: the first burst of a slow start halves the decreased rate (960 × 0.7 / 2 = 336),
+        // and the long cooldown restarts slow start below it
         a.afterCall(KEY, null, new Outcome.RateLimited(Duration.ofSeconds(15), "RESOURCE_EXHAUSTED", null));
         Map<String, Object> row = db.row("select * from layover.provider_keys where provider_key = ?", KEY);
         assertEquals("slow_start", row.get("discovery_phase"));
         assertEquals(60.0, (Double) row.get("requests_per_minute"), 1e-9, "from the initial rate again");
-        assertEquals(672.0, (Double) row.get("discovery_ceiling_per_minute"), 1e-9, "up to 960 × 0.7, the rate before");
+        assertEquals(336.0, (Double) row.get("discovery_ceiling_per_minute"), 1e-9, "up to the rate before");
         db.update("update layover.cooldowns set until = now() where provider_key = ?", KEY); // an operator ends the wait
         rates.clear();
         Await.until(Duration.ofSeconds(20), "slow start back to the rate before, then steady", () -> {
@@ -267,7 +268,7 @@ class DiscoveredPaceTest {
             }
             return "steady".equals(r.get("discovery_phase"));
         });
-        assertEquals(List.of(60.0, 120.0, 240.0, 480.0, 672.0), rates, "doubling, capped at the rate before");
+        assertEquals(List.of(60.0, 120.0, 240.0, 336.0), rates, "doubling, capped at the rate before");
     }
 
     @Test
