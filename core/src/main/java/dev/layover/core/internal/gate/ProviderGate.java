@@ -28,7 +28,7 @@ import org.slf4j.LoggerFactory;
  * a provider key may be called (cooldown, breaker, bucket), and records what each call taught
  * (cooldowns, breaker successes and failures, a learned pace). A facade over its parts, each with
  * one job: {@link StateCache} (what is known of each key and how it stays fresh), {@link Breakers},
- * {@link Cooldowns}, {@link Paces}, {@link Buckets} and {@link BreakerEvents}.
+ * {@link Cooldowns}, {@link Paces}, {@link Discovery}, {@link Buckets} and {@link BreakerEvents}.
  *
  * <p>Hot path: a job whose key is neither throttled nor failing costs no extra round trip; a
  * bucket costs one round trip per lease of permits. If the state cannot be read or claimed, the
