@@ -182,8 +182,9 @@ final class JobTask<A> extends CustomTask<byte[]> {
      * ({@link ProviderGate#reserveBacklog}).
      */
     private boolean hasBacklog(Admission.Wait w) {
-        return "bucket".equals(w.reason()) && w.permitAt() != null
-                && w.permitAt().isAfter(p.clock().instant().plus(BACKLOG_AHEAD));
+        return ("bucket".equals(w.reason()) && w.permitAt() != null
+                && w.permitAt().isAfter(p.clock().instant().plus(BACKLOG_AHEAD)))
+                || "pace".equals(w.reason()); // a discovered pace's line: the backlog is placed in it together
     }
 
     /** A run starting now: its start is kept for its history row, its queue wait is measured. */

@@ -11,6 +11,9 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.time.Duration;
 import java.time.Instant;
+import dev.layover.core.internal.jobs.JobStore;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
@@ -34,6 +37,10 @@ final class Discovery {
     static final double PROBE = 0.10;
     /** The longest a job beyond the booking horizon waits before it asks again. */
     static final Duration MAX_WAIT = Duration.ofSeconds(30);
+    /** The reschedule reason of a job waiting in a discovered pace's line (no permit held). */
+    static final String WAITLIST_REASON = "pace";
+    /** How often one instance places a key's backlog in the line at most. */
+    static final Duration BACKLOG_EVERY = Duration.ofSeconds(1);
 
     private final GateDb gdb;
     private final DiscoverySettings settings;
@@ -42,8 +49,12 @@ final class Discovery {
     /** Per key, {@link System#nanoTime()} of this instance's last try of each kind. */
     private final ConcurrentHashMap<String, Long> increaseTried = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, Long> decreaseTried = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, Long> backlogPlaced = new ConcurrentHashMap<>();
+    private final JobStore store;
 
-    Discovery(GateDb gdb, DiscoverySettings settings, Map<String, BucketSettings> configured, Buckets buckets) {
+    Discovery(GateDb gdb, DiscoverySettings settings, Map<String, BucketSettings> configured, Buckets buckets,
+            JobStore store) {
+        this.store = store;
         this.gdb = gdb;
         this.settings = settings;
         this.configured = configured;
@@ -84,9 +95,52 @@ final class Discovery {
         if (place == null || Duration.between(now, place).toNanos() > max) {
             place = now.plusNanos(max / 2 + ThreadLocalRandom.current().nextLong(max / 2));
         }
-        return new Admission.Wait(place, "bucket", "no permit of " + ks.key + "'s discovered pace ("
+        return new Admission.Wait(place, WAITLIST_REASON, "no permit of " + ks.key + "'s discovered pace ("
                 + Buckets.trim(Math.round(b.requestsPerMinute() * 100) / 100.0) + " requests/min) within "
                 + settings.horizon().toMillis() + " ms; waits its turn without one", null);
+    }
+
+    /**
+     * A key's due, unpicked jobs placed in its discovered pace's line in one statement (at most
+     * once per {@link #BACKLOG_EVERY} per key in this instance), so that a backlog is not picked
+     * and placed one job at a time. Never throws.
+     *
+     * @return jobs placed per type
+     */
+    Map<String, Integer> waitlistBacklog(String key, List<ProviderGate.BacklogType> types, Instant now) {
+        if (!tryOnce(backlogPlaced, key, BACKLOG_EVERY)) {
+            return Map.of();
+        }
+        List<String> names = new ArrayList<>();
+        List<Integer> caps = new ArrayList<>();
+        for (ProviderGate.BacklogType bt : types) {
+            if (bt.maxDeferral().compareTo(MAX_WAIT) >= 0) {
+                names.add(bt.name());
+                caps.add(bt.maxReschedules());
+            }
+        }
+        if (names.isEmpty()) {
+            return Map.of();
+        }
+        try {
+            gdb.countInline();
+            Instant[] last = {null};
+            Map<String, Integer> placed = store.waitlistBacklog(key, now, seconds(settings.every()),
+                    seconds(settings.horizon()), seconds(MAX_WAIT), Buckets.BACKLOG_BATCH, names, caps, last);
+            if (last[0] != null) {
+                gdb.inline("moving the end of the waiting line of " + key, c -> {
+                    try (PreparedStatement ps = c.prepareStatement(StateSql.DISCOVERY_WAITLIST_TO)) {
+                        Db.bind(ps, ts(last[0]), key);
+                        return ps.executeUpdate();
+                    }
+                });
+            }
+            return placed;
+        } catch (RuntimeException e) {
+            LOG.warn("Layover: could not place the backlog of {} in its discovered pace's line (its jobs ask one by one): {}",
+                    key, e.toString());
+            return Map.of();
+        }
     }
 
     /**
@@ -208,10 +262,14 @@ final class Discovery {
 
     /** @return true at most once per interval per key (this instance's tries) */
     private boolean tryOnce(ConcurrentHashMap<String, Long> tried, String key) {
+        return tryOnce(tried, key, settings.every());
+    }
+
+    private static boolean tryOnce(ConcurrentHashMap<String, Long> tried, String key, Duration every) {
         long t = System.nanoTime();
         boolean[] mine = {false};
         tried.compute(key, (k, last) -> {
-            if (last != null && t - last < settings.every().toNanos()) {
+            if (last != null && t - last < every.toNanos()) {
                 return last;
             }
             mine[0] = true;

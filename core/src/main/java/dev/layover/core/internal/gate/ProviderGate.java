@@ -166,8 +166,9 @@ public final class ProviderGate {
         this.breakers = new Breakers(gdb, cache, events, config.breakers(), perKey);
         this.cooldowns = new Cooldowns(gdb, cache, config.cooldowns());
         this.paces = new Paces(gdb, cache, config.cooldowns(), config.buckets());
-        this.buckets = new Buckets(gdb, new JobStore(db), config.permitGrace());
-        this.discovery = new Discovery(gdb, config.cooldowns().discovery(), config.buckets(), buckets);
+        JobStore store = new JobStore(db);
+        this.buckets = new Buckets(gdb, store, config.permitGrace());
+        this.discovery = new Discovery(gdb, config.cooldowns().discovery(), config.buckets(), buckets, store);
     }
 
     // ---- lifecycle ------------------------------------------------------------------------
@@ -443,7 +444,8 @@ public final class ProviderGate {
         KeyState ks = cache.keyState(key);
         BucketSettings b = paces.bucketOf(ks, now);
         if (paces.isDiscovered(ks, b)) {
-            return Map.of(); // booked far ahead at today's rate, a backlog would outlive the next change of it
+            // no permits booked far ahead at today's rate (they would outlive its next change): places in the line
+            return discovery.waitlistBacklog(key, types, now);
         }
         return buckets.reserveBacklog(key, b, types, now);
     }

@@ -445,4 +445,9 @@ final class StateSql {
             FROM p
             WHERE b.provider_key = p.key AND b.discovered
             RETURNING b.discovery_waitlist""".formatted(WL_FROM, WL_RATE);
+
+    /** The end of a discovered pace's waiting line after its backlog was placed. Parameters: key, the last place. */
+    static final String DISCOVERY_WAITLIST_TO = """
+            UPDATE layover.buckets SET discovery_waitlist = greatest(discovery_waitlist, ?::timestamptz)
+            WHERE provider_key = ? AND discovered""";
 }
