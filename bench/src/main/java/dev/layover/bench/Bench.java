@@ -248,6 +248,12 @@ public final class Bench {
                 + "(%d× what R allows in the run), window %s after a %s warm-up, Layover poll interval %s%n%n", s.rate(),
                 s.jvms(), s.threads(), s.jobs(), s.overload(), RecoveryBench.seconds(s.window()),
                 RecoveryBench.seconds(s.warmUp()), RecoveryBench.seconds(s.pollInterval()));
+        if (results.stream().anyMatch(r -> r.arm().contains("stating nothing"))) {
+            out.printf(Locale.ROOT, "Arms whose 429s state nothing (no limit, no headers, no retry-after; one JVM speaks "
+                    + "Gemini, the other Bedrock): a %s warm-up (the discovered pace's slow start from 1 request/s), "
+                    + "jobs for it at the same overload.%n%n", RecoveryBench.seconds(EtiquetteBench.warmUp(
+                    EtiquetteBench.Arm.DISCOVER, s)));
+        }
         out.println("| refused calls | arm | goodput / R | goodput / R, 2nd half | 429 share | 429 share, whole run "
                 + "| attempts spent on rate limits | successes per thread, min–max (max/min) | job-row writes per success |");
         out.println("|---|---|---|---|---|---|---|---|---|");
