@@ -37,8 +37,8 @@ import java.time.Duration;
  * interval and key, and only one of the fleet's tries per interval changes the row), one decrease
  * per burst however many workers meet it. The row survives restarts; it lapses after
  * {@link #keepFor()} without a change. {@code layover.provider_keys} shows it ({@code pace_source =
- * 'discovered'}, {@code discovery_*}); {@code DELETE FROM layover.buckets WHERE provider_key = '...'
- * AND discovered} resets it.
+ * 'discovered'}, {@code discovery_*}); an operator resets it by deleting its row (the statement is in
+ * docs/provider-state.md, "Discovered pace").
  *
  * <table>
  *   <caption>Settings and defaults</caption>
