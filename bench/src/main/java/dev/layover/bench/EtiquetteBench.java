@@ -20,7 +20,7 @@ import javax.sql.DataSource;
  * Provider etiquette: how much of a provider's limit turns into useful work. The fake provider
  * allows R requests per second (a token bucket holding one second, 429 with {@code retry-after}
  * beyond it); {@code jvms} child JVMs of {@code threads} workers each have five times more work
- * than the limit allows in the run, and three arms are compared:
+ * than the limit allows in the run, and these arms are compared:
  *
  * <ul>
  *   <li><b>Layover, bucket</b>: the limit configured as a fleet-wide bucket (BucketSettings at R);
@@ -28,7 +28,11 @@ import javax.sql.DataSource;
  *       retry-after, and the pace the 429 states (OpenAI's message names the limit), shared by the
  *       fleet as a learned bucket;
  *   <li><b>per-call backoff</b>: plain threads, no queue; each call retried with exponential
- *       backoff and full jitter, retry-after as a floor (the usual approach).
+ *       backoff and full jitter, retry-after as a floor (the usual approach);
+ *   <li><b>Layover, 429s stating nothing</b> and <b>per-call backoff, 429s stating nothing</b>: the
+ *       same two approaches against a provider whose 429s carry no limit, no headers and no
+ *       retry-after (one JVM speaks Gemini, the other Bedrock): Layover discovers the pace
+ *       ({@code DiscoverySettings}), after a longer warm-up for its slow start.
  * </ul>
  *
  * Each arm runs twice: once where a refused call costs the provider nothing, once where it also
@@ -160,8 +164,8 @@ public final class EtiquetteBench {
      * @param ds the database (migrated)
      * @param jdbcUrl its URL, for the worker JVMs
      * @param s the settings
-     * @return six results: three arms with refused calls free, then the three with refused calls
-     *     counted (quick settings: only the last three)
+     * @return ten results: five arms with refused calls free, then the five with refused calls
+     *     counted (quick settings: only the last five); {@code -Dbench.etiquette.arms} picks arms
      * @throws Exception on failure
      */
     public static List<Result> measure(DataSource ds, String jdbcUrl, Settings s) throws Exception {
