@@ -50,6 +50,7 @@ public final class Bench {
         List<LatencyBench.Result> latency;
         List<EnqueueBench.Result> enqueue;
         List<EtiquetteBench.Result> etiquette;
+        DiscoveryChangeBench.Result discoveryChange;
         RecoveryBench.Result recovery;
         double seconds;
 
@@ -164,6 +165,12 @@ public final class Bench {
                 EtiquetteBench.Settings s = quick ? EtiquetteBench.Settings.quick(poll) : EtiquetteBench.Settings.full(poll);
                 report.etiquette = EtiquetteBench.measure(db.dataSource(), db.jdbcUrl(), s);
                 etiquette(out, report.etiquette, s, t);
+                if (!quick && !"false".equals(System.getProperty("bench.discovery.change"))) {
+                    long t2 = System.nanoTime();
+                    DiscoveryChangeBench.Settings ds = DiscoveryChangeBench.Settings.full(poll);
+                    report.discoveryChange = DiscoveryChangeBench.measure(db.dataSource(), db.jdbcUrl(), ds);
+                    discoveryChange(out, report.discoveryChange, ds, t2);
+                }
             }
             if (only.contains("recovery")) {
                 long t = System.nanoTime();
@@ -241,6 +248,12 @@ public final class Bench {
                 + "(%d× what R allows in the run), window %s after a %s warm-up, Layover poll interval %s%n%n", s.rate(),
                 s.jvms(), s.threads(), s.jobs(), s.overload(), RecoveryBench.seconds(s.window()),
                 RecoveryBench.seconds(s.warmUp()), RecoveryBench.seconds(s.pollInterval()));
+        if (results.stream().anyMatch(r -> r.arm().contains("stating nothing"))) {
+            out.printf(Locale.ROOT, "Arms whose 429s state nothing (no limit, no headers, no retry-after; one JVM speaks "
+                    + "Gemini, the other Bedrock): a %s warm-up (the discovered pace's slow start from 1 request/s), "
+                    + "jobs for it at the same overload.%n%n", RecoveryBench.seconds(EtiquetteBench.warmUp(
+                    EtiquetteBench.Arm.DISCOVER, s)));
+        }
         out.println("| refused calls | arm | goodput / R | goodput / R, 2nd half | 429 share | 429 share, whole run "
                 + "| attempts spent on rate limits | successes per thread, min–max (max/min) | job-row writes per success |");
         out.println("|---|---|---|---|---|---|---|---|---|");
@@ -262,6 +275,31 @@ public final class Bench {
                 out.println("note (" + r.arm() + "): " + r.note());
             }
         }
+        took(out, t);
+    }
+
+    private static void discoveryChange(PrintStream out, DiscoveryChangeBench.Result r, DiscoveryChangeBench.Settings s,
+            long t) {
+        StringBuilder stages = new StringBuilder();
+        for (DiscoveryChangeBench.Stage st : s.stages()) {
+            stages.append(stages.length() == 0 ? "" : " → ").append(st.rate()).append("/s for ")
+                    .append(RecoveryBench.seconds(st.duration()));
+        }
+        out.printf(Locale.ROOT, "### Discovered pace following a changing limit: 429s stating nothing (Gemini and Bedrock "
+                + "shapes), refused calls count, R = %s, %d JVMs × %d worker threads, %,d jobs%n%n", stages, s.jvms(),
+                s.threads(), s.jobs());
+        out.println("| R | discovered rate within 10 % of R after | one second's goodput within 10 % of R after "
+                + "| goodput / R, 2nd half | 429 share, 2nd half | 429 share, whole stage | discovered rate at the end |");
+        out.println("|---|---|---|---|---|---|---|");
+        for (DiscoveryChangeBench.StageResult st : r.stages()) {
+            out.printf(Locale.ROOT, "| %d/s | %s | %s | %.3f | %.1f%% | %.1f%% | %.1f/s |%n", st.rate(),
+                    Double.isNaN(st.rateWithin10()) ? "never" : String.format(Locale.ROOT, "%.1f s", st.rateWithin10()),
+                    Double.isNaN(st.goodputWithin10()) ? "never" : String.format(Locale.ROOT, "%.1f s", st.goodputWithin10()),
+                    st.goodputSecondHalf(), 100 * st.share429SecondHalf(), 100 * st.share429(), st.rateAtEnd());
+        }
+        out.println();
+        out.printf(Locale.ROOT, "Times from the start of the run (first stage: slow start from 1 request/s) or from the change. "
+                + "Attempts spent on rate limits: %d.%n", r.attemptsSpent());
         took(out, t);
     }
 
@@ -328,15 +366,27 @@ public final class Bench {
                 } else if (e.arm().equals(EtiquetteBench.Arm.LEARN.label)) {
                     row(out, "etiquette, 429s only" + mode, "≥ 0.85 R, ≤ 5% 429", fig,
                             e.goodput() >= 0.85 && e.share429() <= 0.05);
+                } else if (e.arm().equals(EtiquetteBench.Arm.DISCOVER.label)) {
+                    row(out, "etiquette, 429s stating nothing, discovered pace" + mode, "≥ 0.85 R, ≤ 5% 429", fig,
+                            e.goodput() >= 0.85 && e.share429() <= 0.05);
                 }
             }
-            long spent = r.etiquette.stream().filter(e -> !e.arm().equals(EtiquetteBench.Arm.BACKOFF.label))
+            long spent = r.etiquette.stream().filter(e -> !e.arm().startsWith("per-call"))
                     .mapToLong(EtiquetteBench.Result::attemptsSpent).sum();
             row(out, "etiquette, attempts spent on rate limits (Layover arms)", "0", String.valueOf(spent), spent == 0);
             double backoff = r.etiquette.stream().filter(e -> e.refusedCounts() && e.arm().equals(EtiquetteBench.Arm.BACKOFF.label))
                     .mapToDouble(EtiquetteBench.Result::goodput).findFirst().orElse(Double.NaN);
             for (EtiquetteBench.Result e : r.etiquette) {
-                if (e.refusedCounts() && !e.arm().equals(EtiquetteBench.Arm.BACKOFF.label)) {
+                if (e.refusedCounts() && e.arm().equals(EtiquetteBench.Arm.DISCOVER.label)) {
+                    double silent = r.etiquette.stream().filter(x -> x.refusedCounts()
+                            && x.arm().equals(EtiquetteBench.Arm.BACKOFF_SILENT.label))
+                            .mapToDouble(EtiquetteBench.Result::goodput).findFirst().orElse(Double.NaN);
+                    row(out, "etiquette, 429s stating nothing, refused calls count: discovered pace ahead of per-call backoff",
+                            "goodput >", String.format(Locale.ROOT, "%.3f R vs %.3f R (%.2f×)", e.goodput(), silent,
+                                    e.goodput() / silent), e.goodput() > silent);
+                    continue;
+                }
+                if (e.refusedCounts() && !e.arm().startsWith("per-call")) {
                     row(out, "etiquette, refused calls count: " + e.arm() + " ahead of per-call backoff", "goodput >",
                             String.format(Locale.ROOT, "%.3f R vs %.3f R", e.goodput(), backoff), e.goodput() > backoff);
                 }

@@ -3,6 +3,7 @@ package dev.layover.bench;
 import dev.layover.core.provider.Classification;
 import dev.layover.core.provider.Provider;
 import dev.layover.core.provider.ProviderClassifier;
+import dev.layover.testing.provider.FakeProvider;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -43,6 +44,51 @@ final class ChatClient {
                 .POST(HttpRequest.BodyPublishers.ofString(body))
                 .build();
         return HTTP.send(req, HttpResponse.BodyHandlers.ofString());
+    }
+
+    /**
+     * Sends one call whose user message is {@code prompt} in one API's request shape (the fake
+     * provider answers each API at its own path, {@link dev.layover.testing.provider.FakeProvider.Endpoint#url(FakeProvider.Api)}).
+     *
+     * @param api the API
+     * @param url the endpoint of that API
+     * @param prompt the user message
+     * @return the response, whatever its status
+     * @throws IOException on a network failure
+     * @throws InterruptedException when interrupted
+     */
+    static HttpResponse<String> send(FakeProvider.Api api, URI url, String prompt) throws IOException, InterruptedException {
+        String body = switch (api) {
+            case GEMINI_GENERATE_CONTENT -> "{\"contents\":[{\"role\":\"user\",\"parts\":[{\"text\":\"" + prompt + "\"}]}]}";
+            case BEDROCK_CONVERSE -> "{\"messages\":[{\"role\":\"user\",\"content\":[{\"text\":\"" + prompt + "\"}]}]}";
+            default -> null;
+        };
+        if (body == null) {
+            return send(url, prompt);
+        }
+        HttpRequest req = HttpRequest.newBuilder(url)
+                .timeout(Duration.ofSeconds(10))
+                .header("content-type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body))
+                .build();
+        return HTTP.send(req, HttpResponse.BodyHandlers.ofString());
+    }
+
+    /**
+     * What Layover makes of an error response of one API.
+     *
+     * @param api the API that answered
+     * @param r a response
+     * @return its classification, empty for a success
+     */
+    static Optional<Classification> classify(FakeProvider.Api api, HttpResponse<String> r) {
+        Provider p = switch (api) {
+            case GEMINI_GENERATE_CONTENT -> Provider.GEMINI;
+            case BEDROCK_CONVERSE -> Provider.BEDROCK;
+            case ANTHROPIC_MESSAGES -> Provider.ANTHROPIC;
+            case OPENAI_CHAT -> Provider.OPENAI;
+        };
+        return CLASSIFIER.classify(p, r);
     }
 
     /**

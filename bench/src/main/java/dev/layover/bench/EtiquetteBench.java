@@ -20,7 +20,7 @@ import javax.sql.DataSource;
  * Provider etiquette: how much of a provider's limit turns into useful work. The fake provider
  * allows R requests per second (a token bucket holding one second, 429 with {@code retry-after}
  * beyond it); {@code jvms} child JVMs of {@code threads} workers each have five times more work
- * than the limit allows in the run, and three arms are compared:
+ * than the limit allows in the run, and these arms are compared:
  *
  * <ul>
  *   <li><b>Layover, bucket</b>: the limit configured as a fleet-wide bucket (BucketSettings at R);
@@ -28,7 +28,11 @@ import javax.sql.DataSource;
  *       retry-after, and the pace the 429 states (OpenAI's message names the limit), shared by the
  *       fleet as a learned bucket;
  *   <li><b>per-call backoff</b>: plain threads, no queue; each call retried with exponential
- *       backoff and full jitter, retry-after as a floor (the usual approach).
+ *       backoff and full jitter, retry-after as a floor (the usual approach);
+ *   <li><b>Layover, 429s stating nothing</b> and <b>per-call backoff, 429s stating nothing</b>: the
+ *       same two approaches against a provider whose 429s carry no limit, no headers and no
+ *       retry-after (one JVM speaks Gemini, the other Bedrock): Layover discovers the pace
+ *       ({@code DiscoverySettings}), after a longer warm-up for its slow start.
  * </ul>
  *
  * Each arm runs twice: once where a refused call costs the provider nothing, once where it also
@@ -79,7 +83,9 @@ public final class EtiquetteBench {
     enum Arm {
         BUCKET("bucket", "Layover, bucket at R"),
         LEARN("learn", "Layover, 429s only (no bucket)"),
-        BACKOFF("backoff", "per-call backoff + jitter");
+        BACKOFF("backoff", "per-call backoff + jitter"),
+        DISCOVER("discover", "Layover, 429s stating nothing (discovered pace)"),
+        BACKOFF_SILENT("backoff-silent", "per-call backoff + jitter, 429s stating nothing");
 
         final String mode;
         final String label;
@@ -88,6 +94,24 @@ public final class EtiquetteBench {
             this.mode = mode;
             this.label = label;
         }
+
+        /** @return whether the provider's 429s state nothing in this arm (Gemini's and Bedrock's real shapes) */
+        boolean silent() {
+            return this == DISCOVER || this == BACKOFF_SILENT;
+        }
+
+        /** @return whether this arm is plain threads with per-call backoff */
+        boolean backoff() {
+            return this == BACKOFF || this == BACKOFF_SILENT;
+        }
+    }
+
+    /**
+     * The warm-up of the arms whose 429s state nothing: the discovered pace's slow start from
+     * 1 request/s takes about log2(R) intervals before the window.
+     */
+    static Duration warmUp(Arm arm, Settings s) {
+        return arm.silent() ? s.warmUp().plus(s.isQuick() ? Duration.ofSeconds(5) : Duration.ofSeconds(8)) : s.warmUp();
     }
 
     /**
@@ -140,14 +164,15 @@ public final class EtiquetteBench {
      * @param ds the database (migrated)
      * @param jdbcUrl its URL, for the worker JVMs
      * @param s the settings
-     * @return six results: three arms with refused calls free, then the three with refused calls
-     *     counted (quick settings: only the last three)
+     * @return ten results: five arms with refused calls free, then the five with refused calls
+     *     counted (quick settings: only the last five); {@code -Dbench.etiquette.arms} picks arms
      * @throws Exception on failure
      */
     public static List<Result> measure(DataSource ds, String jdbcUrl, Settings s) throws Exception {
         List<Result> out = new ArrayList<>();
         try (FakeProvider fake = FakeProvider.start()) {
-            String arms = System.getProperty("bench.etiquette.arms", "bucket,learn,backoff");
+            java.util.Set<String> arms = java.util.Set.of(System.getProperty("bench.etiquette.arms",
+                    "bucket,learn,backoff,discover,backoff-silent").split(","));
             // --quick: the three arms once, in the mode that uses more of the fake provider
             String modes = System.getProperty("bench.etiquette.refused", s.isQuick() ? "counts" : "free,counts");
             for (boolean refusedCounts : new boolean[] {false, true}) {
@@ -169,18 +194,23 @@ public final class EtiquetteBench {
         String key = "fake:etiquette-" + arm.mode + (refusedCounts ? "-refused-counts" : "-refused-free");
         ThroughputBench.exec(ds, "delete from layover.scheduled_tasks where task_name = '" + EtiquetteWorker.TYPE + "'");
         FakeProvider.Endpoint ep = fake.primary();
-        ep.phase(FakeProvider.Phase.NORMAL).unlimited();
+        ep.phase(FakeProvider.Phase.NORMAL).unlimited().statesNoLimit(arm.silent());
+        Duration warmUp = warmUp(arm, s);
         Path dir = Files.createTempDirectory("layover-etiquette");
         Path go = dir.resolve("go");
         Path stop = dir.resolve("stop");
-        int jobs = s.jobs();
+        int jobs = (int) (s.overload() * s.rate() * (warmUp.toMillis() + s.window().toMillis()) / 1000);
         List<JvmProcess> workers = new ArrayList<>();
         try {
             for (int i = 0; i < s.jvms(); i++) {
                 String name = "etq-" + arm.mode + "-" + (refusedCounts ? "c" : "f") + "-" + i;
+                // 429s stating nothing: one JVM speaks Gemini, the other Bedrock (the fake's limit is the endpoint's)
+                FakeProvider.Api api = !arm.silent() ? FakeProvider.Api.OPENAI_CHAT
+                        : i % 2 == 0 ? FakeProvider.Api.GEMINI_GENERATE_CONTENT : FakeProvider.Api.BEDROCK_CONVERSE;
                 workers.add(JvmProcess.start(EtiquetteWorker.class, name, List.of("-Xmx256m"), List.of(arm.mode, jdbcUrl,
-                        ep.url().toString(), name, String.valueOf(s.threads()), key, String.valueOf(s.rate()),
-                        String.valueOf(jobs / s.jvms()), go.toString(), stop.toString(), String.valueOf(s.pollInterval().toMillis()))));
+                        ep.url(api).toString(), name, String.valueOf(s.threads()), key, String.valueOf(s.rate()),
+                        String.valueOf(jobs / s.jvms()), go.toString(), stop.toString(), String.valueOf(s.pollInterval().toMillis()),
+                        api.name())));
             }
             for (JvmProcess w : workers) {
                 w.awaitOutput("ready", Duration.ofSeconds(120));
@@ -188,7 +218,7 @@ public final class EtiquetteBench {
             Layover client = null;
             JobType<Chat> type = EtiquetteWorker.chatType(key, null);
             List<Chat> args = new ArrayList<>();
-            if (arm != Arm.BACKOFF) {
+            if (!arm.backoff()) {
                 client = Layover.builder(ds).register(type).migrate(false).build();
                 for (int i = 0; i < jobs; i++) {
                     args.add(new Chat(i));
@@ -203,9 +233,9 @@ public final class EtiquetteBench {
                 Files.createFile(go);
             }
             if (TRACE) {
-                trace(ds, ep, t0, t0 + s.warmUp().toNanos() + s.window().toNanos());
+                trace(ds, ep, t0, t0 + warmUp.toNanos() + s.window().toNanos());
             }
-            sleepUntil(t0 + s.warmUp().toNanos());
+            sleepUntil(t0 + warmUp.toNanos());
             Counters a = Counters.of(ep);
             long writesA = rowWrites(ds);
             sleepUntil(a.nanos() + s.window().toNanos() / 2);
@@ -250,7 +280,7 @@ public final class EtiquetteBench {
                 }
             }
             long spent;
-            if (arm == Arm.BACKOFF) {
+            if (arm.backoff()) {
                 spent = retries;
             } else {
                 spent = lateAttempts + value(ds, "select coalesce(sum(attempts), 0) from layover.jobs where job_type = '"
@@ -265,7 +295,7 @@ public final class EtiquetteBench {
             double shareRun = end.calls() == 0 ? 0 : (double) end.rateLimited() / end.calls();
             double secondHalf = (b.successes() - mid.successes()) / ((b.nanos() - mid.nanos()) / 1e9) / s.rate();
             long ok = b.successes() - a.successes();
-            double writes = arm == Arm.BACKOFF || ok == 0 ? Double.NaN : (double) (writesB - writesA) / ok;
+            double writes = arm.backoff() || ok == 0 ? Double.NaN : (double) (writesB - writesA) / ok;
             return new Result(arm.label, refusedCounts, goodput, secondHalf, share, shareRun, spent, perThread, calls,
                     writes, note.toString());
         } finally {

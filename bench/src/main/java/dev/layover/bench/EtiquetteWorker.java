@@ -8,6 +8,7 @@ import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.Classification;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.testing.JvmProcess;
+import dev.layover.testing.provider.FakeProvider;
 import java.net.URI;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
@@ -36,8 +37,14 @@ import java.util.concurrent.atomic.AtomicLong;
  *       backoff and full jitter, the retry-after as a floor (see {@link #backoffMillis}).
  * </ul>
  *
+ * <ul>
+ *   <li>{@code discover}: a Layover worker without a bucket against a provider whose 429s state no
+ *       limit: the fleet discovers the pace (DiscoverySettings defaults);
+ * </ul>
+ *
  * <p>Arguments: mode, JDBC URL, fake provider URL, worker name, threads, provider key, R (requests
- * per second), jobs for this JVM (backoff mode), go file, stop file, poll interval in ms. Prints {@code ready} when it
+ * per second), jobs for this JVM (backoff mode), go file, stop file, poll interval in ms, and
+ * optionally the API to speak ({@link FakeProvider.Api}, default OpenAI chat; the URL is that API's). Prints {@code ready} when it
  * can work; a Layover worker starts at once and waits for jobs (the parent enqueues them), the
  * backoff threads start when the go file exists. When the stop file exists it prints one line
  * {@code RESULT ...} with its counters and exits.
@@ -71,6 +78,18 @@ public final class EtiquetteWorker {
      * @return the job type
      */
     static JobType<Chat> chatType(String key, URI url) {
+        return chatType(key, url, FakeProvider.Api.OPENAI_CHAT);
+    }
+
+    /**
+     * The job type of the Layover arms, calling in one API's shape.
+     *
+     * @param key the provider key
+     * @param url the fake provider's endpoint of that API, or null for an enqueue-only client
+     * @param api the API
+     * @return the job type
+     */
+    static JobType<Chat> chatType(String key, URI url, FakeProvider.Api api) {
         return JobType.builder(TYPE, Chat.class)
                 .providerKey(key)
                 .handler((args, ctx) -> {
@@ -78,8 +97,8 @@ public final class EtiquetteWorker {
                     if (ctx.attempt() > 1) {
                         LATE_ATTEMPTS.incrementAndGet(); // an attempt was spent before this run
                     }
-                    HttpResponse<String> r = ChatClient.send(url, "job " + args.n());
-                    Optional<Classification> failure = ChatClient.classify(r);
+                    HttpResponse<String> r = ChatClient.send(api, url, "job " + args.n());
+                    Optional<Classification> failure = ChatClient.classify(api, r);
                     if (failure.isPresent()) {
                         if (r.statusCode() == 429) {
                             RATE_LIMITED.incrementAndGet();
@@ -128,16 +147,17 @@ public final class EtiquetteWorker {
         Path go = Path.of(args[8]);
         Path stop = Path.of(args[9]);
         Duration poll = Duration.ofMillis(Long.parseLong(args[10]));
+        FakeProvider.Api api = args.length > 11 ? FakeProvider.Api.valueOf(args[11]) : FakeProvider.Api.OPENAI_CHAT;
 
         List<String> threadNames = new ArrayList<>();
         Layover layover = null;
         HikariDataSource pool = null;
-        if (mode.equals("backoff")) {
+        if (mode.startsWith("backoff")) {
             AtomicInteger next = new AtomicInteger();
             for (int i = 0; i < threads; i++) {
                 String tn = name + "-t" + i;
                 threadNames.add(tn);
-                Thread t = new Thread(() -> backoffLoop(url, go, next, jobs), tn);
+                Thread t = new Thread(() -> backoffLoop(api, url, go, next, jobs), tn);
                 t.setDaemon(true);
                 t.start();
             }
@@ -148,7 +168,7 @@ public final class EtiquetteWorker {
             cfg.setPoolName(name);
             pool = new HikariDataSource(cfg);
             Layover.Builder b = Layover.builder(pool)
-                    .register(chatType(key, url))
+                    .register(chatType(key, url, api))
                     .threads(threads)
                     .workerName(name)
                     .pollInterval(poll)
@@ -156,8 +176,8 @@ public final class EtiquetteWorker {
                     .shutdownMaxWait(Duration.ofSeconds(2));
             if (mode.equals("bucket")) {
                 b.bucket(key, BucketSettings.requestsPerSecond(rate));
-            } else if (!mode.equals("learn")) {
-                throw new IllegalArgumentException("mode: bucket, learn or backoff, was " + mode);
+            } else if (!mode.equals("learn") && !mode.equals("discover")) {
+                throw new IllegalArgumentException("mode: bucket, learn, discover or backoff, was " + mode);
             }
             layover = b.start();
         }
@@ -180,7 +200,7 @@ public final class EtiquetteWorker {
         System.exit(0);
     }
 
-    private static void backoffLoop(URI url, Path go, AtomicInteger next, int jobs) {
+    private static void backoffLoop(FakeProvider.Api api, URI url, Path go, AtomicInteger next, int jobs) {
         try {
             while (!Files.exists(go)) {
                 Thread.sleep(1);
@@ -192,7 +212,7 @@ public final class EtiquetteWorker {
                     RUNS.incrementAndGet();
                     HttpResponse<String> r;
                     try {
-                        r = ChatClient.send(url, "job " + n);
+                        r = ChatClient.send(api, url, "job " + n);
                     } catch (java.io.IOException e) {
                         OTHER.incrementAndGet();
                         Thread.sleep(backoffMillis(attempt++, 0));

@@ -42,7 +42,7 @@ class BenchSmokeTest {
         r.latency().forEach(l -> assertTrue(l.samples() > 0 && Double.isFinite(l.p99()), l.toString()));
         assertEquals(3, r.enqueue().size());
         r.enqueue().forEach(e -> assertTrue(e.perSecond() > 0, e.toString()));
-        assertEquals(3, r.etiquette().size(), "three arms in one mode");
+        assertEquals(5, r.etiquette().size(), "five arms in one mode (bucket, learn, backoff, discover, backoff-silent)");
         r.etiquette().forEach(e -> {
             assertTrue(Double.isFinite(e.goodput()) && e.goodput() >= 0, e.toString());
             assertEquals(16, e.perThread().size(), "2 JVMs x 8 worker threads: " + e);

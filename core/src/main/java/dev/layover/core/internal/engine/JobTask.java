@@ -142,7 +142,7 @@ final class JobTask<A> extends CustomTask<byte[]> {
                 if (hasBacklog(w)) {
                     p.gate().reserveBacklog(key, p.backlogTypes()).forEach((type, n) -> {
                         for (int i = 0; i < n; i++) {
-                            p.observability().metrics().jobRescheduled(type, "bucket");
+                            p.observability().metrics().jobRescheduled(type, w.reason()); // bucket, or pace
                         }
                     });
                 }
@@ -177,13 +177,14 @@ final class JobTask<A> extends CustomTask<byte[]> {
     }
 
     /**
-     * A bucket permit further ahead than {@link #BACKLOG_AHEAD}: the key has more due jobs than its
-     * bucket lets through now, and they are given their permits together
-     * ({@link ProviderGate#reserveBacklog}).
+     * A bucket permit further ahead than {@link #BACKLOG_AHEAD}, or a place in a discovered pace's
+     * waiting line: the key has more due jobs than its bucket lets through now, and they are given
+     * their permits (or places) together ({@link ProviderGate#reserveBacklog}).
      */
     private boolean hasBacklog(Admission.Wait w) {
-        return "bucket".equals(w.reason()) && w.permitAt() != null
-                && w.permitAt().isAfter(p.clock().instant().plus(BACKLOG_AHEAD));
+        return ("bucket".equals(w.reason()) && w.permitAt() != null
+                && w.permitAt().isAfter(p.clock().instant().plus(BACKLOG_AHEAD)))
+                || "pace".equals(w.reason()); // a discovered pace's line: the backlog is placed in it together
     }
 
     /** A run starting now: its start is kept for its history row, its queue wait is measured. */

@@ -64,6 +64,15 @@ final class Buckets {
      *     by an operator (the caller forgets it and goes)
      */
     Admission permit(KeyState ks, BucketSettings b, long tokens, Instant now, ProviderRun run, boolean mayWait) {
+        return permit(ks, b, tokens, now, run, mayWait, null);
+    }
+
+    /**
+     * Like {@link #permit(KeyState, BucketSettings, long, Instant, ProviderRun, boolean)}; a future
+     * slot after {@code bookBy} (when set) is not reserved: the wait then holds no permit.
+     */
+    Admission permit(KeyState ks, BucketSettings b, long tokens, Instant now, ProviderRun run, boolean mayWait,
+            Instant bookBy) {
         boolean limitsRequests = b.requestRate() > 0;
         boolean limitsTokens = b.tokenRate() > 0 && tokens > 0;
         if (ks.takeLeased(limitsRequests, limitsTokens, tokens, System.nanoTime())) {
@@ -78,7 +87,7 @@ final class Buckets {
                             b.requestRate(), b.requestCapacity(), 1.0, extraRequests,
                             b.tokenRate(), b.tokenCapacity(), (double) tokens, extraTokens,
                             mayWait, run == null ? null : run.taskName(), run == null ? null : run.jobId(),
-                            run == null ? null : run.version(), seconds(permitGrace));
+                            run == null ? null : run.version(), seconds(permitGrace), bookBy == null ? null : ts(bookBy));
                     try (ResultSet rs = ps.executeQuery()) {
                         rs.next();
                         return new Permit(rs.getLong("carried") > 0, instant(rs, "last_slot"),
@@ -104,7 +113,8 @@ final class Buckets {
                 return ProviderGate.GO;
             }
             String detail = "no permit of " + ks.key + "'s bucket (" + describe(b) + ") before " + p.slot();
-            return new Admission.Wait(p.slot(), "bucket", detail, mayWait ? p.slot() : null);
+            boolean booked = mayWait && (p.requests() > 0 || p.tokens() > 0);
+            return new Admission.Wait(p.slot(), "bucket", detail, booked ? p.slot() : null);
         }
         throw new IllegalStateException("the bucket row of " + ks.key + " could not be created");
     }

@@ -22,8 +22,13 @@ final class KeyState {
      *
      * @param bucket the bucket it amounts to (default burst and lease)
      * @param until when it lapses
+     * @param discovered whether the fleet discovered it ({@link Discovery}) rather than a 429 stating it
      */
-    record Learned(BucketSettings bucket, Instant until) {}
+    record Learned(BucketSettings bucket, Instant until, boolean discovered) {
+        Learned(BucketSettings bucket, Instant until) {
+            this(bucket, until, false);
+        }
+    }
 
     /** Request and token permits leased from the bucket, spendable until {@link #leaseExpires}. */
     private double leasedRequests;

@@ -49,6 +49,12 @@ final class Paces {
         return l != null && l.until().isAfter(now) ? l.bucket() : null;
     }
 
+    /** @return whether {@code bucket} (from {@link #bucketOf}) is the key's discovered pace */
+    boolean isDiscovered(KeyState ks, BucketSettings bucket) {
+        KeyState.Learned l = ks.learned;
+        return bucket != null && l != null && l.discovered() && l.bucket() == bucket && !configured.containsKey(ks.key);
+    }
+
     /** @return the pace learned for a key and in force now; null when none, or when the key has a configured bucket */
     BucketSettings learnedBucket(String key) {
         if (configured.containsKey(key)) {
@@ -66,7 +72,7 @@ final class Paces {
         }
         double rpm = limitPerSecond * 60 * settings.learnedPaceShare();
         KeyState.Learned l = ks.learned;
-        if (l != null && l.until().isAfter(now) && Math.abs(l.bucket().requestsPerMinute() - rpm) <= rpm * 0.01
+        if (l != null && !l.discovered() && l.until().isAfter(now) && Math.abs(l.bucket().requestsPerMinute() - rpm) <= rpm * 0.01
                 && Duration.between(now, l.until()).compareTo(settings.learnedPaceFor().minus(RENEW_AFTER)) > 0) {
             return;
         }
@@ -105,12 +111,17 @@ final class Paces {
 
     /** The learned pace of a row, reusing {@code previous} when it says the same (no new settings object per read). */
     static KeyState.Learned learned(double rpm, Instant until, KeyState.Learned previous) {
+        return learned(rpm, until, false, previous);
+    }
+
+    /** Like {@link #learned(double, Instant, KeyState.Learned)}, for a stated or a discovered pace. */
+    static KeyState.Learned learned(double rpm, Instant until, boolean discovered, KeyState.Learned previous) {
         if (until == null || !(rpm > 0)) {
             return null;
         }
-        if (previous != null && previous.bucket().requestsPerMinute() == rpm) {
-            return previous.until().equals(until) ? previous : new KeyState.Learned(previous.bucket(), until);
+        if (previous != null && previous.discovered() == discovered && previous.bucket().requestsPerMinute() == rpm) {
+            return previous.until().equals(until) ? previous : new KeyState.Learned(previous.bucket(), until, discovered);
         }
-        return new KeyState.Learned(BucketSettings.requestsPerMinute(rpm), until);
+        return new KeyState.Learned(BucketSettings.requestsPerMinute(rpm), until, discovered);
     }
 }

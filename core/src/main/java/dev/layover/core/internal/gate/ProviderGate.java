@@ -28,7 +28,7 @@ import org.slf4j.LoggerFactory;
  * a provider key may be called (cooldown, breaker, bucket), and records what each call taught
  * (cooldowns, breaker successes and failures, a learned pace). A facade over its parts, each with
  * one job: {@link StateCache} (what is known of each key and how it stays fresh), {@link Breakers},
- * {@link Cooldowns}, {@link Paces}, {@link Buckets} and {@link BreakerEvents}.
+ * {@link Cooldowns}, {@link Paces}, {@link Discovery}, {@link Buckets} and {@link BreakerEvents}.
  *
  * <p>Hot path: a job whose key is neither throttled nor failing costs no extra round trip; a
  * bucket costs one round trip per lease of permits. If the state cannot be read or claimed, the
@@ -130,6 +130,7 @@ public final class ProviderGate {
     private final Cooldowns cooldowns;
     private final Paces paces;
     private final Buckets buckets;
+    private final Discovery discovery;
     private volatile long lastStackLogged = System.nanoTime() - TimeUnit.MINUTES.toNanos(2);
 
     /**
@@ -165,7 +166,9 @@ public final class ProviderGate {
         this.breakers = new Breakers(gdb, cache, events, config.breakers(), perKey);
         this.cooldowns = new Cooldowns(gdb, cache, config.cooldowns());
         this.paces = new Paces(gdb, cache, config.cooldowns(), config.buckets());
-        this.buckets = new Buckets(gdb, new JobStore(db), config.permitGrace());
+        JobStore store = new JobStore(db);
+        this.buckets = new Buckets(gdb, store, config.permitGrace());
+        this.discovery = new Discovery(gdb, config.cooldowns().discovery(), config.buckets(), buckets, store);
     }
 
     // ---- lifecycle ------------------------------------------------------------------------
@@ -268,7 +271,8 @@ public final class ProviderGate {
         if (bucket != null) {
             Admission b;
             try {
-                b = buckets.permit(ks, bucket, tokens, now, run, forJob);
+                b = paces.isDiscovered(ks, bucket) ? discovery.permit(ks, bucket, tokens, now, run, forJob)
+                        : buckets.permit(ks, bucket, tokens, now, run, forJob);
                 if (b == null) {
                     ks.learned = null; // an operator deleted the learned pace: forget it here too
                     b = GO;
@@ -360,12 +364,32 @@ public final class ProviderGate {
                 LOG.warn("Layover: could not write the pace of {} learned from a 429: {}", key, e.getMessage());
             }
         }
+        Outcome forCooldown = outcome;
+        if (outcome instanceof Outcome.RateLimited r && r.requestLimitPerSecond() == null) {
+            try {
+                Duration pause = discovery.after429(ks, r.retryAfter(), now);
+                if (pause != null) {
+                    forCooldown = new Outcome.RateLimited(pause, r.reason(), null); // the decrease is the escalation
+                }
+            } catch (RuntimeException e) {
+                LOG.warn("Layover: could not write the discovered pace of {} after a 429: {}", key, e.getMessage());
+            }
+        }
         Instant until = null;
         try {
-            until = cooldowns.after(key, outcome, now);
+            until = cooldowns.after(key, forCooldown, now);
         } catch (RuntimeException e) {
             LOG.warn("Layover: could not write the cooldown of {} after {}: {}", key, SafeMetrics.outcomeTag(outcome),
                     e.getMessage());
+        }
+        try {
+            if (until != null) {
+                discovery.afterCooldown(ks, until, now);
+            } else if (outcome.kind() == Outcome.Kind.DONE) {
+                discovery.afterSuccess(ks, now);
+            }
+        } catch (RuntimeException e) {
+            LOG.warn("Layover: could not adjust the discovered pace of {}: {}", key, e.getMessage());
         }
         try {
             switch (outcome.kind().breaker()) {
@@ -417,7 +441,13 @@ public final class ProviderGate {
             return Map.of();
         }
         Instant now = cache.now();
-        return buckets.reserveBacklog(key, paces.bucketOf(cache.keyState(key), now), types, now);
+        KeyState ks = cache.keyState(key);
+        BucketSettings b = paces.bucketOf(ks, now);
+        if (paces.isDiscovered(ks, b)) {
+            // no permits booked far ahead at today's rate (they would outlive its next change): places in the line
+            return discovery.waitlistBacklog(key, types, now);
+        }
+        return buckets.reserveBacklog(key, b, types, now);
     }
 
     /**

@@ -24,7 +24,7 @@ final class StateSql {
                    b.state, b.open_until, b.trial_token IS NOT NULL AS trial_claimed,
                    b.trial_claimed_at, b.trial_expires_at, b.reason,
                    c.until, c.reason AS cooldown_reason, c.detail AS cooldown_detail,
-                   bk.requests_per_minute AS learned_rpm, bk.learned_until
+                   bk.requests_per_minute AS learned_rpm, bk.learned_until, coalesce(bk.discovered, false) AS discovered
             FROM unnest(?::text[]) AS k(key)
             LEFT JOIN layover.breakers b ON b.provider_key = k.key
             LEFT JOIN layover.cooldowns c ON c.provider_key = k.key
@@ -243,7 +243,9 @@ final class StateSql {
             ON CONFLICT (provider_key) DO UPDATE
             SET requests_per_minute = excluded.requests_per_minute, tokens_per_minute = NULL,
                 burst_ms = excluded.burst_ms, configured_at = now(), configured_by = excluded.configured_by,
-                learned_until = greatest(layover.buckets.learned_until, excluded.learned_until),
+                learned_until = CASE WHEN layover.buckets.discovered THEN excluded.learned_until
+                                     ELSE greatest(layover.buckets.learned_until, excluded.learned_until) END,
+                discovered = false,
                 request_tat = CASE WHEN layover.buckets.learned_until <= now() THEN excluded.request_tat
                                    ELSE greatest(layover.buckets.request_tat, excluded.request_tat) END
             WHERE layover.buckets.learned_until IS NOT NULL
@@ -259,7 +261,7 @@ final class StateSql {
             ON CONFLICT (provider_key) DO UPDATE
             SET requests_per_minute = excluded.requests_per_minute, tokens_per_minute = excluded.tokens_per_minute,
                 burst_ms = excluded.burst_ms, configured_at = now(), configured_by = excluded.configured_by,
-                learned_until = NULL""";
+                learned_until = NULL, discovered = false""";
 
     // GCRA, per dimension (requests r, tokens t) with rate (units/s), capacity, need, extra: the
     // arithmetic is V10's layover.gcra_* functions. The need fits from gcra_fits_at; taking n units
@@ -270,10 +272,12 @@ final class StateSql {
     private static final String FITS = "(" + SLOT + " <= p.now)";
     private static final String R_FREE = "(layover.gcra_free(b.request_tat, p.now, p.rr, p.rc) - p.rn)";
     private static final String T_FREE = "(layover.gcra_free(b.token_tat, p.now, p.tr, p.tc) - p.tn)";
+    // a future slot is reserved when the caller may wait, and (a discovered pace) the slot is not past book_by
+    private static final String MAY_BOOK = "(p.may_wait AND (p.book_by IS NULL OR " + SLOT + " <= p.book_by))";
     private static final String R_TAKE = "(CASE WHEN " + FITS + " THEN p.rn + CASE WHEN p.rr > 0 THEN greatest(0, least(p.rx, floor("
-            + R_FREE + "))) ELSE p.rx END WHEN p.may_wait THEN p.rn ELSE 0 END)";
+            + R_FREE + "))) ELSE p.rx END WHEN " + MAY_BOOK + " THEN p.rn ELSE 0 END)";
     private static final String T_TAKE = "(CASE WHEN " + FITS + " THEN p.tn + CASE WHEN p.tr > 0 THEN greatest(0, least(p.tx, "
-            + T_FREE + ")) ELSE p.tx END WHEN p.may_wait THEN p.tn ELSE 0 END)";
+            + T_FREE + ")) ELSE p.tx END WHEN " + MAY_BOOK + " THEN p.tn ELSE 0 END)";
 
     /**
      * Takes permits from a bucket, in one statement. When the job already holds a permit for
@@ -286,14 +290,15 @@ final class StateSql {
      *
      * <p>Parameters: key, now, request rate (/s, 0 none), request capacity, request need, request
      * extra, token rate, token capacity, token need, token extra, may wait, task name, task id,
-     * version (the job; nulls for none), permit grace (s).
+     * version (the job; nulls for none), permit grace (s), book by (the latest slot that may be
+     * reserved; null: any).
      */
     static final String TAKE_PERMITS = """
             WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now,
                               ?::float8 AS rr, ?::float8 AS rc, ?::float8 AS rn, ?::float8 AS rx,
                               ?::float8 AS tr, ?::float8 AS tc, ?::float8 AS tn, ?::float8 AS tx,
                               ?::boolean AS may_wait, ?::text AS task_name, ?::text AS task_id, ?::bigint AS version,
-                              ?::float8 AS grace_s),
+                              ?::float8 AS grace_s, ?::timestamptz AS book_by),
             carried AS (
                 SELECT layover.spend_held_permit(p.task_name, p.task_id, p.version, p.now, p.grace_s) AS spent FROM p
             ), taken AS (
@@ -310,4 +315,139 @@ final class StateSql {
             SELECT CASE WHEN (SELECT spent FROM carried) THEN 1 ELSE 0 END AS carried, taken.last_slot,
                    taken.last_granted_requests, taken.last_granted_tokens
             FROM (SELECT 1) one LEFT JOIN taken ON true""".formatted(R_TAKE, T_TAKE, SLOT);
+
+    // ---- discovered paces (V15; Discovery): every change a conditional UPDATE on the database's clock ----
+
+    /**
+     * The first 429 that stated no limit for a key without a pace: creates its discovered pace in
+     * slow start, or starts one afresh over a pace that has lapsed; a configured bucket and a pace
+     * in force (stated or discovered) are left alone (no row back). The provider has just refused:
+     * {@code request_tat} is {@code empty_at} (the end of the pause plus one burst), so no burst is
+     * handed out when the pause ends. Parameters: key, requests per minute, burst ms, worker, keep
+     * for (s), empty_at. Returns the rate and {@code learned_until}.
+     */
+    static final String DISCOVERY_START = """
+            INSERT INTO layover.buckets AS b (provider_key, requests_per_minute, burst_ms, configured_by, learned_until,
+                                              request_tat, discovered, discovery_phase, discovery_adjusted_at,
+                                              discovery_decreased_at)
+            VALUES (?, ?, ?, ?, now() + make_interval(secs => ?), ?, true, 'slow_start', now(), now())
+            ON CONFLICT (provider_key) DO UPDATE
+            SET requests_per_minute = excluded.requests_per_minute, tokens_per_minute = NULL, burst_ms = excluded.burst_ms,
+                configured_at = now(), configured_by = excluded.configured_by, learned_until = excluded.learned_until,
+                request_tat = excluded.request_tat, discovered = true, discovery_phase = 'slow_start',
+                discovery_ceiling = NULL, discovery_adjusted_at = now(), discovery_decreased_at = now(),
+                discovery_increases = 0, discovery_decreases = 0, discovery_waitlist = NULL
+            WHERE b.learned_until IS NOT NULL AND b.learned_until <= now()
+            RETURNING b.requests_per_minute, b.learned_until""";
+
+    /**
+     * A 429 burst on a discovered pace in force: the rate times the decrease factor (not below the
+     * floor; in slow start, half of that: the rate doubled at least once more before the burst's
+     * 429s came back, as in TCP's slow start), once per burst: only when the last decrease is at least one interval old. The rate it
+     * came at becomes the ceiling; the pace is steady; {@code request_tat} moves to
+     * {@code empty_at}. Parameters: key, decrease factor, floor (rpm), interval (s), keep for (s),
+     * empty_at. Returns the new rate, {@code learned_until} and the ceiling.
+     */
+    static final String DISCOVERY_DECREASE = """
+            WITH p AS (SELECT ?::text AS key, ?::float8 AS beta, ?::float8 AS min_rpm, ?::float8 AS every_s,
+                              ?::float8 AS keep_s, ?::timestamptz AS empty_at)
+            UPDATE layover.buckets b
+            SET requests_per_minute = greatest(p.min_rpm, b.requests_per_minute * p.beta
+                                               * CASE WHEN b.discovery_phase = 'slow_start' THEN 0.5 ELSE 1 END),
+                discovery_ceiling = b.requests_per_minute,
+                discovery_phase = 'steady',
+                discovery_adjusted_at = now(), discovery_decreased_at = now(),
+                discovery_decreases = b.discovery_decreases + 1,
+                learned_until = now() + make_interval(secs => p.keep_s),
+                request_tat = p.empty_at, discovery_waitlist = NULL
+            FROM p
+            WHERE b.provider_key = p.key AND b.discovered AND b.learned_until > now()
+              AND b.discovery_decreased_at <= now() - make_interval(secs => p.every_s)
+            RETURNING b.requests_per_minute, b.learned_until, b.discovery_ceiling""";
+
+    private static final String RPM = "b.requests_per_minute";
+    private static final String PROBING = "(" + RPM + " >= b.discovery_ceiling * (1 + p.margin))";
+
+    /**
+     * One increase of a discovered pace, at most once per interval fleet-wide (only where the last
+     * change is at least one interval old) and only when its permits were all in use: jobs booked
+     * them at least half the booking horizon ahead ({@code request_tat}), which a fleet calling
+     * below the pace never does. Slow start doubles the rate (up
+     * to the ceiling, once there is one; reaching it makes the pace steady); steady adds
+     * {@code increase} of the ceiling; past the ceiling by {@code margin}, the rate grows by
+     * {@code probe} and the ceiling with it. Parameters: key, now (the caller's, as the bucket's
+     * times), interval (s), increase, probe, margin, keep for (s), horizon (s). Returns the new rate,
+     * {@code learned_until} and the phase.
+     */
+    static final String DISCOVERY_INCREASE = """
+            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS every_s, ?::float8 AS a,
+                              ?::float8 AS probe, ?::float8 AS margin, ?::float8 AS keep_s, ?::float8 AS horizon_s)
+            UPDATE layover.buckets b
+            SET requests_per_minute = CASE
+                    WHEN b.discovery_phase = 'slow_start' THEN least(2 * %1$s, coalesce(b.discovery_ceiling, 'infinity'))
+                    WHEN %2$s THEN %1$s * (1 + p.probe)
+                    ELSE %1$s + p.a * b.discovery_ceiling END,
+                discovery_phase = CASE WHEN b.discovery_phase = 'slow_start' AND 2 * %1$s >= b.discovery_ceiling THEN 'steady'
+                                       ELSE b.discovery_phase END,
+                discovery_ceiling = CASE WHEN b.discovery_phase = 'steady' AND %2$s
+                                         THEN %1$s * (1 + p.probe) / (1 + p.margin) ELSE b.discovery_ceiling END,
+                discovery_adjusted_at = now(), discovery_increases = b.discovery_increases + 1,
+                learned_until = now() + make_interval(secs => p.keep_s), discovery_waitlist = NULL
+            FROM p
+            WHERE b.provider_key = p.key AND b.discovered AND b.learned_until > now()
+              AND b.discovery_adjusted_at <= now() - make_interval(secs => p.every_s)
+              AND b.request_tat >= p.now + make_interval(secs => p.horizon_s / 2)
+            RETURNING b.requests_per_minute, b.learned_until, b.discovery_phase""".formatted(RPM, PROBING);
+
+    /**
+     * A long cooldown on a key with a discovered pace: slow start again, from the initial rate up
+     * to the rate before (which becomes the ceiling). Parameters: key, initial rpm, interval (s).
+     * Only where the last change is at least one interval old or the pace is steady (the workers
+     * meeting one cooldown restart it once). Returns the new rate and {@code learned_until}.
+     */
+    static final String DISCOVERY_RESTART = """
+            WITH p AS (SELECT ?::text AS key, ?::float8 AS init_rpm, ?::float8 AS every_s)
+            UPDATE layover.buckets b
+            SET requests_per_minute = least(b.requests_per_minute, p.init_rpm),
+                discovery_ceiling = b.requests_per_minute,
+                discovery_phase = 'slow_start', discovery_adjusted_at = now(), discovery_waitlist = NULL
+            FROM p
+            WHERE b.provider_key = p.key AND b.discovered AND b.learned_until > now()
+              AND b.requests_per_minute > p.init_rpm
+              AND (b.discovery_phase = 'steady' OR b.discovery_adjusted_at <= now() - make_interval(secs => p.every_s))
+            RETURNING b.requests_per_minute, b.learned_until""";
+
+    /** The pace in force of one key (learned, stated or discovered). Parameter: key. */
+    static final String PACE_IN_FORCE = """
+            SELECT requests_per_minute, learned_until, discovered FROM layover.buckets
+            WHERE provider_key = ? AND learned_until > now() AND requests_per_minute > 0""";
+
+    private static final String WL_FROM = "extract(epoch FROM greatest(b.discovery_waitlist, b.request_tat, "
+            + "p.now + make_interval(secs => p.horizon_s)) - p.now)";
+    private static final String WL_RATE = "(b.requests_per_minute / 60.0)";
+
+    /**
+     * A place in a discovered pace's waiting line for a job whose permit would be beyond the
+     * booking horizon: it waits without holding a permit until about its turn and asks again then.
+     * Steady: one request's time after the last place (at the current rate). Slow start: the turn
+     * at a rate that doubles every interval (permits up to {@code t} from now are
+     * {@code r e / ln 2 (2^(t/e) - 1)}; the place is where that reaches one more), since a place at
+     * today's rate would be far too late. Parameters: key, now, horizon (s), interval (s). Returns
+     * the place.
+     */
+    static final String DISCOVERY_WAITLIST = """
+            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS horizon_s, ?::float8 AS e)
+            UPDATE layover.buckets b
+            SET discovery_waitlist = p.now + make_interval(secs => CASE
+                    WHEN b.discovery_phase = 'steady' THEN %1$s + 1 / %2$s
+                    ELSE p.e * ln(1 + (%2$s * p.e / ln(2) * (power(2, %1$s / p.e) - 1) + 1) * ln(2) / (%2$s * p.e)) / ln(2)
+                    END)
+            FROM p
+            WHERE b.provider_key = p.key AND b.discovered
+            RETURNING b.discovery_waitlist""".formatted(WL_FROM, WL_RATE);
+
+    /** The end of a discovered pace's waiting line after its backlog was placed. Parameters: key, the last place. */
+    static final String DISCOVERY_WAITLIST_TO = """
+            UPDATE layover.buckets SET discovery_waitlist = greatest(discovery_waitlist, ?::timestamptz)
+            WHERE provider_key = ? AND discovered""";
 }

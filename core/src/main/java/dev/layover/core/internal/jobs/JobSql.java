@@ -388,6 +388,54 @@ final class JobSql {
             )
             SELECT m.task_name, count(*) AS reserved FROM moved m, (SELECT count(*) FROM booked) booking GROUP BY m.task_name""";
 
+    /**
+     * A discovered pace's backlog: the key's due, unpicked jobs (the same ones as
+     * {@link #RESERVE_BACKLOG}'s) each rescheduled to its place in the pace's waiting line, in
+     * enqueue order, holding no permit: one request's time apart at the pace's rate, or in slow
+     * start at a rate doubling every interval, from the line's end (at least the booking horizon
+     * ahead), at most {@code max_s} ahead. Reads the pace from {@code layover.buckets}; the gate
+     * moves the line's end. Parameters: key, now, interval (s), horizon (s), max ahead (s), max
+     * jobs, job type names, their reschedule caps. Returns the jobs moved per type and the last place.
+     */
+    static final String WAITLIST_BACKLOG = """
+            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS e, ?::float8 AS horizon_s,
+                              ?::float8 AS max_s, ?::int AS max_jobs, ?::text[] AS types, ?::int[] AS caps),
+            b AS (
+                SELECT bk.requests_per_minute / 60.0 AS rate, bk.discovery_phase = 'slow_start' AS slow,
+                       extract(epoch FROM greatest(bk.discovery_waitlist, bk.request_tat,
+                                                   p.now + make_interval(secs => p.horizon_s)) - p.now) AS start_s
+                FROM layover.buckets bk JOIN p ON bk.provider_key = p.key
+                WHERE bk.discovered AND bk.requests_per_minute > 0
+            ), locked AS (
+                SELECT t.task_name, t.task_instance, t.execution_time
+                FROM layover.scheduled_tasks t
+                JOIN p ON t.provider_key = p.key
+                JOIN unnest((SELECT types FROM p), (SELECT caps FROM p)) AS ty(name, cap) ON t.task_name = ty.name
+                WHERE NOT t.picked AND t.execution_time <= p.now AND t.permit_at IS NULL AND t.limit_keys IS NULL
+                  AND t.deadline IS NULL AND t.cancel_requested_at IS NULL AND t.reschedules < ty.cap
+                  AND EXISTS (SELECT 1 FROM b)
+                ORDER BY t.execution_time, t.task_instance
+                LIMIT (SELECT max_jobs FROM p)
+                FOR UPDATE OF t SKIP LOCKED
+            ), places AS (
+                SELECT l.task_name, l.task_instance,
+                       p.now + make_interval(secs => least(p.max_s, CASE WHEN b.slow
+                           THEN p.e * ln(1 + (b.rate * p.e / ln(2) * (power(2, b.start_s / p.e) - 1) + l.n) * ln(2)
+                                             / (b.rate * p.e)) / ln(2)
+                           ELSE b.start_s + l.n / b.rate END)) AS place
+                FROM (SELECT *, row_number() OVER (ORDER BY execution_time, task_instance) AS n FROM locked) l, b, p
+            ), moved AS (
+                UPDATE layover.scheduled_tasks t
+                SET execution_time = s.place, version = t.version + 1,
+                    reschedules = t.reschedules + 1, last_reschedule_reason = 'pace',
+                    last_reschedule_detail = 'discovered pace of ' || p.key || ': a place in its waiting line',
+                    last_rescheduled_at = p.now
+                FROM places s, p
+                WHERE t.task_name = s.task_name AND t.task_instance = s.task_instance
+                RETURNING t.task_name, s.place
+            )
+            SELECT task_name, count(*) AS moved, max(place) AS last_place FROM moved GROUP BY task_name""";
+
     // ---- the dead-letter store's writes (JobWrites)
 
     /**

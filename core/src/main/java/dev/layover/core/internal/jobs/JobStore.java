@@ -535,6 +535,43 @@ public final class JobStore implements JobWrites {
         });
     }
 
+    /**
+     * A discovered pace's backlog: the key's due, unpicked jobs each rescheduled to its place in
+     * the pace's waiting line, in one statement ({@link JobSql#WAITLIST_BACKLOG}).
+     *
+     * @param key the provider key
+     * @param now now
+     * @param intervalSeconds the pace's adjustment interval
+     * @param horizonSeconds its booking horizon (the line starts no nearer)
+     * @param maxAheadSeconds the furthest place
+     * @param maxJobs the most jobs moved
+     * @param types the job types whose jobs may be moved
+     * @param caps their reschedule caps
+     * @param lastPlace receives the furthest place given (index 0), or stays null
+     * @return jobs moved per type (empty when none)
+     */
+    public Map<String, Integer> waitlistBacklog(String key, Instant now, double intervalSeconds, double horizonSeconds,
+            double maxAheadSeconds, int maxJobs, List<String> types, List<Integer> caps, Instant[] lastPlace) {
+        return db.autocommit("placing the backlog of " + key + " in its waiting line", c -> {
+            try (PreparedStatement ps = c.prepareStatement(JobSql.WAITLIST_BACKLOG)) {
+                Db.bind(ps, key, OffsetDateTime.ofInstant(now, ZoneOffset.UTC), intervalSeconds, horizonSeconds,
+                        maxAheadSeconds, maxJobs, c.createArrayOf("text", types.toArray()),
+                        c.createArrayOf("integer", caps.toArray()));
+                Map<String, Integer> byType = new LinkedHashMap<>();
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        byType.put(rs.getString("task_name"), rs.getInt("moved"));
+                        Instant last = rs.getObject("last_place", OffsetDateTime.class).toInstant();
+                        if (lastPlace[0] == null || last.isAfter(lastPlace[0])) {
+                            lastPlace[0] = last;
+                        }
+                    }
+                }
+                return byType;
+            }
+        });
+    }
+
     // ---- the dead-letter store's writes -------------------------------------------------------
 
     @Override

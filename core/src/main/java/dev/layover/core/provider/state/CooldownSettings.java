@@ -34,6 +34,8 @@ import java.time.Duration;
  *   <tr><td>{@link #strikeMemory()}</td><td>60 s</td></tr>
  *   <tr><td>{@link #learnedPaceFor()}</td><td>10 min ({@link Duration#ZERO}: never learn a pace)</td></tr>
  *   <tr><td>{@link #learnedPaceShare()}</td><td>0.95 of the stated limit</td></tr>
+ *   <tr><td>{@link #discovery()}</td><td>{@link DiscoverySettings#defaults()}: a pace discovered for keys
+ *       whose 429s state no limit</td></tr>
  * </table>
  *
  * @param rateLimitBase the first wait after a 429 without retry-after
@@ -44,9 +46,12 @@ import java.time.Duration;
  * @param learnedPaceFor how long a pace learned from a 429 lasts after the last 429 that stated
  *     the limit; zero: never learn one
  * @param learnedPaceShare the share of the stated limit a learned pace allows, in (0, 1]
+ * @param discovery how a pace is discovered for a key whose 429s state no limit (see
+ *     {@link DiscoverySettings})
  */
 public record CooldownSettings(Duration rateLimitBase, Duration rateLimitCap, Duration overloadBase,
-        Duration overloadCap, Duration strikeMemory, Duration learnedPaceFor, double learnedPaceShare) {
+        Duration overloadCap, Duration strikeMemory, Duration learnedPaceFor, double learnedPaceShare,
+        DiscoverySettings discovery) {
 
     /** The default {@link #learnedPaceFor()}. */
     public static final Duration DEFAULT_LEARNED_PACE_FOR = Duration.ofMinutes(10);
@@ -67,8 +72,12 @@ public record CooldownSettings(Duration rateLimitBase, Duration rateLimitCap, Du
      * @param learnedPaceFor how long a pace learned from a 429 lasts after the last 429 that stated the
      *     limit; zero: never learn one
      * @param learnedPaceShare the share of the stated limit a learned pace allows, in (0, 1]
+     * @param discovery how a pace is discovered for a key whose 429s state no limit; not null
      */
     public CooldownSettings {
+        if (discovery == null) {
+            throw new ConfigurationException("discovery must not be null (DiscoverySettings.off() turns it off)");
+        }
         BreakerSettings.positive(rateLimitBase, "rateLimitBase");
         BreakerSettings.positive(rateLimitCap, "rateLimitCap");
         BreakerSettings.positive(overloadBase, "overloadBase");
@@ -83,6 +92,23 @@ public record CooldownSettings(Duration rateLimitBase, Duration rateLimitCap, Du
         if (!(learnedPaceShare > 0 && learnedPaceShare <= 1)) {
             throw new ConfigurationException("learnedPaceShare must be in (0, 1], was " + learnedPaceShare);
         }
+    }
+
+    /**
+     * Cooldown waits and a learned pace with the default discovery.
+     *
+     * @param rateLimitBase the first wait after a 429 without retry-after
+     * @param rateLimitCap the longest such wait
+     * @param overloadBase the first cooldown after an overloaded answer (503, 529)
+     * @param overloadCap the longest overload cooldown
+     * @param strikeMemory how soon after the previous cooldown a new one counts as back-to-back
+     * @param learnedPaceFor how long a pace learned from a 429 lasts; zero: never learn one
+     * @param learnedPaceShare the share of the stated limit a learned pace allows, in (0, 1]
+     */
+    public CooldownSettings(Duration rateLimitBase, Duration rateLimitCap, Duration overloadBase, Duration overloadCap,
+            Duration strikeMemory, Duration learnedPaceFor, double learnedPaceShare) {
+        this(rateLimitBase, rateLimitCap, overloadBase, overloadCap, strikeMemory, learnedPaceFor, learnedPaceShare,
+                DiscoverySettings.defaults());
     }
 
     /**
@@ -107,7 +133,22 @@ public record CooldownSettings(Duration rateLimitBase, Duration rateLimitCap, Du
      * @return a copy with these learned-pace settings
      */
     public CooldownSettings withLearnedPace(Duration keepFor, double share) {
-        return new CooldownSettings(rateLimitBase, rateLimitCap, overloadBase, overloadCap, strikeMemory, keepFor, share);
+        return new CooldownSettings(rateLimitBase, rateLimitCap, overloadBase, overloadCap, strikeMemory, keepFor, share,
+                discovery);
+    }
+
+    /**
+     * @param settings how a pace is discovered for keys whose 429s state no limit
+     * @return a copy with these discovery settings
+     */
+    public CooldownSettings withDiscovery(DiscoverySettings settings) {
+        return new CooldownSettings(rateLimitBase, rateLimitCap, overloadBase, overloadCap, strikeMemory, learnedPaceFor,
+                learnedPaceShare, settings);
+    }
+
+    /** @return a copy that discovers no pace: a 429 that states no limit only sets a cooldown */
+    public CooldownSettings withoutDiscovery() {
+        return withDiscovery(DiscoverySettings.off());
     }
 
     /** @return a copy that never learns a pace: 429s only set cooldowns */

@@ -52,6 +52,12 @@ class ProviderGateTest {
         return gate(db, "worker-a", ProviderGate.Config.defaults());
     }
 
+    /** Cooldowns alone: a 429 stating no limit would otherwise start a discovered pace (DiscoveredPaceTest). */
+    private ProviderGate gateWithoutDiscovery(TestDatabase db) {
+        return gate(db, "worker-a", new ProviderGate.Config(BreakerSettings.defaults(), Map.of(),
+                CooldownSettings.defaults().withoutDiscovery(), Map.of(), List.of()));
+    }
+
     private static ProviderGate.Config breakerConfig(BreakerSettings s) {
         return new ProviderGate.Config(s, Map.of(), CooldownSettings.defaults(), Map.of(), List.of());
     }
@@ -87,7 +93,7 @@ class ProviderGateTest {
 
     @Test
     void rateLimitsWithoutRetryAfterEscalateWhileBackToBackAndStartOverLater(TestDatabase db) {
-        ProviderGate g = gate(db);
+        ProviderGate g = gateWithoutDiscovery(db);
         List<Long> waits = new ArrayList<>();
         for (int i = 0; i < 8; i++) {
             Instant until = g.afterCall(KEY, null, Outcome.rateLimited(null));
@@ -102,7 +108,7 @@ class ProviderGateTest {
 
     @Test
     void aBurstOfRateLimitsDuringOneCooldownCountsAsOneStrike(TestDatabase db) {
-        ProviderGate g = gate(db);
+        ProviderGate g = gateWithoutDiscovery(db);
         for (int i = 0; i < 10; i++) { // ten calls in flight when the limit hit
             g.afterCall(KEY, null, Outcome.rateLimited(null));
         }

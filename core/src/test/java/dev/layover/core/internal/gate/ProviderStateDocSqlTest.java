@@ -37,6 +37,7 @@ class ProviderStateDocSqlTest {
         ProviderStates states = new ProviderStateHandle(gate);
         states.forceOpen("openai:gpt-4o-mini", Duration.ofMinutes(5), "incident");
         gate.afterCall("openai:gpt-4o-mini", null, Outcome.rateLimited(Duration.ofSeconds(30), "429"));
+        gate.afterCall("gemini:gemini-2.5-flash", null, Outcome.rateLimited(null)); // a 429 stating nothing: a discovered pace
         states.forceOpen("anthropic:claude-haiku", null, "maintenance");
         states.forceClose("anthropic:claude-haiku", "done");
         gate.start();
