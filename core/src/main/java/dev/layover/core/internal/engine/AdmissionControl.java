@@ -323,6 +323,16 @@ final class AdmissionControl {
         }
 
         @Override
+        public java.util.Optional<dev.layover.core.tokens.TokenUsage> reportUsage(Object response) {
+            return ctx.reportUsage(response);
+        }
+
+        @Override
+        public void refineEstimate(dev.layover.core.tokens.TokenEstimate estimate) {
+            ctx.refineEstimate(estimate);
+        }
+
+        @Override
         public String toString() {
             return ctx.toString();
         }

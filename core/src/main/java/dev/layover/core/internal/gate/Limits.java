@@ -181,6 +181,10 @@ public final class Limits {
             if (b == null && m == 0) {
                 continue;
             }
+            String big = b == null ? null : TokenLedger.tooLarge(k, b, run.estimate());
+            if (big != null) {
+                return new Admission.TooLarge(GateDb.cut(big));
+            }
             keys.add(k);
             rr.add(b == null ? 0 : b.requestRate());
             rc.add(b == null ? 0 : b.requestCapacity());
@@ -209,6 +213,12 @@ public final class Limits {
                 }
             });
             if ((Boolean) row[0]) {
+                for (int i = 0; i < keys.size(); i++) {
+                    if (tr.get(i) > 0 && run.tokens() > 0) { // layover.admit took the combined tokens: settled after the call
+                        run.reserved(new TokenLedger.Reservation(keys.get(i), new double[] {tr.get(i), 0, 0},
+                                new long[] {run.tokens(), 0, 0}));
+                    }
+                }
                 return new Admission.Go(null);
             }
             String reason = (String) row[1];
@@ -255,12 +265,7 @@ public final class Limits {
                 }
             }
             if (b != null) {
-                try (PreparedStatement ps = c.prepareStatement(StateSql.CONFIGURE_BUCKET)) {
-                    Db.bind(ps, key, b.requestsPerMinute() > 0 ? b.requestsPerMinute() : null,
-                            b.tokensPerMinute() > 0 ? b.tokensPerMinute() : null,
-                            (int) Math.min(Integer.MAX_VALUE, b.burst().toMillis()), workerName);
-                    ps.executeUpdate();
-                }
+                TokenLedger.configure(c, key, b, workerName);
             }
             return null;
         });
