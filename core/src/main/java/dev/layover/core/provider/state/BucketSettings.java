@@ -127,6 +127,22 @@ public record BucketSettings(double requestsPerMinute, double tokensPerMinute, D
     }
 
     /**
+     * @param n input tokens per minute (Anthropic's ITPM, Gemini's TPM)
+     * @return an input token limit with the default bursts and lease
+     */
+    public static BucketSettings inputTokensPerMinute(double n) {
+        return new BucketSettings(0, 0, Duration.ofSeconds(1), 8, n, 0, DEFAULT_TOKEN_BURST);
+    }
+
+    /**
+     * @param n output tokens per minute (Anthropic's OTPM)
+     * @return an output token limit with the default bursts and lease
+     */
+    public static BucketSettings outputTokensPerMinute(double n) {
+        return new BucketSettings(0, 0, Duration.ofSeconds(1), 8, 0, n, DEFAULT_TOKEN_BURST);
+    }
+
+    /**
      * @param n tokens per minute, 0 for none
      * @return a copy with that combined token limit
      */
