@@ -9,6 +9,8 @@
 -- 3. job_history records each finished job's reported token usage and its limit keys (the
 --    tenant), so "tokens used by tenant X today, and how many on calls that failed" is a query.
 -- 4. layover.token_buckets: the token dimensions of every bucket, one row per key and dimension.
+-- 5. layover.admit_tokens: layover.admit (V10) with every token dimension, for jobs with limits
+--    on several keys.
 -- Forward-only: nothing here changes what earlier versions stored.
 
 -- ---------------------------------------------------------------------------
@@ -99,3 +101,112 @@ WHERE d.per_minute > 0;
 
 COMMENT ON VIEW layover.token_buckets IS
     'The token dimensions of each bucket: limit per minute, capacity, tokens free now, booked until.';
+
+-- ---------------------------------------------------------------------------
+-- 5. layover.admit_tokens: V10's layover.admit (same rules: every bucket's permit and every
+-- concurrency slot of a job's keys, or nothing) with the input and output token dimensions beside
+-- the combined one. A dimension's need is its own: p_tokens (combined: input estimate + output
+-- ceiling), p_input, p_output. Returns as layover.admit does.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION layover.admit_tokens(
+        p_now timestamptz, p_task_name text, p_task_id text, p_version bigint, p_worker text,
+        p_keys text[], p_rr float8[], p_rc float8[], p_tr float8[], p_tc float8[],
+        p_ir float8[], p_ic float8[], p_or float8[], p_oc float8[], p_max int[],
+        p_tokens float8, p_input float8, p_output float8, p_dead_after_s float8)
+    RETURNS TABLE (admitted boolean, reason text, limit_key text, retry_at timestamptz)
+    LANGUAGE plpgsql VOLATILE AS
+$$
+DECLARE
+    n          int := coalesce(array_length(p_keys, 1), 0);
+    i          int;
+    b          record;
+    fits_at    timestamptz;
+    worst      timestamptz := p_now;
+    worst_key  text;
+    found_slot int;
+    slots      int[] := '{}';
+    limited    boolean;
+BEGIN
+    FOR i IN 1 .. n LOOP
+        limited := p_rr[i] > 0 OR (p_tr[i] > 0 AND p_tokens > 0) OR (p_ir[i] > 0 AND p_input > 0)
+                   OR (p_or[i] > 0 AND p_output > 0);
+        IF limited THEN
+            SELECT bk.request_tat, bk.token_tat, bk.input_tat, bk.output_tat INTO b
+            FROM layover.buckets bk WHERE bk.provider_key = p_keys[i]
+            FOR UPDATE;
+            IF NOT FOUND THEN
+                RETURN QUERY SELECT false, 'missing_bucket'::text, p_keys[i], NULL::timestamptz;
+                RETURN;
+            END IF;
+            fits_at := greatest(p_now,
+                layover.gcra_fits_at(b.request_tat, p_rr[i], p_rc[i], 1),
+                layover.gcra_fits_at(b.token_tat, p_tr[i], p_tc[i], p_tokens),
+                layover.gcra_fits_at(b.input_tat, p_ir[i], p_ic[i], p_input),
+                layover.gcra_fits_at(b.output_tat, p_or[i], p_oc[i], p_output));
+            IF fits_at > worst THEN
+                worst := fits_at;
+                worst_key := p_keys[i];
+            END IF;
+        END IF;
+    END LOOP;
+    IF worst > p_now THEN
+        RETURN QUERY SELECT false, 'bucket'::text, worst_key, worst;
+        RETURN;
+    END IF;
+
+    FOR i IN 1 .. n LOOP
+        found_slot := NULL;
+        IF p_max[i] > 0 THEN
+            SELECT s.slot INTO found_slot
+            FROM layover.concurrency_slots s
+            WHERE s.limit_key = p_keys[i] AND s.slot < p_max[i]
+              AND (s.holder_id IS NULL
+                   OR (s.claimed_at < now()
+                       AND NOT EXISTS (
+                           SELECT 1 FROM layover.scheduled_tasks t
+                           WHERE t.task_name = s.holder_type AND t.task_instance = s.holder_id
+                             AND t.version = s.holder_version AND t.picked
+                             AND t.last_heartbeat > p_now - make_interval(secs => p_dead_after_s))))
+            ORDER BY s.slot
+            LIMIT 1
+            FOR UPDATE SKIP LOCKED;
+            IF found_slot IS NULL THEN
+                IF NOT EXISTS (SELECT 1 FROM layover.concurrency_slots s
+                               WHERE s.limit_key = p_keys[i] AND s.slot = p_max[i] - 1) THEN
+                    RETURN QUERY SELECT false, 'missing_slots'::text, p_keys[i], NULL::timestamptz;
+                ELSE
+                    RETURN QUERY SELECT false, 'concurrency'::text, p_keys[i], NULL::timestamptz;
+                END IF;
+                RETURN;
+            END IF;
+        END IF;
+        slots := slots || found_slot;
+    END LOOP;
+
+    FOR i IN 1 .. n LOOP
+        IF p_rr[i] > 0 OR (p_tr[i] > 0 AND p_tokens > 0) OR (p_ir[i] > 0 AND p_input > 0)
+           OR (p_or[i] > 0 AND p_output > 0) THEN
+            UPDATE layover.buckets bk
+            SET request_tat = layover.gcra_take(bk.request_tat, p_now, p_rr[i], 1),
+                token_tat = layover.gcra_take(bk.token_tat, p_now, p_tr[i], p_tokens),
+                input_tat = layover.gcra_take(bk.input_tat, p_now, p_ir[i], p_input),
+                output_tat = layover.gcra_take(bk.output_tat, p_now, p_or[i], p_output),
+                last_slot = p_now,
+                last_granted_requests = CASE WHEN p_rr[i] > 0 THEN 1 ELSE 0 END,
+                last_granted_tokens = CASE WHEN p_tr[i] > 0 THEN p_tokens ELSE 0 END
+            WHERE bk.provider_key = p_keys[i];
+        END IF;
+        IF slots[i] IS NOT NULL THEN
+            UPDATE layover.concurrency_slots s
+            SET holder_type = p_task_name, holder_id = p_task_id, holder_version = p_version,
+                claimed_at = now(), claimed_by = p_worker
+            WHERE s.limit_key = p_keys[i] AND s.slot = slots[i];
+        END IF;
+    END LOOP;
+    RETURN QUERY SELECT true, NULL::text, NULL::text, NULL::timestamptz;
+END
+$$;
+
+COMMENT ON FUNCTION layover.admit_tokens(timestamptz, text, text, bigint, text, text[], float8[], float8[], float8[],
+        float8[], float8[], float8[], float8[], float8[], int[], float8, float8, float8, float8) IS
+    'layover.admit with input and output token dimensions: every limit of a job''s keys, or nothing.';

@@ -180,6 +180,44 @@ class TokenLedgerTest {
     }
 
     @Test
+    void aJobWithATenantBucketTakesEveryDimensionOfBothKeysAtOnceAndSettlesBothInOneStatement(TestDatabase db) {
+        String tenant = "tenant:42";
+        BucketSettings tenantTokens = BucketSettings.tokensPerMinute(3000); // 50/s, capacity 3,000
+        ProviderGate g = gate(db, "worker-a", FOUR);
+        Limits limits = new Limits(new Db(db.dataSource()), clock, "worker-a",
+                new Limits.Config(Map.of(), Map.of(KEY, FOUR, tenant, tenantTokens), Duration.ofSeconds(40)));
+        try {
+            Instant now = clock.instant();
+            ProviderRun a = g.newRun(KEY, "t", "a", 1, TokenEstimate.of(1000, 500), 1);
+            assertTrue(limits.applies(KEY, List.of(tenant)));
+            assertInstanceOf(Admission.Go.class, limits.admit(g, a, List.of(tenant)));
+            assertEquals(20.0, seconds(now, tat(db, "input_tat")), 1e-3, "the provider key's input dimension");
+            assertEquals(25.0, seconds(now, tat(db, "output_tat")), 1e-3, "and its output dimension");
+            Instant tenantTat = ((Timestamp) db.value("select token_tat from layover.buckets where provider_key = ?", tenant))
+                    .toInstant();
+            assertEquals(30.0, seconds(now, tenantTat), 1e-3, "the tenant's 1,500 tokens at 50/s");
+
+            // the tenant's bucket cannot take 2,000 more: nothing is taken from the provider key either
+            Map<String, Object> kept = tats(db);
+            ProviderRun b = g.newRun(KEY, "t", "b", 1, TokenEstimate.of(1500, 500), 1);
+            Admission.Wait w = assertInstanceOf(Admission.Wait.class, limits.admit(g, b, List.of(tenant)));
+            assertTrue(w.detail().startsWith("no permit of " + tenant), w.detail());
+            assertEquals(kept, tats(db), "nothing taken when one key refuses");
+
+            a.reportUsage(TokenUsage.of(Provider.ANTHROPIC, 1000, 100));
+            long before = g.inlineStatements();
+            a.settle();
+            assertEquals(before + 1, g.inlineStatements(), "both buckets settled by one statement");
+            assertEquals(5.0, seconds(now, tat(db, "output_tat")), 1e-3, "400 output tokens given back");
+            tenantTat = ((Timestamp) db.value("select token_tat from layover.buckets where provider_key = ?", tenant))
+                    .toInstant();
+            assertEquals(22.0, seconds(now, tenantTat), 1e-3, "the tenant's 400 unused tokens given back");
+        } finally {
+            g.stop();
+        }
+    }
+
+    @Test
     void aReservationLargerThanTheCapacityIsTooLargeAndTakesNothing(TestDatabase db) {
         ProviderGate g = gate(db, "worker-a", FOUR);
         try {
