@@ -29,13 +29,15 @@ import javax.sql.DataSource;
  * fake provider limits combined tokens to T a minute (its bucket holds a minute; it takes input +
  * the request's {@code max_tokens} when a call arrives and gives the unused output back when it
  * answers) and no request limit binds; two Layover instances of {@code threads} workers each share
- * the key, with five times more work than T allows. Prompts vary 10x in size (100 to 1,000 input
- * tokens), answers use 20-100 % of a 300-token ceiling. Arms:
+ * the key. Offered load: the provider's first minute of tokens enqueued at once, then a stream at
+ * five times what T allows. Prompts vary 10x in size (100 to 1,000 input tokens), answers use
+ * 20-100 % of a 300-token ceiling. Arms:
  *
  * <ul>
  *   <li><b>token limit</b>: the bucket limits tokens at 0.97 T; each call reserves its estimate
- *       (a {@link CalibratedEstimator} learning from the reports, + the ceiling) and reports its
- *       usage from the raw JSON ({@code ctx.reportUsage(Provider.OPENAI, body)});
+ *       (a {@link CalibratedEstimator} that has seen 50 earlier reports of the key and learns from
+ *       every report, + the ceiling) and reports its usage from the raw JSON
+ *       ({@code ctx.reportUsage(Provider.OPENAI, body)});
  *   <li><b>request-only</b>: a request bucket sized from the average tokens per call
  *       (0.97 T / average), what a team without token limits configures.
  * </ul>
@@ -123,6 +125,11 @@ public final class TokenBench {
             fake.primary().tokenLimitPerMinute(s.tokensPerMinute()).outputShare(0.2, 1.0);
             URI url = fake.primary().url();
             CalibratedEstimator calibrated = CalibratedEstimator.create();
+            // a deployment keeps its calibration (export/importState); here: 50 earlier reports of the key
+            for (int i = 0; i < 50; i++) {
+                int n = 100 + (int) ((i * 104_729L) % 901);
+                calibrated.observe(KEY, calibrated.estimate(KEY, text(n)).rawTokens(), n);
+            }
             ConcurrentLinkedQueue<double[]> errors = new ConcurrentLinkedQueue<>();
             JobType.Builder<Prompt> b = JobType.builder("tokens-" + (tokens ? "limit" : "requests"), Prompt.class)
                     .providerKey(KEY)
@@ -158,9 +165,22 @@ public final class TokenBench {
                     int n = 100 + (int) ((i * 7919L) % 901); // 100 to 1,000 tokens, spread evenly
                     prompts.add(new Prompt(n, text(n)));
                 }
-                instances.get(0).enqueueBatch(type, prompts);
+                // the provider's first minute at once, then the rest as a stream at 5x what T allows
+                int burst = (int) (s.tokensPerMinute() / 730);
+                instances.get(0).enqueueBatch(type, prompts.subList(0, burst));
+                long started = System.nanoTime();
                 Instant from = Instant.now().plus(s.warmUp());
-                Thread.sleep(s.warmUp().plus(s.window()).toMillis()); // a benchmark's measured window, not a test wait
+                long end = started + s.warmUp().plus(s.window()).toNanos();
+                int next = burst;
+                double perSecond = 5 * s.tokensPerMinute() / 60.0 / 730;
+                while (System.nanoTime() < end) { // a benchmark's offered load, not a test wait
+                    int due = Math.min(prompts.size(), burst + (int) ((System.nanoTime() - started) / 1e9 * perSecond));
+                    if (due > next) {
+                        instances.get((next / 10) % 2).enqueueBatch(type, prompts.subList(next, due));
+                        next = due;
+                    }
+                    Thread.sleep(100);
+                }
                 Instant to = Instant.now();
                 return result(tokens ? "token limit at 0.97 T (reserve, settle)" : "request-only bucket, 0.97 T / avg tokens",
                         fake.primary(), from, to, s, tokens ? errors : new ConcurrentLinkedQueue<>());
@@ -178,8 +198,7 @@ public final class TokenBench {
                 useful += u.inputTokens() + u.outputTokens();
             }
         }
-        long calls = ep.arrivals().stream().filter(a -> !a.isBefore(from) && a.isBefore(to)).count();
-        long answered = ep.usages().stream().filter(u -> !u.at().isBefore(from) && u.at().isBefore(to)).count();
+        long calls = ep.usages().stream().filter(u -> !u.at().isBefore(from) && u.at().isBefore(to)).count();
         double minutes = Duration.between(from, to).toNanos() / 60e9;
         List<Double> abs = new ArrayList<>();
         for (double[] e : errors) {
@@ -188,8 +207,8 @@ public final class TokenBench {
         Collections.sort(abs);
         double median = abs.isEmpty() ? Double.NaN : abs.get(abs.size() / 2);
         double p95 = abs.isEmpty() ? Double.NaN : abs.get(Math.min(abs.size() - 1, (int) Math.ceil(abs.size() * 0.95) - 1));
-        return new Result(arm, useful / minutes / s.tokensPerMinute(), calls == 0 ? 0 : (calls - answered) / (double) calls,
-                calls, median, p95);
+        return new Result(arm, useful / minutes / s.tokensPerMinute(),
+                ep.calls() == 0 ? 0 : ep.rateLimited() / (double) ep.calls(), calls, median, p95);
     }
 
     private static String text(int tokens) {

@@ -6,6 +6,7 @@ import static dev.layover.core.internal.gate.GateDb.ts;
 
 import dev.layover.core.spi.Db;
 import dev.layover.core.internal.jobs.JobStore;
+import dev.layover.core.metrics.LayoverMetrics;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.tokens.TokenEstimate;
 import java.sql.PreparedStatement;
@@ -46,12 +47,13 @@ final class Buckets {
     /**
      * @param permitGrace how late a job may come back for the bucket permit it holds before the
      *     permit lapses
+     * @param metrics where the token ledger counts reserved, used, refunded and charged tokens
      */
-    Buckets(GateDb gdb, JobStore store, Duration permitGrace) {
+    Buckets(GateDb gdb, JobStore store, Duration permitGrace, LayoverMetrics metrics) {
         this.gdb = gdb;
         this.store = store;
         this.permitGrace = permitGrace;
-        this.ledger = new TokenLedger(gdb, permitGrace);
+        this.ledger = new TokenLedger(gdb, permitGrace, metrics);
     }
 
     /** @return the token side of the buckets */

@@ -167,7 +167,7 @@ public final class ProviderGate {
         this.breakers = new Breakers(gdb, cache, events, config.breakers(), perKey);
         this.cooldowns = new Cooldowns(gdb, cache, config.cooldowns());
         this.paces = new Paces(gdb, cache, config.cooldowns(), config.buckets());
-        this.buckets = new Buckets(gdb, new JobStore(db), config.permitGrace());
+        this.buckets = new Buckets(gdb, new JobStore(db), config.permitGrace(), this.metrics);
     }
 
     // ---- lifecycle ------------------------------------------------------------------------

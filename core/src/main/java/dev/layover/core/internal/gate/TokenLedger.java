@@ -4,6 +4,7 @@ import static dev.layover.core.internal.gate.GateDb.instant;
 import static dev.layover.core.internal.gate.GateDb.seconds;
 import static dev.layover.core.internal.gate.GateDb.ts;
 
+import dev.layover.core.metrics.LayoverMetrics;
 import dev.layover.core.provider.TokenDimension;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.spi.Db;
@@ -53,10 +54,13 @@ final class TokenLedger {
 
     private final GateDb gdb;
     private final Duration permitGrace;
+    private final LayoverMetrics metrics;
 
-    TokenLedger(GateDb gdb, Duration permitGrace) {
+    /** @param metrics where tokens are counted ({@code layover.tokens}): never throws (the gate's are guarded) */
+    TokenLedger(GateDb gdb, Duration permitGrace, LayoverMetrics metrics) {
         this.gdb = gdb;
         this.permitGrace = permitGrace;
+        this.metrics = metrics;
     }
 
     /**
@@ -124,6 +128,9 @@ final class TokenLedger {
             if (taken && run != null) {
                 run.reserved(new Reservation(ks.key, rates, need));
             }
+            if (taken && !carried) {
+                count(ks.key, "reserved", e.totalTokens());
+            }
             if (carried || !slot.isAfter(now)) {
                 return ProviderGate.GO;
             }
@@ -154,7 +161,33 @@ final class TokenLedger {
             }
             counted[i] = c;
         }
-        return apply(reservations, counted, now, "settling the token reservations");
+        List<Reservation> settled = apply(reservations, counted, now, "settling the token reservations");
+        for (int i = 0; i < reservations.size(); i++) {
+            Reservation r = reservations.get(i);
+            long used = usage.totalTokens();
+            count(r.key(), "used", used);
+            if (settled != reservations) { // written: the difference was given back or charged
+                long reserved = combined(r);
+                count(r.key(), reserved > used ? "refunded" : "charged", Math.abs(reserved - used));
+            }
+        }
+        return settled;
+    }
+
+    /** What a reservation holds as input + output (its largest dimension: combined, else input + output). */
+    private static long combined(Reservation r) {
+        long[] t = r.tokens();
+        return r.rates()[0] > 0 ? t[0] : t[1] + t[2];
+    }
+
+    private void count(String key, String kind, long tokens) {
+        if (tokens > 0) {
+            try {
+                metrics.tokens(key, kind, tokens);
+            } catch (RuntimeException e) {
+                LOG.debug("Layover: token metrics failed: {}", e.toString());
+            }
+        }
     }
 
     /**

@@ -157,6 +157,33 @@ class TokenLedgerTest {
     }
 
     @Test
+    void reservedUsedAndRefundedTokensAreCounted(TestDatabase db) {
+        io.micrometer.core.instrument.simple.SimpleMeterRegistry registry = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+        ProviderGate g = new ProviderGate(new Db(db.dataSource()), clock, "worker-a", new ProviderGate.Config(
+                BreakerSettings.defaults(), Map.of(), CooldownSettings.defaults(), Map.of(KEY, FOUR), List.of()),
+                dev.layover.core.metrics.MicrometerMetrics.of(registry));
+        g.start();
+        try {
+            ProviderRun a = g.newRun(KEY, "t", "a", 1, TokenEstimate.of(1000, 500), 1);
+            assertInstanceOf(Admission.Go.class, g.admit(a));
+            a.reportUsage(TokenUsage.of(Provider.ANTHROPIC, 900, 100));
+            a.settle();
+            ProviderRun b = g.newRun(KEY, "t", "b", 1, TokenEstimate.of(10, 10), 1);
+            assertInstanceOf(Admission.Go.class, g.admit(b));
+            b.reportUsage(TokenUsage.of(Provider.ANTHROPIC, 50, 30));
+            b.settle();
+            java.util.function.Function<String, Double> c = kind -> registry.find("layover.tokens")
+                    .tags("provider_key", KEY, "kind", kind).counter().count();
+            assertEquals(1520.0, c.apply("reserved"));
+            assertEquals(1080.0, c.apply("used"));
+            assertEquals(500.0, c.apply("refunded"));
+            assertEquals(60.0, c.apply("charged"));
+        } finally {
+            g.stop();
+        }
+    }
+
+    @Test
     void aRefinedEstimateMovesTheReservationAtOnce(TestDatabase db) {
         ProviderGate g = gate(db, "worker-a", FOUR);
         try {
