@@ -278,8 +278,8 @@ public final class Bench {
     }
 
     private static void tokens(PrintStream out, List<TokenBench.Result> rs, TokenBench.Settings s, long t) {
-        out.printf(Locale.ROOT, "### Token limits: T = %,d tokens/min, 2 instances x %d threads, 5x offered load, %d s window%n%n",
-                s.tokensPerMinute(), s.threads(), s.window().toSeconds());
+        out.printf(Locale.ROOT, "### Token limits: T = %,d tokens/min, 2 instances x %d threads, %dx offered load, %d s window%n%n",
+                s.tokensPerMinute(), s.threads(), s.offered(), s.window().toSeconds());
         out.println("| arm | useful tokens/min / T | calls answered 429 (run) | calls answered in window | input estimate error, median / p95 |");
         out.println("|---|---|---|---|---|");
         for (TokenBench.Result r : rs) {

@@ -61,15 +61,19 @@ public final class TokenBench {
      * @param warmUp time before the window
      * @param window the measured window
      * @param pollInterval the workers' poll interval
+     * @param offered the stream's offered load, as a multiple of what T allows
      */
-    public record Settings(long tokensPerMinute, int threads, Duration warmUp, Duration window, Duration pollInterval) {
+    public record Settings(long tokensPerMinute, int threads, Duration warmUp, Duration window, Duration pollInterval,
+            int offered) {
 
         /**
          * @param poll the workers' poll interval
-         * @return T = 600,000/min, 2 x 8 threads, 15 s warm-up, 30 s window
+         * @return T = 600,000/min, 2 x 8 threads, 15 s warm-up, 30 s window, 5x offered load (the
+         *     system property {@code layover.bench.tokens.offered} says otherwise)
          */
         public static Settings full(Duration poll) {
-            return new Settings(600_000, 8, Duration.ofSeconds(15), Duration.ofSeconds(30), poll);
+            return new Settings(600_000, 8, Duration.ofSeconds(15), Duration.ofSeconds(30), poll,
+                    Integer.getInteger("layover.bench.tokens.offered", 5));
         }
 
         /**
@@ -77,13 +81,13 @@ public final class TokenBench {
          * @return a smoke test
          */
         public static Settings quick(Duration poll) {
-            return new Settings(60_000, 8, Duration.ofSeconds(2), Duration.ofSeconds(3), poll);
+            return new Settings(60_000, 8, Duration.ofSeconds(2), Duration.ofSeconds(3), poll, 5);
         }
 
         int jobs() {
             // 5x the tokens T allows in the run, at 730 tokens a call on average, plus the minute the provider holds
             double seconds = (warmUp.toMillis() + window.toMillis()) / 1000.0;
-            return (int) (5 * (tokensPerMinute / 60.0 * seconds + tokensPerMinute) / 730);
+            return (int) ((offered * tokensPerMinute / 60.0 * seconds + tokensPerMinute) / 730) + 1;
         }
     }
 
@@ -172,7 +176,7 @@ public final class TokenBench {
                 Instant from = Instant.now().plus(s.warmUp());
                 long end = started + s.warmUp().plus(s.window()).toNanos();
                 int next = burst;
-                double perSecond = 5 * s.tokensPerMinute() / 60.0 / 730;
+                double perSecond = s.offered() * s.tokensPerMinute() / 60.0 / 730;
                 while (System.nanoTime() < end) { // a benchmark's offered load, not a test wait
                     int due = Math.min(prompts.size(), burst + (int) ((System.nanoTime() - started) / 1e9 * perSecond));
                     if (due > next) {
