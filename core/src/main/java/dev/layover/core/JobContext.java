@@ -4,6 +4,7 @@ import dev.layover.core.provider.ApiKeyPool;
 import dev.layover.core.provider.FallbackChain;
 import dev.layover.core.provider.Provider;
 import dev.layover.core.provider.ProviderCalls;
+import dev.layover.core.provider.RateLimitHeaders;
 import dev.layover.core.tokens.TokenEstimate;
 import dev.layover.core.tokens.TokenUsage;
 import java.time.Instant;
@@ -107,6 +108,21 @@ public interface JobContext {
      */
     default Optional<TokenUsage> reportUsage(Provider provider, String body) {
         return TokenUsage.fromJson(provider, body).flatMap(u -> reportUsage((Object) u));
+    }
+
+    /**
+     * Reports the provider's own count of what remains of its token limits, from a response's
+     * rate-limit headers ({@link RateLimitHeaders#read}: OpenAI's {@code x-ratelimit-*-tokens},
+     * Anthropic's {@code anthropic-ratelimit-{tokens,input-tokens,output-tokens}-*}). After the run
+     * (and its usage report), the key's bucket is tightened to it, fleet-wide, in one statement: per
+     * token dimension the provider reported, the bucket holds at least the tokens the provider counts
+     * as used (its limit minus what remains). It never loosens the bucket, which may know of calls
+     * the provider has not seen yet; this corrects drift from calls made outside Layover or
+     * under-counted ones. A context Layover did not make ignores it.
+     *
+     * @param headers the headers read
+     */
+    default void reportLimits(RateLimitHeaders headers) {
     }
 
     /**

@@ -333,6 +333,11 @@ final class AdmissionControl {
         }
 
         @Override
+        public void reportLimits(dev.layover.core.provider.RateLimitHeaders headers) {
+            ctx.reportLimits(headers);
+        }
+
+        @Override
         public String toString() {
             return ctx.toString();
         }

@@ -260,6 +260,11 @@ final class JobTask<A> extends CustomTask<byte[]> {
         }
 
         @Override
+        public void reportLimits(dev.layover.core.provider.RateLimitHeaders headers) {
+            providerRun.reportLimits(headers);
+        }
+
+        @Override
         public String jobId() {
             return run.id();
         }

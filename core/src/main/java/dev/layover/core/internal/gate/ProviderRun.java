@@ -7,6 +7,7 @@ import dev.layover.core.outcome.Outcome;
 import dev.layover.core.outcome.OutcomeException;
 import dev.layover.core.provider.FallbackStep;
 import dev.layover.core.provider.ProviderCalls;
+import dev.layover.core.provider.RateLimitHeaders;
 import dev.layover.core.internal.jobs.RunTokens;
 import dev.layover.core.tokens.TokenEstimate;
 import dev.layover.core.tokens.TokenUsage;
@@ -38,6 +39,7 @@ public final class ProviderRun implements ProviderCalls {
     private boolean estimated;
     private List<TokenLedger.Reservation> reservations = List.of();
     private TokenUsage usage;
+    private RateLimitHeaders limits;
 
     ProviderRun(ProviderGate gate, String providerKey, String taskName, String jobId, long version, TokenEstimate estimate,
             boolean estimated, int attempt) {
@@ -153,6 +155,16 @@ public final class ProviderRun implements ProviderCalls {
         usage = usage == null ? u : usage.plus(u);
     }
 
+    /**
+     * Records the provider's own count of what remains of its limits, read from a response's
+     * rate-limit headers; applied with {@link #settle} (the newest report wins).
+     *
+     * @param h the headers read
+     */
+    public synchronized void reportLimits(RateLimitHeaders h) {
+        limits = Objects.requireNonNull(h, "headers");
+    }
+
     /** @return the usage reported so far, or null */
     public synchronized TokenUsage usage() {
         return usage;
@@ -168,6 +180,10 @@ public final class ProviderRun implements ProviderCalls {
     public synchronized RunTokens settle() {
         if (usage != null) {
             reservations = gate.ledger().settle(reservations, usage, gate.clock().instant());
+        }
+        if (limits != null && providerKey != null) { // after the settle: the provider's count has the last word
+            gate.ledger().correct(providerKey, limits, gate.clock().instant());
+            limits = null;
         }
         return new RunTokens(usage == null ? null : usage.totalInputTokens(), usage == null ? null : usage.outputTokens(),
                 usage == null ? null : usage.cachedInputTokens(), estimated ? estimate.totalTokens() : null);

@@ -5,6 +5,7 @@ import static dev.layover.core.internal.gate.GateDb.seconds;
 import static dev.layover.core.internal.gate.GateDb.ts;
 
 import dev.layover.core.metrics.LayoverMetrics;
+import dev.layover.core.provider.RateLimitHeaders;
 import dev.layover.core.provider.TokenDimension;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.spi.Db;
@@ -252,6 +253,41 @@ final class TokenLedger {
             out[i] = reservations.get(i).withTokens(target[i]);
         }
         return List.of(out);
+    }
+
+    /**
+     * Tightens a key's bucket to the provider's own count of what remains of its token limits
+     * ({@link TokenSql#CORRECT}: never loosens), one statement. Never throws; an error is logged.
+     *
+     * @return whether a statement ran
+     */
+    boolean correct(String key, RateLimitHeaders h, Instant now) {
+        Double[] v = new Double[6];
+        boolean any = false;
+        for (TokenDimension d : DIMENSIONS) {
+            RateLimitHeaders.Window w = h.tokens(d);
+            if (w != null && w.remaining() != null) {
+                v[2 * d.ordinal()] = w.limit() == null ? null : w.limit().doubleValue();
+                v[2 * d.ordinal() + 1] = w.remaining().doubleValue();
+                any = true;
+            }
+        }
+        if (!any) {
+            return false;
+        }
+        try {
+            gdb.inline("correcting the bucket of " + key + " by the provider's remaining tokens", c -> {
+                try (PreparedStatement ps = c.prepareStatement(TokenSql.CORRECT)) {
+                    Db.bind(ps, ts(now), key, v[0], v[1], v[2], v[3], v[4], v[5]);
+                    return ps.executeUpdate();
+                }
+            });
+            return true;
+        } catch (RuntimeException ex) {
+            LOG.warn("Layover: could not correct the bucket of {} by the provider's remaining tokens: {}", key,
+                    ex.getMessage());
+            return false;
+        }
     }
 
     /** Writes a bucket's limits, every dimension ({@link TokenSql#CONFIGURE_BUCKET}). */

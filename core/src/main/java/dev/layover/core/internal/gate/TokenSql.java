@@ -89,4 +89,34 @@ final class TokenSql {
             FROM p, unnest(?::text[], ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::float8[])
                     AS d(key, tr, td, ir, id, orr, od)
             WHERE b.provider_key = d.key""";
+
+    /**
+     * The provider's own count corrects the bucket, tightening only: per token dimension the
+     * provider reported, the tokens it holds as used in its window (its stated limit, else the
+     * bucket's capacity, minus what it says remains) are at least what the bucket holds as booked:
+     * {@code tat} moves to {@code now + used / rate} when that is later. Never loosens (the bucket
+     * may know of calls the provider has not seen yet). Parameters: now, key, then for combined,
+     * input and output tokens: the provider's limit (null: unknown) and remaining (null: not
+     * reported).
+     */
+    static final String CORRECT = """
+            WITH p AS (SELECT ?::timestamptz AS now, ?::text AS key,
+                              ?::float8 AS tl, ?::float8 AS trem, ?::float8 AS il, ?::float8 AS irem,
+                              ?::float8 AS ol, ?::float8 AS orem)
+            UPDATE layover.buckets b
+            SET token_tat = CASE WHEN p.trem IS NULL OR NOT b.tokens_per_minute > 0 THEN b.token_tat
+                    ELSE greatest(b.token_tat, p.now + make_interval(secs => greatest(0, coalesce(p.tl,
+                        layover.bucket_capacity(b.tokens_per_minute, coalesce(b.token_burst_ms, b.burst_ms))) - p.trem)
+                        / (b.tokens_per_minute / 60.0))) END,
+                input_tat = CASE WHEN p.irem IS NULL OR NOT b.input_tokens_per_minute > 0 THEN b.input_tat
+                    ELSE greatest(b.input_tat, p.now + make_interval(secs => greatest(0, coalesce(p.il,
+                        layover.bucket_capacity(b.input_tokens_per_minute, coalesce(b.token_burst_ms, b.burst_ms))) - p.irem)
+                        / (b.input_tokens_per_minute / 60.0))) END,
+                output_tat = CASE WHEN p.orem IS NULL OR NOT b.output_tokens_per_minute > 0 THEN b.output_tat
+                    ELSE greatest(b.output_tat, p.now + make_interval(secs => greatest(0, coalesce(p.ol,
+                        layover.bucket_capacity(b.output_tokens_per_minute, coalesce(b.token_burst_ms, b.burst_ms))) - p.orem)
+                        / (b.output_tokens_per_minute / 60.0))) END
+            FROM p
+            WHERE b.provider_key = p.key
+              AND (p.trem IS NOT NULL OR p.irem IS NOT NULL OR p.orem IS NOT NULL)""";
 }

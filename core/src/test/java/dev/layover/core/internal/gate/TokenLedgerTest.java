@@ -157,6 +157,35 @@ class TokenLedgerTest {
     }
 
     @Test
+    void theProvidersRemainingTokensTightenTheBucketAndNeverLoosenIt(TestDatabase db) {
+        ProviderGate g = gate(db, "worker-a", FOUR);
+        try {
+            Instant now = clock.instant();
+            ProviderRun a = g.newRun(KEY, "t", "a", 1, TokenEstimate.of(100, 100), 1);
+            assertInstanceOf(Admission.Go.class, g.admit(a));
+            assertEquals(2.0, seconds(now, tat(db, "input_tat")), 1e-3);
+            // calls made outside Layover: the provider counts 2,000 of its 3,000 input tokens used
+            a.reportLimits(dev.layover.core.provider.RateLimitHeaders.read(Map.of(
+                    "anthropic-ratelimit-input-tokens-limit", List.of("3000"),
+                    "anthropic-ratelimit-input-tokens-remaining", List.of("1000"),
+                    "anthropic-ratelimit-output-tokens-remaining", List.of("1190")), now).orElseThrow());
+            long before = g.inlineStatements();
+            a.settle();
+            assertEquals(before + 1, g.inlineStatements(), "one statement corrects every reported dimension");
+            assertEquals(40.0, seconds(now, tat(db, "input_tat")), 1e-3, "2,000 used at 50/s");
+            assertEquals(5.0, seconds(now, tat(db, "output_tat")), 1e-3, "output kept: 100 booked > 10 the provider counts");
+            ProviderRun b = g.newRun(KEY, "t", "b", 1, TokenEstimate.of(100, 100), 1);
+            assertInstanceOf(Admission.Go.class, g.admit(b));
+            b.reportLimits(dev.layover.core.provider.RateLimitHeaders.read(Map.of(
+                    "anthropic-ratelimit-input-tokens-remaining", List.of("2990")), now).orElseThrow());
+            b.settle();
+            assertEquals(42.0, seconds(now, tat(db, "input_tat")), 1e-3, "a provider that counts less never loosens it");
+        } finally {
+            g.stop();
+        }
+    }
+
+    @Test
     void reservedUsedAndRefundedTokensAreCounted(TestDatabase db) {
         io.micrometer.core.instrument.simple.SimpleMeterRegistry registry = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
         ProviderGate g = new ProviderGate(new Db(db.dataSource()), clock, "worker-a", new ProviderGate.Config(
