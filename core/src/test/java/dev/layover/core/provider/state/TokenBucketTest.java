@@ -119,6 +119,45 @@ class TokenBucketTest {
     }
 
     @Test
+    void theProvidersRemainingTokensCorrectDriftFromCallsLayoverDidNotSee(TestDatabase db) throws Exception {
+        fake.primary().inputTokenLimitPerMinute(9000);
+        JobType<Prompt> chat = JobType.builder("chat", Prompt.class)
+                .providerKey(KEY)
+                .tokenEstimate(TokenBucketTest::estimate)
+                .handler((p, ctx) -> {
+                    com.anthropic.core.http.HttpResponseFor<Message> r = client.messages().withRawResponse()
+                            .create(MessageCreateParams.builder().model(Model.CLAUDE_HAIKU_4_5).maxTokens(p.maxTokens())
+                                    .addUserMessage(p.text()).build());
+                    ctx.reportUsage(r.parse());
+                    Map<String, List<String>> headers = new java.util.HashMap<>();
+                    for (String name : r.headers().names()) {
+                        headers.put(name, r.headers().values(name));
+                    }
+                    dev.layover.core.provider.RateLimitHeaders.read(headers, java.time.Instant.now())
+                            .ifPresent(ctx::reportLimits);
+                    return Outcome.done();
+                })
+                .build();
+        Layover layover = Workers.builder(db.newDataSource(4), "worker-a").register(chat).threads(1)
+                .bucket(KEY, BucketSettings.inputTokensPerMinute(9000)).start();
+        instances.add(layover);
+        // another application spends 8,000 of the key's input tokens, unseen by the bucket
+        call(new Prompt("o".repeat(4 * 8000), 16));
+        layover.enqueue(chat, new Prompt("s".repeat(4 * 100), 16));
+        Await.equal(Duration.ofSeconds(20), "first job", 1L, () -> db.count("select count(*) from layover.job_history"));
+        double free = ((Number) db.value("select free_now from layover.token_buckets where provider_key = ?", KEY))
+                .doubleValue();
+        // without the correction it would hold about 8,900 free; the provider has refilled 150 a second since
+        assertTrue(free < 3000, "the bucket follows the provider's count (8,100 of 9,000 used), free " + free);
+        // a call of 3,000 input tokens would be refused by the provider now: the bucket holds it back instead
+        layover.enqueue(chat, new Prompt("b".repeat(4 * 3000), 16));
+        Await.equal(Duration.ofSeconds(30), "second job", 2L, () -> db.count("select count(*) from layover.job_history"));
+        assertEquals(0, fake.primary().rateLimited(), "the provider never refused");
+        assertEquals(1L, db.count("select count(*) from layover.job_history where reschedules = 1"),
+                "the second job waited for its tokens");
+    }
+
+    @Test
     void aCallLargerThanTheBucketCanEverAdmitParksRejectedWithTheNumbers(TestDatabase db) throws Exception {
         fake.primary().inputTokenLimitPerMinute(9000);
         JobType<Prompt> chat = JobType.builder("chat", Prompt.class)
