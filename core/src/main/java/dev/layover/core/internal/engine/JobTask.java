@@ -17,6 +17,7 @@ import dev.layover.core.internal.observe.SafeMetrics;
 import dev.layover.core.outcome.FailureType;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.ProviderCalls;
+import dev.layover.core.provider.RateLimitHeaders;
 import dev.layover.core.tokens.EstimateGuard;
 import dev.layover.core.tokens.TokenEstimate;
 import dev.layover.core.tokens.TokenUsage;
@@ -260,7 +261,7 @@ final class JobTask<A> extends CustomTask<byte[]> {
         }
 
         @Override
-        public void reportLimits(dev.layover.core.provider.RateLimitHeaders headers) {
+        public void reportLimits(RateLimitHeaders headers) {
             providerRun.reportLimits(headers);
         }
 

@@ -9,6 +9,7 @@ import dev.layover.core.internal.jobs.JobStore;
 import dev.layover.core.metrics.LayoverMetrics;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.tokens.TokenEstimate;
+import dev.layover.core.tokens.TokenUsage;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.time.Duration;
@@ -75,7 +76,7 @@ final class Buckets {
      */
     Admission permit(KeyState ks, BucketSettings b, long tokens, Instant now, ProviderRun run, boolean mayWait) {
         if (b.limitsTokens()) { // requests and every token dimension in one statement, no lease (TokenLedger)
-            TokenEstimate e = run != null ? run.estimate() : TokenEstimate.total(tokens);
+            TokenEstimate e = run != null ? run.estimate() : TokenEstimate.total(Math.min(tokens, TokenUsage.MAX_COUNT));
             return ledger.take(ks, b, e, now, run, mayWait, () -> configure(ks.key, b));
         }
         boolean limitsRequests = b.requestRate() > 0;

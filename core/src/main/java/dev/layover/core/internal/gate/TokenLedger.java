@@ -11,8 +11,10 @@ import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.spi.Db;
 import dev.layover.core.tokens.TokenEstimate;
 import dev.layover.core.tokens.TokenUsage;
+import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -291,7 +293,7 @@ final class TokenLedger {
     }
 
     /** Writes a bucket's limits, every dimension ({@link TokenSql#CONFIGURE_BUCKET}). */
-    static int configure(java.sql.Connection c, String key, BucketSettings b, String worker) throws java.sql.SQLException {
+    static int configure(Connection c, String key, BucketSettings b, String worker) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(TokenSql.CONFIGURE_BUCKET)) {
             Db.bind(ps, key, positive(b.requestsPerMinute()), positive(b.tokensPerMinute()),
                     positive(b.inputTokensPerMinute()), positive(b.outputTokensPerMinute()),
