@@ -187,6 +187,36 @@ class TokenBucketTest {
     }
 
     @Test
+    void theOlderOneNumberTokenCostIsGuardedToo(TestDatabase db) throws Exception {
+        JobType<Prompt> chat = JobType.builder("chat", Prompt.class)
+                .providerKey(KEY)
+                .handler((p, ctx) -> {
+                    ctx.reportUsage(call(p));
+                    return Outcome.done();
+                })
+                .build();
+        Layover layover = Workers.builder(db.newDataSource(4), "worker-a").register(chat)
+                .bucket(KEY, BucketSettings.tokensPerMinute(6000))
+                .tokenCost(chat, p -> switch (p.text()) {
+                    case "negative" -> -1;
+                    case "huge" -> Long.MAX_VALUE;
+                    default -> p.text().length();
+                })
+                .start();
+        instances.add(layover);
+        for (String t : new String[] {"negative", "huge", "fine"}) {
+            layover.enqueue(chat, new Prompt(t, 20));
+        }
+        Await.equal(Duration.ofSeconds(20), "history", 3L, () -> db.count("select count(*) from layover.job_history"));
+        assertEquals(Map.of("outcome", "completed", "estimated_tokens", 0L), db.row("select outcome, estimated_tokens "
+                + "from layover.job_history where input_tokens = 2"), "a negative cost (\"negative\": 2 tokens) reserves "
+                + "nothing, the job runs");
+        assertEquals("rejected", db.value("select failure_type from layover.dead_letters"), "above 10^9: too large");
+        assertEquals(1L, db.count("select count(*) from layover.job_history where estimated_tokens = 4 and outcome = 'completed'"));
+        assertEquals(2, fake.primary().calls());
+    }
+
+    @Test
     void aBrokenEstimateOrAResponseWithoutUsageLosesNoJob(TestDatabase db) throws Exception {
         JobType<Prompt> chat = JobType.builder("chat", Prompt.class)
                 .providerKey(KEY)
