@@ -38,7 +38,7 @@ class TableOwnersTest {
             Map.entry("job_history", Set.of(CORE + "internal/jobs/JobSql.java", CORE + "history/JobHistoryRetention.java")),
             Map.entry("breakers", Set.of(CORE + "internal/gate/StateSql.java")),
             Map.entry("cooldowns", Set.of(CORE + "internal/gate/StateSql.java")),
-            Map.entry("buckets", Set.of(CORE + "internal/gate/StateSql.java")),
+            Map.entry("buckets", Set.of(CORE + "internal/gate/StateSql.java", CORE + "internal/gate/TokenSql.java")),
             Map.entry("pauses", Set.of(CORE + "internal/engine/ControlSql.java")),
             Map.entry("recovery_state", Set.of(DLQ + "DlqSql.java")),
             Map.entry("audit_log", Set.of(DLQ + "DlqSql.java")));

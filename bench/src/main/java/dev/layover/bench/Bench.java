@@ -42,7 +42,7 @@ public final class Bench {
     static final long DEFAULT_POLL_MS = 200;
 
     /** The sections, in the order they run. */
-    static final List<String> SECTIONS = List.of("throughput", "latency", "enqueue", "etiquette", "recovery");
+    static final List<String> SECTIONS = List.of("throughput", "latency", "enqueue", "etiquette", "recovery", "tokens");
 
     /** Everything one run measured (null where a section was not run). */
     public static final class Report {
@@ -52,7 +52,13 @@ public final class Bench {
         List<EtiquetteBench.Result> etiquette;
         DiscoveryChangeBench.Result discoveryChange;
         RecoveryBench.Result recovery;
+        List<TokenBench.Result> tokens;
         double seconds;
+
+        /** @return the token-limit arms */
+        public List<TokenBench.Result> tokens() {
+            return tokens;
+        }
 
         /** @return the throughput runs */
         public List<ThroughputBench.Run> throughput() {
@@ -178,6 +184,12 @@ public final class Bench {
                 report.recovery = RecoveryBench.measure(db.dataSource(), s);
                 recovery(out, report.recovery, s, t);
             }
+            if (only.contains("tokens")) {
+                long t = System.nanoTime();
+                TokenBench.Settings s = quick ? TokenBench.Settings.quick(poll) : TokenBench.Settings.full(poll);
+                report.tokens = TokenBench.measure(db.dataSource(), s);
+                tokens(out, report.tokens, s, t);
+            }
         }
         report.seconds = (System.nanoTime() - start) / 1e9;
         goals(out, report, quick);
@@ -300,6 +312,25 @@ public final class Bench {
         out.println();
         out.printf(Locale.ROOT, "Times from the start of the run (first stage: slow start from 1 request/s) or from the change. "
                 + "Attempts spent on rate limits: %d.%n", r.attemptsSpent());
+        took(out, t);
+    }
+
+    private static void tokens(PrintStream out, List<TokenBench.Result> rs, TokenBench.Settings s, long t) {
+        out.printf(Locale.ROOT, "### Token limits: T = %,d tokens/min, 2 instances x %d threads, %dx offered load, %d s window%n%n",
+                s.tokensPerMinute(), s.threads(), s.offered(), s.window().toSeconds());
+        out.println("| arm | useful tokens/min / T | calls answered 429 (run) | calls answered in window | input estimate error, median / p95 |");
+        out.println("|---|---|---|---|---|");
+        for (TokenBench.Result r : rs) {
+            out.printf(Locale.ROOT, "| %s | %.3f | %.1f %% | %,d | %s |%n", r.arm(), r.usefulPerT(), 100 * r.share429(), r.calls(),
+                    Double.isNaN(r.estimateMedian()) ? "–"
+                            : String.format(Locale.ROOT, "%.1f %% / %.1f %%", 100 * r.estimateMedian(), 100 * r.estimateP95()));
+        }
+        out.println();
+        TokenBench.Result a = rs.get(0);
+        TokenBench.Result b = rs.get(1);
+        out.printf(Locale.ROOT, "**ratio, token limit / request-only: useful tokens %.2f×, 429s %s**%n", a.usefulPerT()
+                / Math.max(1e-9, b.usefulPerT()), b.share429() == 0 ? "0 / 0" : String.format(Locale.ROOT, "%.2f×",
+                        a.share429() / b.share429()));
         took(out, t);
     }
 

@@ -1,6 +1,7 @@
 package dev.layover.core;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.layover.core.tokens.TokenEstimate;
 import java.util.Collection;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -36,6 +37,7 @@ public final class JobType<A> {
     private final Function<? super A, String> providerKey;
     private final Function<? super A, ? extends Collection<String>> limitKeys;
     private final ObjectMapper objectMapper;
+    private final Function<? super A, TokenEstimate> tokenEstimate;
 
     private JobType(Builder<A> b) {
         this.name = b.name;
@@ -45,6 +47,7 @@ public final class JobType<A> {
         this.providerKey = b.providerKey;
         this.limitKeys = b.limitKeys;
         this.objectMapper = b.objectMapper;
+        this.tokenEstimate = b.tokenEstimate;
     }
 
     /**
@@ -130,6 +133,14 @@ public final class JobType<A> {
         return limitKeys != null;
     }
 
+    /**
+     * @return the job type's token estimate ({@link Builder#tokenEstimate}), or {@code null} when
+     *     it has none
+     */
+    public Function<? super A, TokenEstimate> tokenEstimate() {
+        return tokenEstimate;
+    }
+
     /** @return the job type's own Jackson mapper, or {@code null} to use Layover's */
     public ObjectMapper objectMapper() {
         return objectMapper;
@@ -153,6 +164,7 @@ public final class JobType<A> {
         private Function<? super A, String> providerKey;
         private Function<? super A, ? extends Collection<String>> limitKeys;
         private ObjectMapper objectMapper;
+        private Function<? super A, TokenEstimate> tokenEstimate;
 
         private Builder(String name, Class<A> argsType) {
             if (name == null || !NAME.matcher(name).matches()) {
@@ -242,6 +254,28 @@ public final class JobType<A> {
          */
         public Builder<A> objectMapper(ObjectMapper mapper) {
             this.objectMapper = Objects.requireNonNull(mapper, "mapper");
+            return this;
+        }
+
+        /**
+         * What each call of a job reserves in its key's bucket, from its args, in one line:
+         * {@code .tokenEstimate(a -> TokenEstimate.of(counter.count(a.prompt()), a.maxTokens()))}
+         * (input estimate: {@code TokenEstimator} or {@code CalibratedEstimator}; output ceiling: the
+         * request's {@code max_tokens}). When the key's bucket limits tokens, the reservation is
+         * taken with the request permit, in every token dimension at once or not at all; a handler
+         * may refine it before its call ({@link JobContext#refineEstimate}) and reports the call's
+         * usage after it ({@link JobContext#reportUsage(Object)}), which replaces the reservation.
+         * An estimate larger than a dimension's capacity parks the job {@code rejected} at once.
+         * A function that throws (a negative count makes {@code TokenEstimate.of} throw) or returns
+         * {@code null}: the job runs reserving nothing, its reported usage is charged after the call,
+         * and a warning names the job. Default: none (jobs reserve no tokens; their reported usage
+         * is still charged). See {@code docs/tokens.md}.
+         *
+         * @param estimate a function of the args
+         * @return this builder
+         */
+        public Builder<A> tokenEstimate(Function<? super A, TokenEstimate> estimate) {
+            this.tokenEstimate = Objects.requireNonNull(estimate, "estimate");
             return this;
         }
 

@@ -729,8 +729,11 @@ public final class Layover implements AutoCloseable {
         }
 
         /**
-         * A token estimate for each job of a type, counted against the token limit of its key's
-         * bucket. Jobs of types without one count no tokens.
+         * A token estimate for each job of a type, one number counted in full against every token
+         * dimension of its key's bucket (see {@code docs/tokens.md}). The one-line form that
+         * separates input from the output ceiling is {@code JobType.Builder#tokenEstimate}, which
+         * wins when a type has both. A negative result reserves nothing (a warning names the type),
+         * one above 10^9 parks the job as too large. Jobs of types without either reserve no tokens.
          *
          * @param type a job type registered with this builder
          * @param tokens the estimate, from the job's args

@@ -113,6 +113,17 @@ public interface LayoverMetrics {
     default void providerCall(String providerKey, String outcome) {}
 
     /**
+     * Tokens of a provider key's bucket, as this instance's calls moved them (docs/tokens.md).
+     *
+     * @param providerKey the bucket's key (a provider key or a limit key)
+     * @param kind {@code reserved} (taken before a call: input estimate + output ceiling),
+     *     {@code used} (what the call reported), {@code refunded} (the unused reservation given
+     *     back), {@code charged} (an under-estimate charged after the call)
+     * @param tokens how many (input + output), at least 1
+     */
+    default void tokens(String providerKey, String kind, long tokens) {}
+
+    /**
      * A breaker changed state by a change this instance made (each change of the fleet is
      * reported by exactly one instance).
      *

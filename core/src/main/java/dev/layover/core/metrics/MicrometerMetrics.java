@@ -138,6 +138,11 @@ public final class MicrometerMetrics implements LayoverMetrics {
     }
 
     @Override
+    public void tokens(String providerKey, String kind, long tokens) {
+        counter("layover.tokens", "provider_key", providerKey, "kind", kind).increment(tokens);
+    }
+
+    @Override
     public void breakerChanged(String providerKey, String from, String to) {
         counter("layover.breaker.transitions", "provider_key", providerKey, "from", from, "to", to).increment();
     }

@@ -246,6 +246,23 @@ public record TokenUsage(Provider provider, long inputTokens, long outputTokens,
                 Math.max(cacheCreationInputTokens, o.cacheCreationInputTokens));
     }
 
+    /**
+     * The usage of two calls together (a handler that made several calls): every count added,
+     * capped at {@link #MAX_COUNT}; {@code other} is read in this one's convention first.
+     *
+     * @param other another call's usage, or null
+     * @return the sum, in this one's provider's convention
+     */
+    public TokenUsage plus(TokenUsage other) {
+        if (other == null) {
+            return this;
+        }
+        TokenUsage o = other.provider == provider ? other : other.inConventionOf(provider);
+        return new TokenUsage(provider, Math.min(MAX_COUNT, inputTokens + o.inputTokens),
+                Math.min(MAX_COUNT, outputTokens + o.outputTokens), Math.min(MAX_COUNT, cachedInputTokens + o.cachedInputTokens),
+                Math.min(MAX_COUNT, cacheCreationInputTokens + o.cacheCreationInputTokens));
+    }
+
     /** The same call's usage with the counts in {@code target}'s convention. */
     TokenUsage inConventionOf(Provider target) {
         return fromTotals(target, totalInputTokens(), outputTokens, cachedInputTokens, cacheCreationInputTokens);

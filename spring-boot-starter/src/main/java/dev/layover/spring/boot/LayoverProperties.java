@@ -519,6 +519,42 @@ public class LayoverProperties {
         private Duration burst = Duration.ofSeconds(1);
         /** The most request permits a worker takes per round trip. */
         private int lease = 8;
+        /** Input tokens per minute; 0 for none. */
+        private double inputTokensPerMinute;
+        /** Output tokens per minute; 0 for none. */
+        private double outputTokensPerMinute;
+        /** How much of each token rate may be spent at once (token capacity = rate x this). */
+        private Duration tokenBurst = Duration.ofMinutes(1);
+
+        /** @return input tokens per minute */
+        public double getInputTokensPerMinute() {
+            return inputTokensPerMinute;
+        }
+
+        /** @param inputTokensPerMinute input tokens per minute */
+        public void setInputTokensPerMinute(double inputTokensPerMinute) {
+            this.inputTokensPerMinute = inputTokensPerMinute;
+        }
+
+        /** @return output tokens per minute */
+        public double getOutputTokensPerMinute() {
+            return outputTokensPerMinute;
+        }
+
+        /** @param outputTokensPerMinute output tokens per minute */
+        public void setOutputTokensPerMinute(double outputTokensPerMinute) {
+            this.outputTokensPerMinute = outputTokensPerMinute;
+        }
+
+        /** @return the token burst */
+        public Duration getTokenBurst() {
+            return tokenBurst;
+        }
+
+        /** @param tokenBurst the token burst */
+        public void setTokenBurst(Duration tokenBurst) {
+            this.tokenBurst = tokenBurst;
+        }
 
         /** @return requests per minute */
         public double getRequestsPerMinute() {

@@ -52,7 +52,8 @@ final class PropertiesApplier {
     }
 
     static BucketSettings bucket(LayoverProperties.Bucket p) {
-        return new BucketSettings(p.getRequestsPerMinute(), p.getTokensPerMinute(), p.getBurst(), p.getLease());
+        return new BucketSettings(p.getRequestsPerMinute(), p.getTokensPerMinute(), p.getBurst(), p.getLease(),
+                p.getInputTokensPerMinute(), p.getOutputTokensPerMinute(), p.getTokenBurst());
     }
 
     /** Runs one setting; Layover's refusal (or a missing value) becomes an error naming the property. */

@@ -93,7 +93,9 @@ class LayoverAutoConfigurationTest {
                 .withPropertyValues("layover.worker-name=from-properties")
                 .withInitializer(Contexts.properties(Map.of(
                         "layover.buckets[openai:starter-test].requests-per-minute", "120",
-                        "layover.buckets[openai:starter-test].lease", "2")))
+                        "layover.buckets[openai:starter-test].lease", "2",
+                        "layover.buckets[openai:starter-test].input-tokens-per-minute", "9000",
+                        "layover.buckets[openai:starter-test].token-burst", "30s")))
                 .run(context -> {
                     assertThat(context).hasNotFailed().hasSingleBean(Layover.class).hasSingleBean(LayoverLifecycle.class);
                     Layover layover = context.getBean(Layover.class);
@@ -114,6 +116,9 @@ class LayoverAutoConfigurationTest {
                     assertEquals(120.0, ((Number) db.value(
                             "select requests_per_minute from layover.buckets where provider_key = 'openai:starter-test'"))
                             .doubleValue(), "layover.buckets reached the database");
+                    assertEquals(Map.of("input_tokens_per_minute", 9000.0, "token_burst_ms", 30_000), db.row(
+                            "select input_tokens_per_minute, token_burst_ms from layover.buckets "
+                            + "where provider_key = 'openai:starter-test'"), "and its token dimensions");
                 });
         assertFalse(layoverRef.get().isRunning(), "stopped with the context");
         assertTrue(pluginRef.get().stopped.get(), "plugins stop with it");

@@ -8,6 +8,9 @@ import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.ProviderCalls;
 import dev.layover.core.internal.gate.Admission;
 import dev.layover.core.internal.gate.Limits;
+import dev.layover.core.provider.RateLimitHeaders;
+import dev.layover.core.tokens.TokenEstimate;
+import dev.layover.core.tokens.TokenUsage;
 import dev.layover.core.internal.gate.ProviderGate;
 import dev.layover.core.internal.gate.ProviderRun;
 import java.time.Clock;
@@ -15,6 +18,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -320,6 +324,21 @@ final class AdmissionControl {
         @Override
         public ProviderCalls providerCalls() {
             return ctx.providerCalls();
+        }
+
+        @Override
+        public Optional<TokenUsage> reportUsage(Object response) {
+            return ctx.reportUsage(response);
+        }
+
+        @Override
+        public void refineEstimate(TokenEstimate estimate) {
+            ctx.refineEstimate(estimate);
+        }
+
+        @Override
+        public void reportLimits(RateLimitHeaders headers) {
+            ctx.reportLimits(headers);
         }
 
         @Override

@@ -135,7 +135,7 @@ public final class Engine {
         for (Registry.Entry<?> e : registry.entries()) {
             JobPolicy p = e.type().policy();
             backlog.add(new ProviderGate.BacklogType(e.type().name(), p.maxReschedules(), p.maxDeferral(),
-                    config.tokenCosts().containsKey(e.type().name())));
+                    config.tokenCosts().containsKey(e.type().name()) || e.type().tokenEstimate() != null));
         }
         this.taskParts = new JobTask.Parts(writer, admission, gate, List.copyOf(backlog), observability, clock,
                 new HandlerRunner(config.classifier() != null ? config.classifier()

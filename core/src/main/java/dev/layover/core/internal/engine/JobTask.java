@@ -17,10 +17,16 @@ import dev.layover.core.internal.observe.SafeMetrics;
 import dev.layover.core.outcome.FailureType;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.ProviderCalls;
+import dev.layover.core.provider.RateLimitHeaders;
+import dev.layover.core.tokens.EstimateGuard;
+import dev.layover.core.tokens.TokenEstimate;
+import dev.layover.core.tokens.TokenUsage;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Optional;
+import java.util.function.Function;
 import java.util.function.ToLongFunction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -130,7 +136,7 @@ final class JobTask<A> extends CustomTask<byte[]> {
         if (check.stop() != null) {
             return Next.of(check.stop());
         }
-        ProviderRun pr = p.gate().newRun(key, run.taskName(), run.id(), run.version(), tokens(args),
+        ProviderRun pr = p.gate().newRun(key, run.taskName(), run.id(), run.version(), estimate(args),
                 run.attemptsSpent() + 1);
         Admission admission = p.control().admit(check, pr); // gate.admit(pr) unless the job has limits of its own
         if (admission instanceof Admission.Wait w && AdmissionControl.isHold(w)) {
@@ -151,6 +157,9 @@ final class JobTask<A> extends CustomTask<byte[]> {
         if (admission instanceof Admission.Refuse r) {
             return Next.of((complete, ops) -> writer.park(run, FailureType.BREAKER_OPEN, "BreakerOpen", r.detail()));
         }
+        if (admission instanceof Admission.TooLarge t) {
+            return Next.of((complete, ops) -> writer.park(run, FailureType.REJECTED, "TokenEstimateTooLarge", t.detail()));
+        }
         JobContext ctx = p.control().context(new RunContext(run, ex.executionTime, key, ec, pr), check);
         Outcome outcome = p.control().runTimed(check, ctx::isStopping, () -> p.handlers().run(entry, args, ctx));
         handlerReturned(run, outcome);
@@ -164,16 +173,39 @@ final class JobTask<A> extends CustomTask<byte[]> {
         return new Next((complete, ops) -> writer.apply(run, outcome, pr), outcome.kind() == Outcome.Kind.DONE);
     }
 
-    private long tokens(A args) {
+    /**
+     * The job's token estimate: its type's {@code tokenEstimate}, else the builder's
+     * {@code tokenCost} (one number, counted in every token dimension), else none (null). An
+     * estimate that fails (throws, null, negative) reserves nothing: the job runs, and its reported
+     * usage is charged after the call.
+     */
+    private TokenEstimate estimate(A args) {
+        Function<? super A, TokenEstimate> f = entry.type().tokenEstimate();
+        if (f != null) {
+            try {
+                TokenEstimate e = f.apply(args);
+                if (e != null) {
+                    return e;
+                }
+                badEstimate("returned null");
+            } catch (RuntimeException | StackOverflowError e) {
+                badEstimate("failed: " + Errors.safeMessage(e));
+            }
+            return TokenEstimate.NONE;
+        }
         if (tokenCost == null) {
-            return 0;
+            return null;
         }
-        try {
-            return Math.max(0, tokenCost.applyAsLong(args));
-        } catch (RuntimeException e) {
-            LOG.warn("Token estimate of job type {} failed; counting 0 tokens: {}", entry.type().name(), e.toString());
-            return 0;
+        EstimateGuard.Checked c = EstimateGuard.apply(tokenCost, args, 0);
+        if (!c.ok()) {
+            badEstimate(c.problem());
         }
+        return TokenEstimate.total(c.tokens());
+    }
+
+    private void badEstimate(String problem) {
+        LOG.warn("Token estimate of job type {}: {}; the job reserves no tokens, its reported usage is charged after "
+                + "the call", entry.type().name(), problem);
     }
 
     /**
@@ -215,6 +247,23 @@ final class JobTask<A> extends CustomTask<byte[]> {
         @Override
         public ProviderCalls providerCalls() {
             return providerRun;
+        }
+
+        @Override
+        public Optional<TokenUsage> reportUsage(Object response) {
+            Optional<TokenUsage> u = response instanceof TokenUsage t ? Optional.of(t) : TokenUsage.of(response);
+            u.ifPresent(providerRun::reportUsage);
+            return u;
+        }
+
+        @Override
+        public void refineEstimate(TokenEstimate estimate) {
+            providerRun.refine(estimate);
+        }
+
+        @Override
+        public void reportLimits(RateLimitHeaders headers) {
+            providerRun.reportLimits(headers);
         }
 
         @Override

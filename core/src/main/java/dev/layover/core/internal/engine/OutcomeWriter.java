@@ -72,7 +72,8 @@ final class OutcomeWriter {
      * Applies a handler's outcome to its job row, after telling the provider state what the call
      * taught when the job has a provider key.
      */
-    void apply(JobRun run, Outcome outcome, ProviderRun pr) {
+    void apply(JobRun picked, Outcome outcome, ProviderRun pr) {
+        JobRun run = pr == null ? picked : picked.withTokens(pr.settle()); // reported usage replaces the reservation
         guard(run, () -> {
             String key = pr == null ? null : pr.providerKey();
             Instant cooldown = key == null ? null : gate.afterCall(key, pr.trialToken(), outcome);
@@ -129,6 +130,9 @@ final class OutcomeWriter {
     void workerStopped(JobRun run, ProviderRun pr) {
         guard(run, () -> {
             String trail = ErrorLog.NO_TRAIL;
+            if (pr != null) {
+                pr.settle();
+            }
             if (pr != null && pr.providerKey() != null) {
                 gate.afterCall(pr.providerKey(), pr.trialToken(), Outcome.snooze(Duration.ZERO));
                 trail = ErrorLog.cleanTrail(pr.trailJson());
@@ -186,7 +190,8 @@ final class OutcomeWriter {
      * the provider state learns what the call taught, then the job is cancelled instead of being
      * rescheduled or retried.
      */
-    void cancelledWhileRunning(JobRun run, Outcome outcome, ProviderRun pr, String by, String reason) {
+    void cancelledWhileRunning(JobRun picked, Outcome outcome, ProviderRun pr, String by, String reason) {
+        JobRun run = pr == null ? picked : picked.withTokens(pr.settle());
         guard(run, () -> {
             if (pr != null && pr.providerKey() != null) {
                 gate.afterCall(pr.providerKey(), pr.trialToken(), outcome);
@@ -236,7 +241,7 @@ final class OutcomeWriter {
         RunTiming t = run.timing() == null ? RunTiming.NONE : run.timing();
         completer.complete(new JobStore.Done(run.taskName(), run.id(), run.version(), t.startedAtText(),
                 t.durationMs(), trail == null || trail.equals(ErrorLog.NO_TRAIL) ? null : trail,
-                observability.history() ? Results.json(run, result) : null));
+                observability.history() ? Results.json(run, result) : null, run.tokens()));
     }
 
     /**

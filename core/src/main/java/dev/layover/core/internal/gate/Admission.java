@@ -35,4 +35,12 @@ public sealed interface Admission {
      * @param detail the reason in a sentence
      */
     record Refuse(Instant openUntil, String detail) implements Admission {}
+
+    /**
+     * The call's token reservation is larger than a dimension of its key's bucket can ever admit
+     * (its capacity): it would wait forever. A job parks {@code rejected} at once.
+     *
+     * @param detail the numbers in a sentence
+     */
+    record TooLarge(String detail) implements Admission {}
 }

@@ -6,7 +6,10 @@ import static dev.layover.core.internal.gate.GateDb.ts;
 
 import dev.layover.core.spi.Db;
 import dev.layover.core.internal.jobs.JobStore;
+import dev.layover.core.metrics.LayoverMetrics;
 import dev.layover.core.provider.state.BucketSettings;
+import dev.layover.core.tokens.TokenEstimate;
+import dev.layover.core.tokens.TokenUsage;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.time.Duration;
@@ -40,15 +43,23 @@ final class Buckets {
     private final JobStore store;
     private final Duration permitGrace;
     private final ConcurrentHashMap<String, Long> backlogReservedAt = new ConcurrentHashMap<>();
+    private final TokenLedger ledger;
 
     /**
      * @param permitGrace how late a job may come back for the bucket permit it holds before the
      *     permit lapses
+     * @param metrics where the token ledger counts reserved, used, refunded and charged tokens
      */
-    Buckets(GateDb gdb, JobStore store, Duration permitGrace) {
+    Buckets(GateDb gdb, JobStore store, Duration permitGrace, LayoverMetrics metrics) {
         this.gdb = gdb;
         this.store = store;
         this.permitGrace = permitGrace;
+        this.ledger = new TokenLedger(gdb, permitGrace, metrics);
+    }
+
+    /** @return the token side of the buckets */
+    TokenLedger ledger() {
+        return ledger;
     }
 
     private record Permit(boolean carried, Instant slot, double requests, double tokens) {}
@@ -73,6 +84,10 @@ final class Buckets {
      */
     Admission permit(KeyState ks, BucketSettings b, long tokens, Instant now, ProviderRun run, boolean mayWait,
             Instant bookBy) {
+        if (b.limitsTokens()) { // requests and every token dimension in one statement, no lease (TokenLedger)
+            TokenEstimate e = run != null ? run.estimate() : TokenEstimate.total(Math.min(tokens, TokenUsage.MAX_COUNT));
+            return ledger.take(ks, b, e, now, run, mayWait, () -> configure(ks.key, b));
+        }
         boolean limitsRequests = b.requestRate() > 0;
         boolean limitsTokens = b.tokenRate() > 0 && tokens > 0;
         if (ks.takeLeased(limitsRequests, limitsTokens, tokens, System.nanoTime())) {
@@ -119,16 +134,9 @@ final class Buckets {
         throw new IllegalStateException("the bucket row of " + ks.key + " could not be created");
     }
 
-    /** Writes a bucket's limits as configured by this worker ({@link StateSql#CONFIGURE_BUCKET}). */
+    /** Writes a bucket's limits as configured by this worker, every dimension ({@link TokenSql#CONFIGURE_BUCKET}). */
     void configure(String key, BucketSettings b) {
-        gdb.inline("configuring the bucket of " + key, c -> {
-            try (PreparedStatement ps = c.prepareStatement(StateSql.CONFIGURE_BUCKET)) {
-                Db.bind(ps, key, b.requestsPerMinute() > 0 ? b.requestsPerMinute() : null,
-                        b.tokensPerMinute() > 0 ? b.tokensPerMinute() : null,
-                        (int) Math.min(Integer.MAX_VALUE, b.burst().toMillis()), gdb.workerName);
-                return ps.executeUpdate();
-            }
-        });
+        gdb.inline("configuring the bucket of " + key, c -> TokenLedger.configure(c, key, b, gdb.workerName));
     }
 
     /**
@@ -159,7 +167,7 @@ final class Buckets {
         List<Integer> caps = new ArrayList<>();
         Duration horizon = null;
         for (ProviderGate.BacklogType bt : types) {
-            if (bt.countsTokens() && b.tokenRate() > 0) {
+            if (bt.countsTokens() && b.limitsTokens()) {
                 continue;
             }
             names.add(bt.name());
@@ -185,13 +193,19 @@ final class Buckets {
         }
     }
 
-    private static String describe(BucketSettings b) {
+    static String describe(BucketSettings b) {
         List<String> parts = new ArrayList<>();
         if (b.requestsPerMinute() > 0) {
             parts.add(trim(b.requestsPerMinute()) + " requests/min");
         }
         if (b.tokensPerMinute() > 0) {
             parts.add(trim(b.tokensPerMinute()) + " tokens/min");
+        }
+        if (b.inputTokensPerMinute() > 0) {
+            parts.add(trim(b.inputTokensPerMinute()) + " input tokens/min");
+        }
+        if (b.outputTokensPerMinute() > 0) {
+            parts.add(trim(b.outputTokensPerMinute()) + " output tokens/min");
         }
         return String.join(", ", parts);
     }

@@ -9,15 +9,18 @@ final class LimitSql {
     private LimitSql() {}
 
     /**
-     * Claims every limit of one job, or nothing. Parameters: now, task name, task id, version,
-     * worker, then one array element per key (sorted): keys, request rates (/s), request
-     * capacities, token rates (/s), token capacities, concurrency limits (0: none); then the
-     * job's token estimate and the dead-worker limit (s).
+     * Claims every limit of one job, or nothing ({@code layover.admit_tokens}, V17: V7's
+     * {@code layover.admit} with the input and output token dimensions). Parameters: now, task
+     * name, task id, version, worker, then one array element per key (sorted): keys, request rates
+     * (/s), request capacities, combined token rates (/s) and capacities, input token rates and
+     * capacities, output token rates and capacities, concurrency limits (0: none); then the job's
+     * combined, input and output token needs and the dead-worker limit (s).
      */
     static final String ADMIT = """
             SELECT admitted, reason, limit_key, retry_at
-            FROM layover.admit(?::timestamptz, ?::text, ?::text, ?::bigint, ?::text, ?::text[], ?::float8[],
-                               ?::float8[], ?::float8[], ?::float8[], ?::int[], ?::float8, ?::float8)""";
+            FROM layover.admit_tokens(?::timestamptz, ?::text, ?::text, ?::bigint, ?::text, ?::text[], ?::float8[],
+                                      ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::float8[],
+                                      ?::float8[], ?::int[], ?::float8, ?::float8, ?::float8, ?::float8)""";
 
     /** Writes a key's concurrency limit and makes sure its slots exist. Parameters: key, limit, worker. */
     static final String CONFIGURE_CONCURRENCY = "SELECT layover.configure_concurrency(?::text, ?::int, ?::text)";

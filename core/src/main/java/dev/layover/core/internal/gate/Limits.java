@@ -18,6 +18,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import dev.layover.core.provider.state.BucketSettings;
+import dev.layover.core.provider.TokenDimension;
+import dev.layover.core.tokens.TokenEstimate;
 
 /**
  * Admission for jobs with more than one limit: fleet-wide concurrency limits, and buckets on keys
@@ -168,6 +170,10 @@ public final class Limits {
         List<Double> rc = new ArrayList<>();
         List<Double> tr = new ArrayList<>();
         List<Double> tc = new ArrayList<>();
+        List<Double> ir = new ArrayList<>();
+        List<Double> ic = new ArrayList<>();
+        List<Double> or = new ArrayList<>();
+        List<Double> oc = new ArrayList<>();
         List<Integer> max = new ArrayList<>();
         Map<String, String> describe = new LinkedHashMap<>();
         for (String k : sorted) {
@@ -181,17 +187,26 @@ public final class Limits {
             if (b == null && m == 0) {
                 continue;
             }
+            String big = b == null ? null : TokenLedger.tooLarge(k, b, run.estimate());
+            if (big != null) {
+                return new Admission.TooLarge(GateDb.cut(big));
+            }
             keys.add(k);
             rr.add(b == null ? 0 : b.requestRate());
             rc.add(b == null ? 0 : b.requestCapacity());
             tr.add(b == null ? 0 : b.tokenRate());
             tc.add(b == null ? 0 : b.tokenCapacity());
+            ir.add(b == null ? 0 : b.rate(TokenDimension.INPUT_TOKENS));
+            ic.add(b == null ? 0 : b.capacity(TokenDimension.INPUT_TOKENS));
+            or.add(b == null ? 0 : b.rate(TokenDimension.OUTPUT_TOKENS));
+            oc.add(b == null ? 0 : b.capacity(TokenDimension.OUTPUT_TOKENS));
             max.add(m);
             configure(k, learned ? null : b, m);
         }
         if (keys.isEmpty()) {
             return new Admission.Go(null);
         }
+        TokenEstimate e = run.estimate();
         for (int tries = 0; tries < 2; tries++) {
             Instant now = clock.instant().truncatedTo(ChronoUnit.MICROS);
             Object[] row = db.autocommit("claiming the limits of job " + run.taskName() + "/" + run.jobId(), c -> {
@@ -199,8 +214,11 @@ public final class Limits {
                     Db.bind(ps, GateDb.ts(now), run.taskName(), run.jobId(), run.version(), workerName,
                             c.createArrayOf("text", keys.toArray()), c.createArrayOf("float8", rr.toArray()),
                             c.createArrayOf("float8", rc.toArray()), c.createArrayOf("float8", tr.toArray()),
-                            c.createArrayOf("float8", tc.toArray()), c.createArrayOf("int4", max.toArray()),
-                            (double) run.tokens(), GateDb.seconds(config.deadAfter()));
+                            c.createArrayOf("float8", tc.toArray()), c.createArrayOf("float8", ir.toArray()),
+                            c.createArrayOf("float8", ic.toArray()), c.createArrayOf("float8", or.toArray()),
+                            c.createArrayOf("float8", oc.toArray()), c.createArrayOf("int4", max.toArray()),
+                            (double) e.totalTokens(), (double) e.inputTokens(), (double) e.outputCeiling(),
+                            GateDb.seconds(config.deadAfter()));
                     try (ResultSet rs = ps.executeQuery()) {
                         rs.next();
                         return new Object[] {rs.getBoolean("admitted"), rs.getString("reason"), rs.getString("limit_key"),
@@ -209,6 +227,14 @@ public final class Limits {
                 }
             });
             if ((Boolean) row[0]) {
+                for (int i = 0; i < keys.size(); i++) { // the tokens taken are settled after the call
+                    double[] rates = {tr.get(i), ir.get(i), or.get(i)};
+                    if (rates[0] > 0 || rates[1] > 0 || rates[2] > 0) {
+                        run.reserved(new TokenLedger.Reservation(keys.get(i), rates, new long[] {
+                                rates[0] > 0 ? e.totalTokens() : 0, rates[1] > 0 ? e.inputTokens() : 0,
+                                rates[2] > 0 ? e.outputCeiling() : 0}));
+                    }
+                }
                 return new Admission.Go(null);
             }
             String reason = (String) row[1];
@@ -255,12 +281,7 @@ public final class Limits {
                 }
             }
             if (b != null) {
-                try (PreparedStatement ps = c.prepareStatement(StateSql.CONFIGURE_BUCKET)) {
-                    Db.bind(ps, key, b.requestsPerMinute() > 0 ? b.requestsPerMinute() : null,
-                            b.tokensPerMinute() > 0 ? b.tokensPerMinute() : null,
-                            (int) Math.min(Integer.MAX_VALUE, b.burst().toMillis()), workerName);
-                    ps.executeUpdate();
-                }
+                TokenLedger.configure(c, key, b, workerName);
             }
             return null;
         });

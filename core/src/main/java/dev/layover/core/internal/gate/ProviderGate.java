@@ -13,6 +13,8 @@ import dev.layover.core.provider.state.BreakerSettings;
 import dev.layover.core.provider.state.BreakerState;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.provider.state.CooldownSettings;
+import dev.layover.core.tokens.TokenEstimate;
+import dev.layover.core.tokens.TokenUsage;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -167,7 +169,7 @@ public final class ProviderGate {
         this.cooldowns = new Cooldowns(gdb, cache, config.cooldowns());
         this.paces = new Paces(gdb, cache, config.cooldowns(), config.buckets());
         JobStore store = new JobStore(db);
-        this.buckets = new Buckets(gdb, store, config.permitGrace());
+        this.buckets = new Buckets(gdb, store, config.permitGrace(), this.metrics);
         this.discovery = new Discovery(gdb, config.cooldowns().discovery(), config.buckets(), buckets, store);
     }
 
@@ -207,7 +209,40 @@ public final class ProviderGate {
      * @return the run
      */
     public ProviderRun newRun(String providerKey, String taskName, String jobId, long version, long tokens, int attempt) {
-        return new ProviderRun(this, providerKey, taskName, jobId, version, Math.max(0, tokens), attempt);
+        long t = Math.min(TokenUsage.MAX_COUNT, Math.max(0, tokens));
+        return newRun(providerKey, taskName, jobId, version, t > 0 ? TokenEstimate.total(t) : null, attempt);
+    }
+
+    /**
+     * The provider side of one job run with a token estimate (reserved with its permit when its
+     * key's bucket limits tokens, {@link TokenLedger}).
+     *
+     * @param providerKey the job's key, or null
+     * @param taskName the job type
+     * @param jobId the job id
+     * @param version the row version the run was picked at
+     * @param estimate the job's token estimate, or null when its type has none
+     * @param attempt the attempt number the handler sees
+     * @return the run
+     */
+    public ProviderRun newRun(String providerKey, String taskName, String jobId, long version, TokenEstimate estimate,
+            int attempt) {
+        return new ProviderRun(this, providerKey, taskName, jobId, version, estimate, estimate != null, attempt);
+    }
+
+    /** @return the token side of the buckets */
+    TokenLedger ledger() {
+        return buckets.ledger();
+    }
+
+    /**
+     * @param key a provider key, or null
+     * @param estimate a call's estimate
+     * @return why the key's bucket can never admit it (the numbers), or null when it can
+     */
+    String tooLarge(String key, TokenEstimate estimate) {
+        BucketSettings b = key == null ? null : paces.bucketOf(cache.keyState(key), cache.now());
+        return b == null ? null : TokenLedger.tooLarge(key, b, estimate);
     }
 
     /**

@@ -4,8 +4,13 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.layover.core.outcome.Outcome;
+import dev.layover.core.outcome.OutcomeException;
 import dev.layover.core.provider.FallbackStep;
 import dev.layover.core.provider.ProviderCalls;
+import dev.layover.core.provider.RateLimitHeaders;
+import dev.layover.core.internal.jobs.RunTokens;
+import dev.layover.core.tokens.TokenEstimate;
+import dev.layover.core.tokens.TokenUsage;
 import java.time.Clock;
 import java.time.Instant;
 import java.util.Objects;
@@ -26,19 +31,25 @@ public final class ProviderRun implements ProviderCalls {
     private final String taskName;
     private final String jobId;
     private final long version;
-    private final long tokens;
     private final int attempt;
     private final List<FallbackStep> trail = new ArrayList<>();
     private volatile String trialToken;
+    // the token ledger of this run (TokenLedger): its estimate, the reservations it took, the usage its call reported
+    private TokenEstimate estimate;
+    private boolean estimated;
+    private List<TokenLedger.Reservation> reservations = List.of();
+    private TokenUsage usage;
+    private RateLimitHeaders limits;
 
-    ProviderRun(ProviderGate gate, String providerKey, String taskName, String jobId, long version, long tokens,
-            int attempt) {
+    ProviderRun(ProviderGate gate, String providerKey, String taskName, String jobId, long version, TokenEstimate estimate,
+            boolean estimated, int attempt) {
         this.gate = gate;
         this.providerKey = providerKey;
         this.taskName = taskName;
         this.jobId = jobId;
         this.version = version;
-        this.tokens = tokens;
+        this.estimate = estimate == null ? TokenEstimate.NONE : estimate;
+        this.estimated = estimated;
         this.attempt = attempt;
     }
 
@@ -50,6 +61,9 @@ public final class ProviderRun implements ProviderCalls {
         }
         if (a instanceof Admission.Refuse r) {
             return new Permission.Refused(r.openUntil(), r.detail());
+        }
+        if (a instanceof Admission.TooLarge t) {
+            return new Permission.Refused(Instant.MAX, t.detail()); // this key can never take the call
         }
         return new Permission.Granted(((Admission.Go) a).trialToken());
     }
@@ -96,8 +110,83 @@ public final class ProviderRun implements ProviderCalls {
         return version;
     }
 
+    /** @return the estimate's combined tokens (what a combined dimension reserves) */
     long tokens() {
-        return tokens;
+        return estimate().totalTokens();
+    }
+
+    /** @return the call's token estimate ({@link TokenEstimate#NONE} when its job type has none) */
+    public synchronized TokenEstimate estimate() {
+        return estimate;
+    }
+
+    synchronized void reserved(TokenLedger.Reservation r) {
+        List<TokenLedger.Reservation> l = new ArrayList<>(reservations);
+        l.add(r);
+        reservations = List.copyOf(l);
+    }
+
+    /**
+     * A handler's better estimate before its call: the reservations taken at admission move to it
+     * at once (the difference given back or charged, {@link TokenLedger#refine}).
+     *
+     * @param e the refined estimate
+     * @throws OutcomeException rejecting the job when the job's key's bucket can never admit it
+     */
+    public synchronized void refine(TokenEstimate e) {
+        Objects.requireNonNull(e, "estimate");
+        String big = gate.tooLarge(providerKey, e);
+        if (big != null) {
+            throw new OutcomeException(Outcome.rejected(big));
+        }
+        reservations = gate.ledger().refine(reservations, e, gate.clock().instant());
+        estimate = e;
+        estimated = true;
+    }
+
+    /**
+     * Records the usage a call of this run reported; several reports add up (a handler that makes
+     * several calls).
+     *
+     * @param u the usage
+     */
+    public synchronized void reportUsage(TokenUsage u) {
+        Objects.requireNonNull(u, "usage");
+        usage = usage == null ? u : usage.plus(u);
+    }
+
+    /**
+     * Records the provider's own count of what remains of its limits, read from a response's
+     * rate-limit headers; applied with {@link #settle} (the newest report wins).
+     *
+     * @param h the headers read
+     */
+    public synchronized void reportLimits(RateLimitHeaders h) {
+        limits = Objects.requireNonNull(h, "headers");
+    }
+
+    /** @return the usage reported so far, or null */
+    public synchronized TokenUsage usage() {
+        return usage;
+    }
+
+    /**
+     * After the call: the reported usage replaces the reservations in every bucket they were
+     * taken from, in one statement ({@link TokenLedger#settle}); without a report they stay. At
+     * most once per report; never throws.
+     *
+     * @return the tokens for the job's history row
+     */
+    public synchronized RunTokens settle() {
+        if (usage != null) {
+            reservations = gate.ledger().settle(reservations, usage, gate.clock().instant());
+        }
+        if (limits != null && providerKey != null) { // after the settle: the provider's count has the last word
+            gate.ledger().correct(providerKey, limits, gate.clock().instant());
+            limits = null;
+        }
+        return new RunTokens(usage == null ? null : usage.totalInputTokens(), usage == null ? null : usage.outputTokens(),
+                usage == null ? null : usage.cachedInputTokens(), estimated ? estimate.totalTokens() : null);
     }
 
     /** @return the attempt number the handler sees */

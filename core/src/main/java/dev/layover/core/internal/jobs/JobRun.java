@@ -13,8 +13,30 @@ import dev.layover.core.JobPolicy;
  * @param policy the job type's limits
  * @param timing when this run started and how long its handler took ({@link RunTiming#NONE} when
  *     the outcome is written without a run in this JVM)
+ * @param tokens the tokens its call reported and reserved, for the history row ({@link RunTokens#NONE}
+ *     when none)
  */
-public record JobRun(String taskName, String id, long version, int attemptsSpent, JobPolicy policy, RunTiming timing) {
+public record JobRun(String taskName, String id, long version, int attemptsSpent, JobPolicy policy, RunTiming timing,
+        RunTokens tokens) {
+
+    /** A null {@code tokens} is {@link RunTokens#NONE}. */
+    public JobRun {
+        tokens = tokens == null ? RunTokens.NONE : tokens;
+    }
+
+    /**
+     * A run without token counts.
+     *
+     * @param taskName the job type name
+     * @param id the job id
+     * @param version the row version
+     * @param attemptsSpent attempts spent
+     * @param policy the job type's limits
+     * @param timing its timing
+     */
+    public JobRun(String taskName, String id, long version, int attemptsSpent, JobPolicy policy, RunTiming timing) {
+        this(taskName, id, version, attemptsSpent, policy, timing, RunTokens.NONE);
+    }
 
     /**
      * A run without timing (an outcome written without a run in this JVM).
@@ -31,7 +53,12 @@ public record JobRun(String taskName, String id, long version, int attemptsSpent
 
     /** @return this run with its timing */
     public JobRun withTiming(RunTiming t) {
-        return new JobRun(taskName, id, version, attemptsSpent, policy, t);
+        return new JobRun(taskName, id, version, attemptsSpent, policy, t, tokens);
+    }
+
+    /** @return this run with the tokens its call reported and reserved */
+    public JobRun withTokens(RunTokens t) {
+        return new JobRun(taskName, id, version, attemptsSpent, policy, timing, t);
     }
 
     /** @return {@code type/id}, for log lines */

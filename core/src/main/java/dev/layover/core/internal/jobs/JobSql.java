@@ -87,29 +87,36 @@ final class JobSql {
      * rows (a data-modifying CTE: no second round trip). A row whose version moved on is left
      * alone and gets no history row. Parameters: arrays of names, ids, versions, run starts
      * (ISO-8601 text, null when unknown), handler durations in ms (null when unknown), the last
-     * run's fallback trail (jsonb text, null when none); then whether to keep the args (boolean).
+     * run's fallback trail (jsonb text, null when none), results, then the tokens each run's call
+     * reported (input, output, cached input) and reserved (bigint, null when none: V17); then
+     * whether to keep the args (boolean).
      */
     static final String DELETE_DONE_WITH_HISTORY = """
             WITH moved AS (
                 DELETE FROM layover.scheduled_tasks t
-                USING unnest(?::text[], ?::text[], ?::bigint[], ?::text[], ?::float8[], ?::text[], ?::text[])
-                      AS d(name, id, version, started_at, duration_ms, trail, result)
+                USING unnest(?::text[], ?::text[], ?::bigint[], ?::text[], ?::float8[], ?::text[], ?::text[],
+                             ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[])
+                      AS d(name, id, version, started_at, duration_ms, trail, result, input_tokens, output_tokens,
+                           cached_input_tokens, estimated_tokens)
                 WHERE t.task_name = d.name AND t.task_instance = d.id AND t.version = d.version
                 RETURNING t.task_name, t.task_instance, t.consecutive_failures, t.reschedules, t.provider_key,
                           t.picked_by, t.first_enqueued_at, t.dead_letter_id, t.replay_kind, t.provider_trail,
                           CASE WHEN ?::boolean THEN layover.args_jsonb(t.task_data) END AS args,
-                          d.started_at, d.duration_ms, d.trail, d.result
+                          d.started_at, d.duration_ms, d.trail, d.result, t.limit_keys, d.input_tokens,
+                          d.output_tokens, d.cached_input_tokens, d.estimated_tokens
             )
             INSERT INTO layover.job_history
                 (job_type, job_id, outcome, attempts, reschedules, provider_key, worker, enqueued_at,
-                 started_at, duration_ms, dead_letter_id, replay_kind, provider_trail, args, result)
+                 started_at, duration_ms, dead_letter_id, replay_kind, provider_trail, args, result,
+                 limit_keys, input_tokens, output_tokens, cached_input_tokens, estimated_tokens)
             SELECT m.task_name, m.task_instance, 'completed', coalesce(m.consecutive_failures, 0), m.reschedules,
                    m.provider_key, m.picked_by, m.first_enqueued_at, m.started_at::timestamptz, m.duration_ms,
                    m.dead_letter_id, m.replay_kind,
                    -- trail_append is not inlined: call it only for a run that has a trail
                    CASE WHEN m.trail IS NULL THEN nullif(m.provider_trail, '[]'::jsonb)
                         ELSE nullif(layover.trail_append(m.provider_trail, m.trail::jsonb), '[]'::jsonb) END,
-                   m.args, m.result::jsonb
+                   m.args, m.result::jsonb,
+                   m.limit_keys, m.input_tokens, m.output_tokens, m.cached_input_tokens, m.estimated_tokens
             FROM moved m""";
 
     /**
@@ -156,8 +163,9 @@ final class JobSql {
      * attempts (null: the row's), the last run's fallback trail (jsonb); then the five after the
      * first for the insert; then for the history row: outcome, failure type, message, attempts
      * (null: the row's), the run's start (ISO-8601 text or null), its handler duration in ms (or
-     * null), the last run's fallback trail, whether to keep the args, whether history is on. The
-     * job's fallback trail moves with it to the dead letter.
+     * null), the last run's fallback trail, whether to keep the args, the tokens the run's call
+     * reported (input, output, cached input) and reserved (each null when none: V17), whether
+     * history is on. The job's fallback trail moves with it to the dead letter.
      */
     static final String PARK = """
             WITH moved AS (
@@ -198,12 +206,14 @@ final class JobSql {
             ), history AS (
                 INSERT INTO layover.job_history
                     (job_type, job_id, outcome, failure_type, detail, attempts, reschedules, provider_key, worker,
-                     enqueued_at, started_at, duration_ms, dead_letter_id, replay_kind, provider_trail, args)
+                     enqueued_at, started_at, duration_ms, dead_letter_id, replay_kind, provider_trail, args,
+                     limit_keys, input_tokens, output_tokens, cached_input_tokens, estimated_tokens)
                 SELECT m.task_name, m.task_instance, ?, ?, ?, coalesce(?::int, m.consecutive_failures, 0), m.reschedules,
                        m.provider_key, m.picked_by, m.first_enqueued_at, ?::timestamptz, ?::float8,
                        (SELECT id FROM linked UNION ALL SELECT id FROM inserted LIMIT 1), m.replay_kind,
                        nullif(layover.trail_append(m.provider_trail, ?::jsonb), '[]'::jsonb),
-                       CASE WHEN ?::boolean THEN layover.args_jsonb(m.task_data) END
+                       CASE WHEN ?::boolean THEN layover.args_jsonb(m.task_data) END,
+                       m.limit_keys, ?::bigint, ?::bigint, ?::bigint, ?::bigint
                 FROM moved m
                 WHERE ?::boolean
             )

@@ -212,7 +212,8 @@ public final class JobStore implements JobWrites {
                         p.reviewIfSweep(), p.failureType(), p.errorClass(), p.message(), p.error(), p.attempts(), p.trail(),
                         p.failureType(), p.errorClass(), p.message(), p.error(), p.attempts(), p.trail(),
                         p.historyOutcome(), p.failureType(), p.message(), p.attempts(), t.startedAtText(), t.durationMs(),
-                        p.trail(), p.historyArgs(), p.history());
+                        p.trail(), p.historyArgs(), run.tokens().input(), run.tokens().output(), run.tokens().cached(),
+                        run.tokens().estimated(), p.history());
                 try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
                     long moved = rs.getLong("moved");
@@ -232,11 +233,33 @@ public final class JobStore implements JobWrites {
 
     /**
      * A finished job: its key and version, and for its history row the start of its run, its
-     * handler's duration in ms, its last run's fallback trail and what it returned as JSON (each
-     * null when unknown or none).
+     * handler's duration in ms, its last run's fallback trail, what it returned as JSON and the
+     * tokens its call reported and reserved (each null when unknown or none).
      */
     public record Done(String name, String id, long version, String startedAt, Double durationMs, String trail,
-            String result) {}
+            String result, RunTokens tokens) {
+
+        /** A null {@code tokens} is {@link RunTokens#NONE}. */
+        public Done {
+            tokens = tokens == null ? RunTokens.NONE : tokens;
+        }
+
+        /**
+         * A finished job without token counts.
+         *
+         * @param name the job type
+         * @param id the job id
+         * @param version the row version
+         * @param startedAt the run's start (ISO-8601), or null
+         * @param durationMs the handler's duration, or null
+         * @param trail the last run's fallback trail, or null
+         * @param result what it returned as JSON, or null
+         */
+        public Done(String name, String id, long version, String startedAt, Double durationMs, String trail,
+                String result) {
+            this(name, id, version, startedAt, durationMs, trail, result, RunTokens.NONE);
+        }
+    }
 
     /**
      * Deletes finished jobs in one statement ({@link JobSql#DELETE_DONE}, or
@@ -254,6 +277,10 @@ public final class JobStore implements JobWrites {
         Double[] durations = new Double[n];
         String[] trails = new String[n];
         String[] results = new String[n];
+        Long[] inputs = new Long[n];
+        Long[] outputs = new Long[n];
+        Long[] cached = new Long[n];
+        Long[] estimated = new Long[n];
         for (int i = 0; i < n; i++) {
             Done d = batch.get(i);
             names[i] = d.name();
@@ -263,6 +290,10 @@ public final class JobStore implements JobWrites {
             durations[i] = d.durationMs();
             trails[i] = d.trail();
             results[i] = d.result();
+            inputs[i] = d.tokens().input();
+            outputs[i] = d.tokens().output();
+            cached[i] = d.tokens().cached();
+            estimated[i] = d.tokens().estimated();
         }
         return db.autocommit("deleting finished jobs", c -> {
             try (PreparedStatement ps = c.prepareStatement(history ? JobSql.DELETE_DONE_WITH_HISTORY : JobSql.DELETE_DONE)) {
@@ -274,7 +305,11 @@ public final class JobStore implements JobWrites {
                     ps.setArray(5, c.createArrayOf("float8", durations));
                     ps.setArray(6, c.createArrayOf("text", trails));
                     ps.setArray(7, c.createArrayOf("text", results));
-                    ps.setBoolean(8, historyArgs);
+                    ps.setArray(8, c.createArrayOf("bigint", inputs));
+                    ps.setArray(9, c.createArrayOf("bigint", outputs));
+                    ps.setArray(10, c.createArrayOf("bigint", cached));
+                    ps.setArray(11, c.createArrayOf("bigint", estimated));
+                    ps.setBoolean(12, historyArgs);
                 }
                 return ps.executeUpdate();
             }

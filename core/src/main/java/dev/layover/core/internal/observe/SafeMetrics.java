@@ -157,6 +157,17 @@ public final class SafeMetrics implements LayoverMetrics {
     }
 
     @Override
+    public void tokens(String providerKey, String kind, long tokens) {
+        if (enabled && tokens > 0) {
+            try {
+                delegate.tokens(providerKey, kind, tokens);
+            } catch (RuntimeException e) {
+                failed("tokens", e);
+            }
+        }
+    }
+
+    @Override
     public void breakerChanged(String providerKey, String from, String to) {
         if (enabled) {
             try {

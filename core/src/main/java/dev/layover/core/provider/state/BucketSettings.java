@@ -1,12 +1,16 @@
 package dev.layover.core.provider.state;
 
 import dev.layover.core.ConfigurationException;
+import dev.layover.core.provider.TokenDimension;
 import java.time.Duration;
 
 /**
- * An admission limit for one provider key, shared by every worker of the fleet: requests per
- * minute and/or tokens per minute. Immutable; every {@code withX} returns a copy. Set with
- * {@code Layover.Builder#bucket(String, BucketSettings)}.
+ * An admission limit for one provider key, shared by every worker of the fleet, in up to four
+ * dimensions, each optional: requests per minute, tokens per minute (input and output together),
+ * input tokens per minute and output tokens per minute (the dimensions are
+ * {@link dev.layover.core.provider.TokenDimension}; which tokens of a call count against each is
+ * the provider's documented rule, see {@code docs/tokens.md}). Immutable; every {@code withX}
+ * returns a copy. Set with {@code Layover.Builder#bucket(String, BucketSettings)}.
  *
  * <p>Database: one row of {@code layover.buckets} per key, holding for each limited dimension a
  * GCRA "theoretical arrival time" (when the permits handed out so far will have drained). A
@@ -22,45 +26,80 @@ import java.time.Duration;
  * {@code rate * t + capacity} permits, where the capacity is the rate times {@link #burst()}, at
  * least one request. Calls start when their permit exists, or later: a job rescheduled to its
  * permit is picked up to a poll interval late, and a leased permit is spent within the burst, so
- * the provider may see a little more than that within a short interval, never more on average. A job type's token cost is an estimate given with
- * {@code Layover.Builder#tokenCost}; jobs without one count no tokens.
+ * the provider may see a little more than that within a short interval, never more on average.
+ *
+ * <p>Tokens: a bucket with a token dimension takes, in one statement with the request permit, the
+ * call's reservation in every token dimension (a job type's {@code JobType.Builder#tokenEstimate}:
+ * input estimate plus output ceiling), or nothing when one dimension refuses; no tokens are leased.
+ * The token capacity is the rate times {@link #tokenBurst()}, by default one minute (the providers'
+ * own token buckets hold a minute of their limit). A call whose reservation is larger than a
+ * dimension's capacity can never be admitted: its job parks at once as {@code rejected}, with the
+ * numbers. After the call the usage the handler reported replaces the reservation (see
+ * {@code docs/tokens.md}).
  *
  * <table>
  *   <caption>Settings and defaults</caption>
  *   <tr><th>setting</th><th>default</th></tr>
  *   <tr><td>{@link #requestsPerMinute()}</td><td>none (0)</td></tr>
  *   <tr><td>{@link #tokensPerMinute()}</td><td>none (0)</td></tr>
- *   <tr><td>{@link #burst()}</td><td>1 s of the rate</td></tr>
+ *   <tr><td>{@link #inputTokensPerMinute()}</td><td>none (0)</td></tr>
+ *   <tr><td>{@link #outputTokensPerMinute()}</td><td>none (0)</td></tr>
+ *   <tr><td>{@link #burst()}</td><td>1 s of the request rate</td></tr>
+ *   <tr><td>{@link #tokenBurst()}</td><td>60 s of each token rate (capacity = the per-minute limit)</td></tr>
  *   <tr><td>{@link #lease()}</td><td>8 request permits per round trip</td></tr>
  * </table>
  *
  * @param requestsPerMinute request limit, 0 for none
- * @param tokensPerMinute token limit, 0 for none
- * @param burst how much of the rate may be spent at once
+ * @param tokensPerMinute combined (input + output) token limit, 0 for none
+ * @param burst how much of the request rate may be spent at once
  * @param lease the most request permits a worker takes per round trip; at least 1
+ * @param inputTokensPerMinute input token limit, 0 for none
+ * @param outputTokensPerMinute output token limit, 0 for none
+ * @param tokenBurst how much of each token rate may be spent at once
  */
-public record BucketSettings(double requestsPerMinute, double tokensPerMinute, Duration burst, int lease) {
+public record BucketSettings(double requestsPerMinute, double tokensPerMinute, Duration burst, int lease,
+        double inputTokensPerMinute, double outputTokensPerMinute, Duration tokenBurst) {
+
+    /** The default {@link #tokenBurst()}: a minute. */
+    public static final Duration DEFAULT_TOKEN_BURST = Duration.ofMinutes(1);
 
     /**
      * Validates the settings.
      *
      * @param requestsPerMinute request limit, 0 for none
-     * @param tokensPerMinute token limit, 0 for none
-     * @param burst how much of the rate may be spent at once
+     * @param tokensPerMinute combined token limit, 0 for none
+     * @param burst how much of the request rate may be spent at once
      * @param lease the most request permits a worker takes per round trip; at least 1
+     * @param inputTokensPerMinute input token limit, 0 for none
+     * @param outputTokensPerMinute output token limit, 0 for none
+     * @param tokenBurst how much of each token rate may be spent at once
      */
     public BucketSettings {
-        if (requestsPerMinute < 0 || tokensPerMinute < 0 || Double.isNaN(requestsPerMinute) || Double.isNaN(tokensPerMinute)
-                || Double.isInfinite(requestsPerMinute) || Double.isInfinite(tokensPerMinute)) {
-            throw new ConfigurationException("bucket limits must be finite and not negative");
+        for (double d : new double[] {requestsPerMinute, tokensPerMinute, inputTokensPerMinute, outputTokensPerMinute}) {
+            if (d < 0 || Double.isNaN(d) || Double.isInfinite(d)) {
+                throw new ConfigurationException("bucket limits must be finite and not negative");
+            }
         }
-        if (requestsPerMinute == 0 && tokensPerMinute == 0) {
+        if (requestsPerMinute == 0 && tokensPerMinute == 0 && inputTokensPerMinute == 0 && outputTokensPerMinute == 0) {
             throw new ConfigurationException("a bucket needs a request or a token limit");
         }
         BreakerSettings.positive(burst, "burst");
+        BreakerSettings.positive(tokenBurst, "tokenBurst");
         if (lease < 1) {
             throw new ConfigurationException("lease must be at least 1, was " + lease);
         }
+    }
+
+    /**
+     * Request and combined token limits, with the default token burst and no input or output limit.
+     *
+     * @param requestsPerMinute request limit, 0 for none
+     * @param tokensPerMinute combined token limit, 0 for none
+     * @param burst how much of the request rate may be spent at once
+     * @param lease the most request permits a worker takes per round trip; at least 1
+     */
+    public BucketSettings(double requestsPerMinute, double tokensPerMinute, Duration burst, int lease) {
+        this(requestsPerMinute, tokensPerMinute, burst, lease, 0, 0, DEFAULT_TOKEN_BURST);
     }
 
     /**
@@ -80,19 +119,51 @@ public record BucketSettings(double requestsPerMinute, double tokensPerMinute, D
     }
 
     /**
-     * @param n tokens per minute
-     * @return a token limit with the default burst and lease
+     * @param n combined (input + output) tokens per minute
+     * @return a token limit with the default bursts and lease
      */
     public static BucketSettings tokensPerMinute(double n) {
         return new BucketSettings(0, n, Duration.ofSeconds(1), 8);
     }
 
     /**
+     * @param n input tokens per minute (Anthropic's ITPM, Gemini's TPM)
+     * @return an input token limit with the default bursts and lease
+     */
+    public static BucketSettings inputTokensPerMinute(double n) {
+        return new BucketSettings(0, 0, Duration.ofSeconds(1), 8, n, 0, DEFAULT_TOKEN_BURST);
+    }
+
+    /**
+     * @param n output tokens per minute (Anthropic's OTPM)
+     * @return an output token limit with the default bursts and lease
+     */
+    public static BucketSettings outputTokensPerMinute(double n) {
+        return new BucketSettings(0, 0, Duration.ofSeconds(1), 8, 0, n, DEFAULT_TOKEN_BURST);
+    }
+
+    /**
      * @param n tokens per minute, 0 for none
-     * @return a copy with that token limit
+     * @return a copy with that combined token limit
      */
     public BucketSettings withTokensPerMinute(double n) {
-        return new BucketSettings(requestsPerMinute, n, burst, lease);
+        return new BucketSettings(requestsPerMinute, n, burst, lease, inputTokensPerMinute, outputTokensPerMinute, tokenBurst);
+    }
+
+    /**
+     * @param n input tokens per minute, 0 for none (Anthropic's ITPM, Gemini's TPM)
+     * @return a copy with that input token limit
+     */
+    public BucketSettings withInputTokensPerMinute(double n) {
+        return new BucketSettings(requestsPerMinute, tokensPerMinute, burst, lease, n, outputTokensPerMinute, tokenBurst);
+    }
+
+    /**
+     * @param n output tokens per minute, 0 for none (Anthropic's OTPM)
+     * @return a copy with that output token limit
+     */
+    public BucketSettings withOutputTokensPerMinute(double n) {
+        return new BucketSettings(requestsPerMinute, tokensPerMinute, burst, lease, inputTokensPerMinute, n, tokenBurst);
     }
 
     /**
@@ -100,15 +171,24 @@ public record BucketSettings(double requestsPerMinute, double tokensPerMinute, D
      * @return a copy with that request limit
      */
     public BucketSettings withRequestsPerMinute(double n) {
-        return new BucketSettings(n, tokensPerMinute, burst, lease);
+        return new BucketSettings(n, tokensPerMinute, burst, lease, inputTokensPerMinute, outputTokensPerMinute, tokenBurst);
     }
 
     /**
-     * @param d how much of the rate may be spent at once (the bucket's capacity is rate times this)
+     * @param d how much of the request rate may be spent at once (the request capacity is rate times this)
      * @return a copy with that burst
      */
     public BucketSettings withBurst(Duration d) {
-        return new BucketSettings(requestsPerMinute, tokensPerMinute, d, lease);
+        return new BucketSettings(requestsPerMinute, tokensPerMinute, d, lease, inputTokensPerMinute, outputTokensPerMinute, tokenBurst);
+    }
+
+    /**
+     * @param d how much of each token rate may be spent at once (each token capacity is its rate
+     *     times this; a reservation above it parks its job as rejected); default one minute
+     * @return a copy with that token burst
+     */
+    public BucketSettings withTokenBurst(Duration d) {
+        return new BucketSettings(requestsPerMinute, tokensPerMinute, burst, lease, inputTokensPerMinute, outputTokensPerMinute, d);
     }
 
     /**
@@ -116,7 +196,7 @@ public record BucketSettings(double requestsPerMinute, double tokensPerMinute, D
      * @return a copy with that lease size
      */
     public BucketSettings withLease(int permits) {
-        return new BucketSettings(requestsPerMinute, tokensPerMinute, burst, permits);
+        return new BucketSettings(requestsPerMinute, tokensPerMinute, burst, permits, inputTokensPerMinute, outputTokensPerMinute, tokenBurst);
     }
 
     /** @return requests per second, 0 for none */
@@ -124,7 +204,7 @@ public record BucketSettings(double requestsPerMinute, double tokensPerMinute, D
         return requestsPerMinute / 60.0;
     }
 
-    /** @return tokens per second, 0 for none */
+    /** @return combined tokens per second, 0 for none */
     public double tokenRate() {
         return tokensPerMinute / 60.0;
     }
@@ -134,8 +214,42 @@ public record BucketSettings(double requestsPerMinute, double tokensPerMinute, D
         return Math.max(1, requestRate() * burst.toNanos() / 1e9);
     }
 
-    /** @return the token capacity: the rate times the burst, at least 1 */
+    /** @return the combined token capacity: the rate times the token burst, at least 1 */
     public double tokenCapacity() {
-        return Math.max(1, tokenRate() * burst.toNanos() / 1e9);
+        return capacity(TokenDimension.TOKENS);
+    }
+
+    /** @return whether any token dimension is limited */
+    public boolean limitsTokens() {
+        return tokensPerMinute > 0 || inputTokensPerMinute > 0 || outputTokensPerMinute > 0;
+    }
+
+    /**
+     * @param d a token dimension
+     * @return its limit per minute, 0 for none
+     */
+    public double perMinute(TokenDimension d) {
+        return switch (d) {
+            case TOKENS -> tokensPerMinute;
+            case INPUT_TOKENS -> inputTokensPerMinute;
+            case OUTPUT_TOKENS -> outputTokensPerMinute;
+        };
+    }
+
+    /**
+     * @param d a token dimension
+     * @return its rate per second, 0 for none
+     */
+    public double rate(TokenDimension d) {
+        return perMinute(d) / 60.0;
+    }
+
+    /**
+     * @param d a token dimension
+     * @return its capacity: the rate times the token burst, at least 1 (0 when not limited)
+     */
+    public double capacity(TokenDimension d) {
+        double r = rate(d);
+        return r <= 0 ? 0 : Math.max(1, r * tokenBurst.toNanos() / 1e9);
     }
 }

@@ -349,7 +349,7 @@ class ProviderGateTest {
 
     @Test
     void aTokenLimitCountsEachCallsEstimate(TestDatabase db) {
-        ProviderGate g = gate(db, "worker-a", bucketConfig(BucketSettings.tokensPerMinute(600).withLease(1)));
+        ProviderGate g = gate(db, "worker-a", bucketConfig(BucketSettings.tokensPerMinute(600).withLease(1).withTokenBurst(Duration.ofSeconds(1))));
         g.start(); // 10 tokens per second, capacity 10
         try {
             Instant now = clock.instant();

@@ -1,0 +1,347 @@
+package dev.layover.core.internal.gate;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.layover.core.internal.jobs.RunTokens;
+import dev.layover.core.outcome.Outcome;
+import dev.layover.core.outcome.OutcomeException;
+import dev.layover.core.provider.Provider;
+import dev.layover.core.provider.state.BreakerSettings;
+import dev.layover.core.provider.state.BucketSettings;
+import dev.layover.core.provider.state.CooldownSettings;
+import dev.layover.core.spi.Db;
+import dev.layover.core.tokens.TokenEstimate;
+import dev.layover.core.tokens.TokenUsage;
+import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.TestClock;
+import dev.layover.testing.TestDatabase;
+import java.sql.Timestamp;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * The token ledger's statements on a real database, with a clock the test holds still: every
+ * dimension taken at once or not at all, reservations settled by reported usage, the debt rule,
+ * estimates too large for a bucket, and two gates (two JVMs) sharing one key.
+ */
+@ExtendWith(LayoverPostgresExtension.class)
+class TokenLedgerTest {
+
+    private static final String KEY = "anthropic:claude-sonnet";
+    private final TestClock clock = new TestClock(Instant.now().truncatedTo(ChronoUnit.MILLIS));
+
+    /** 10 requests/s (capacity 10); 6,000 tokens, 3,000 input and 1,200 output tokens a minute, capacity a minute of each. */
+    private static final BucketSettings FOUR = BucketSettings.requestsPerSecond(10).withTokensPerMinute(6000)
+            .withInputTokensPerMinute(3000).withOutputTokensPerMinute(1200).withLease(1);
+
+    private ProviderGate gate(TestDatabase db, String name, BucketSettings b) {
+        ProviderGate g = new ProviderGate(new Db(db.dataSource()), clock, name, new ProviderGate.Config(
+                BreakerSettings.defaults(), Map.of(), CooldownSettings.defaults(), Map.of(KEY, b), List.of()));
+        g.start();
+        return g;
+    }
+
+    private Instant tat(TestDatabase db, String column) {
+        return ((Timestamp) db.value("select " + column + " from layover.buckets where provider_key = ?", KEY)).toInstant();
+    }
+
+    private Map<String, Object> tats(TestDatabase db) {
+        return db.row("select request_tat, token_tat, input_tat, output_tat from layover.buckets where provider_key = ?", KEY);
+    }
+
+    private static double seconds(Instant from, Instant to) {
+        return Duration.between(from, to).toNanos() / 1e9;
+    }
+
+    @Test
+    void everyDimensionIsTakenInOneStatementAndNothingWhenOneRefuses(TestDatabase db) {
+        ProviderGate g = gate(db, "worker-a", FOUR);
+        try {
+            Instant now = clock.instant();
+            assertInstanceOf(Admission.Go.class, g.admit(g.newRun(KEY, "t", "warm", 1, (TokenEstimate) null, 1)));
+            long before = g.inlineStatements();
+            ProviderRun a = g.newRun(KEY, "t", "a", 1, TokenEstimate.of(1000, 500), 1);
+            assertInstanceOf(Admission.Go.class, g.admit(a));
+            assertEquals(before + 1, g.inlineStatements(), "requests and three token dimensions: one statement");
+            assertEquals(15.0, seconds(now, tat(db, "token_tat")), 1e-3, "1,500 tokens at 100/s");
+            assertEquals(20.0, seconds(now, tat(db, "input_tat")), 1e-3, "1,000 input tokens at 50/s");
+            assertEquals(25.0, seconds(now, tat(db, "output_tat")), 1e-3, "500 output tokens at 20/s");
+            assertEquals(0.2, seconds(now, tat(db, "request_tat")), 1e-3, "two requests at 10/s");
+
+            // output has 700 of 1,200 free: a call needing 800 of each is refused, and takes nothing anywhere
+            Map<String, Object> kept = tats(db);
+            Admission refused = g.admitEndpoint(KEY, 800);
+            assertInstanceOf(Admission.Wait.class, refused);
+            assertNull(((Admission.Wait) refused).permitAt(), "an endpoint holds no future permit");
+            assertEquals(kept, tats(db), "nothing taken from requests, tokens or input when output refuses");
+
+            // a job waits for the first moment every dimension admits it, holding that reservation
+            ProviderRun b = g.newRun(KEY, "t", "b", 1, TokenEstimate.of(100, 800), 1);
+            Admission.Wait w = (Admission.Wait) g.admit(b);
+            assertEquals("bucket", w.reason());
+            assertEquals(now.plusSeconds(5), w.permitAt(), "output: 800 fit once 500 + 800 - 1,200 = 100 drained, 5 s");
+            assertTrue(w.detail().contains("1200 output tokens/min"), w.detail());
+            assertEquals(25.0 + 40.0, seconds(now, tat(db, "output_tat")), 1e-3, "its 800 output tokens are booked");
+        } finally {
+            g.stop();
+        }
+    }
+
+    @Test
+    void reportedUsageReplacesTheReservationGivingBackOrCharging(TestDatabase db) {
+        ProviderGate g = gate(db, "worker-a", FOUR);
+        try {
+            Instant now = clock.instant();
+            ProviderRun a = g.newRun(KEY, "t", "a", 1, TokenEstimate.of(1000, 500), 1);
+            assertInstanceOf(Admission.Go.class, g.admit(a));
+            // Anthropic's convention: input_tokens excludes cache reads (200), which ITPM does not count
+            a.reportUsage(new TokenUsage(Provider.ANTHROPIC, 600, 100, 200, 0));
+            long before = g.inlineStatements();
+            RunTokens t = a.settle();
+            assertEquals(before + 1, g.inlineStatements(), "every dimension settled in one statement");
+            assertEquals(new RunTokens(800L, 100L, 200L, 1500L), t, "for the history: all input, output, cached, reserved");
+            assertEquals(7.0, seconds(now, tat(db, "token_tat")), 1e-3, "700 of 1,500 counted: 800 given back");
+            assertEquals(12.0, seconds(now, tat(db, "input_tat")), 1e-3, "600 of 1,000 input counted");
+            assertEquals(5.0, seconds(now, tat(db, "output_tat")), 1e-3, "100 of 500 output counted");
+            a.settle();
+            assertEquals(before + 1, g.inlineStatements(), "settling again changes nothing");
+
+            // an under-estimate is charged
+            ProviderRun b = g.newRun(KEY, "t", "b", 1, TokenEstimate.of(100, 100), 1);
+            assertInstanceOf(Admission.Go.class, g.admit(b));
+            Instant output = tat(db, "output_tat");
+            b.reportUsage(TokenUsage.of(Provider.ANTHROPIC, 100, 300));
+            b.settle();
+            assertEquals(10.0, seconds(output, tat(db, "output_tat")), 1e-3, "200 output tokens over: charged, 10 s at 20/s");
+
+            // a report far over the reservation is charged one minute of each limit at most, and the run goes on
+            ProviderRun c = g.newRun(KEY, "t", "c", 1, TokenEstimate.of(10, 10), 1);
+            clock.advance(Duration.ofSeconds(60)); // everything so far drained
+            Instant later = clock.instant();
+            assertInstanceOf(Admission.Go.class, g.admit(g.newRun(KEY, "t", "c0", 1, TokenEstimate.of(10, 10), 1)));
+            assertInstanceOf(Admission.Go.class, g.admit(c));
+            c.reportUsage(TokenUsage.of(Provider.ANTHROPIC, 100 * 1000, 100 * 1000)); // 10,000x the reservation
+            RunTokens big = c.settle();
+            assertEquals(100_000L, big.input(), "the history keeps the whole report");
+            assertEquals(1.0 + 60.0, seconds(later, tat(db, "output_tat")), 1e-3, "output: 20 reserved + 1,200 charged");
+            assertEquals(0.4 + 60.0, seconds(later, tat(db, "input_tat")), 1e-3, "input: 20 reserved + 3,000 charged");
+            assertEquals(0.4 + 60.0, seconds(later, tat(db, "token_tat")), 1e-3, "tokens: 40 reserved + 6,000 charged");
+
+            // without a report the reservation stays the call's cost
+            ProviderRun d = g.newRun(KEY, "t", "d", 1, TokenEstimate.of(10, 10), 1);
+            assertInstanceOf(Admission.Wait.class, g.admit(d), "the charge holds the key back");
+            Map<String, Object> kept = tats(db);
+            before = g.inlineStatements();
+            assertEquals(new RunTokens(null, null, null, 20L), d.settle());
+            assertEquals(before, g.inlineStatements(), "no usage: no statement");
+            assertEquals(kept, tats(db));
+        } finally {
+            g.stop();
+        }
+    }
+
+    @Test
+    void theProvidersRemainingTokensTightenTheBucketAndNeverLoosenIt(TestDatabase db) {
+        ProviderGate g = gate(db, "worker-a", FOUR);
+        try {
+            Instant now = clock.instant();
+            ProviderRun a = g.newRun(KEY, "t", "a", 1, TokenEstimate.of(100, 100), 1);
+            assertInstanceOf(Admission.Go.class, g.admit(a));
+            assertEquals(2.0, seconds(now, tat(db, "input_tat")), 1e-3);
+            // calls made outside Layover: the provider counts 2,000 of its 3,000 input tokens used
+            a.reportLimits(dev.layover.core.provider.RateLimitHeaders.read(Map.of(
+                    "anthropic-ratelimit-input-tokens-limit", List.of("3000"),
+                    "anthropic-ratelimit-input-tokens-remaining", List.of("1000"),
+                    "anthropic-ratelimit-output-tokens-remaining", List.of("1190")), now).orElseThrow());
+            long before = g.inlineStatements();
+            a.settle();
+            assertEquals(before + 1, g.inlineStatements(), "one statement corrects every reported dimension");
+            assertEquals(40.0, seconds(now, tat(db, "input_tat")), 1e-3, "2,000 used at 50/s");
+            assertEquals(5.0, seconds(now, tat(db, "output_tat")), 1e-3, "output kept: 100 booked > 10 the provider counts");
+            ProviderRun b = g.newRun(KEY, "t", "b", 1, TokenEstimate.of(100, 100), 1);
+            assertInstanceOf(Admission.Go.class, g.admit(b));
+            b.reportLimits(dev.layover.core.provider.RateLimitHeaders.read(Map.of(
+                    "anthropic-ratelimit-input-tokens-remaining", List.of("2990")), now).orElseThrow());
+            b.settle();
+            assertEquals(42.0, seconds(now, tat(db, "input_tat")), 1e-3, "a provider that counts less never loosens it");
+        } finally {
+            g.stop();
+        }
+    }
+
+    @Test
+    void reservedUsedAndRefundedTokensAreCounted(TestDatabase db) {
+        io.micrometer.core.instrument.simple.SimpleMeterRegistry registry = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+        ProviderGate g = new ProviderGate(new Db(db.dataSource()), clock, "worker-a", new ProviderGate.Config(
+                BreakerSettings.defaults(), Map.of(), CooldownSettings.defaults(), Map.of(KEY, FOUR), List.of()),
+                dev.layover.core.metrics.MicrometerMetrics.of(registry));
+        g.start();
+        try {
+            ProviderRun a = g.newRun(KEY, "t", "a", 1, TokenEstimate.of(1000, 500), 1);
+            assertInstanceOf(Admission.Go.class, g.admit(a));
+            a.reportUsage(TokenUsage.of(Provider.ANTHROPIC, 900, 100));
+            a.settle();
+            ProviderRun b = g.newRun(KEY, "t", "b", 1, TokenEstimate.of(10, 10), 1);
+            assertInstanceOf(Admission.Go.class, g.admit(b));
+            b.reportUsage(TokenUsage.of(Provider.ANTHROPIC, 50, 30));
+            b.settle();
+            java.util.function.Function<String, Double> c = kind -> registry.find("layover.tokens")
+                    .tags("provider_key", KEY, "kind", kind).counter().count();
+            assertEquals(1520.0, c.apply("reserved"));
+            assertEquals(1080.0, c.apply("used"));
+            assertEquals(500.0, c.apply("refunded"));
+            assertEquals(60.0, c.apply("charged"));
+        } finally {
+            g.stop();
+        }
+    }
+
+    @Test
+    void aRefinedEstimateMovesTheReservationAtOnce(TestDatabase db) {
+        ProviderGate g = gate(db, "worker-a", FOUR);
+        try {
+            Instant now = clock.instant();
+            ProviderRun a = g.newRun(KEY, "t", "a", 1, TokenEstimate.of(1000, 500), 1);
+            assertInstanceOf(Admission.Go.class, g.admit(a));
+            a.refine(TokenEstimate.of(400, 300));
+            assertEquals(7.0, seconds(now, tat(db, "token_tat")), 1e-3);
+            assertEquals(8.0, seconds(now, tat(db, "input_tat")), 1e-3);
+            assertEquals(15.0, seconds(now, tat(db, "output_tat")), 1e-3);
+            a.reportUsage(TokenUsage.of(Provider.ANTHROPIC, 400, 100));
+            a.settle();
+            assertEquals(5.0, seconds(now, tat(db, "output_tat")), 1e-3, "settled against the refined reservation");
+            OutcomeException e = assertThrows(OutcomeException.class, () -> a.refine(TokenEstimate.of(5000, 10)));
+            assertEquals(Outcome.Kind.REJECTED, e.outcome().kind());
+            assertTrue(e.outcome().reason().contains("5000 input tokens") && e.outcome().reason().contains("capacity 3000"),
+                    e.outcome().reason());
+        } finally {
+            g.stop();
+        }
+    }
+
+    @Test
+    void aJobWithATenantBucketTakesEveryDimensionOfBothKeysAtOnceAndSettlesBothInOneStatement(TestDatabase db) {
+        String tenant = "tenant:42";
+        BucketSettings tenantTokens = BucketSettings.tokensPerMinute(3000); // 50/s, capacity 3,000
+        ProviderGate g = gate(db, "worker-a", FOUR);
+        Limits limits = new Limits(new Db(db.dataSource()), clock, "worker-a",
+                new Limits.Config(Map.of(), Map.of(KEY, FOUR, tenant, tenantTokens), Duration.ofSeconds(40)));
+        try {
+            Instant now = clock.instant();
+            ProviderRun a = g.newRun(KEY, "t", "a", 1, TokenEstimate.of(1000, 500), 1);
+            assertTrue(limits.applies(KEY, List.of(tenant)));
+            assertInstanceOf(Admission.Go.class, limits.admit(g, a, List.of(tenant)));
+            assertEquals(20.0, seconds(now, tat(db, "input_tat")), 1e-3, "the provider key's input dimension");
+            assertEquals(25.0, seconds(now, tat(db, "output_tat")), 1e-3, "and its output dimension");
+            Instant tenantTat = ((Timestamp) db.value("select token_tat from layover.buckets where provider_key = ?", tenant))
+                    .toInstant();
+            assertEquals(30.0, seconds(now, tenantTat), 1e-3, "the tenant's 1,500 tokens at 50/s");
+
+            // the tenant's bucket cannot take 2,000 more: nothing is taken from the provider key either
+            Map<String, Object> kept = tats(db);
+            ProviderRun b = g.newRun(KEY, "t", "b", 1, TokenEstimate.of(1500, 500), 1);
+            Admission.Wait w = assertInstanceOf(Admission.Wait.class, limits.admit(g, b, List.of(tenant)));
+            assertTrue(w.detail().startsWith("no permit of " + tenant), w.detail());
+            assertEquals(kept, tats(db), "nothing taken when one key refuses");
+
+            a.reportUsage(TokenUsage.of(Provider.ANTHROPIC, 1000, 100));
+            long before = g.inlineStatements();
+            a.settle();
+            assertEquals(before + 1, g.inlineStatements(), "both buckets settled by one statement");
+            assertEquals(5.0, seconds(now, tat(db, "output_tat")), 1e-3, "400 output tokens given back");
+            tenantTat = ((Timestamp) db.value("select token_tat from layover.buckets where provider_key = ?", tenant))
+                    .toInstant();
+            assertEquals(22.0, seconds(now, tenantTat), 1e-3, "the tenant's 400 unused tokens given back");
+        } finally {
+            g.stop();
+        }
+    }
+
+    @Test
+    void aReservationLargerThanTheCapacityIsTooLargeAndTakesNothing(TestDatabase db) {
+        ProviderGate g = gate(db, "worker-a", FOUR);
+        try {
+            assertInstanceOf(Admission.Go.class, g.admit(g.newRun(KEY, "t", "warm", 1, (TokenEstimate) null, 1)));
+            Map<String, Object> kept = tats(db);
+            Admission a = g.admit(g.newRun(KEY, "t", "big", 1, TokenEstimate.of(2000, 1500), 1));
+            Admission.TooLarge t = assertInstanceOf(Admission.TooLarge.class, a);
+            assertEquals("the call's token reservation (2000 input + 1500 output tokens: 1500 output tokens) is larger "
+                    + "than " + KEY + "'s bucket can ever admit (output tokens capacity 1200 = 1200/min x token burst 60 s); "
+                    + "it would wait forever", t.detail());
+            assertEquals(kept, tats(db));
+            assertInstanceOf(Admission.TooLarge.class, g.admitEndpoint(KEY, TokenUsage.MAX_COUNT), "an absurd estimate too");
+        } finally {
+            g.stop();
+        }
+    }
+
+    @Test
+    void twoGatesOnOneKeyNeverTogetherAdmitMoreThanTheCapacity(TestDatabase db) throws Exception {
+        BucketSettings b = BucketSettings.inputTokensPerMinute(6000).withOutputTokensPerMinute(3000);
+        ProviderGate ga = gate(db, "worker-a", b);
+        ProviderGate gb = gate(db, "worker-b", b);
+        int threads = 8;
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            AtomicLong input = new AtomicLong();
+            AtomicLong output = new AtomicLong();
+            AtomicLong reservedInput = new AtomicLong();
+            CyclicBarrier start = new CyclicBarrier(threads);
+            List<Future<Integer>> done = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                ProviderGate g = t % 2 == 0 ? ga : gb;
+                int seed = t;
+                done.add(pool.submit(() -> {
+                    Random r = new Random(seed);
+                    start.await();
+                    int admitted = 0;
+                    for (int i = 0; i < 40; i++) {
+                        TokenEstimate e = TokenEstimate.of(50 + r.nextInt(450), 20 + r.nextInt(180));
+                        Admission a = g.admit(g.newRun(KEY, "t", seed + "-" + i, 1, e, 1));
+                        reservedInput.addAndGet(e.inputTokens()); // admitted now, or waiting with its reservation
+                        if (a instanceof Admission.Go) {
+                            input.addAndGet(e.inputTokens());
+                            output.addAndGet(e.outputCeiling());
+                            admitted++;
+                        } else {
+                            assertInstanceOf(Admission.Wait.class, a);
+                        }
+                    }
+                    return admitted;
+                }));
+            }
+            int admitted = 0;
+            for (Future<Integer> f : done) {
+                admitted += f.get();
+            }
+            // the clock stands still: what is admitted now must fit the capacities
+            assertTrue(input.get() <= 6000, "input admitted by both together " + input + " <= capacity 6000");
+            assertTrue(output.get() <= 3000, "output ceilings admitted together " + output + " <= capacity 3000");
+            assertTrue(input.get() > 6000 - 500 || output.get() > 3000 - 200,
+                    "work-conserving: one dimension was filled (input " + input + ", output " + output + ")");
+            assertTrue(admitted < threads * 40, "most calls wait");
+            assertEquals(reservedInput.get() / 100.0, seconds(clock.instant(), tat(db, "input_tat")), 1e-3,
+                    "the bucket holds exactly the reservations handed out, none lost between the two");
+        } finally {
+            pool.shutdownNow();
+            ga.stop();
+            gb.stop();
+        }
+    }
+}
