@@ -251,18 +251,6 @@ final class StateSql {
             WHERE layover.buckets.learned_until IS NOT NULL
             RETURNING requests_per_minute, learned_until""";
 
-    /**
-     * Writes a bucket's limits as configured by a starting worker; a learned pace of the key
-     * becomes a configured bucket. Parameters: key, rpm, tpm, burst ms, worker.
-     */
-    static final String CONFIGURE_BUCKET = """
-            INSERT INTO layover.buckets (provider_key, requests_per_minute, tokens_per_minute, burst_ms, configured_by)
-            VALUES (?, ?, ?, ?, ?)
-            ON CONFLICT (provider_key) DO UPDATE
-            SET requests_per_minute = excluded.requests_per_minute, tokens_per_minute = excluded.tokens_per_minute,
-                burst_ms = excluded.burst_ms, configured_at = now(), configured_by = excluded.configured_by,
-                learned_until = NULL, discovered = false""";
-
     // GCRA, per dimension (requests r, tokens t) with rate (units/s), capacity, need, extra: the
     // arithmetic is V10's layover.gcra_* functions. The need fits from gcra_fits_at; taking n units
     // moves tat with gcra_take; what is free beyond the need is gcra_free - need.

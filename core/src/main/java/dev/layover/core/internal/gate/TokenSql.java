@@ -11,7 +11,7 @@ final class TokenSql {
 
     /**
      * Writes a bucket's limits, every dimension, as configured by a worker; a learned pace of the
-     * key becomes a configured bucket. Parameters: key, requests/min, tokens/min, input tokens/min,
+     * key (stated or discovered) becomes a configured bucket. Parameters: key, requests/min, tokens/min, input tokens/min,
      * output tokens/min (each null for none), burst ms, token burst ms, worker.
      */
     static final String CONFIGURE_BUCKET = """
@@ -23,7 +23,8 @@ final class TokenSql {
                 input_tokens_per_minute = excluded.input_tokens_per_minute,
                 output_tokens_per_minute = excluded.output_tokens_per_minute,
                 burst_ms = excluded.burst_ms, token_burst_ms = excluded.token_burst_ms,
-                configured_at = now(), configured_by = excluded.configured_by, learned_until = NULL""";
+                configured_at = now(), configured_by = excluded.configured_by, learned_until = NULL,
+                discovered = false""";
 
     // per dimension: rate (units/s, 0 none), capacity, need; a dimension not limited or not needed
     // gives a NULL fits_at, which greatest() ignores
