@@ -123,7 +123,8 @@ public final class Engine {
                 d -> lifeline.forget(d.name(), d.id(), d.version()));
         WriteRetry retry = new WriteRetry(outage);
         JobMover mover = new JobMover(store, clock, observability, retry);
-        this.writer = new OutcomeWriter(store, clock, completer, gate, retry, mover, observability);
+        this.writer = new OutcomeWriter(store, clock, completer, gate, retry, mover, observability,
+                new StackTraces(config.stackTraceChars()));
         // operators' cancels write without waiting for a lost database: the caller sees the error
         this.control = new Controls(store, clock, new JobMover(store, clock, observability, WriteRetry.ONCE));
         Map<String, BucketSettings> limitBuckets = new LinkedHashMap<>(config.buckets());

@@ -51,9 +51,10 @@ final class OutcomeWriter {
     private final WriteRetry retry;
     private final JobMover mover;
     private final Observability observability;
+    private final StackTraces traces;
 
     OutcomeWriter(JobStore store, Clock clock, BatchCompleter completer, ProviderGate gate, WriteRetry retry,
-            JobMover mover, Observability observability) {
+            JobMover mover, Observability observability, StackTraces traces) {
         this.store = store;
         this.clock = clock;
         this.completer = completer;
@@ -61,6 +62,7 @@ final class OutcomeWriter {
         this.retry = retry;
         this.mover = mover;
         this.observability = observability;
+        this.traces = traces;
     }
 
     /** Applies an outcome that did not come from a handler run (no provider call was recorded). */
@@ -78,8 +80,10 @@ final class OutcomeWriter {
             Instant cooldown = key == null ? null : gate.afterCall(key, pr.trialToken(), outcome);
             String trail = pr == null ? ErrorLog.NO_TRAIL : ErrorLog.cleanTrail(pr.trailJson());
             Instant now = clock.instant();
-            write(run, RunDecider.decide(run, outcome, now, cooldown, () -> retry.write(() -> store.reschedules(run))),
-                    trail, now);
+            RunDecision d = RunDecider.decide(run, outcome, now, cooldown, () -> retry.write(() -> store.reschedules(run)));
+            // rendered only for a decision that records an error: a done or a reschedule costs nothing
+            String trace = d instanceof RunDecision.Retry || d instanceof RunDecision.Park ? traces.of(outcome.cause()) : null;
+            write(run, d, trail, now, trace);
         });
     }
 
@@ -87,7 +91,7 @@ final class OutcomeWriter {
     void park(JobRun run, FailureType type, String errorClass, String message) {
         guard(run, () -> {
             Instant now = clock.instant();
-            write(run, RunDecider.enginePark(run, type, errorClass, message, now), ErrorLog.NO_TRAIL, now);
+            write(run, RunDecider.enginePark(run, type, errorClass, message, now), ErrorLog.NO_TRAIL, now, null);
         });
     }
 
@@ -103,7 +107,7 @@ final class OutcomeWriter {
                     ? RunDecider.enginePark(run, FailureType.BAD_ARGS, errorClass, why, now)
                     : RunDecider.unreadableArgs(run, myShape, o.argsShape(), o.enqueuedAt(), o.reschedules(), errorClass,
                             why, now);
-            write(run, d, ErrorLog.NO_TRAIL, now);
+            write(run, d, ErrorLog.NO_TRAIL, now, null);
         });
     }
 
@@ -116,7 +120,7 @@ final class OutcomeWriter {
         guard(run, () -> {
             Instant now = clock.instant();
             write(run, RunDecider.waitForProvider(run, w.runAt(), w.reason(), w.detail(), w.permitAt(), now),
-                    ErrorLog.NO_TRAIL, now);
+                    ErrorLog.NO_TRAIL, now, null);
         });
     }
 
@@ -134,7 +138,7 @@ final class OutcomeWriter {
                 trail = ErrorLog.cleanTrail(pr.trailJson());
             }
             Instant now = clock.instant();
-            write(run, RunDecider.workerStopped(now), trail, now);
+            write(run, RunDecider.workerStopped(now), trail, now, null);
         });
     }
 
@@ -142,7 +146,7 @@ final class OutcomeWriter {
     void workerLost(JobRun run, Instant lastHeartbeat) {
         guard(run, () -> {
             Instant now = clock.instant();
-            write(run, RunDecider.workerLost(run, now, lastHeartbeat), ErrorLog.NO_TRAIL, now);
+            write(run, RunDecider.workerLost(run, now, lastHeartbeat), ErrorLog.NO_TRAIL, now, null);
         });
     }
 
@@ -202,8 +206,8 @@ final class OutcomeWriter {
         return mover.cancel(run, running, by, reason);
     }
 
-    /** Writes a decision. */
-    private void write(JobRun run, RunDecision d, String trail, Instant now) {
+    /** Writes a decision; {@code trace}: the stack trace its error entry keeps, or null. */
+    private void write(JobRun run, RunDecision d, String trail, Instant now, String trace) {
         if (d instanceof RunDecision.Complete c) {
             completed(run, trail, c.result());
         } else if (d instanceof RunDecision.Reschedule r) {
@@ -213,17 +217,18 @@ final class OutcomeWriter {
                 observability.metrics().jobRescheduled(run.taskName(), r.reason());
             } else {
                 // either the cap is reached or the row moved on; the version-checked park tells which
-                mover.park(run, (RunDecision.Park) RunDecider.capped(run, r, now), trail);
+                mover.park(run, (RunDecision.Park) RunDecider.capped(run, r, now), trail, null);
             }
         } else if (d instanceof RunDecision.Retry r) {
-            int updated = retry.write(() -> store.retry(run, now, r.runAt(), r.attempts(), ErrorLog.entry(r.error()), trail));
+            int updated = retry.write(() -> store.retry(run, now, r.runAt(), r.attempts(), ErrorLog.entry(r.error(), trace),
+                    trail));
             if (updated == 0) {
                 LOG.debug("Job {} changed while it ran; its retry was not written", run.label());
             } else {
                 observability.metrics().jobRetried(run.taskName(), r.error().kind());
             }
         } else if (d instanceof RunDecision.Park p) {
-            mover.park(run, p, trail);
+            mover.park(run, p, trail, trace);
         }
     }
 
