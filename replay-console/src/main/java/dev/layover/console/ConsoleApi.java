@@ -339,10 +339,11 @@ final class ConsoleApi {
             o.put("kind", e.kind());
             o.put("errorClass", e.errorClass());
             o.put("message", text(e.message(), reveal, masked));
+            o.put("stackTrace", text(e.stackTrace(), reveal, masked));
             JsonNode raw = e.json() == null ? null : parse(e.json());
             if (raw != null && raw.isObject()) {
                 ObjectNode extra = ((ObjectNode) raw).deepCopy();
-                extra.remove(List.of("attempt", "at", "kind", "error_class", "message"));
+                extra.remove(List.of("attempt", "at", "kind", "error_class", "message", "stack_trace"));
                 if (!extra.isEmpty()) {
                     JsonNode shown = reveal ? extra : Masking.maskAll(extra);
                     masked[0] |= !shown.equals(extra);
@@ -767,6 +768,7 @@ final class ConsoleApi {
         if (live != null) {
             maskField(live, "rescheduleDetail");
             maskField(live, "lastErrorMessage");
+            maskField(live, "lastStackTrace");
         }
         out.set("queued", live);
         ArrayNode runs = out.putArray("runs");
@@ -790,6 +792,7 @@ final class ConsoleApi {
         ArrayNode dls = out.putArray("deadLetters");
         for (JsonNode row : sql.jobDeadLetters(jobType, id)) {
             maskField((ObjectNode) row, "errorMessage");
+            maskField((ObjectNode) row, "lastStackTrace");
             dls.add(row);
         }
         return out;

@@ -231,11 +231,15 @@ final class ConsoleSql {
     /** The dead letters one job id left (every park of it). */
     static final String JOB_DEAD_LETTERS = """
             SELECT d.id, d.state, d.failure_type, d.error_class, left(d.error_message, 1000) AS error_message,
-                   d.parked_at, d.replay_count
+                   d.parked_at, d.replay_count, d.errors -> -1 ->> 'stack_trace' AS last_stack_trace
             FROM layover.dead_letters d
             WHERE d.job_type = ? AND d.job_id = ?
             ORDER BY d.parked_at DESC, d.id DESC
             LIMIT 20""";
+
+    /** The stack trace of a queued job's last failed attempt (read for one job, not for lists). */
+    static final String JOB_LAST_STACK_TRACE = """
+            SELECT j.last_error ->> 'stack_trace' AS last_stack_trace FROM layover.jobs j WHERE j.job_type = ? AND j.id = ?""";
 
     /** A key's breaker, whole. */
     static final String BREAKER_ROW = """
@@ -474,7 +478,13 @@ final class ConsoleSql {
     /** @return the queued job with this type and id (with why it waits), or {@code null} */
     ObjectNode queuedJob(String jobType, String jobId) {
         ArrayNode rows = query("reading a job", JOBS_SELECT + " AND x.job_type = ? AND x.id = ?", jobType, jobId);
-        return rows.isEmpty() ? null : (ObjectNode) rows.get(0);
+        if (rows.isEmpty()) {
+            return null;
+        }
+        ObjectNode job = (ObjectNode) rows.get(0);
+        ArrayNode trace = query("reading a job's stack trace", JOB_LAST_STACK_TRACE, jobType, jobId);
+        job.set("lastStackTrace", trace.isEmpty() ? JsonNodeFactory.instance.nullNode() : trace.get(0).get("lastStackTrace"));
+        return job;
     }
 
     /** @return the key's breaker, cooldown, bucket, concurrency limit and pause rows (absent ones missing) */

@@ -89,6 +89,15 @@
     return e;
   }
 
+  // A stored stack trace, folded: <details> (closed until clicked), its text in a <pre> as a text node.
+  function traceFold(trace, key) {
+    if (!trace) return null;
+    const d = el('details', { class: 'trace', 'data-trace': key, open: S.openFolds.has(key) },
+      el('summary', null, 'Stack trace'), el('pre', { class: 'trace-text' }, String(trace)));
+    d.addEventListener('toggle', () => { if (d.open) S.openFolds.add(key); else S.openFolds.delete(key); });
+    return d;
+  }
+
   function keyLink(key) {
     if (!key) return '–';
     return link('#/provider-keys/' + encodeURIComponent(key), el('code', null, key), { class: 'key-link' });
@@ -703,9 +712,10 @@
       liveText = el('p', { id: 'live-job', class: 'muted' }, 'No live job with this id.');
     }
 
-    const attempts = d.errors.map(e => el('tr', null, el('td', { class: 'num' }, e.attempt == null ? '–' : e.attempt), el('td', null, timeCell(e.at)),
+    const attempts = d.errors.map((e, n) => el('tr', null, el('td', { class: 'num' }, e.attempt == null ? '–' : e.attempt), el('td', null, timeCell(e.at)),
       el('td', null, e.kind || '–'), el('td', null, e.errorClass || '–'),
-      el('td', null, el('div', { class: 'error-text' }, e.message || ''), e.extra && Object.keys(e.extra).length ? el('pre', { class: 'small muted' }, JSON.stringify(e.extra, null, 2)) : null)));
+      el('td', null, el('div', { class: 'error-text' }, e.message || ''), traceFold(e.stackTrace, 'dl-trace-' + d.id + '-' + n),
+        e.extra && Object.keys(e.extra).length ? el('pre', { class: 'small muted' }, JSON.stringify(e.extra, null, 2)) : null)));
     const replays = d.replays.map(r => el('tr', null, el('td', null, timeCell(r.at)), el('td', null, r.by || '–'), el('td', null, r.kind),
       el('td', null, el('code', null, r.jobId || '–')), el('td', null, r.argsEdited ? 'yes' : 'no')));
     const history = d.history.map(auditRow);
@@ -950,6 +960,8 @@
       queued = el('p', { id: 'job-queued' }, 'In the queue: ', stateBadge(w.state), ' ', badge(w.why, 'why'), ' runs at ', timeCell(w.runAt),
         ' · attempts ' + w.attempts + ', reschedules ' + w.reschedules,
         w.rescheduleDetail ? el('div', { class: 'small' }, fold(w.rescheduleDetail, 'jq-' + jobType + '/' + jobId)) : null,
+        w.lastErrorMessage ? el('div', { class: 'small' }, 'last error: ', fold((w.lastErrorClass ? w.lastErrorClass + ': ' : '') + w.lastErrorMessage, 'jqe-' + jobType + '/' + jobId)) : null,
+        traceFold(w.lastStackTrace, 'jq-trace-' + jobType + '/' + jobId),
         ro ? null : el('div', { class: 'actions left' }, el('button', { type: 'button', class: 'danger small-btn', onclick: () => cancelJob({ jobType: jobType, id: jobId, state: w.state }) },
           w.state === 'running' ? 'Ask to stop…' : 'Cancel…')));
     } else {
@@ -969,7 +981,7 @@
       el('h2', null, 'Trail of the run that finished ', timeCell(r.finishedAt)), trailTable(r.providerTrail)));
     const dls = j.deadLetters.map(d => el('tr', null,
       el('td', null, link('#/dead-letters/' + d.id, '#' + d.id)), el('td', null, stateBadge(d.state)), el('td', null, d.failureType),
-      el('td', { class: 'error-cell' }, fold((d.errorClass ? d.errorClass + ': ' : '') + (d.errorMessage || ''), 'jd-' + d.id)),
+      el('td', { class: 'error-cell' }, fold((d.errorClass ? d.errorClass + ': ' : '') + (d.errorMessage || ''), 'jd-' + d.id), traceFold(d.lastStackTrace, 'jd-trace-' + d.id)),
       el('td', { class: 'nowrap' }, timeCell(d.parkedAt)), el('td', { class: 'num' }, num(d.replayCount))));
     show(id,
       el('p', null, link('#/history?q=' + encodeURIComponent(jobId), '← History of ' + jobId)),

@@ -1,0 +1,90 @@
+package dev.layover.console;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.layover.core.JobType;
+import dev.layover.core.Layover;
+import dev.layover.testing.Await;
+import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.TestDatabase;
+import java.io.IOException;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.openqa.selenium.By;
+import org.openqa.selenium.WebElement;
+
+/**
+ * The operator's dashboard parts in a real headless Chromium: a failed attempt's stack trace
+ * folded on the dead letter and job pages. Screenshots go to {@code target/screenshots/}.
+ */
+@ExtendWith(LayoverPostgresExtension.class)
+class BrowserDashboardTest {
+
+    static final String SECRET = "sk-proj-VerySecret0123456789";
+
+    private Layover layover;
+    private ReplayConsole console;
+    private Browser browser;
+
+    @BeforeEach
+    void chromium() {
+        Browser.requireChromium();
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        if (browser != null) {
+            browser.close();
+        }
+        if (console != null) {
+            console.close();
+        }
+        if (layover != null) {
+            layover.stop();
+        }
+    }
+
+    @Test
+    void aFailedAttemptsStackTraceIsFoldedOnTheDeadLetterAndJobPages(TestDatabase db) throws IOException {
+        JobType<Fixtures.Work> type = Fixtures.work((args, ctx) -> {
+            throw new IllegalStateException("upstream refused api_key=" + SECRET + " <b>bold</b>",
+                    new java.io.IOException("connection reset"));
+        });
+        layover = Fixtures.layover(db, type).start();
+        console = ReplayConsole.start(layover, Fixtures.options());
+        String id = layover.enqueue(type, new Fixtures.Work("boom", 1)).id();
+        Await.until(Fixtures.WAIT, "the job parked", () -> db.count("select count(*) from layover.dead_letters where job_id = ?", id) == 1);
+        long dl = ((Number) db.value("select id from layover.dead_letters where job_id = ?", id)).longValue();
+
+        browser = new Browser(1400, 1000);
+        browser.driver.get(console.loginUrl() + "#/dead-letters/" + dl);
+        browser.visible("#attempts");
+        WebElement trace = browser.driver.findElement(By.cssSelector("#attempts details.trace"));
+        assertFalse(trace.getAttribute("open") != null, "folded until clicked");
+        assertEquals(3, browser.driver.findElements(By.cssSelector("#attempts details.trace")).size(), "one per failed attempt");
+        browser.screenshot("dead-letter-trace-folded.png");
+        trace.findElement(By.tagName("summary")).click();
+        WebElement pre = trace.findElement(By.cssSelector("pre.trace-text"));
+        browser.waiting().until(d -> pre.isDisplayed());
+        String text = pre.getText();
+        assertTrue(text.startsWith("java.lang.IllegalStateException: upstream refused api_key=[masked] <b>bold</b>"), text);
+        assertTrue(text.contains("Caused by: java.io.IOException: connection reset"), text);
+        assertTrue(text.contains("at dev.layover.console.BrowserDashboardTest"), text);
+        assertFalse(browser.driver.findElement(By.tagName("main")).getText().contains("VerySecret"), "the key is masked on screen");
+        assertEquals(0L, browser.js("return document.querySelectorAll('main b').length"), "markup shown as text");
+        browser.screenshot("dead-letter-trace-open.png");
+
+        browser.driver.get(console.url() + "#/job/work/" + id);
+        browser.visible("#job-dead-letters");
+        WebElement jobTrace = browser.driver.findElement(By.cssSelector("#job-dead-letters details.trace"));
+        assertFalse(jobTrace.findElement(By.cssSelector("pre.trace-text")).isDisplayed(), "folded");
+        jobTrace.findElement(By.tagName("summary")).click();
+        browser.waiting().until(d -> jobTrace.findElement(By.cssSelector("pre.trace-text")).isDisplayed());
+        assertTrue(jobTrace.getText().contains("Caused by: java.io.IOException: connection reset"), jobTrace.getText());
+        browser.screenshot("job-run-trace.png");
+    }
+}
