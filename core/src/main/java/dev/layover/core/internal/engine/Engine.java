@@ -22,6 +22,7 @@ import dev.layover.core.internal.jobs.Registry;
 import dev.layover.core.internal.observe.Observability;
 import dev.layover.core.internal.observe.SafeMetrics;
 import dev.layover.core.internal.observe.StateSampler;
+import dev.layover.core.internal.observe.TimeSeries;
 import dev.layover.core.provider.ProviderClassifier;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.provider.state.ProviderStates;
@@ -107,7 +108,8 @@ public final class Engine {
         }
         this.enqueuer = new Enqueuer(store, clock);
         this.metrics = SafeMetrics.of(config.metrics());
-        this.observability = new Observability(metrics, config.history(), config.historyArgs());
+        this.observability = new Observability(metrics, config.history(), config.historyArgs(),
+                new TimeSeries(db, config.timeSeries()));
         String worker = config.workerName();
         Duration twoPolls = config.pollInterval().multipliedBy(2);
         Duration grace = Duration.ofSeconds(ProviderGate.Config.DEFAULT_PERMIT_GRACE_SECONDS);
@@ -226,6 +228,7 @@ public final class Engine {
         loops.start();
         lifeline.start();
         sampler.start();
+        observability.timeSeries().start(config.workerName());
     }
 
     /**
@@ -281,7 +284,8 @@ public final class Engine {
      */
     public synchronized void stop() {
         sampler.stop();
-        if (outage.isDown()) {
+        boolean databaseAway = outage.isDown();
+        if (databaseAway) {
             LOG.warn("Layover: stopping while the database is away; jobs whose outcome could not be written stay "
                     + "picked and run again once their heartbeats are {} old", config.deadAfter());
         }
@@ -298,6 +302,7 @@ public final class Engine {
             scheduler = null;
         }
         completer.stop(config.shutdownMaxWait());
+        observability.timeSeries().stop(!databaseAway);
         admission.stop();
         gate.stop();
         close();

@@ -49,6 +49,7 @@ final class JobMover {
             LOG.info("Parked job {} as {} (dead letter {}, provider key {}): {}", run.label(), p.type().code(),
                     parked.deadLetter(), parked.providerKey(), msg);
             observability.metrics().jobParked(run.taskName(), p.type().code());
+            observability.timeSeries().parked(run.taskName(), parked.providerKey(), p.type().code());
         }
     }
 
