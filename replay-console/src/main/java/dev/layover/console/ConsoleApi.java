@@ -97,6 +97,39 @@ final class ConsoleApi {
         s.get("/history", this::history);
         s.get("/job-runs/{jobType}/{id}", this::jobRuns);
         s.get("/provider-keys/{providerKey}", this::providerKey);
+        s.get("/time-series", r -> timeSeries(r).toJson(r.param("providerKey"), r.param("jobType")));
+        s.getSvg("/time-series/{chart}.svg", r -> SvgChart.draw(timeSeries(r), SvgChart.Kind.of(r.path(0))));
+    }
+
+    // ---------------------------------------------------------------- time series
+
+    /**
+     * The window a request asks for: {@code resolution} 10 (seconds) or 60 (default), {@code
+     * minutes} back from now (default 60; at most 60 at 10 s, 10080 at 60 s), optionally one
+     * {@code providerKey} and one {@code jobType}.
+     */
+    private TimeSeriesData timeSeries(ConsoleRequest r) {
+        String res = r.param("resolution");
+        int seconds;
+        if (res == null || res.equals("60") || res.equals("1m")) {
+            seconds = 60;
+        } else if (res.equals("10") || res.equals("10s")) {
+            seconds = 10;
+        } else {
+            throw ApiException.badRequest("resolution must be 10s or 1m, was '" + res + "'", "resolution");
+        }
+        int minutes = r.intParam("minutes", 60, 1, seconds == 10 ? 60 : 7 * 24 * 60);
+        String key = one(r, "providerKey");
+        String type = one(r, "jobType");
+        return sql.timeSeries(seconds, minutes * 60 / seconds, key, type);
+    }
+
+    private static String one(ConsoleRequest r, String name) {
+        List<String> v = checked(r.params(name), name);
+        if (v.size() > 1) {
+            throw ApiException.badRequest(name + " may be given once", name);
+        }
+        return v.isEmpty() ? null : v.get(0);
     }
 
     // ---------------------------------------------------------------- session

@@ -1,5 +1,6 @@
 package dev.layover.console;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -241,6 +242,20 @@ final class ConsoleSql {
     static final String JOB_LAST_STACK_TRACE = """
             SELECT j.last_error ->> 'stack_trace' AS last_stack_trace FROM layover.jobs j WHERE j.job_type = ? AND j.id = ?""";
 
+    /**
+     * One window of {@code layover.time_series}, summed over job types and provider keys (or one
+     * of each): the database's time and current bucket, then a row per bucket, counter and
+     * detail. Parameters: bucket seconds (twice), bucket seconds, window seconds, provider key
+     * (twice), job type (twice).
+     */
+    static final String TIME_SERIES = """
+            WITH w AS (SELECT now() AS at, to_timestamp(floor(extract(epoch FROM now()) / ?) * ?) AS current_bucket)
+            SELECT w.at, w.current_bucket, t.bucket_start, t.counter, t.detail, sum(t.amount) AS amount
+            FROM w LEFT JOIN layover.time_series t
+                ON t.bucket_seconds = ? AND t.bucket_start > w.current_bucket - make_interval(secs => ?)
+               AND (?::text IS NULL OR t.provider_key = ?) AND (?::text IS NULL OR t.job_type = ?)
+            GROUP BY 1, 2, 3, 4, 5""";
+
     /** A key's breaker, whole. */
     static final String BREAKER_ROW = """
             SELECT b.provider_key, b.state, EFFECTIVE AS effective_state, b.previous_state, b.window_started_at,
@@ -463,6 +478,29 @@ final class ConsoleSql {
         sql.append(HISTORY_ORDER);
         params.add(limit);
         return query("reading finished jobs", HISTORY_PAGE.formatted(sql), params.toArray());
+    }
+
+    /**
+     * @param bucketSeconds 10 or 60
+     * @param buckets the window in buckets, the current one last
+     * @param providerKey only this key, or null for all
+     * @param jobType only this job type, or null for all
+     * @return the window, dense
+     */
+    TimeSeriesData timeSeries(int bucketSeconds, int buckets, String providerKey, String jobType) {
+        int step = Math.max(1, (buckets + TimeSeriesData.MAX_POINTS - 1) / TimeSeriesData.MAX_POINTS);
+        int points = (buckets + step - 1) / step;
+        ArrayNode rows = query("reading the time series", TIME_SERIES, bucketSeconds, bucketSeconds, bucketSeconds,
+                (long) bucketSeconds * step * points, providerKey, providerKey, jobType, jobType);
+        JsonNode first = rows.get(0);
+        ArrayNode counted = JsonNodeFactory.instance.arrayNode();
+        for (JsonNode r : rows) {
+            if (r.hasNonNull("counter")) {
+                counted.add(r);
+            }
+        }
+        return TimeSeriesData.of(counted, Instant.parse(first.path("at").asText()),
+                Instant.parse(first.path("currentBucket").asText()), bucketSeconds, points * step);
     }
 
     /** @return every recorded run of a job, newest first (at most 100) */
