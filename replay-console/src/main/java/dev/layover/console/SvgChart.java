@@ -94,20 +94,20 @@ final class SvgChart {
                 .append("\" role=\"img\" aria-label=\"").append(esc(summary)).append("\" font-family=\"sans-serif\">");
         b.append("<title>").append(esc(summary)).append("</title>");
         b.append("<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>");
-        b.append(text(LEFT, 16, 13, "#1d2433", "start", kind.title + "  ·  " + label(d)));
+        b.append(text(LEFT, 16, 14, "#1d2433", "start", kind.title + "  ·  " + label(d)));
         // grid and axes
         b.append(line(LEFT, BOTTOM, RIGHT, BOTTOM, "#c9ced6"));
         b.append(line(LEFT, TOP, RIGHT, TOP, "#eef0f3"));
         b.append(line(LEFT, (TOP + BOTTOM) / 2.0, RIGHT, (TOP + BOTTOM) / 2.0, "#eef0f3"));
-        b.append(text(LEFT - 6, TOP + 4, 10, "#667085", "end", Long.toString(max)));
-        b.append(text(LEFT - 6, (TOP + BOTTOM) / 2.0 + 4, 10, "#667085", "end", half(max)));
-        b.append(text(LEFT - 6, BOTTOM + 4, 10, "#667085", "end", "0"));
+        b.append(text(LEFT - 6, TOP + 4, 11, "#667085", "end", Long.toString(max)));
+        b.append(text(LEFT - 6, (TOP + BOTTOM) / 2.0 + 4, 11, "#667085", "end", half(max)));
+        b.append(text(LEFT - 6, BOTTOM + 4, 11, "#667085", "end", "0"));
         DateTimeFormatter f = DateTimeFormatter.ofPattern(
                 (long) d.stepSeconds() * n > 86_400 ? "MM-dd HH:mm" : "HH:mm", Locale.ROOT).withZone(ZoneOffset.UTC);
         Instant end = d.starts().get(n - 1).plusSeconds(d.stepSeconds());
-        b.append(text(LEFT, BOTTOM + 14, 10, "#667085", "start", f.format(d.starts().get(0))));
-        b.append(text((LEFT + RIGHT) / 2.0, BOTTOM + 14, 10, "#667085", "middle", f.format(d.starts().get(n / 2))));
-        b.append(text(RIGHT, BOTTOM + 14, 10, "#667085", "end", f.format(end) + " UTC"));
+        b.append(text(LEFT, BOTTOM + 14, 11, "#667085", "start", f.format(d.starts().get(0))));
+        b.append(text((LEFT + RIGHT) / 2.0, BOTTOM + 14, 11, "#667085", "middle", f.format(d.starts().get(n / 2))));
+        b.append(text(RIGHT, BOTTOM + 14, 11, "#667085", "end", f.format(end) + " UTC"));
 
         int color = 0;
         double scale = (BOTTOM - TOP) / (double) max;
@@ -154,18 +154,18 @@ final class SvgChart {
         for (TimeSeriesData.Series s : all) {
             String c = COLORS[color++ % COLORS.length];
             String item = s.label() + " " + (TimeSeriesData.gauge(s.counter()) ? "max " + s.max() : s.total());
-            double w = 18 + Math.min(item.length(), 40) * 6.2;
+            double w = 18 + Math.min(item.length(), 40) * 6.6;
             if (x + w > RIGHT) {
                 x = LEFT;
                 y += 15;
             }
             if (y > HEIGHT - 4) {
-                b.append(text(RIGHT, HEIGHT - 4, 10, "#667085", "end", "+" + (all.size() - shown) + " more"));
+                b.append(text(RIGHT, HEIGHT - 4, 11, "#667085", "end", "+" + (all.size() - shown) + " more"));
                 break;
             }
             b.append("<rect x=\"").append(fmt(x)).append("\" y=\"").append(fmt(y - 9)).append("\" width=\"10\" height=\"10\" fill=\"")
                     .append(c).append("\"/>");
-            b.append(text(x + 14, y, 10, "#1d2433", "start", item.length() > 40 ? item.substring(0, 39) + "…" : item));
+            b.append(text(x + 14, y, 11, "#1d2433", "start", item.length() > 40 ? item.substring(0, 39) + "…" : item));
             x += w + 8;
             shown++;
         }

@@ -25,7 +25,7 @@ import java.util.Map;
 record TimeSeriesData(Instant at, int bucketSeconds, int stepSeconds, List<Instant> starts, List<Series> series) {
 
     /** The most points a window has; a longer window sums several buckets per point. */
-    static final int MAX_POINTS = 180;
+    static final int MAX_POINTS = 360;
 
     /** The counters, in the order the API lists them. */
     static final List<String> ORDER = List.of("completed", "rate_limited", "rescheduled", "retried", "parked",

@@ -72,11 +72,11 @@ class ConsoleTimeSeriesApiTest {
         assertEquals(200, r.status(), r.body());
         JsonNode all = r.json();
         assertEquals(10, all.path("bucketSeconds").asInt());
-        assertEquals(20, all.path("stepSeconds").asInt(), "360 buckets drawn as 180 points of two");
-        assertEquals(180, all.path("starts").size());
+        assertEquals(10, all.path("stepSeconds").asInt(), "an hour is 360 points of 10 s");
+        assertEquals(360, all.path("starts").size());
         JsonNode completed = series(all, "completed", null);
         assertEquals(12, completed.path("total").asLong(), "summed over keys and types");
-        assertEquals(12, completed.path("values").get(179).asLong(), "in the current point");
+        assertEquals(12, completed.path("values").get(359).asLong(), "in the current point");
         assertEquals(12, all.path("totals").path("completed").asLong());
         assertEquals(3, series(all, "due", null).path("total").asLong(), "a gauge keeps its largest sample");
 
@@ -89,7 +89,8 @@ class ConsoleTimeSeriesApiTest {
 
         JsonNode day = api.get("/api/time-series?resolution=1m&minutes=1440&jobType=work").json();
         assertEquals(105, series(day, "completed", null).path("total").asLong(), "24 h reaches the 3 hour old row");
-        assertTrue(day.path("starts").size() <= 180);
+        assertEquals(360, day.path("starts").size(), "1440 minutes drawn as 360 points of 4 min");
+        assertEquals(240, day.path("stepSeconds").asInt());
         assertEquals(0, api.get("/api/time-series?jobType=nothing").json().path("series").size());
     }
 
