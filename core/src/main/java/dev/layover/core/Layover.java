@@ -838,6 +838,12 @@ public final class Layover implements AutoCloseable {
 
         /** The default of {@link #stackTraceChars(int)}. */
         public static final int DEFAULT_STACK_TRACE_CHARS = 4000;
+        /** The default of {@link #timeSeriesFlushInterval(Duration)}: 10 s. */
+        public static final Duration DEFAULT_TIME_SERIES_FLUSH = TimeSeriesSettings.DEFAULTS.flushEvery();
+        /** The default retention of 10-second time series rows ({@link #timeSeriesRetention}): 1 hour. */
+        public static final Duration DEFAULT_TIME_SERIES_KEEP_TEN_SECOND = TimeSeriesSettings.DEFAULTS.keepTenSecond();
+        /** The default retention of one-minute time series rows ({@link #timeSeriesRetention}): 7 days. */
+        public static final Duration DEFAULT_TIME_SERIES_KEEP_MINUTE = TimeSeriesSettings.DEFAULTS.keepMinute();
 
         /**
          * How many characters of a failed attempt's stack trace are stored: the exception that
