@@ -59,6 +59,8 @@ LANGUAGE sql AS $$
                  AS i(job_type, provider_key, counter, detail, amount),
              (VALUES (10), (60)) AS s(seconds)
         WHERE i.amount IS NOT NULL AND i.job_type IS NOT NULL AND i.counter IS NOT NULL
+        -- one order for every writer: two flushes at once lock their rows in the same order (no deadlock)
+        ORDER BY 1, 2, 3, 4, 5, 6
         ON CONFLICT (bucket_seconds, bucket, job_type, provider_key, counter, detail) DO UPDATE
         SET amount = CASE WHEN excluded.counter IN ('due', 'waiting') THEN greatest(t.amount, excluded.amount)
                           ELSE t.amount + excluded.amount END

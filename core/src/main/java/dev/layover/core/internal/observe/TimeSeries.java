@@ -194,12 +194,11 @@ public final class TimeSeries {
     private long write(Connection c, List<String> types, List<String> keys, List<String> counters, List<String> details,
             List<Long> amounts) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(TimeSeriesSql.FLUSH)) {
-            ps.setBoolean(1, true);
-            ps.setArray(2, c.createArrayOf("text", types.toArray()));
-            ps.setArray(3, c.createArrayOf("text", keys.toArray()));
-            ps.setArray(4, c.createArrayOf("text", counters.toArray()));
-            ps.setArray(5, c.createArrayOf("text", details.toArray()));
-            ps.setArray(6, c.createArrayOf("bigint", amounts.toArray()));
+            ps.setArray(1, c.createArrayOf("text", types.toArray()));
+            ps.setArray(2, c.createArrayOf("text", keys.toArray()));
+            ps.setArray(3, c.createArrayOf("text", counters.toArray()));
+            ps.setArray(4, c.createArrayOf("text", details.toArray()));
+            ps.setArray(5, c.createArrayOf("bigint", amounts.toArray()));
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return rs.getLong(1);

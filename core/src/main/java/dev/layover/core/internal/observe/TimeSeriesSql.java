@@ -14,7 +14,7 @@ final class TimeSeriesSql {
      * {@code layover.time_series_add()}. The sample (a grouped count of the job table) is skipped
      * when this 10-second bucket already has one (another instance's; a race only samples twice,
      * and the gauges keep the larger). Layover's own recurring tasks are not jobs. Parameters:
-     * whether to sample, then the five arrays. Returns the rows written.
+     * the five arrays. Returns the rows written.
      */
     static final String FLUSH = """
             WITH sample AS (
@@ -22,7 +22,7 @@ final class TimeSeriesSql {
                        count(*) FILTER (WHERE NOT j.picked AND j.execution_time <= now()) AS due,
                        count(*) FILTER (WHERE j.execution_time > now()) AS waiting
                 FROM layover.scheduled_tasks j
-                WHERE ?::boolean AND j.task_name NOT LIKE 'layover-%'
+                WHERE j.task_name NOT LIKE 'layover-%'
                   AND NOT EXISTS (SELECT 1 FROM layover.time_series_counts c
                                   WHERE c.bucket_seconds = 10 AND c.counter = 'due'
                                     AND c.bucket = to_timestamp(floor(extract(epoch FROM now()) / 10) * 10))
