@@ -41,6 +41,10 @@ CREATE TABLE layover.time_series_counts (
     PRIMARY KEY (bucket_seconds, bucket, job_type, provider_key, counter, detail)
 );
 
+-- one key's window (a provider key's page), through the view's nullif(provider_key, '')
+CREATE INDEX time_series_counts_key_idx
+    ON layover.time_series_counts ((nullif(provider_key, '')), bucket_seconds, bucket);
+
 COMMENT ON TABLE layover.time_series_counts IS
     'Counts per 10 s and per minute, per job type and provider key, flushed by the engine; read layover.time_series.';
 

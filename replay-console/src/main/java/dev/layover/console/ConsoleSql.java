@@ -244,17 +244,32 @@ final class ConsoleSql {
 
     /**
      * One window of {@code layover.time_series}, summed over job types and provider keys (or one
-     * of each): the database's time and current bucket, then a row per bucket, counter and
-     * detail. Parameters: bucket seconds (twice), bucket seconds, window seconds, provider key
-     * (twice), job type (twice).
+     * of each), already in points of {@code step} buckets: the database's time and current
+     * bucket, then a row per point, counter and detail (counts summed; the gauges {@code due} and
+     * {@code waiting} summed per bucket, then their largest per point). Parameters: bucket seconds
+     * (three times), window seconds, bucket seconds, provider key (twice), job type (twice), point
+     * seconds.
      */
     static final String TIME_SERIES = """
-            WITH w AS (SELECT now() AS at, to_timestamp(floor(extract(epoch FROM now()) / ?) * ?) AS current_bucket)
-            SELECT w.at, w.current_bucket, t.bucket_start, t.counter, t.detail, sum(t.amount) AS amount
-            FROM w LEFT JOIN layover.time_series t
-                ON t.bucket_seconds = ? AND t.bucket_start > w.current_bucket - make_interval(secs => ?)
-               AND (?::text IS NULL OR t.provider_key = ?) AND (?::text IS NULL OR t.job_type = ?)
-            GROUP BY 1, 2, 3, 4, 5""";
+            WITH c AS (
+                SELECT now() AS at, to_timestamp(floor(extract(epoch FROM now()) / ?) * ?) AS current_bucket
+            ), w AS (
+                SELECT c.at, c.current_bucket, c.current_bucket + make_interval(secs => ?) - make_interval(secs => ?) AS first_bucket
+                FROM c
+            ), b AS (
+                SELECT t.bucket_start, t.counter, t.detail, sum(t.amount) AS amount
+                FROM layover.time_series t, w
+                WHERE t.bucket_seconds = ? AND t.bucket_start >= w.first_bucket
+                  AND (?::text IS NULL OR t.provider_key = ?) AND (?::text IS NULL OR t.job_type = ?)
+                GROUP BY 1, 2, 3
+            ), p AS (
+                SELECT floor(extract(epoch FROM b.bucket_start - w.first_bucket) / ?)::int AS point, b.counter, b.detail,
+                       CASE WHEN b.counter IN ('due', 'waiting') THEN max(b.amount) ELSE sum(b.amount) END AS amount
+                FROM b, w
+                GROUP BY 1, 2, 3
+            )
+            SELECT w.at, w.current_bucket, p.point, p.counter, p.detail, p.amount
+            FROM w LEFT JOIN p ON true""";
 
     /** A key's breaker, whole. */
     static final String BREAKER_ROW = """
@@ -490,8 +505,9 @@ final class ConsoleSql {
     TimeSeriesData timeSeries(int bucketSeconds, int buckets, String providerKey, String jobType) {
         int step = Math.max(1, (buckets + TimeSeriesData.MAX_POINTS - 1) / TimeSeriesData.MAX_POINTS);
         int points = (buckets + step - 1) / step;
-        ArrayNode rows = query("reading the time series", TIME_SERIES, bucketSeconds, bucketSeconds, bucketSeconds,
-                (long) bucketSeconds * step * points, providerKey, providerKey, jobType, jobType);
+        long span = (long) bucketSeconds * step * points;
+        ArrayNode rows = query("reading the time series", TIME_SERIES, bucketSeconds, bucketSeconds, bucketSeconds, span,
+                bucketSeconds, providerKey, providerKey, jobType, jobType, bucketSeconds * step);
         JsonNode first = rows.get(0);
         ArrayNode counted = JsonNodeFactory.instance.arrayNode();
         for (JsonNode r : rows) {

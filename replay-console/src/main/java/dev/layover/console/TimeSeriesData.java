@@ -66,7 +66,8 @@ record TimeSeriesData(Instant at, int bucketSeconds, int stepSeconds, List<Insta
     }
 
     /**
-     * @param rows {@code bucketStart}, {@code counter}, {@code detail}, {@code amount} per row
+     * @param rows {@code point} (from the oldest, 0), {@code counter}, {@code detail}, {@code amount}
+     *     (per point: counts summed, gauges their largest) per row
      * @param at the database's time
      * @param current the start of the current bucket
      * @param bucketSeconds 10 or 60
@@ -84,8 +85,7 @@ record TimeSeriesData(Instant at, int bucketSeconds, int stepSeconds, List<Insta
         for (JsonNode r : rows) {
             String counter = r.path("counter").asText();
             String detail = r.path("detail").isNull() ? null : r.path("detail").asText(null);
-            Instant start = Instant.parse(r.path("bucketStart").asText());
-            long index = (start.getEpochSecond() - first.getEpochSecond()) / ((long) bucketSeconds * step);
+            long index = r.path("point").asLong();
             if (index < 0 || index >= points) {
                 continue;
             }
