@@ -2,6 +2,7 @@ package dev.layover.core.internal.engine;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.layover.core.JobType;
+import dev.layover.core.internal.observe.TimeSeriesSettings;
 import dev.layover.core.metrics.LayoverMetrics;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.state.BreakerListener;
@@ -79,7 +80,7 @@ public record EngineConfig(
         boolean history,
         boolean historyArgs,
         int stackTraceChars,
-        dev.layover.core.internal.observe.TimeSeriesSettings timeSeries,
+        TimeSeriesSettings timeSeries,
         boolean notifications,
         Duration giveBackAfter) {
 
