@@ -102,7 +102,7 @@ final class ConsoleBench {
         c.put("one job's runs", "api/job-runs/translate/job-" + (history / 2));
         c.put("provider key page", "api/provider-keys/openai%3Agpt-4o");
         c.put("time series, 1 h per 10 s", "api/time-series?resolution=10s&minutes=60");
-        c.put("chart, 7 days, one key", "api/time-series/limits.svg?resolution=1m&minutes=10080&providerKey=openai%3Agpt-4o");
+        c.put("chart, 7 days, one key", "api/time-series/limits.svg?resolution=1h&minutes=10080&providerKey=openai%3Agpt-4o");
         c.put("chart, 24 h, all keys", "api/time-series/throughput.svg?resolution=1m&minutes=1440");
         return c;
     }
@@ -206,7 +206,7 @@ final class ConsoleBench {
                     INSERT INTO layover.time_series_counts (bucket_seconds, bucket, job_type, provider_key, counter, detail, amount)
                     SELECT s.sec, to_timestamp(floor(extract(epoch FROM now()) / s.sec) * s.sec) - b * s.sec * interval '1 second',
                            'translate', k, c.counter, c.detail, 1 + (b % 50)
-                    FROM (VALUES (60, 10080), (10, 360)) s(sec, n)
+                    FROM (VALUES (3600, 168), (60, 10080), (10, 360)) s(sec, n)
                     CROSS JOIN LATERAL generate_series(0, s.n - 1) b
                     CROSS JOIN unnest(ARRAY['openai:gpt-4o-mini','openai:gpt-4o','anthropic:claude-sonnet','anthropic:claude-haiku',
                                'gemini:2.5-flash','bedrock:claude@us-east-1','azure:gpt-4o@westeurope','mistral:large',

@@ -434,7 +434,7 @@ public final class Layover implements AutoCloseable {
      *   <tr><td>{@link #stackTraceChars(int)}</td><td>4,000: each failed attempt keeps its stack
      *       trace, masked, in its {@code errors} entry</td></tr>
      *   <tr><td>{@link #timeSeries(boolean)}</td><td>on: counters flushed every 10 s to
-     *       {@code layover.time_series}; 10-second rows kept 1 hour, minute rows 7 days</td></tr>
+     *       {@code layover.time_series}; 10-second rows kept 1 hour, minute and hour rows 7 days</td></tr>
      * </table>
      *
      * <p>Provider state (see {@code docs/provider-state.md}): every job whose type has a provider
@@ -871,7 +871,7 @@ public final class Layover implements AutoCloseable {
          * Whether this instance keeps the time series of {@code layover.time_series}: per job type
          * and provider key, jobs completed, 429s (rate-limited outcomes), reschedules by reason,
          * retries by kind, parks by failure type, replays, and the queue's depth (due and waiting),
-         * in 10-second and one-minute buckets of the database's clock. Counted in memory and
+         * in 10-second, one-minute and one-hour buckets of the database's clock. Counted in memory and
          * written every {@link #timeSeriesFlushInterval} by one {@code INSERT ... ON CONFLICT DO
          * UPDATE} (no write per job), which also samples the queue depth (one grouped count of the
          * job table, at most once per 10-second bucket across the cluster) and deletes rows past
@@ -905,11 +905,12 @@ public final class Layover implements AutoCloseable {
 
         /**
          * How long rows of the time series are kept (see {@link #timeSeries}): each flush deletes
-         * older 10-second and minute rows (by their bucket, on the database's clock). Bounds the
-         * table at about (keep / bucket) rows per job type, provider key and counter.
+         * older 10-second rows, and older minute and hour rows (by their bucket, on the database's
+         * clock). Bounds the table at about (keep / bucket) rows per job type, provider key and
+         * counter.
          *
          * @param tenSecondRows positive; default 1 hour
-         * @param minuteRows positive; default 7 days
+         * @param minuteRows positive, for minute and hour rows; default 7 days
          * @return this builder
          */
         public Builder timeSeriesRetention(Duration tenSecondRows, Duration minuteRows) {

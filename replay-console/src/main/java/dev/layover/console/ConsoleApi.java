@@ -104,9 +104,9 @@ final class ConsoleApi {
     // ---------------------------------------------------------------- time series
 
     /**
-     * The window a request asks for: {@code resolution} 10 (seconds) or 60 (default), {@code
-     * minutes} back from now (default 60; at most 60 at 10 s, 10080 at 60 s), optionally one
-     * {@code providerKey} and one {@code jobType}.
+     * The window a request asks for: {@code resolution} 10s, 1m (default) or 1h, {@code minutes}
+     * back from now (default 60; at most 60 at 10 s, 10080 at 1 min and 1 h, at least 60 at 1 h),
+     * optionally one {@code providerKey} and one {@code jobType}.
      */
     private TimeSeriesData timeSeries(ConsoleRequest r) {
         String res = r.param("resolution");
@@ -115,10 +115,12 @@ final class ConsoleApi {
             seconds = 60;
         } else if (res.equals("10") || res.equals("10s")) {
             seconds = 10;
+        } else if (res.equals("3600") || res.equals("1h")) {
+            seconds = 3600;
         } else {
-            throw ApiException.badRequest("resolution must be 10s or 1m, was '" + res + "'", "resolution");
+            throw ApiException.badRequest("resolution must be 10s, 1m or 1h, was '" + res + "'", "resolution");
         }
-        int minutes = r.intParam("minutes", 60, 1, seconds == 10 ? 60 : 7 * 24 * 60);
+        int minutes = r.intParam("minutes", 60, seconds == 3600 ? 60 : 1, seconds == 10 ? 60 : 7 * 24 * 60);
         String key = one(r, "providerKey");
         String type = one(r, "jobType");
         return sql.timeSeries(seconds, minutes * 60 / seconds, key, type);

@@ -496,7 +496,7 @@ final class ConsoleSql {
     }
 
     /**
-     * @param bucketSeconds 10 or 60
+     * @param bucketSeconds 10, 60 or 3600
      * @param buckets the window in buckets, the current one last
      * @param providerKey only this key, or null for all
      * @param jobType only this job type, or null for all

@@ -174,7 +174,8 @@ final class SvgChart {
     }
 
     private static String label(TimeSeriesData d) {
-        return "per " + (d.stepSeconds() % 60 == 0 ? d.stepSeconds() / 60 + " min" : d.stepSeconds() + " s");
+        int s = d.stepSeconds();
+        return "per " + (s % 3600 == 0 ? s / 3600 + " h" : s % 60 == 0 ? s / 60 + " min" : s + " s");
     }
 
     private static String totals(List<TimeSeriesData.Series> bars, List<TimeSeriesData.Series> lines) {

@@ -17,7 +17,7 @@ import java.util.Map;
  * series per counter and detail.
  *
  * @param at the database's time of the read
- * @param bucketSeconds 10 or 60
+ * @param bucketSeconds 10, 60 or 3600
  * @param stepSeconds the width of one point
  * @param starts the start of each point, oldest first
  * @param series the series, in the order of {@link #ORDER} then by detail
@@ -70,7 +70,7 @@ record TimeSeriesData(Instant at, int bucketSeconds, int stepSeconds, List<Insta
      *     (per point: counts summed, gauges their largest) per row
      * @param at the database's time
      * @param current the start of the current bucket
-     * @param bucketSeconds 10 or 60
+     * @param bucketSeconds 10, 60 or 3600
      * @param buckets how many buckets the window has, the current one last
      */
     static TimeSeriesData of(ArrayNode rows, Instant at, Instant current, int bucketSeconds, int buckets) {

@@ -92,6 +92,11 @@ class ConsoleTimeSeriesApiTest {
         assertEquals(360, day.path("starts").size(), "1440 minutes drawn as 360 points of 4 min");
         assertEquals(240, day.path("stepSeconds").asInt());
         assertEquals(0, api.get("/api/time-series?jobType=nothing").json().path("series").size());
+
+        JsonNode week = api.get("/api/time-series?resolution=1h&minutes=10080&providerKey=test%3Aprovider").json();
+        assertEquals(3600, week.path("bucketSeconds").asInt());
+        assertEquals(168, week.path("starts").size(), "a week of hour rows");
+        assertEquals(5, series(week, "completed", null).path("total").asLong(), "the hour rows of the same counts");
     }
 
     @Test
@@ -127,11 +132,12 @@ class ConsoleTimeSeriesApiTest {
             {"/api/time-series?resolution=10s&minutes=61", "minutes"},
             {"/api/time-series?minutes=0", "minutes"},
             {"/api/time-series?minutes=10081", "minutes"},
+            {"/api/time-series?resolution=1h&minutes=30", "minutes"},
             {"/api/time-series?minutes=x", "minutes"},
             {"/api/time-series?providerKey=a&providerKey=b", "providerKey"},
             {"/api/time-series?jobType=" + "j".repeat(201), "jobType"},
             {"/api/time-series/pie.svg", "chart"},
-            {"/api/time-series/limits.svg?resolution=1h", "resolution"},
+            {"/api/time-series/limits.svg?resolution=2h", "resolution"},
         };
         for (String[] p : probes) {
             ApiClient.Resp r = api.get(p[0]);

@@ -93,7 +93,7 @@ class TimeSeriesTest {
         layover.stop();
         layover = null;
 
-        for (int seconds : new int[] {10, 60}) {
+        for (int seconds : new int[] {10, 60, 3600}) {
             assertEquals(4, sum(db, seconds, "ts", "completed", null), "3 ok + the flaky one");
             assertEquals(1, sum(db, seconds, "ts-limited", "completed", null));
             assertEquals(1, sum(db, seconds, "ts-limited", "rate_limited", null), "the 429");
@@ -143,15 +143,19 @@ class TimeSeriesTest {
         insert(db, 10, "20 minutes");
         insert(db, 60, "2 days");
         insert(db, 60, "20 hours");
+        insert(db, 3600, "3 days");
+        insert(db, 3600, "10 hours");
         layover = ObservabilityFixtures.builder(db).register(type("ts", "fake:ts"))
                 .timeSeriesFlushInterval(Duration.ofMillis(200))
                 .timeSeriesRetention(Duration.ofMinutes(30), Duration.ofDays(1)).start();
-        Await.equal(WAIT, "the old rows deleted", 2L, () -> db.count("SELECT count(*) FROM layover.time_series_counts"
+        Await.equal(WAIT, "the old rows deleted", 3L, () -> db.count("SELECT count(*) FROM layover.time_series_counts"
                 + " WHERE job_type = 'old'"));
         assertEquals(1L, db.count("SELECT count(*) FROM layover.time_series_counts WHERE job_type = 'old' AND bucket_seconds = 10"
                 + " AND bucket > now() - interval '30 minutes'"));
         assertEquals(1L, db.count("SELECT count(*) FROM layover.time_series_counts WHERE job_type = 'old' AND bucket_seconds = 60"
                 + " AND bucket > now() - interval '1 day'"));
+        assertEquals(1L, db.count("SELECT count(*) FROM layover.time_series_counts WHERE job_type = 'old' AND bucket_seconds = 3600"
+                + " AND bucket > now() - interval '1 day'"), "hour rows keep the minute rows' period");
 
         assertThrows(ConfigurationException.class, () -> Layover.builder(db.dataSource()).timeSeriesRetention(Duration.ZERO,
                 Duration.ofDays(1)));

@@ -423,7 +423,7 @@
     { id: '1h-10s', label: 'Last hour, per 10 s', q: 'resolution=10s&minutes=60' },
     { id: '1h', label: 'Last hour, per minute', q: 'resolution=1m&minutes=60' },
     { id: '24h', label: 'Last 24 hours', q: 'resolution=1m&minutes=1440' },
-    { id: '7d', label: 'Last 7 days', q: 'resolution=1m&minutes=10080' },
+    { id: '7d', label: 'Last 7 days', q: 'resolution=1h&minutes=10080' },
   ];
   const CHART_KINDS = [['throughput', 'Completed'], ['limits', '429s and reschedules'], ['failures', 'Retries, parks and replays'], ['depth', 'Queue depth']];
   const CHART_REFRESH_MS = 10000; // the engine writes the time series every 10 s

@@ -37,9 +37,12 @@ final class TimeSeriesSql {
                                            array_agg(detail), array_agg(amount)) AS written
             FROM counted""";
 
-    /** Retention: 10-second and minute rows older than their periods. Parameters: both periods in seconds. */
+    /**
+     * Retention: 10-second rows, and minute and hour rows, older than their periods. Parameters:
+     * both periods in seconds.
+     */
     static final String PURGE = """
             DELETE FROM layover.time_series_counts
             WHERE (bucket_seconds = 10 AND bucket < now() - make_interval(secs => ?::float8))
-               OR (bucket_seconds = 60 AND bucket < now() - make_interval(secs => ?::float8))""";
+               OR (bucket_seconds IN (60, 3600) AND bucket < now() - make_interval(secs => ?::float8))""";
 }
