@@ -361,7 +361,7 @@ public class LayoverProperties {
         private Duration flushInterval = dev.layover.core.Layover.Builder.DEFAULT_TIME_SERIES_FLUSH;
         /** How long 10-second rows are kept. */
         private Duration tenSecondRetention = dev.layover.core.Layover.Builder.DEFAULT_TIME_SERIES_KEEP_TEN_SECOND;
-        /** How long one-minute rows are kept. */
+        /** How long one-minute and one-hour rows are kept. */
         private Duration minuteRetention = dev.layover.core.Layover.Builder.DEFAULT_TIME_SERIES_KEEP_MINUTE;
 
         /** @return whether the time series is written */
