@@ -41,7 +41,8 @@ class TableOwnersTest {
             Map.entry("buckets", Set.of(CORE + "internal/gate/StateSql.java", CORE + "internal/gate/TokenSql.java")),
             Map.entry("pauses", Set.of(CORE + "internal/engine/ControlSql.java")),
             Map.entry("recovery_state", Set.of(DLQ + "DlqSql.java")),
-            Map.entry("audit_log", Set.of(DLQ + "DlqSql.java")));
+            Map.entry("audit_log", Set.of(DLQ + "DlqSql.java")),
+            Map.entry("time_series_counts", Set.of(CORE + "internal/observe/TimeSeriesSql.java")));
 
     /**
      * The benchmarks are measurement harnesses, not Layover: they fill tables to measure reads of

@@ -9,6 +9,7 @@ import java.util.Arrays;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -21,11 +22,12 @@ import java.util.Set;
  *   <li>enqueue, single and batch ({@link EnqueueBench});
  *   <li>provider etiquette, two worker JVMs against a rate-limited fake provider
  *       ({@link EtiquetteBench});
- *   <li>recovery of 10,000 jobs parked by an outage ({@link RecoveryBench}).
+ *   <li>recovery of 10,000 jobs parked by an outage ({@link RecoveryBench});
+ *   <li>the console's API with 1,000,000 dead letters and 10,000,000 history rows ({@link ConsoleBench}).
  * </ol>
  *
  * <p>Usage: {@code mvn -q -pl bench -am -DskipTests package exec:java -Dexec.args="[--quick]
- * [--jdbc-url URL] [--only throughput,latency,enqueue,etiquette,recovery] [--poll-ms 200]"}. Without a URL (or
+ * [--jdbc-url URL] [--only throughput,latency,enqueue,etiquette,recovery,console] [--poll-ms 200]"}. Without a URL (or
  * {@code LAYOVER_JDBC_URL}) an embedded Postgres is started; with one, a scratch database is
  * created on that server and dropped afterwards. {@code --quick} runs small sizes in under a
  * minute: a smoke test, no figure worth quoting.
@@ -42,7 +44,7 @@ public final class Bench {
     static final long DEFAULT_POLL_MS = 200;
 
     /** The sections, in the order they run. */
-    static final List<String> SECTIONS = List.of("throughput", "latency", "enqueue", "etiquette", "recovery", "tokens");
+    static final List<String> SECTIONS = List.of("throughput", "latency", "enqueue", "etiquette", "recovery", "console", "tokens");
 
     /** Everything one run measured (null where a section was not run). */
     public static final class Report {
@@ -52,8 +54,14 @@ public final class Bench {
         List<EtiquetteBench.Result> etiquette;
         DiscoveryChangeBench.Result discoveryChange;
         RecoveryBench.Result recovery;
+        ConsoleBench.Result console;
         List<TokenBench.Result> tokens;
         double seconds;
+
+        /** @return the console's API timings */
+        public ConsoleBench.Result console() {
+            return console;
+        }
 
         /** @return the token-limit arms */
         public List<TokenBench.Result> tokens() {
@@ -183,6 +191,12 @@ public final class Bench {
                 RecoveryBench.Settings s = quick ? RecoveryBench.Settings.quick(poll) : RecoveryBench.Settings.full(poll);
                 report.recovery = RecoveryBench.measure(db.dataSource(), s);
                 recovery(out, report.recovery, s, t);
+            }
+            if (only.contains("console")) {
+                long t = System.nanoTime();
+                report.console = ConsoleBench.measure(db.dataSource(), quick, out);
+                ConsoleBench.print(out, report.console);
+                out.printf(Locale.ROOT, "(%.0f s)%n%n", (System.nanoTime() - t) / 1e9);
             }
             if (only.contains("tokens")) {
                 long t = System.nanoTime();
@@ -427,6 +441,14 @@ public final class Bench {
             row(out, "recovery, provider back → all done", "≤ 1.2× ideal", String.format(Locale.ROOT, "%.1f s / %.1f s = %.3f×",
                     r.recovery.total(), r.recovery.ideal(), r.recovery.ratio()), r.recovery.ratio() <= 1.2);
             row(out, "recovery, duplicates", "0", String.valueOf(r.recovery.duplicates()), r.recovery.duplicates() == 0);
+        }
+        if (r.console != null) {
+            Map.Entry<String, ConsoleBench.Timing> slowest = r.console.large().entrySet().stream()
+                    .max(java.util.Comparator.comparingDouble(e -> e.getValue().p95())).orElseThrow();
+            row(out, String.format(Locale.ROOT, "console, every API call p95 (%,d dead letters, %,d history rows)",
+                    r.console.deadLetters(), r.console.history()), "< 50 ms",
+                    String.format(Locale.ROOT, "%d of %d; slowest %s %.1f ms", r.console.met(), r.console.large().size(),
+                            slowest.getKey(), slowest.getValue().p95()), r.console.met() == r.console.large().size());
         }
         if (r.enqueue != null) {
             StringBuilder b = new StringBuilder();

@@ -119,7 +119,7 @@ public final class DeadLetterBench {
      * index insertions). Skews: 5 job types, 8 provider keys, 10 failure types, states 60% replayed,
      * 25% parked, 10% discarded, 5% review; parked over the last 30 days.
      */
-    private static void load(HikariDataSource ds, int rows) throws Exception {
+    static void load(javax.sql.DataSource ds, int rows) throws Exception {
         try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
             st.execute("SET maintenance_work_mem = '512MB'");
             List<String> indexes = new ArrayList<>();

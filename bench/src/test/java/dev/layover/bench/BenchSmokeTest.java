@@ -31,7 +31,7 @@ class BenchSmokeTest {
         String printed = buffer.toString(StandardCharsets.UTF_8);
         System.out.println(printed);
         for (String table : new String[] {"### Throughput", "### Wake-up latency", "### Enqueue", "### Provider etiquette",
-                "### Recovery", "### Token limits", "### Goals of issue 11"}) {
+                "### Recovery", "### Console API", "### Token limits", "### Goals of issue 11"}) {
             assertTrue(printed.contains(table), "missing " + table + " in:\n" + printed);
         }
         assertFalse(printed.contains("NaN"), printed);
@@ -50,6 +50,9 @@ class BenchSmokeTest {
         assertNotNull(r.recovery());
         assertEquals(r.recovery().jobs(), r.recovery().distinctDone(), "every parked job ran after the recovery");
         assertTrue(r.recovery().total() > 0, r.recovery().toString());
+        assertEquals(18, r.console().large().size(), "every page's calls");
+        r.console().large().forEach((call, t) -> assertEquals(200, t.status(), call));
+        r.console().small().forEach((call, t) -> assertEquals(200, t.status(), call));
         assertEquals(2, r.tokens().size(), "token limit and request-only arms");
         r.tokens().forEach(t -> assertTrue(Double.isFinite(t.usefulPerT()) && t.usefulPerT() >= 0, t.toString()));
     }

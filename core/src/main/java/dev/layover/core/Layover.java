@@ -9,6 +9,7 @@ import dev.layover.core.internal.engine.EngineConfig;
 import dev.layover.core.internal.gate.Limits;
 import dev.layover.core.internal.jobs.JobLookup;
 import dev.layover.core.internal.jobs.Registry;
+import dev.layover.core.internal.observe.TimeSeriesSettings;
 import dev.layover.core.metrics.LayoverMetrics;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.ProviderClassifier;
@@ -77,7 +78,7 @@ public final class Layover implements AutoCloseable {
                 b.maxArgsBytes, b.classifier, b.threads, b.pollInterval, b.heartbeatInterval, b.missedHeartbeats,
                 b.shutdownMaxWait, b.priority, b.prefetch, b.breakers, b.perKeyBreakers, b.cooldowns, b.buckets,
                 b.patternBuckets, b.concurrencyLimits, b.breakerListeners, b.tokenCosts, b.metrics, b.history,
-                b.historyArgs, b.notifications, b.giveBackAfter));
+                b.historyArgs, b.stackTraceChars, b.timeSeries, b.notifications, b.giveBackAfter));
         this.extraTasks = List.copyOf(b.extraTasks);
         this.plugins = List.copyOf(b.plugins);
         this.historyRetention = b.history && !b.historyKeep.isZero()
@@ -430,6 +431,10 @@ public final class Layover implements AutoCloseable {
      *       {@code layover.job_history}</td></tr>
      *   <tr><td>{@link #historyArgs(boolean)}</td><td>off: history rows keep no args</td></tr>
      *   <tr><td>{@link #historyRetention(Duration)}</td><td>7 days</td></tr>
+     *   <tr><td>{@link #stackTraceChars(int)}</td><td>4,000: each failed attempt keeps its stack
+     *       trace, masked, in its {@code errors} entry</td></tr>
+     *   <tr><td>{@link #timeSeries(boolean)}</td><td>on: counters flushed every 10 s to
+     *       {@code layover.time_series}; 10-second rows kept 1 hour, minute and hour rows 7 days</td></tr>
      * </table>
      *
      * <p>Provider state (see {@code docs/provider-state.md}): every job whose type has a provider
@@ -466,6 +471,8 @@ public final class Layover implements AutoCloseable {
         private boolean history = true;
         private boolean historyArgs;
         private Duration historyKeep = JobHistoryRetention.DEFAULT_KEEP;
+        private int stackTraceChars = DEFAULT_STACK_TRACE_CHARS;
+        private TimeSeriesSettings timeSeries = TimeSeriesSettings.DEFAULTS;
         private Clock clock;
         private boolean notifications = true;
         private boolean shutdownHook;
@@ -829,6 +836,94 @@ public final class Layover implements AutoCloseable {
                 throw new ConfigurationException("historyRetention must not be negative, was " + keep);
             }
             this.historyKeep = keep;
+            return this;
+        }
+
+        /** The default of {@link #stackTraceChars(int)}. */
+        public static final int DEFAULT_STACK_TRACE_CHARS = 4000;
+        /** The default of {@link #timeSeriesFlushInterval(Duration)}: 10 s. */
+        public static final Duration DEFAULT_TIME_SERIES_FLUSH = TimeSeriesSettings.DEFAULTS.flushEvery();
+        /** The default retention of 10-second time series rows ({@link #timeSeriesRetention}): 1 hour. */
+        public static final Duration DEFAULT_TIME_SERIES_KEEP_TEN_SECOND = TimeSeriesSettings.DEFAULTS.keepTenSecond();
+        /** The default retention of one-minute time series rows ({@link #timeSeriesRetention}): 7 days. */
+        public static final Duration DEFAULT_TIME_SERIES_KEEP_MINUTE = TimeSeriesSettings.DEFAULTS.keepMinute();
+
+        /**
+         * How many characters of a failed attempt's stack trace are stored: the exception that
+         * failed it (a handler's, or an SDK's the classifier turned into an outcome) is rendered
+         * like {@code printStackTrace} with its {@code Caused by:} chain, frames trimmed (fewer
+         * frames per cause when the cap is near, so the causes stay), secrets masked (API keys
+         * such as {@code sk-...}, {@code Bearer} tokens, {@code key=...} query parameters,
+         * sensitive {@code name=value} pairs), and kept as {@code stack_trace} in the attempt's
+         * entry of {@code errors} (the job row, and its dead letter when it parks). Database
+         * effect: up to this many characters per failed attempt, so at most {@code maxAttempts}
+         * times it per job; nothing for a run that succeeds or is rescheduled.
+         *
+         * @param maxChars 0 (store none) or at least 200; default 4,000
+         * @return this builder
+         */
+        public Builder stackTraceChars(int maxChars) {
+            if (maxChars != 0 && maxChars < 200) {
+                throw new ConfigurationException("stackTraceChars must be 0 (off) or at least 200, was " + maxChars);
+            }
+            this.stackTraceChars = maxChars;
+            return this;
+        }
+
+        /**
+         * Whether this instance keeps the time series of {@code layover.time_series}: per job type
+         * and provider key, jobs completed, 429s (rate-limited outcomes), reschedules by reason,
+         * retries by kind, parks by failure type, replays, and the queue's depth (due and waiting),
+         * in 10-second, one-minute and one-hour buckets of the database's clock. Counted in memory and
+         * written every {@link #timeSeriesFlushInterval} by one {@code INSERT ... ON CONFLICT DO
+         * UPDATE} (no write per job), which also samples the queue depth (one grouped count of the
+         * job table, at most once per 10-second bucket across the cluster) and deletes rows past
+         * {@link #timeSeriesRetention}. Off: no counter, no statement.
+         *
+         * @param on default true
+         * @return this builder
+         */
+        public Builder timeSeries(boolean on) {
+            this.timeSeries = new TimeSeriesSettings(on, timeSeries.flushEvery(), timeSeries.keepTenSecond(),
+                    timeSeries.keepMinute());
+            return this;
+        }
+
+        /**
+         * How often the time series counters are written (see {@link #timeSeries}); a stop writes
+         * what is left.
+         *
+         * @param every at least 100 ms; default 10 s
+         * @return this builder
+         */
+        public Builder timeSeriesFlushInterval(Duration every) {
+            Objects.requireNonNull(every, "every");
+            if (every.compareTo(Duration.ofMillis(100)) < 0) {
+                throw new ConfigurationException("timeSeriesFlushInterval must be at least 100 ms, was " + every);
+            }
+            this.timeSeries = new TimeSeriesSettings(timeSeries.on(), every, timeSeries.keepTenSecond(),
+                    timeSeries.keepMinute());
+            return this;
+        }
+
+        /**
+         * How long rows of the time series are kept (see {@link #timeSeries}): each flush deletes
+         * older 10-second rows, and older minute and hour rows (by their bucket, on the database's
+         * clock). Bounds the table at about (keep / bucket) rows per job type, provider key and
+         * counter.
+         *
+         * @param tenSecondRows positive; default 1 hour
+         * @param minuteRows positive, for minute and hour rows; default 7 days
+         * @return this builder
+         */
+        public Builder timeSeriesRetention(Duration tenSecondRows, Duration minuteRows) {
+            Objects.requireNonNull(tenSecondRows, "tenSecondRows");
+            Objects.requireNonNull(minuteRows, "minuteRows");
+            if (tenSecondRows.isNegative() || tenSecondRows.isZero() || minuteRows.isNegative() || minuteRows.isZero()) {
+                throw new ConfigurationException("timeSeriesRetention must be positive, was " + tenSecondRows + " and "
+                        + minuteRows);
+            }
+            this.timeSeries = new TimeSeriesSettings(timeSeries.on(), timeSeries.flushEvery(), tenSecondRows, minuteRows);
             return this;
         }
 

@@ -67,10 +67,13 @@ public record DeadLetter(
      *     {@code rate_limited}, ...
      * @param errorClass the exception class or provider error name
      * @param message the message
+     * @param stackTrace the exception's stack trace as core stored it (bounded by
+     *     {@code Layover.Builder.stackTraceChars}, secrets masked), or {@code null} (none was thrown,
+     *     or traces are off)
      * @param json the stored JSON object, with any field not listed here
      */
     public record AttemptError(Integer attempt, Instant at, String kind, String errorClass, String message,
-            String json) {}
+            String stackTrace, String json) {}
 
     /**
      * One replay of this dead letter.

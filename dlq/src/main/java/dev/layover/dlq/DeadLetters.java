@@ -779,7 +779,7 @@ public final class DeadLetters {
         for (JsonNode n : array(json)) {
             out.add(new DeadLetter.AttemptError(n.hasNonNull("attempt") ? n.get("attempt").asInt() : null,
                     time(n.get("at")), text(n.get("kind")), text(n.get("error_class")), text(n.get("message")),
-                    n.toString()));
+                    text(n.get("stack_trace")), n.toString()));
         }
         return out;
     }

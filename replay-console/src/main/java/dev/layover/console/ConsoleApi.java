@@ -97,6 +97,41 @@ final class ConsoleApi {
         s.get("/history", this::history);
         s.get("/job-runs/{jobType}/{id}", this::jobRuns);
         s.get("/provider-keys/{providerKey}", this::providerKey);
+        s.get("/time-series", r -> timeSeries(r).toJson(r.param("providerKey"), r.param("jobType")));
+        s.getSvg("/time-series/{chart}.svg", r -> SvgChart.draw(timeSeries(r), SvgChart.Kind.of(r.path(0))));
+    }
+
+    // ---------------------------------------------------------------- time series
+
+    /**
+     * The window a request asks for: {@code resolution} 10s, 1m (default) or 1h, {@code minutes}
+     * back from now (default 60; at most 60 at 10 s, 10080 at 1 min and 1 h, at least 60 at 1 h),
+     * optionally one {@code providerKey} and one {@code jobType}.
+     */
+    private TimeSeriesData timeSeries(ConsoleRequest r) {
+        String res = r.param("resolution");
+        int seconds;
+        if (res == null || res.equals("60") || res.equals("1m")) {
+            seconds = 60;
+        } else if (res.equals("10") || res.equals("10s")) {
+            seconds = 10;
+        } else if (res.equals("3600") || res.equals("1h")) {
+            seconds = 3600;
+        } else {
+            throw ApiException.badRequest("resolution must be 10s, 1m or 1h, was '" + res + "'", "resolution");
+        }
+        int minutes = r.intParam("minutes", 60, seconds == 3600 ? 60 : 1, seconds == 10 ? 60 : 7 * 24 * 60);
+        String key = one(r, "providerKey");
+        String type = one(r, "jobType");
+        return sql.timeSeries(seconds, minutes * 60 / seconds, key, type);
+    }
+
+    private static String one(ConsoleRequest r, String name) {
+        List<String> v = checked(r.params(name), name);
+        if (v.size() > 1) {
+            throw ApiException.badRequest(name + " may be given once", name);
+        }
+        return v.isEmpty() ? null : v.get(0);
     }
 
     // ---------------------------------------------------------------- session
@@ -339,10 +374,11 @@ final class ConsoleApi {
             o.put("kind", e.kind());
             o.put("errorClass", e.errorClass());
             o.put("message", text(e.message(), reveal, masked));
+            o.put("stackTrace", text(e.stackTrace(), reveal, masked));
             JsonNode raw = e.json() == null ? null : parse(e.json());
             if (raw != null && raw.isObject()) {
                 ObjectNode extra = ((ObjectNode) raw).deepCopy();
-                extra.remove(List.of("attempt", "at", "kind", "error_class", "message"));
+                extra.remove(List.of("attempt", "at", "kind", "error_class", "message", "stack_trace"));
                 if (!extra.isEmpty()) {
                     JsonNode shown = reveal ? extra : Masking.maskAll(extra);
                     masked[0] |= !shown.equals(extra);
@@ -767,6 +803,7 @@ final class ConsoleApi {
         if (live != null) {
             maskField(live, "rescheduleDetail");
             maskField(live, "lastErrorMessage");
+            maskField(live, "lastStackTrace");
         }
         out.set("queued", live);
         ArrayNode runs = out.putArray("runs");
@@ -790,6 +827,7 @@ final class ConsoleApi {
         ArrayNode dls = out.putArray("deadLetters");
         for (JsonNode row : sql.jobDeadLetters(jobType, id)) {
             maskField((ObjectNode) row, "errorMessage");
+            maskField((ObjectNode) row, "lastStackTrace");
             dls.add(row);
         }
         return out;

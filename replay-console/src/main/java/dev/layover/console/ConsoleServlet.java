@@ -78,12 +78,18 @@ public final class ConsoleServlet extends HttpServlet {
         JsonNode handle(ConsoleRequest r);
     }
 
+    /** An endpoint that answers with an SVG image (a chart) instead of JSON; its errors are JSON. */
+    @FunctionalInterface
+    interface SvgEndpoint {
+        String handle(ConsoleRequest r);
+    }
+
     /**
      * A route: method, path pattern (groups are path parameters, named by {@code names}), whether
-     * it changes state.
+     * it changes state; {@code svg} set for an image endpoint (then {@code endpoint} is null).
      */
     private record Route(String method, Pattern path, List<String> names, boolean stateChanging, String what,
-            Endpoint endpoint) {}
+            Endpoint endpoint, SvgEndpoint svg) {}
 
     private final transient ConsoleSecurity security;
     private final transient ConsoleOptions options;
@@ -164,15 +170,21 @@ public final class ConsoleServlet extends HttpServlet {
 
     /** Adds a read-only endpoint; {@code {name}} in the path is a path parameter. */
     void get(String path, Endpoint e) {
-        routes.add(route("GET", path, false, null, e));
+        routes.add(route("GET", path, false, null, e, null));
+    }
+
+    /** Adds a read-only endpoint answering with an SVG image. */
+    void getSvg(String path, SvgEndpoint e) {
+        routes.add(route("GET", path, false, null, null, e));
     }
 
     /** Adds a state-changing endpoint; {@code what} names it in refusals. */
     void post(String path, String what, Endpoint e) {
-        routes.add(route("POST", path, true, what, e));
+        routes.add(route("POST", path, true, what, e, null));
     }
 
-    private static Route route(String method, String template, boolean stateChanging, String what, Endpoint e) {
+    private static Route route(String method, String template, boolean stateChanging, String what, Endpoint e,
+            SvgEndpoint svg) {
         List<String> names = new ArrayList<>();
         Matcher m = PARAM.matcher(template);
         StringBuilder regex = new StringBuilder();
@@ -183,7 +195,7 @@ public final class ConsoleServlet extends HttpServlet {
             last = m.end();
         }
         regex.append(Pattern.quote(template.substring(last)));
-        return new Route(method, Pattern.compile(regex.toString()), names, stateChanging, what, e);
+        return new Route(method, Pattern.compile(regex.toString()), names, stateChanging, what, e, svg);
     }
 
     // ---------------------------------------------------------------- request handling
@@ -282,7 +294,11 @@ public final class ConsoleServlet extends HttpServlet {
                 params.add(ConsoleRequest.decode(m.group(i)));
             }
             ConsoleRequest cr = new ConsoleRequest(req, resp, r.names(), params, auth, options);
-            json(resp, 200, call(r, cr, method, path));
+            if (r.svg() != null) {
+                svg(resp, call(() -> r.svg().handle(cr), method, path));
+            } else {
+                json(resp, 200, call(() -> r.endpoint().handle(cr), method, path));
+            }
             return;
         }
         if (pathMatched) {
@@ -293,9 +309,9 @@ public final class ConsoleServlet extends HttpServlet {
         }
     }
 
-    private static JsonNode call(Route r, ConsoleRequest req, String method, String path) {
+    private static <T> T call(java.util.function.Supplier<T> endpoint, String method, String path) {
         try {
-            return r.endpoint().handle(req);
+            return endpoint.get();
         } catch (ApiException e) {
             throw e;
         } catch (DeadLetterNotFoundException e) {
@@ -353,6 +369,16 @@ public final class ConsoleServlet extends HttpServlet {
         if (req.getMethod().equalsIgnoreCase("HEAD")) {
             return;
         }
+        try (OutputStream out = resp.getOutputStream()) {
+            out.write(bytes);
+        }
+    }
+
+    private static void svg(HttpServletResponse resp, String image) throws IOException {
+        byte[] bytes = image.getBytes(StandardCharsets.UTF_8);
+        resp.setStatus(200);
+        resp.setContentType("image/svg+xml; charset=utf-8");
+        resp.setContentLength(bytes.length);
         try (OutputStream out = resp.getOutputStream()) {
             out.write(bytes);
         }

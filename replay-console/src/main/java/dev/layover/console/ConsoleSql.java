@@ -1,5 +1,6 @@
 package dev.layover.console;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -231,11 +232,44 @@ final class ConsoleSql {
     /** The dead letters one job id left (every park of it). */
     static final String JOB_DEAD_LETTERS = """
             SELECT d.id, d.state, d.failure_type, d.error_class, left(d.error_message, 1000) AS error_message,
-                   d.parked_at, d.replay_count
+                   d.parked_at, d.replay_count, d.errors -> -1 ->> 'stack_trace' AS last_stack_trace
             FROM layover.dead_letters d
             WHERE d.job_type = ? AND d.job_id = ?
             ORDER BY d.parked_at DESC, d.id DESC
             LIMIT 20""";
+
+    /** The stack trace of a queued job's last failed attempt (read for one job, not for lists). */
+    static final String JOB_LAST_STACK_TRACE = """
+            SELECT j.last_error ->> 'stack_trace' AS last_stack_trace FROM layover.jobs j WHERE j.job_type = ? AND j.id = ?""";
+
+    /**
+     * One window of {@code layover.time_series}, summed over job types and provider keys (or one
+     * of each), already in points of {@code step} buckets: the database's time and current
+     * bucket, then a row per point, counter and detail (counts summed; the gauges {@code due} and
+     * {@code waiting} summed per bucket, then their largest per point). Parameters: bucket seconds
+     * (three times), window seconds, bucket seconds, provider key (twice), job type (twice), point
+     * seconds.
+     */
+    static final String TIME_SERIES = """
+            WITH c AS (
+                SELECT now() AS at, to_timestamp(floor(extract(epoch FROM now()) / ?) * ?) AS current_bucket
+            ), w AS (
+                SELECT c.at, c.current_bucket, c.current_bucket + make_interval(secs => ?) - make_interval(secs => ?) AS first_bucket
+                FROM c
+            ), b AS (
+                SELECT t.bucket_start, t.counter, t.detail, sum(t.amount) AS amount
+                FROM layover.time_series t, w
+                WHERE t.bucket_seconds = ? AND t.bucket_start >= w.first_bucket
+                  AND (?::text IS NULL OR t.provider_key = ?) AND (?::text IS NULL OR t.job_type = ?)
+                GROUP BY 1, 2, 3
+            ), p AS (
+                SELECT floor(extract(epoch FROM b.bucket_start - w.first_bucket) / ?)::int AS point, b.counter, b.detail,
+                       CASE WHEN b.counter IN ('due', 'waiting') THEN max(b.amount) ELSE sum(b.amount) END AS amount
+                FROM b, w
+                GROUP BY 1, 2, 3
+            )
+            SELECT w.at, w.current_bucket, p.point, p.counter, p.detail, p.amount
+            FROM w LEFT JOIN p ON true""";
 
     /** A key's breaker, whole. */
     static final String BREAKER_ROW = """
@@ -461,6 +495,30 @@ final class ConsoleSql {
         return query("reading finished jobs", HISTORY_PAGE.formatted(sql), params.toArray());
     }
 
+    /**
+     * @param bucketSeconds 10, 60 or 3600
+     * @param buckets the window in buckets, the current one last
+     * @param providerKey only this key, or null for all
+     * @param jobType only this job type, or null for all
+     * @return the window, dense
+     */
+    TimeSeriesData timeSeries(int bucketSeconds, int buckets, String providerKey, String jobType) {
+        int step = Math.max(1, (buckets + TimeSeriesData.MAX_POINTS - 1) / TimeSeriesData.MAX_POINTS);
+        int points = (buckets + step - 1) / step;
+        long span = (long) bucketSeconds * step * points;
+        ArrayNode rows = query("reading the time series", TIME_SERIES, bucketSeconds, bucketSeconds, bucketSeconds, span,
+                bucketSeconds, providerKey, providerKey, jobType, jobType, bucketSeconds * step);
+        JsonNode first = rows.get(0);
+        ArrayNode counted = JsonNodeFactory.instance.arrayNode();
+        for (JsonNode r : rows) {
+            if (r.hasNonNull("counter")) {
+                counted.add(r);
+            }
+        }
+        return TimeSeriesData.of(counted, Instant.parse(first.path("at").asText()),
+                Instant.parse(first.path("currentBucket").asText()), bucketSeconds, points * step);
+    }
+
     /** @return every recorded run of a job, newest first (at most 100) */
     ArrayNode jobRuns(String jobType, String jobId) {
         return query("reading a job's runs", JOB_RUNS, jobType, jobId);
@@ -474,7 +532,13 @@ final class ConsoleSql {
     /** @return the queued job with this type and id (with why it waits), or {@code null} */
     ObjectNode queuedJob(String jobType, String jobId) {
         ArrayNode rows = query("reading a job", JOBS_SELECT + " AND x.job_type = ? AND x.id = ?", jobType, jobId);
-        return rows.isEmpty() ? null : (ObjectNode) rows.get(0);
+        if (rows.isEmpty()) {
+            return null;
+        }
+        ObjectNode job = (ObjectNode) rows.get(0);
+        ArrayNode trace = query("reading a job's stack trace", JOB_LAST_STACK_TRACE, jobType, jobId);
+        job.set("lastStackTrace", trace.isEmpty() ? JsonNodeFactory.instance.nullNode() : trace.get(0).get("lastStackTrace"));
+        return job;
     }
 
     /** @return the key's breaker, cooldown, bucket, concurrency limit and pause rows (absent ones missing) */

@@ -84,6 +84,8 @@ final class Masking {
             return text;
         }
         String s = SCHEME.matcher(text).replaceAll("$1$2" + Matcher.quoteReplacement(MASK));
+        // named values first: "api_key=sk-..." masks whole, not as "sk-[masked]" and then again
+        s = PAIR.matcher(s).replaceAll("$1" + Matcher.quoteReplacement(MASK));
         Matcher m = KEYS.matcher(s);
         StringBuilder out = new StringBuilder();
         while (m.find()) {
@@ -92,9 +94,7 @@ final class Masking {
             m.appendReplacement(out, Matcher.quoteReplacement(prefix + MASK));
         }
         m.appendTail(out);
-        s = JWT.matcher(out.toString()).replaceAll(Matcher.quoteReplacement(MASK));
-        s = PAIR.matcher(s).replaceAll("$1" + Matcher.quoteReplacement(MASK));
-        return s;
+        return JWT.matcher(out.toString()).replaceAll(Matcher.quoteReplacement(MASK));
     }
 
     /**

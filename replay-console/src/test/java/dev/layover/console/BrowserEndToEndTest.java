@@ -313,7 +313,13 @@ class BrowserEndToEndTest {
         screenshot("xss-probe-provider-key.png");
 
         assertEquals("undefined", js("return typeof window.__xss"));
-        assertEquals(0L, js("return document.querySelectorAll('main img, main b, #flash img').length"));
+        // the key page's charts are the console's own images: same origin, its chart endpoint, the key URL-encoded
+        assertEquals(4L, js("return document.querySelectorAll('main img.chart-img').length"));
+        assertEquals(Boolean.TRUE, ((JavascriptExecutor) driver).executeScript(
+                "return [...document.querySelectorAll('main img.chart-img')].every(i => {"
+                + " const u = new URL(i.src); return u.origin === location.origin && /\\/api\\/time-series\\/[a-z]+\\.svg$/.test(u.pathname)"
+                + " && u.searchParams.get('providerKey') === arguments[0]; })", "evil:" + XSS_IMG));
+        assertEquals(0L, js("return document.querySelectorAll('main img:not(.chart-img), main b, #flash img').length"));
         assertEquals(1L, js("return document.scripts.length"), "only the console's own script");
     }
 

@@ -80,6 +80,10 @@ class ConsoleBadInputTest {
             {"/api/history?providerKey=" + n, "providerKey"},
             {"/api/history?outcome=" + n, "outcome"},
             {"/api/history?cursor=" + n, "cursor"},
+            {"/api/time-series?providerKey=" + n, "providerKey"},
+            {"/api/time-series?jobType=" + n, "jobType"},
+            {"/api/time-series?resolution=" + n, "resolution"},
+            {"/api/time-series/limits.svg?providerKey=" + n, "providerKey"},
         };
         for (String[] p : probes) {
             assertRefused(api.get(p[0]), p[1], p[0]);

@@ -56,7 +56,8 @@ class ConsoleSecurityTest {
         long id = Fixtures.deadLetter("a").insert(db);
         for (String path : List.of("/api/overview", "/api/dead-letters", "/api/dead-letters/" + id, "/api/session",
                 "/api/audit", "/api/breakers", "/api/jobs", "/api/history?q=a", "/api/job-runs/work/a",
-                "/api/provider-keys/test%3Aprovider", "/", "/static/console.js", "/static/console.css")) {
+                "/api/provider-keys/test%3Aprovider", "/api/time-series", "/api/time-series/throughput.svg", "/",
+                "/static/console.js", "/static/console.css")) {
             ApiClient.Resp r = api.send(api.request(path).GET());
             assertEquals(401, r.status(), path);
             assertFalse(r.body().contains("connection reset"), path);
@@ -194,7 +195,8 @@ class ConsoleSecurityTest {
         start(db, Fixtures.options());
         for (ApiClient.Resp r : List.of(api.get("/api/overview"), api.get("/"), api.get("/static/console.js"),
                 api.get("/api/dead-letters/404404"), api.send(api.request("/api/overview")), api.get("/api/history"),
-                api.get("/api/job-runs/work/a"), api.get("/api/provider-keys/k"), api.get("/api/dead-letters/%00"))) {
+                api.get("/api/job-runs/work/a"), api.get("/api/provider-keys/k"), api.get("/api/dead-letters/%00"),
+                api.get("/api/time-series"), api.get("/api/time-series/depth.svg"), api.get("/api/time-series/pie.svg"))) {
             String csp = r.headers().firstValue("Content-Security-Policy").orElseThrow();
             assertTrue(csp.contains("default-src 'self'"), csp);
             assertTrue(csp.contains("script-src 'self'"), csp);

@@ -34,6 +34,8 @@ class MaskingTest {
         assertEquals("key sk-ant-[masked]", Masking.maskText("key sk-ant-api03-AbCdEf123456"));
         assertEquals("Authorization: Bearer [masked]", Masking.maskText("Authorization: Bearer abc.def-123_XYZ"));
         assertEquals("api_key=[masked]&model=gpt", Masking.maskText("api_key=hunter2secret&model=gpt"));
+        assertEquals("refused api_key=[masked] here", Masking.maskText("refused api_key=sk-proj-Abc123DEF456ghi here"),
+                "a named sk- key is masked once, whole");
         assertEquals("{\"password\": \"[masked]\"}", Masking.maskText("{\"password\": \"p4ss\"}"));
         assertEquals("Google said: key AIza[masked] is invalid",
                 Masking.maskText("Google said: key AIzaSyA1234567890abcdefghijklmnop is invalid"));

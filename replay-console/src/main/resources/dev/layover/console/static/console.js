@@ -22,6 +22,8 @@
     dirty: false,       // an edit on the page (edited args) that a refresh must not throw away
     openFolds: new Set(),
     lastRefresh: null,
+    chartWindow: '1h-10s', // the window the charts show (CHART_WINDOWS)
+    charts: new Map(),     // chart <img> elements kept across refreshes, so a new image replaces the old without a blank
   };
   const expiring = new WeakMap();
 
@@ -87,6 +89,15 @@
     e.addEventListener('click', toggle);
     e.addEventListener('keydown', ev => { if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); toggle(); } });
     return e;
+  }
+
+  // A stored stack trace, folded: <details> (closed until clicked), its text in a <pre> as a text node.
+  function traceFold(trace, key) {
+    if (!trace) return null;
+    const d = el('details', { class: 'trace', 'data-trace': key, open: S.openFolds.has(key) },
+      el('summary', null, 'Stack trace'), el('pre', { class: 'trace-text' }, String(trace)));
+    d.addEventListener('toggle', () => { if (d.open) S.openFolds.add(key); else S.openFolds.delete(key); });
+    return d;
   }
 
   function keyLink(key) {
@@ -398,11 +409,50 @@
       el('div', { class: 'page-head' }, el('h1', null, 'Overview'),
         el('span', { class: 'muted', id: 'updated' }, 'Database time ' + fmtTime(o.at))),
       el('div', { class: 'cards' }, jobsCard, finishedCard, deadCard, parkedCard),
+      chartsSection(null),
       el('h2', null, 'Provider keys'),
       table(['Provider key', 'Breaker', 'Cooldown', 'Bucket', 'Jobs', 'Parked'], keys, { id: 'provider-keys' },
         emptyState('No provider key has state yet.',
           'A key appears once a worker runs a job type that names one (JobType.builder(...).providerKey(...)), a bucket is configured for it, or a job of it is parked.',
           ['See docs/provider-state.md and docs/admission-and-control.md.'])));
+  }
+
+  // ------------------------------------------------------------------ charts (server-drawn SVG images)
+
+  const CHART_WINDOWS = [
+    { id: '1h-10s', label: 'Last hour, per 10 s', q: 'resolution=10s&minutes=60' },
+    { id: '1h', label: 'Last hour, per minute', q: 'resolution=1m&minutes=60' },
+    { id: '24h', label: 'Last 24 hours', q: 'resolution=1m&minutes=1440' },
+    { id: '7d', label: 'Last 7 days', q: 'resolution=1h&minutes=10080' },
+  ];
+  const CHART_KINDS = [['throughput', 'Completed'], ['limits', '429s and reschedules'], ['failures', 'Retries, parks and replays'], ['depth', 'Queue depth']];
+  const CHART_REFRESH_MS = 10000; // the engine writes the time series every 10 s
+
+  function chartImage(kind, alt, query) {
+    const base = 'api/time-series/' + kind + '.svg?' + query;
+    let c = S.charts.get(base);
+    if (!c) {
+      c = { img: el('img', { class: 'chart-img', alt: alt, width: '640', height: '200', 'data-chart': kind }), at: 0 };
+      S.charts.set(base, c);
+    }
+    if (Date.now() - c.at >= CHART_REFRESH_MS) {
+      c.at = Date.now();
+      c.img.setAttribute('src', base + '&v=' + c.at); // a new address: the image is read again
+    }
+    return c.img;
+  }
+
+  // The overview's and a provider key's charts: what got through, over time (layover.time_series).
+  function chartsSection(providerKey) {
+    const w = CHART_WINDOWS.find(x => x.id === S.chartWindow) || CHART_WINDOWS[0];
+    const query = w.q + (providerKey ? '&providerKey=' + encodeURIComponent(providerKey) : '');
+    const buttons = CHART_WINDOWS.map(x => el('button', { type: 'button', class: 'small-btn' + (x.id === w.id ? ' active' : ''),
+      'aria-pressed': x.id === w.id ? 'true' : 'false', 'data-window': x.id,
+      onclick: () => { S.chartWindow = x.id; render(true); } }, x.label));
+    return el('section', { class: 'card', id: 'charts' },
+      el('div', { class: 'page-head' }, el('h2', null, 'Over time'), el('div', { class: 'actions left', id: 'chart-windows' }, buttons)),
+      el('div', { class: 'charts' }, CHART_KINDS.map(k => el('figure', { class: 'chart' }, chartImage(k[0], k[1] + (providerKey ? ' of ' + providerKey : ''), query)))),
+      el('p', { class: 'muted small' }, 'Counted by the workers and written every 10 s (times in UTC); the same numbers in SQL: layover.time_series (docs/observability.md). Empty charts: no worker with Layover.Builder.timeSeries on has counted anything in this window.'));
   }
 
   function bucketText(k) {
@@ -703,9 +753,10 @@
       liveText = el('p', { id: 'live-job', class: 'muted' }, 'No live job with this id.');
     }
 
-    const attempts = d.errors.map(e => el('tr', null, el('td', { class: 'num' }, e.attempt == null ? '–' : e.attempt), el('td', null, timeCell(e.at)),
+    const attempts = d.errors.map((e, n) => el('tr', null, el('td', { class: 'num' }, e.attempt == null ? '–' : e.attempt), el('td', null, timeCell(e.at)),
       el('td', null, e.kind || '–'), el('td', null, e.errorClass || '–'),
-      el('td', null, el('div', { class: 'error-text' }, e.message || ''), e.extra && Object.keys(e.extra).length ? el('pre', { class: 'small muted' }, JSON.stringify(e.extra, null, 2)) : null)));
+      el('td', null, el('div', { class: 'error-text' }, e.message || ''), traceFold(e.stackTrace, 'dl-trace-' + d.id + '-' + n),
+        e.extra && Object.keys(e.extra).length ? el('pre', { class: 'small muted' }, JSON.stringify(e.extra, null, 2)) : null)));
     const replays = d.replays.map(r => el('tr', null, el('td', null, timeCell(r.at)), el('td', null, r.by || '–'), el('td', null, r.kind),
       el('td', null, el('code', null, r.jobId || '–')), el('td', null, r.argsEdited ? 'yes' : 'no')));
     const history = d.history.map(auditRow);
@@ -950,6 +1001,8 @@
       queued = el('p', { id: 'job-queued' }, 'In the queue: ', stateBadge(w.state), ' ', badge(w.why, 'why'), ' runs at ', timeCell(w.runAt),
         ' · attempts ' + w.attempts + ', reschedules ' + w.reschedules,
         w.rescheduleDetail ? el('div', { class: 'small' }, fold(w.rescheduleDetail, 'jq-' + jobType + '/' + jobId)) : null,
+        w.lastErrorMessage ? el('div', { class: 'small' }, 'last error: ', fold((w.lastErrorClass ? w.lastErrorClass + ': ' : '') + w.lastErrorMessage, 'jqe-' + jobType + '/' + jobId)) : null,
+        traceFold(w.lastStackTrace, 'jq-trace-' + jobType + '/' + jobId),
         ro ? null : el('div', { class: 'actions left' }, el('button', { type: 'button', class: 'danger small-btn', onclick: () => cancelJob({ jobType: jobType, id: jobId, state: w.state }) },
           w.state === 'running' ? 'Ask to stop…' : 'Cancel…')));
     } else {
@@ -969,7 +1022,7 @@
       el('h2', null, 'Trail of the run that finished ', timeCell(r.finishedAt)), trailTable(r.providerTrail)));
     const dls = j.deadLetters.map(d => el('tr', null,
       el('td', null, link('#/dead-letters/' + d.id, '#' + d.id)), el('td', null, stateBadge(d.state)), el('td', null, d.failureType),
-      el('td', { class: 'error-cell' }, fold((d.errorClass ? d.errorClass + ': ' : '') + (d.errorMessage || ''), 'jd-' + d.id)),
+      el('td', { class: 'error-cell' }, fold((d.errorClass ? d.errorClass + ': ' : '') + (d.errorMessage || ''), 'jd-' + d.id), traceFold(d.lastStackTrace, 'jd-trace-' + d.id)),
       el('td', { class: 'nowrap' }, timeCell(d.parkedAt)), el('td', { class: 'num' }, num(d.replayCount))));
     show(id,
       el('p', null, link('#/history?q=' + encodeURIComponent(jobId), '← History of ' + jobId)),
@@ -1062,6 +1115,7 @@
       el('div', { class: 'page-head' }, el('h1', null, 'Provider key ', el('code', null, key)),
         el('span', { class: 'muted' }, 'Database time ' + fmtTime(k.at))),
       el('div', { class: 'cards' }, breakerCard, cooldownCard, bucketCard, extraCard, finishedCard),
+      chartsSection(key),
       el('section', { class: 'card' }, el('h2', null, 'Jobs waiting on it and why'), whys,
         table(['Job', 'Type', 'State', 'Run at', 'Why'], jobs, { id: 'key-jobs' },
           emptyState('No job of this key is in the queue.', 'Jobs show here while they wait for this key: new, rescheduled by its cooldown, bucket or breaker, or retrying.')),

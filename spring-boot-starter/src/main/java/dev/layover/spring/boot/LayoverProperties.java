@@ -80,8 +80,15 @@ public class LayoverProperties {
     /** Whether due jobs run highest priority first instead of oldest first. */
     private boolean priority;
 
+    /**
+     * The longest stack trace a failed attempt keeps (masked, in its errors entry); 0 keeps none
+     * (default 4000).
+     */
+    private int stackTraceChars = dev.layover.core.Layover.Builder.DEFAULT_STACK_TRACE_CHARS;
+
     private final Heartbeat heartbeat = new Heartbeat();
     private final History history = new History();
+    private final TimeSeries timeSeries = new TimeSeries();
     private final Breakers breakers = new Breakers();
     private final Cooldowns cooldowns = new Cooldowns();
 
@@ -233,6 +240,21 @@ public class LayoverProperties {
         return history;
     }
 
+    /** @return the longest stored stack trace */
+    public int getStackTraceChars() {
+        return stackTraceChars;
+    }
+
+    /** @param stackTraceChars the longest stored stack trace; 0 for none */
+    public void setStackTraceChars(int stackTraceChars) {
+        this.stackTraceChars = stackTraceChars;
+    }
+
+    /** @return the time series settings */
+    public TimeSeries getTimeSeries() {
+        return timeSeries;
+    }
+
     /** @return the default circuit breaker settings */
     public Breakers getBreakers() {
         return breakers;
@@ -328,6 +350,58 @@ public class LayoverProperties {
         /** @param retention how long rows are kept */
         public void setRetention(Duration retention) {
             this.retention = retention;
+        }
+    }
+
+    /** The time series of layover.time_series (counts per 10 s and per minute). */
+    public static class TimeSeries {
+        /** Whether this application's workers count and write the time series. */
+        private boolean enabled = true;
+        /** How often the counts are written (one statement per flush; at least 100ms). */
+        private Duration flushInterval = dev.layover.core.Layover.Builder.DEFAULT_TIME_SERIES_FLUSH;
+        /** How long 10-second rows are kept. */
+        private Duration tenSecondRetention = dev.layover.core.Layover.Builder.DEFAULT_TIME_SERIES_KEEP_TEN_SECOND;
+        /** How long one-minute and one-hour rows are kept. */
+        private Duration minuteRetention = dev.layover.core.Layover.Builder.DEFAULT_TIME_SERIES_KEEP_MINUTE;
+
+        /** @return whether the time series is written */
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        /** @param enabled whether the time series is written */
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        /** @return how often counts are written */
+        public Duration getFlushInterval() {
+            return flushInterval;
+        }
+
+        /** @param flushInterval how often counts are written */
+        public void setFlushInterval(Duration flushInterval) {
+            this.flushInterval = flushInterval;
+        }
+
+        /** @return how long 10-second rows are kept */
+        public Duration getTenSecondRetention() {
+            return tenSecondRetention;
+        }
+
+        /** @param tenSecondRetention how long 10-second rows are kept */
+        public void setTenSecondRetention(Duration tenSecondRetention) {
+            this.tenSecondRetention = tenSecondRetention;
+        }
+
+        /** @return how long minute rows are kept */
+        public Duration getMinuteRetention() {
+            return minuteRetention;
+        }
+
+        /** @param minuteRetention how long minute rows are kept */
+        public void setMinuteRetention(Duration minuteRetention) {
+            this.minuteRetention = minuteRetention;
         }
     }
 

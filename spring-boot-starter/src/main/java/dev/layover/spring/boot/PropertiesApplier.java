@@ -30,6 +30,11 @@ final class PropertiesApplier {
         b.history(p.getHistory().isEnabled());
         b.historyArgs(p.getHistory().isArgs());
         set("layover.history.retention", () -> b.historyRetention(p.getHistory().getRetention()));
+        set("layover.stack-trace-chars", () -> b.stackTraceChars(p.getStackTraceChars()));
+        b.timeSeries(p.getTimeSeries().isEnabled());
+        set("layover.time-series.flush-interval", () -> b.timeSeriesFlushInterval(p.getTimeSeries().getFlushInterval()));
+        set("layover.time-series", () -> b.timeSeriesRetention(p.getTimeSeries().getTenSecondRetention(),
+                p.getTimeSeries().getMinuteRetention()));
         set("layover.breakers", () -> b.breakers(breakers(p.getBreakers())));
         set("layover.cooldowns", () -> b.cooldowns(cooldowns(p.getCooldowns())));
         for (Map.Entry<String, LayoverProperties.Bucket> e : p.getBuckets().entrySet()) {

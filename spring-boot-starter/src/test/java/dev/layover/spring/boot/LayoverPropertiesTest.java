@@ -27,6 +27,32 @@ class LayoverPropertiesTest {
         bucket.setRequestsPerMinute(120);
         assertEquals(BucketSettings.requestsPerMinute(120), PropertiesApplier.bucket(bucket));
         assertEquals(JobHistoryRetention.DEFAULT_KEEP, defaults.getHistory().getRetention());
+        assertEquals(dev.layover.core.Layover.Builder.DEFAULT_STACK_TRACE_CHARS, defaults.getStackTraceChars());
+        assertEquals(4000, defaults.getStackTraceChars());
+        assertTrue(defaults.getTimeSeries().isEnabled());
+        assertEquals(java.time.Duration.ofSeconds(10), defaults.getTimeSeries().getFlushInterval());
+        assertEquals(java.time.Duration.ofHours(1), defaults.getTimeSeries().getTenSecondRetention());
+        assertEquals(java.time.Duration.ofDays(7), defaults.getTimeSeries().getMinuteRetention());
+    }
+
+    @Test
+    void stackTraceAndTimeSeriesSettingsReachTheBuilderAndARefusalNamesItsProperty() {
+        LayoverProperties p = new LayoverProperties();
+        p.setStackTraceChars(50);
+        InvalidLayoverPropertyException e = org.junit.jupiter.api.Assertions.assertThrows(
+                InvalidLayoverPropertyException.class,
+                () -> PropertiesApplier.apply(p, dev.layover.core.Layover.builder(new PGSimpleDataSource())));
+        assertEquals("layover.stack-trace-chars", e.property());
+        LayoverProperties q = new LayoverProperties();
+        q.getTimeSeries().setFlushInterval(java.time.Duration.ofMillis(1));
+        e = org.junit.jupiter.api.Assertions.assertThrows(InvalidLayoverPropertyException.class,
+                () -> PropertiesApplier.apply(q, dev.layover.core.Layover.builder(new PGSimpleDataSource())));
+        assertEquals("layover.time-series.flush-interval", e.property());
+        LayoverProperties r = new LayoverProperties();
+        r.getTimeSeries().setMinuteRetention(java.time.Duration.ZERO);
+        e = org.junit.jupiter.api.Assertions.assertThrows(InvalidLayoverPropertyException.class,
+                () -> PropertiesApplier.apply(r, dev.layover.core.Layover.builder(new PGSimpleDataSource())));
+        assertEquals("layover.time-series", e.property());
     }
 
     @Test

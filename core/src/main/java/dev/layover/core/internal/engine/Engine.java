@@ -22,6 +22,7 @@ import dev.layover.core.internal.jobs.Registry;
 import dev.layover.core.internal.observe.Observability;
 import dev.layover.core.internal.observe.SafeMetrics;
 import dev.layover.core.internal.observe.StateSampler;
+import dev.layover.core.internal.observe.TimeSeries;
 import dev.layover.core.provider.ProviderClassifier;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.provider.state.ProviderStates;
@@ -107,7 +108,8 @@ public final class Engine {
         }
         this.enqueuer = new Enqueuer(store, clock);
         this.metrics = SafeMetrics.of(config.metrics());
-        this.observability = new Observability(metrics, config.history(), config.historyArgs());
+        this.observability = new Observability(metrics, config.history(), config.historyArgs(),
+                new TimeSeries(db, config.timeSeries()));
         String worker = config.workerName();
         Duration twoPolls = config.pollInterval().multipliedBy(2);
         Duration grace = Duration.ofSeconds(ProviderGate.Config.DEFAULT_PERMIT_GRACE_SECONDS);
@@ -123,7 +125,8 @@ public final class Engine {
                 d -> lifeline.forget(d.name(), d.id(), d.version()));
         WriteRetry retry = new WriteRetry(outage);
         JobMover mover = new JobMover(store, clock, observability, retry);
-        this.writer = new OutcomeWriter(store, clock, completer, gate, retry, mover, observability);
+        this.writer = new OutcomeWriter(store, clock, completer, gate, retry, mover, observability,
+                new StackTraces(config.stackTraceChars()));
         // operators' cancels write without waiting for a lost database: the caller sees the error
         this.control = new Controls(store, clock, new JobMover(store, clock, observability, WriteRetry.ONCE));
         Map<String, BucketSettings> limitBuckets = new LinkedHashMap<>(config.buckets());
@@ -225,6 +228,7 @@ public final class Engine {
         loops.start();
         lifeline.start();
         sampler.start();
+        observability.timeSeries().start(config.workerName());
     }
 
     /**
@@ -280,7 +284,8 @@ public final class Engine {
      */
     public synchronized void stop() {
         sampler.stop();
-        if (outage.isDown()) {
+        boolean databaseAway = outage.isDown();
+        if (databaseAway) {
             LOG.warn("Layover: stopping while the database is away; jobs whose outcome could not be written stay "
                     + "picked and run again once their heartbeats are {} old", config.deadAfter());
         }
@@ -297,6 +302,7 @@ public final class Engine {
             scheduler = null;
         }
         completer.stop(config.shutdownMaxWait());
+        observability.timeSeries().stop(!databaseAway);
         admission.stop();
         gate.stop();
         close();

@@ -2,6 +2,7 @@ package dev.layover.core.internal.engine;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.layover.core.JobType;
+import dev.layover.core.internal.observe.TimeSeriesSettings;
 import dev.layover.core.metrics.LayoverMetrics;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.state.BreakerListener;
@@ -46,6 +47,8 @@ import javax.sql.DataSource;
  * @param metrics the application's metrics
  * @param history whether finished jobs get a history row
  * @param historyArgs whether history rows keep args
+ * @param stackTraceChars the longest stack trace a failed attempt's error entry keeps; 0: none
+ * @param timeSeries how the time series counters are written
  * @param notifications whether to hold connections in {@code LISTEN} for new jobs and provider state
  * @param giveBackAfter how long a picked job may wait unstarted behind busy threads before it is
  *     given back to the other workers; zero: never
@@ -76,6 +79,8 @@ public record EngineConfig(
         LayoverMetrics metrics,
         boolean history,
         boolean historyArgs,
+        int stackTraceChars,
+        TimeSeriesSettings timeSeries,
         boolean notifications,
         Duration giveBackAfter) {
 

@@ -24,6 +24,18 @@ final class ErrorLog {
         return node(e).toString();
     }
 
+    /**
+     * An entry with the attempt's stack trace ({@code stack_trace}, already bounded and masked by
+     * {@link StackTraces}); without one when it is null.
+     */
+    static String entry(AttemptError e, String stackTrace) {
+        ObjectNode n = node(e);
+        if (stackTrace != null) {
+            n.put("stack_trace", StoredText.clean(stackTrace));
+        }
+        return n.toString();
+    }
+
     /** An entry with extra text fields (a cancel's {@code by}), each cut. */
     static String entry(AttemptError e, String field, String value) {
         ObjectNode n = node(e);

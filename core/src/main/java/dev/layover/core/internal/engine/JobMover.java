@@ -35,11 +35,12 @@ final class JobMover {
      * Parks the job the engine runs.
      *
      * @param trail the run's fallback trail (jsonb), moved with the job
+     * @param trace the stack trace the last error keeps ({@link StackTraces}), or null
      */
-    void park(JobRun run, RunDecision.Park p, String trail) {
+    void park(JobRun run, RunDecision.Park p, String trail, String trace) {
         String msg = StoredText.cut(p.message());
         JobStore.Park row = new JobStore.Park(true, "parked", p.type().code(), p.error().errorClass(), msg,
-                ErrorLog.entry(p.error()), p.attempts(), trail, p.type() != FailureType.BREAKER_OPEN,
+                ErrorLog.entry(p.error(), trace), p.attempts(), trail, p.type() != FailureType.BREAKER_OPEN,
                 observability.history(), observability.historyArgs());
         JobStore.Parked parked = retry.write(() -> store.park(run, run.timing(), row, why -> notParked(run, why)));
         if (parked == null) {
@@ -48,6 +49,7 @@ final class JobMover {
             LOG.info("Parked job {} as {} (dead letter {}, provider key {}): {}", run.label(), p.type().code(),
                     parked.deadLetter(), parked.providerKey(), msg);
             observability.metrics().jobParked(run.taskName(), p.type().code());
+            observability.timeSeries().parked(run.taskName(), parked.providerKey(), p.type().code());
         }
     }
 

@@ -140,15 +140,16 @@ final class JobTask<A> extends CustomTask<byte[]> {
                 run.attemptsSpent() + 1);
         Admission admission = p.control().admit(check, pr); // gate.admit(pr) unless the job has limits of its own
         if (admission instanceof Admission.Wait w && AdmissionControl.isHold(w)) {
-            return Next.of((complete, ops) -> writer.hold(run, w.reason(), w.detail()));
+            return Next.of((complete, ops) -> writer.hold(run, key, w.reason(), w.detail()));
         }
         if (admission instanceof Admission.Wait w) {
             return Next.of((complete, ops) -> {
-                writer.waitForProvider(run, w);
+                writer.waitForProvider(run, key, w);
                 if (hasBacklog(w)) {
                     p.gate().reserveBacklog(key, p.backlogTypes()).forEach((type, n) -> {
                         for (int i = 0; i < n; i++) {
                             p.observability().metrics().jobRescheduled(type, w.reason()); // bucket, or pace
+                            p.observability().timeSeries().rescheduled(type, key, w.reason());
                         }
                     });
                 }

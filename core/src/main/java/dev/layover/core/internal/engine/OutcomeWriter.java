@@ -51,9 +51,10 @@ final class OutcomeWriter {
     private final WriteRetry retry;
     private final JobMover mover;
     private final Observability observability;
+    private final StackTraces traces;
 
     OutcomeWriter(JobStore store, Clock clock, BatchCompleter completer, ProviderGate gate, WriteRetry retry,
-            JobMover mover, Observability observability) {
+            JobMover mover, Observability observability, StackTraces traces) {
         this.store = store;
         this.clock = clock;
         this.completer = completer;
@@ -61,6 +62,7 @@ final class OutcomeWriter {
         this.retry = retry;
         this.mover = mover;
         this.observability = observability;
+        this.traces = traces;
     }
 
     /** Applies an outcome that did not come from a handler run (no provider call was recorded). */
@@ -79,8 +81,13 @@ final class OutcomeWriter {
             Instant cooldown = key == null ? null : gate.afterCall(key, pr.trialToken(), outcome);
             String trail = pr == null ? ErrorLog.NO_TRAIL : ErrorLog.cleanTrail(pr.trailJson());
             Instant now = clock.instant();
-            write(run, RunDecider.decide(run, outcome, now, cooldown, () -> retry.write(() -> store.reschedules(run))),
-                    trail, now);
+            RunDecision d = RunDecider.decide(run, outcome, now, cooldown, () -> retry.write(() -> store.reschedules(run)));
+            // rendered only for a decision that records an error: a done or a reschedule costs nothing
+            String trace = d instanceof RunDecision.Retry || d instanceof RunDecision.Park ? traces.of(outcome.cause()) : null;
+            if (outcome.kind() == Outcome.Kind.RATE_LIMITED) {
+                observability.timeSeries().rateLimited(run.taskName(), key);
+            }
+            write(run, key, d, trail, now, trace);
         });
     }
 
@@ -88,7 +95,7 @@ final class OutcomeWriter {
     void park(JobRun run, FailureType type, String errorClass, String message) {
         guard(run, () -> {
             Instant now = clock.instant();
-            write(run, RunDecider.enginePark(run, type, errorClass, message, now), ErrorLog.NO_TRAIL, now);
+            write(run, null, RunDecider.enginePark(run, type, errorClass, message, now), ErrorLog.NO_TRAIL, now, null);
         });
     }
 
@@ -104,7 +111,7 @@ final class OutcomeWriter {
                     ? RunDecider.enginePark(run, FailureType.BAD_ARGS, errorClass, why, now)
                     : RunDecider.unreadableArgs(run, myShape, o.argsShape(), o.enqueuedAt(), o.reschedules(), errorClass,
                             why, now);
-            write(run, d, ErrorLog.NO_TRAIL, now);
+            write(run, null, d, ErrorLog.NO_TRAIL, now, null);
         });
     }
 
@@ -112,12 +119,14 @@ final class OutcomeWriter {
      * The provider state said "not now" before the handler ran (cooldown, half-open breaker, no
      * bucket permit, state unreadable): a reschedule without an attempt; past the job type's
      * {@code maxDeferral} or {@code maxReschedules} it parks as {@code rate_limit_exhausted}.
+     *
+     * @param key the job's provider key, or null
      */
-    void waitForProvider(JobRun run, Admission.Wait w) {
+    void waitForProvider(JobRun run, String key, Admission.Wait w) {
         guard(run, () -> {
             Instant now = clock.instant();
-            write(run, RunDecider.waitForProvider(run, w.runAt(), w.reason(), w.detail(), w.permitAt(), now),
-                    ErrorLog.NO_TRAIL, now);
+            write(run, key, RunDecider.waitForProvider(run, w.runAt(), w.reason(), w.detail(), w.permitAt(), now),
+                    ErrorLog.NO_TRAIL, now, null);
         });
     }
 
@@ -138,7 +147,7 @@ final class OutcomeWriter {
                 trail = ErrorLog.cleanTrail(pr.trailJson());
             }
             Instant now = clock.instant();
-            write(run, RunDecider.workerStopped(now), trail, now);
+            write(run, pr == null ? null : pr.providerKey(), RunDecider.workerStopped(now), trail, now, null);
         });
     }
 
@@ -146,20 +155,23 @@ final class OutcomeWriter {
     void workerLost(JobRun run, Instant lastHeartbeat) {
         guard(run, () -> {
             Instant now = clock.instant();
-            write(run, RunDecider.workerLost(run, now, lastHeartbeat), ErrorLog.NO_TRAIL, now);
+            write(run, null, RunDecider.workerLost(run, now, lastHeartbeat), ErrorLog.NO_TRAIL, now, null);
         });
     }
 
     /**
      * No concurrency slot was free: the job is held a little ({@link JobStore#hold}), without an
      * attempt and without counting as a reschedule (a busy limit never parks a job).
+     *
+     * @param key the job's provider key, or null
      */
-    void hold(JobRun run, String reason, String detail) {
+    void hold(JobRun run, String key, String reason, String detail) {
         guard(run, () -> {
             Instant now = clock.instant();
             int updated = retry.write(() -> store.hold(run, now, HOLD_CAP, HOLD_BASE, reason, StoredText.cut(detail)));
             if (updated > 0) {
                 observability.metrics().jobRescheduled(run.taskName(), reason);
+                observability.timeSeries().rescheduled(run.taskName(), key, reason);
             } else {
                 LOG.debug("Job {} changed while it was picked; its hold was not written", run.label());
             }
@@ -181,6 +193,7 @@ final class OutcomeWriter {
                 LOG.debug("Job {} changed while it was picked; its pause hold was not written", run.label());
             } else if (held) {
                 observability.metrics().jobRescheduled(run.taskName(), "paused");
+                observability.timeSeries().rescheduled(run.taskName(), null, "paused");
             }
         });
     }
@@ -207,28 +220,35 @@ final class OutcomeWriter {
         return mover.cancel(run, running, by, reason);
     }
 
-    /** Writes a decision. */
-    private void write(JobRun run, RunDecision d, String trail, Instant now) {
+    /**
+     * Writes a decision; {@code key}: the job's provider key when known (for the time series; a
+     * park reads it from the row), {@code trace}: the stack trace its error entry keeps, or null.
+     */
+    private void write(JobRun run, String key, RunDecision d, String trail, Instant now, String trace) {
         if (d instanceof RunDecision.Complete c) {
+            observability.timeSeries().completed(run.taskName(), key);
             completed(run, trail, c.result());
         } else if (d instanceof RunDecision.Reschedule r) {
             int updated = retry.write(() -> store.reschedule(run, now, r.runAt(), r.reason(), StoredText.cut(r.detail()),
                     r.permitAt(), trail));
             if (updated > 0) {
                 observability.metrics().jobRescheduled(run.taskName(), r.reason());
+                observability.timeSeries().rescheduled(run.taskName(), key, r.reason());
             } else {
                 // either the cap is reached or the row moved on; the version-checked park tells which
-                mover.park(run, (RunDecision.Park) RunDecider.capped(run, r, now), trail);
+                mover.park(run, (RunDecision.Park) RunDecider.capped(run, r, now), trail, null);
             }
         } else if (d instanceof RunDecision.Retry r) {
-            int updated = retry.write(() -> store.retry(run, now, r.runAt(), r.attempts(), ErrorLog.entry(r.error()), trail));
+            int updated = retry.write(() -> store.retry(run, now, r.runAt(), r.attempts(), ErrorLog.entry(r.error(), trace),
+                    trail));
             if (updated == 0) {
                 LOG.debug("Job {} changed while it ran; its retry was not written", run.label());
             } else {
                 observability.metrics().jobRetried(run.taskName(), r.error().kind());
+                observability.timeSeries().retried(run.taskName(), key, r.error().kind());
             }
         } else if (d instanceof RunDecision.Park p) {
-            mover.park(run, p, trail);
+            mover.park(run, p, trail, trace);
         }
     }
 

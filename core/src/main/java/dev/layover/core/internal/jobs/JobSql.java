@@ -454,8 +454,10 @@ final class JobSql {
      * Nothing is inserted where a live job has that type and id. Parameters: run at (or null for
      * now), spread in ms, replay kind, dead letter ids (bigint[]), edited args per id (text[],
      * nulls for the stored args). Returns the dead letter, job id and run time of each job inserted.
+     * The replays are counted in the time series (V16's {@code layover.time_series_add()}, one call).
      */
     static final String INSERT_REPLAYS = """
+            WITH inserted AS (
             INSERT INTO layover.scheduled_tasks
                 (task_name, task_instance, task_data, execution_time, picked, version, priority,
                  consecutive_failures, provider_key, limit_keys, dead_letter_id, replay_kind)
@@ -469,7 +471,14 @@ final class JobSql {
             JOIN layover.dead_letters d ON d.id = u.id
             ORDER BY u.n
             ON CONFLICT (task_name, task_instance) DO NOTHING
-            RETURNING dead_letter_id, task_instance, execution_time""";
+            RETURNING dead_letter_id, task_instance, execution_time, task_name, provider_key, replay_kind
+            ), counted AS (
+                SELECT layover.time_series_add(array_agg(g.task_name), array_agg(g.provider_key),
+                           array_agg('replayed'::text), array_agg(g.replay_kind), array_agg(g.n)) AS written
+                FROM (SELECT task_name, coalesce(provider_key, '') AS provider_key, replay_kind, count(*) AS n
+                      FROM inserted GROUP BY 1, 2, 3) g
+            )
+            SELECT i.dead_letter_id, i.task_instance, i.execution_time FROM inserted i, counted""";
 
     /**
      * Brings a recurring task's next run forward to now (after a breaker close was heard), when it

@@ -3,20 +3,23 @@ package dev.layover.core.internal.observe;
 import dev.layover.core.metrics.LayoverMetrics;
 
 /**
- * What a Layover instance records beside doing its work: metrics, and the history of finished
- * jobs ({@code layover.job_history}).
+ * What a Layover instance records beside doing its work: metrics, the history of finished jobs
+ * ({@code layover.job_history}) and the time series ({@code layover.time_series}).
  *
  * @param metrics the guarded metrics
  * @param history whether finished jobs get a row in {@code layover.job_history}
  * @param historyArgs whether that row keeps the job's args
+ * @param timeSeries the counters of {@code layover.time_series}
  */
-public record Observability(SafeMetrics metrics, boolean history, boolean historyArgs) {
+public record Observability(SafeMetrics metrics, boolean history, boolean historyArgs, TimeSeries timeSeries) {
 
-    /** Nothing measured; history on, without args (Layover's defaults). */
-    public static final Observability DEFAULT = new Observability(SafeMetrics.of(LayoverMetrics.none()), true, false);
+    /** Nothing measured, no time series; history on, without args. */
+    public static final Observability DEFAULT =
+            new Observability(SafeMetrics.of(LayoverMetrics.none()), true, false, TimeSeries.OFF);
 
-    /** Null metrics mean none. */
+    /** Null metrics mean none; a null time series counts nothing. */
     public Observability {
         metrics = metrics == null ? SafeMetrics.of(null) : metrics;
+        timeSeries = timeSeries == null ? TimeSeries.OFF : timeSeries;
     }
 }

@@ -1,0 +1,233 @@
+package dev.layover.core.internal.observe;
+
+import dev.layover.core.spi.Db;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The counters behind {@code layover.time_series}: what this instance's jobs did, per job type,
+ * provider key, counter and detail, counted in memory (no write per job) and written every
+ * {@link TimeSeriesSettings#flushEvery()} by one statement ({@link TimeSeriesSql#FLUSH}), which also
+ * samples the queue's depth. Rows past their retention are deleted about once a minute. A flush
+ * that fails keeps its counts for the next one. Off ({@link #OFF}, or settings off): counts nothing,
+ * runs nothing.
+ */
+public final class TimeSeries {
+
+    private static final Logger LOG = LoggerFactory.getLogger(TimeSeries.class);
+    private static final long PURGE_EVERY_NANOS = 60_000_000_000L;
+
+    /** Counts nothing, writes nothing. */
+    public static final TimeSeries OFF = new TimeSeries(null, new TimeSeriesSettings(false, null, null, null));
+
+    private record Cell(String jobType, String providerKey, String counter, String detail) {}
+
+    private final Db db;
+    private final TimeSeriesSettings settings;
+    private final Map<Cell, LongAdder> counts = new ConcurrentHashMap<>();
+    private final Object flushLock = new Object();
+    private long lastPurge;
+    private boolean purged;
+    private volatile boolean running;
+    private volatile boolean failing;
+    private Thread thread;
+
+    /**
+     * @param db the database (null only for {@link #OFF})
+     * @param settings whether and how often to write, and the retention
+     */
+    public TimeSeries(Db db, TimeSeriesSettings settings) {
+        this.db = db;
+        this.settings = settings;
+    }
+
+    /** @return whether counts are kept */
+    public boolean on() {
+        return settings.on() && db != null;
+    }
+
+    /** A job completed. */
+    public void completed(String jobType, String providerKey) {
+        add(jobType, providerKey, "completed", null);
+    }
+
+    /** A run's outcome was a rate limit (a 429, or the provider's rate-limit answer). */
+    public void rateLimited(String jobType, String providerKey) {
+        add(jobType, providerKey, "rate_limited", null);
+    }
+
+    /** A job was rescheduled (or held) without spending an attempt, for {@code reason}. */
+    public void rescheduled(String jobType, String providerKey, String reason) {
+        add(jobType, providerKey, "rescheduled", reason);
+    }
+
+    /** A failed attempt will be retried; {@code kind}: transient, overloaded, error, worker_lost. */
+    public void retried(String jobType, String providerKey, String kind) {
+        add(jobType, providerKey, "retried", kind);
+    }
+
+    /** A job was parked as {@code failureType}. */
+    public void parked(String jobType, String providerKey, String failureType) {
+        add(jobType, providerKey, "parked", failureType);
+    }
+
+    private void add(String jobType, String providerKey, String counter, String detail) {
+        if (!on() || jobType == null) {
+            return;
+        }
+        counts.computeIfAbsent(new Cell(jobType, providerKey == null ? "" : providerKey, counter,
+                detail == null ? "" : detail), c -> new LongAdder()).increment();
+    }
+
+    /** Starts the flushing thread (when on). */
+    public synchronized void start(String workerName) {
+        if (!on() || running) {
+            return;
+        }
+        running = true;
+        thread = new Thread(this::loop, "layover-time-series-" + workerName);
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    /**
+     * Stops the flushing thread and writes what is left (best effort: the database may be gone).
+     *
+     * @param writeLeft whether to write the counts not flushed yet (not while the database is away)
+     */
+    public synchronized void stop(boolean writeLeft) {
+        if (thread == null) {
+            return;
+        }
+        running = false;
+        thread.interrupt();
+        try {
+            thread.join(2000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        thread = null;
+        if (!writeLeft) {
+            return;
+        }
+        try {
+            flush();
+        } catch (RuntimeException e) {
+            LOG.debug("Layover: the last time series flush failed; its counts are lost", e);
+        }
+    }
+
+    private void loop() {
+        while (running) {
+            try {
+                Thread.sleep(settings.flushEvery().toMillis());
+            } catch (InterruptedException e) {
+                return;
+            }
+            try {
+                flush();
+                if (failing) {
+                    LOG.info("Layover: the time series is written again");
+                    failing = false;
+                }
+            } catch (RuntimeException e) {
+                if (!failing) {
+                    LOG.warn("Layover: cannot write the time series (its counts are kept for the next flush): {}",
+                            e.getMessage());
+                    failing = true;
+                }
+            }
+        }
+    }
+
+    /**
+     * Writes the counts gathered since the last flush, with a sample of the queue's depth, and
+     * deletes rows past their retention when a minute has passed since the last purge.
+     *
+     * @return the rows written (inserted or updated)
+     */
+    public long flush() {
+        if (!on()) {
+            return 0;
+        }
+        synchronized (flushLock) {
+            List<String> types = new ArrayList<>();
+            List<String> keys = new ArrayList<>();
+            List<String> counters = new ArrayList<>();
+            List<String> details = new ArrayList<>();
+            List<Long> amounts = new ArrayList<>();
+            List<Map.Entry<Cell, Long>> taken = new ArrayList<>();
+            for (Map.Entry<Cell, LongAdder> e : counts.entrySet()) {
+                long n = e.getValue().sumThenReset();
+                if (n != 0) {
+                    Cell c = e.getKey();
+                    types.add(c.jobType());
+                    keys.add(c.providerKey());
+                    counters.add(c.counter());
+                    details.add(c.detail());
+                    amounts.add(n);
+                    taken.add(Map.entry(c, n));
+                }
+            }
+            try {
+                long written = db.autocommit("writing the time series", c -> write(c, types, keys, counters, details, amounts));
+                purgeWhenDue();
+                return written;
+            } catch (RuntimeException e) {
+                for (Map.Entry<Cell, Long> t : taken) {
+                    counts.computeIfAbsent(t.getKey(), k -> new LongAdder()).add(t.getValue());
+                }
+                throw e;
+            }
+        }
+    }
+
+    private long write(Connection c, List<String> types, List<String> keys, List<String> counters, List<String> details,
+            List<Long> amounts) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(TimeSeriesSql.FLUSH)) {
+            ps.setArray(1, c.createArrayOf("text", types.toArray()));
+            ps.setArray(2, c.createArrayOf("text", keys.toArray()));
+            ps.setArray(3, c.createArrayOf("text", counters.toArray()));
+            ps.setArray(4, c.createArrayOf("text", details.toArray()));
+            ps.setArray(5, c.createArrayOf("bigint", amounts.toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getLong(1);
+            }
+        }
+    }
+
+    private void purgeWhenDue() {
+        long now = System.nanoTime();
+        if (purged && now - lastPurge < PURGE_EVERY_NANOS) {
+            return;
+        }
+        purgeNow();
+        purged = true;
+        lastPurge = now;
+    }
+
+    /**
+     * Deletes rows past their retention now.
+     *
+     * @return the rows deleted
+     */
+    public int purgeNow() {
+        return db.autocommit("deleting old time series rows", c -> {
+            try (PreparedStatement ps = c.prepareStatement(TimeSeriesSql.PURGE)) {
+                ps.setDouble(1, settings.keepTenSecond().toMillis() / 1000.0);
+                ps.setDouble(2, settings.keepMinute().toMillis() / 1000.0);
+                return ps.executeUpdate();
+            }
+        });
+    }
+}
