@@ -345,6 +345,25 @@ final class JobSql {
     // ---- provider state
 
     /**
+     * The due, unpicked jobs of a key that a backlog statement may move, oldest first, locked:
+     * the CTE {@code locked} of {@link #RESERVE_BACKLOG} and {@link #WAITLIST_BACKLOG}, which
+     * define {@code p} (key, now, max_jobs, types, caps) and {@code b} (the key's bucket row).
+     */
+    private static final String DUE_BACKLOG = """
+            locked AS (
+                SELECT t.task_name, t.task_instance, t.execution_time
+                FROM layover.scheduled_tasks t
+                JOIN p ON t.provider_key = p.key
+                JOIN unnest((SELECT types FROM p), (SELECT caps FROM p)) AS ty(name, cap) ON t.task_name = ty.name
+                WHERE NOT t.picked AND t.execution_time <= p.now AND t.permit_at IS NULL AND t.limit_keys IS NULL
+                  AND t.deadline IS NULL AND t.cancel_requested_at IS NULL AND t.reschedules < ty.cap
+                  AND EXISTS (SELECT 1 FROM b)
+                ORDER BY t.execution_time, t.task_instance
+                LIMIT (SELECT max_jobs FROM p)
+                FOR UPDATE OF t SKIP LOCKED
+            ), """;
+
+    /**
      * Reserves bucket permits for a key's backlog in one statement: the due, unpicked jobs of the
      * key (oldest first, at most {@code max_jobs}, skipping rows another transaction holds) get
      * the next slots of the bucket, as if each had asked in turn (GCRA: the k-th, from 1, gets
@@ -365,18 +384,9 @@ final class JobSql {
                 SELECT greatest(bk.request_tat, p.now) AS start
                 FROM layover.buckets bk JOIN p ON bk.provider_key = p.key
                 FOR UPDATE OF bk
-            ), locked AS (
-                SELECT t.task_name, t.task_instance, t.execution_time
-                FROM layover.scheduled_tasks t
-                JOIN p ON t.provider_key = p.key
-                JOIN unnest((SELECT types FROM p), (SELECT caps FROM p)) AS ty(name, cap) ON t.task_name = ty.name
-                WHERE NOT t.picked AND t.execution_time <= p.now AND t.permit_at IS NULL AND t.limit_keys IS NULL
-                  AND t.deadline IS NULL AND t.cancel_requested_at IS NULL AND t.reschedules < ty.cap
-                  AND EXISTS (SELECT 1 FROM b)
-                ORDER BY t.execution_time, t.task_instance
-                LIMIT (SELECT max_jobs FROM p)
-                FOR UPDATE OF t SKIP LOCKED
-            ), slots AS (
+            ), """
+            + DUE_BACKLOG + """
+            slots AS (
                 SELECT l.task_name, l.task_instance,
                        greatest(p.now, layover.gcra_fits_at(b.start + make_interval(secs =>
                            (row_number() OVER (ORDER BY l.execution_time, l.task_instance) - 1) / p.rate), p.rate, p.cap, 1))
@@ -416,18 +426,9 @@ final class JobSql {
                                                    p.now + make_interval(secs => p.horizon_s)) - p.now) AS start_s
                 FROM layover.buckets bk JOIN p ON bk.provider_key = p.key
                 WHERE bk.discovered AND bk.requests_per_minute > 0
-            ), locked AS (
-                SELECT t.task_name, t.task_instance, t.execution_time
-                FROM layover.scheduled_tasks t
-                JOIN p ON t.provider_key = p.key
-                JOIN unnest((SELECT types FROM p), (SELECT caps FROM p)) AS ty(name, cap) ON t.task_name = ty.name
-                WHERE NOT t.picked AND t.execution_time <= p.now AND t.permit_at IS NULL AND t.limit_keys IS NULL
-                  AND t.deadline IS NULL AND t.cancel_requested_at IS NULL AND t.reschedules < ty.cap
-                  AND EXISTS (SELECT 1 FROM b)
-                ORDER BY t.execution_time, t.task_instance
-                LIMIT (SELECT max_jobs FROM p)
-                FOR UPDATE OF t SKIP LOCKED
-            ), places AS (
+            ), """
+            + DUE_BACKLOG + """
+            places AS (
                 SELECT l.task_name, l.task_instance,
                        p.now + make_interval(secs => least(p.max_s, CASE WHEN b.slow
                            THEN p.e * ln(1 + (b.rate * p.e / ln(2) * (power(2, b.start_s / p.e) - 1) + l.n) * ln(2)
