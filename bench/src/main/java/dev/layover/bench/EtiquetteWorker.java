@@ -7,6 +7,8 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.Classification;
 import dev.layover.core.provider.state.BucketSettings;
+import dev.layover.core.provider.state.CooldownSettings;
+import dev.layover.core.provider.state.DiscoverySettings;
 import dev.layover.testing.JvmProcess;
 import dev.layover.testing.provider.FakeProvider;
 import java.net.URI;
@@ -39,7 +41,7 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <ul>
  *   <li>{@code discover}: a Layover worker without a bucket against a provider whose 429s state no
- *       limit: the fleet discovers the pace (DiscoverySettings defaults);
+ *       limit: the fleet discovers the pace (discovery switched on with DiscoverySettings defaults);
  * </ul>
  *
  * <p>Arguments: mode, JDBC URL, fake provider URL, worker name, threads, provider key, R (requests
@@ -176,7 +178,9 @@ public final class EtiquetteWorker {
                     .shutdownMaxWait(Duration.ofSeconds(2));
             if (mode.equals("bucket")) {
                 b.bucket(key, BucketSettings.requestsPerSecond(rate));
-            } else if (!mode.equals("learn") && !mode.equals("discover")) {
+            } else if (mode.equals("discover")) {
+                b.cooldowns(CooldownSettings.defaults().withDiscovery(DiscoverySettings.defaults()));
+            } else if (!mode.equals("learn")) {
                 throw new IllegalArgumentException("mode: bucket, learn, discover or backoff, was " + mode);
             }
             layover = b.start();

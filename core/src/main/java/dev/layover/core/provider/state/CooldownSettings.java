@@ -34,8 +34,8 @@ import java.time.Duration;
  *   <tr><td>{@link #strikeMemory()}</td><td>60 s</td></tr>
  *   <tr><td>{@link #learnedPaceFor()}</td><td>10 min ({@link Duration#ZERO}: never learn a pace)</td></tr>
  *   <tr><td>{@link #learnedPaceShare()}</td><td>0.95 of the stated limit</td></tr>
- *   <tr><td>{@link #discovery()}</td><td>{@link DiscoverySettings#defaults()}: a pace discovered for keys
- *       whose 429s state no limit</td></tr>
+ *   <tr><td>{@link #discovery()}</td><td>{@link DiscoverySettings#off()}: no pace discovered; opt in
+ *       with {@code withDiscovery(DiscoverySettings.defaults())} for keys whose 429s state no limit</td></tr>
  * </table>
  *
  * @param rateLimitBase the first wait after a 429 without retry-after
@@ -95,7 +95,7 @@ public record CooldownSettings(Duration rateLimitBase, Duration rateLimitCap, Du
     }
 
     /**
-     * Cooldown waits and a learned pace with the default discovery.
+     * Cooldown waits and a learned pace, without discovery (opt in with {@link #withDiscovery}).
      *
      * @param rateLimitBase the first wait after a 429 without retry-after
      * @param rateLimitCap the longest such wait
@@ -108,7 +108,7 @@ public record CooldownSettings(Duration rateLimitBase, Duration rateLimitCap, Du
     public CooldownSettings(Duration rateLimitBase, Duration rateLimitCap, Duration overloadBase, Duration overloadCap,
             Duration strikeMemory, Duration learnedPaceFor, double learnedPaceShare) {
         this(rateLimitBase, rateLimitCap, overloadBase, overloadCap, strikeMemory, learnedPaceFor, learnedPaceShare,
-                DiscoverySettings.defaults());
+                DiscoverySettings.off());
     }
 
     /**

@@ -8,10 +8,15 @@ import java.time.Duration;
  * Azure without limit headers, OpenAI-compatible servers). Immutable; set with
  * {@link CooldownSettings#withDiscovery(DiscoverySettings)} on {@code Layover.Builder#cooldowns}.
  *
- * <p><b>On by default, where nothing better is known.</b> Discovery applies to a key with no
+ * <p><b>Opt in</b>: {@code CooldownSettings.defaults().withDiscovery(DiscoverySettings.defaults())}
+ * ({@link CooldownSettings#defaults()} has it off). Discovery then applies to a key with no
  * configured bucket and no pace learned from a stated limit, from its first 429 that states no
- * limit. A key that never meets such a 429 is never paced by it. Precedence: a configured bucket,
- * then a pace a 429 stated, then a discovered one.
+ * limit (a 429 naming only a token limit included: the outcome does not tell them apart). A key
+ * that never meets such a 429 is never paced by it. Precedence: a configured bucket, then a pace a
+ * 429 stated, then a discovered one. Off by default because its slow start paces a key that was
+ * busy at a high rate from 1 request/s after its first such 429, and a fallback chain waits for
+ * the discovered pace's slot instead of falling back; {@link #defaults()} is the tuning measured
+ * in docs/benchmarks.md.
  *
  * <p><b>The rule</b> (additive increase, multiplicative decrease, with slow start): the first such
  * 429 writes a row of {@code layover.buckets} with {@code discovered = true} in slow start at

@@ -83,7 +83,8 @@ class DiscoveredPaceTest {
                 })
                 .build();
         for (String name : new String[] {"worker-a", "worker-b"}) {
-            instances.add(Workers.builder(db.newDataSource(16), name).register(chat).threads(8).start());
+            instances.add(Workers.builder(db.newDataSource(16), name).register(chat).threads(8)
+                    .cooldowns(CooldownSettings.defaults().withDiscovery(DiscoverySettings.defaults())).start());
         }
         int jobs = 500;
         List<Chat> args = new ArrayList<>();

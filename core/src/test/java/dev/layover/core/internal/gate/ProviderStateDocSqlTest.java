@@ -21,6 +21,7 @@ import dev.layover.core.internal.gate.ProviderGate;
 import dev.layover.core.provider.state.BreakerSettings;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.provider.state.CooldownSettings;
+import dev.layover.core.provider.state.DiscoverySettings;
 import dev.layover.core.provider.state.ProviderStates;
 
 /** Every SQL query of docs/provider-state.md runs against the real schema and finds the state it describes. */
@@ -32,7 +33,8 @@ class ProviderStateDocSqlTest {
     @Test
     void everyDocumentedQueryRunsAndFindsTheSeededState(TestDatabase db) throws Exception {
         ProviderGate gate = new ProviderGate(new Db(db.dataSource()), Clock.systemUTC(), "worker-a",
-                new ProviderGate.Config(BreakerSettings.defaults(), java.util.Map.of(), CooldownSettings.defaults(),
+                new ProviderGate.Config(BreakerSettings.defaults(), java.util.Map.of(),
+                        CooldownSettings.defaults().withDiscovery(DiscoverySettings.defaults()),
                         java.util.Map.of("azure:gpt-4o-mini@westeurope", BucketSettings.requestsPerMinute(60)), List.of()));
         ProviderStates states = new ProviderStateHandle(gate);
         states.forceOpen("openai:gpt-4o-mini", Duration.ofMinutes(5), "incident");
