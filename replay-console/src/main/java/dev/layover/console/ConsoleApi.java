@@ -56,6 +56,12 @@ final class ConsoleApi {
     private static final List<String> WAITING_STATES = List.of("scheduled", "rescheduled", "retrying");
     private static final List<String> HISTORY_OUTCOMES = List.of("completed", "parked", "cancelled");
     private static final int MAX_IDS = 10_000;
+    /**
+     * The bulk preview counts a filter with a time range or a text search no further than this
+     * ("10,000+"); a filter on states, failure types, job types and keys only is counted exactly
+     * from the maintained counts.
+     */
+    static final long PREVIEW_BOUND = 10_000;
     private static final Duration MAX_HOLD = Duration.ofDays(30);
 
     private final ConsoleStore store;
@@ -269,7 +275,10 @@ final class ConsoleApi {
         return a;
     }
 
-    /** How many dead letters a bulk action on this filter would change: the count for the confirmation. */
+    /**
+     * How many dead letters a bulk action on this filter would change: the count for the
+     * confirmation, bounded at {@link #PREVIEW_BOUND} ({@code countMore}/{@code matchingMore}: more).
+     */
     private JsonNode preview(ConsoleRequest r) {
         DeadLetterFilter filter = filterFromQuery(r);
         String action = r.param("action") == null ? "replay" : r.param("action");
@@ -286,7 +295,10 @@ final class ConsoleApi {
         ObjectNode out = F.objectNode();
         out.put("action", action);
         out.set("filter", filter.toJson());
-        out.put("matching", store.deadLetters().count(filter));
+        long matching = store.deadLetters().countAtMost(filter, PREVIEW_BOUND);
+        out.put("matching", Math.min(matching, PREVIEW_BOUND));
+        out.put("matchingMore", matching > PREVIEW_BOUND);
+        out.put("bound", PREVIEW_BOUND);
         List<DeadLetterState> states = new ArrayList<>(allowed);
         if (!filter.states().isEmpty()) {
             states.retainAll(filter.states());
@@ -301,7 +313,9 @@ final class ConsoleApi {
             none |= types.isEmpty();
             eligible = eligible.withJobTypes(types.toArray(String[]::new));
         }
-        out.put("count", none ? 0 : store.deadLetters().count(eligible));
+        long count = none ? 0 : store.deadLetters().countAtMost(eligible, PREVIEW_BOUND);
+        out.put("count", Math.min(count, PREVIEW_BOUND));
+        out.put("countMore", count > PREVIEW_BOUND);
         return out;
     }
 
