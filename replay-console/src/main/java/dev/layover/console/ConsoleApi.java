@@ -112,7 +112,9 @@ final class ConsoleApi {
     /**
      * The window a request asks for: {@code resolution} 10s, 1m (default) or 1h, {@code minutes}
      * back from now (default 60; at most 60 at 10 s, 10080 at 1 min and 1 h, at least 60 at 1 h),
-     * optionally one {@code providerKey} and one {@code jobType}.
+     * optionally one {@code providerKey} and one {@code jobType}. A 1 min window longer than
+     * {@link TimeSeriesData#MAX_POINTS} minutes (6 h) is read from the hour rows: the same counts in
+     * 60 times fewer rows, one point per hour ({@code bucketSeconds} 3600 in the answer).
      */
     private TimeSeriesData timeSeries(ConsoleRequest r) {
         String res = r.param("resolution");
@@ -129,6 +131,11 @@ final class ConsoleApi {
         int minutes = r.intParam("minutes", 60, seconds == 3600 ? 60 : 1, seconds == 10 ? 60 : 7 * 24 * 60);
         String key = one(r, "providerKey");
         String type = one(r, "jobType");
+        if (seconds == 60 && minutes > TimeSeriesData.MAX_POINTS) {
+            // more minutes than points: each point would sum several minute rows of every key, type
+            // and counter (24 h: 1,440 per series); the hour rows of the same counts are 60 times fewer
+            return sql.timeSeries(3600, (minutes + 59) / 60, key, type);
+        }
         return sql.timeSeries(seconds, minutes * 60 / seconds, key, type);
     }
 
