@@ -104,7 +104,7 @@ class ConsoleTimeSeriesApiTest {
         JsonNode week = api.get("/api/time-series?resolution=1h&minutes=10080&providerKey=test%3Aprovider").json();
         assertEquals(3600, week.path("bucketSeconds").asInt());
         assertEquals(168, week.path("starts").size(), "a week of hour rows");
-        assertEquals(5, series(week, "completed", null).path("total").asLong(), "the hour rows of the same counts");
+        assertEquals(105, series(week, "completed", null).path("total").asLong(), "the hour rows of the same counts");
     }
 
     @Test
