@@ -31,7 +31,9 @@ COMMENT ON TABLE layover.dead_letter_counts IS
 -- +1 here, and an UPDATE that changes no counted column nets 0 and writes nothing. Rows are
 -- applied in key order so that two statements touching the same keys lock them in the same order
 -- (no deadlock between them). One row per key per statement: a bulk replay of 10,000 dead
--- letters of one key writes two rows of this table, not 20,000.
+-- letters of one key writes two rows of this table, not 20,000. The cost: two transactions that
+-- park (or replay) dead letters of the same key, type and failure type at once wait for each
+-- other's commit at that row; parks are rare (a job that exhausted its attempts) and short.
 CREATE FUNCTION layover.dead_letter_counts_apply() RETURNS trigger
     LANGUAGE plpgsql AS $$
 BEGIN
