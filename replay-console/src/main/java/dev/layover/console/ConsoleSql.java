@@ -81,7 +81,11 @@ final class ConsoleSql {
                 SELECT provider_key FROM layover.provider_keys
                 UNION
                 SELECT DISTINCT d.provider_key FROM layover.dead_letter_counts d
-                WHERE d.state IN ('parked', 'review') AND d.provider_key <> '' AND d.n <> 0)
+                WHERE d.state IN ('parked', 'review') AND d.provider_key <> '' AND d.n <> 0),
+            -- one pass over the queue for every key (a count per key scanned it once per key)
+            job_counts AS (
+                SELECT j.provider_key, count(*) AS n FROM layover.jobs j
+                WHERE j.provider_key IS NOT NULL GROUP BY j.provider_key)
             SELECT k.provider_key,
                    coalesce(b.state, 'closed') AS breaker_state,
                    EFFECTIVE AS breaker_effective_state,
@@ -99,13 +103,14 @@ final class ConsoleSql {
                    CASE WHEN greatest(bk.request_tat, bk.token_tat) > now()
                         THEN (extract(epoch FROM greatest(bk.request_tat, bk.token_tat) - now()) * 1000)::bigint
                         ELSE 0 END AS bucket_booked_ahead_ms,
-                   (SELECT count(*) FROM layover.jobs j WHERE j.provider_key = k.provider_key) AS jobs,
+                   coalesce(jc.n, 0) AS jobs,
                    (SELECT coalesce(sum(d.n), 0)::bigint FROM layover.dead_letter_counts d
                     WHERE d.provider_key = k.provider_key AND d.state = 'parked') AS parked
             FROM keys k
             LEFT JOIN layover.breakers b ON b.provider_key = k.provider_key
             LEFT JOIN layover.cooldowns c ON c.provider_key = k.provider_key
             LEFT JOIN layover.buckets bk ON bk.provider_key = k.provider_key
+            LEFT JOIN job_counts jc ON jc.provider_key = k.provider_key
             ORDER BY (coalesce(b.state, 'closed') <> 'closed') DESC, k.provider_key
             LIMIT 500""".replace("EFFECTIVE", BREAKER_EFFECTIVE);
 
