@@ -183,8 +183,42 @@ public final class DeadLetters {
     }
 
     /**
+     * How many dead letters match a filter, counted no further than a bound: for a confirmation
+     * that must answer fast whatever the filter. A filter on states, failure types, job types and
+     * provider keys only is read from V18's {@code layover.dead_letter_counts} (a few hundred
+     * rows); a filter with a park time range or a text search counts matching rows, stopping at
+     * {@code bound + 1}. Either way the result is cut at {@code bound + 1}.
+     *
+     * @param filter the filter
+     * @param bound the largest count wanted, at least 1
+     * @return the count, or {@code bound + 1} when more than {@code bound} match
+     */
+    public long countAtMost(DeadLetterFilter filter, long bound) {
+        if (bound < 1) {
+            throw new IllegalArgumentException("bound must be at least 1, was " + bound);
+        }
+        DlqSql.Where w = DlqSql.where(Objects.requireNonNull(filter, "filter"));
+        boolean exact = w.onCountedColumnsOnly();
+        return db.autocommit("counting dead letters", c -> {
+            try (PreparedStatement ps = DlqSql.prepareCustomPlanned(c, DlqSql.countBounded(w))) {
+                List<Object> params = new ArrayList<>(w.params());
+                if (!exact) {
+                    params.add(bound + 1);
+                }
+                DlqSql.bind(c, ps, params);
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    return Math.min(rs.getLong(1), bound + 1);
+                }
+            }
+        });
+    }
+
+    /**
      * Counts of the dead letters matching a filter: in total, by state, failure type, job type and
-     * provider key (one scan of the matching rows).
+     * provider key. A filter on those four columns only reads V18's {@code layover.dead_letter_counts}
+     * (kept by triggers on {@code layover.dead_letters}); one with a park time range or a text
+     * search scans the matching rows.
      *
      * @param filter the filter
      * @return the counts

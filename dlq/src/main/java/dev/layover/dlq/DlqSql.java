@@ -42,12 +42,22 @@ final class DlqSql {
 
     /** How many rows match the conditions. */
     static String count(Where w) {
-        return COUNT + w.sql();
+        return (w.onCountedColumnsOnly() ? COUNT_FROM_COUNTS : COUNT) + w.sql();
+    }
+
+    /**
+     * How many rows match the conditions, counted up to a bound: one parameter more, the bound
+     * plus one (a result above the bound means "more than the bound"). Conditions on the counted
+     * columns only read V18's counts (exact, whatever the bound).
+     */
+    static String countBounded(Where w) {
+        return w.onCountedColumnsOnly() ? COUNT_FROM_COUNTS + w.sql()
+                : "SELECT count(*) FROM (SELECT 1 FROM layover.dead_letters d" + w.sql() + " LIMIT ?) x";
     }
 
     /** Counts per facet of the rows matching the conditions. */
     static String facets(Where w) {
-        return FACETS_SELECT + w.sql() + FACETS_GROUP;
+        return (w.onCountedColumnsOnly() ? FACETS_FROM_COUNTS : FACETS_SELECT) + w.sql() + FACETS_GROUP;
     }
 
     /** The next batch of a filter selection: the conditions, then the batch size. */
@@ -66,6 +76,16 @@ final class DlqSql {
     private static final String COUNT = "SELECT count(*) FROM layover.dead_letters d";
 
     /**
+     * V18's maintained counts under the dead-letter columns' names, so that the same conditions
+     * apply: a filter on state, failure type, job type and provider key only reads a few hundred
+     * rows instead of counting the dead letters.
+     */
+    private static final String COUNTS_AS_D = """
+            (SELECT c.state, c.failure_type, c.job_type, nullif(c.provider_key, '') AS provider_key, c.n
+             FROM layover.dead_letter_counts c WHERE c.n <> 0) d""";
+    private static final String COUNT_FROM_COUNTS = "SELECT coalesce(sum(d.n), 0)::bigint FROM " + COUNTS_AS_D;
+
+    /**
      * Counts per facet in one scan. {@code GROUPING(..)} tells the grouping set of a row: 7 state,
      * 11 failure type, 13 job type, 14 provider key, 15 the total.
      */
@@ -73,6 +93,9 @@ final class DlqSql {
             SELECT GROUPING(d.state, d.failure_type, d.job_type, d.provider_key) AS g,
                    d.state, d.failure_type, d.job_type, d.provider_key, count(*) AS n
             FROM layover.dead_letters d""";
+    private static final String FACETS_FROM_COUNTS =
+            "SELECT GROUPING(d.state, d.failure_type, d.job_type, d.provider_key) AS g,"
+            + " d.state, d.failure_type, d.job_type, d.provider_key, sum(d.n)::bigint AS n FROM " + COUNTS_AS_D;
     private static final String FACETS_GROUP =
             " GROUP BY GROUPING SETS ((d.state), (d.failure_type), (d.job_type), (d.provider_key), ()) ORDER BY n DESC";
 
@@ -314,6 +337,18 @@ final class DlqSql {
     static final class Where {
         private final StringBuilder sql = new StringBuilder();
         private final List<Object> params = new ArrayList<>();
+        private boolean uncounted;
+
+        /** A condition on a column V18's counts do not have (time, text, id). */
+        Where andUncounted(String condition, Object... values) {
+            uncounted = true;
+            return and(condition, values);
+        }
+
+        /** @return whether every condition is on state, failure type, job type or provider key */
+        boolean onCountedColumnsOnly() {
+            return !uncounted;
+        }
 
         Where and(String condition, Object... values) {
             sql.append(sql.length() == 0 ? " WHERE " : " AND ").append(condition);
@@ -346,27 +381,27 @@ final class DlqSql {
         anyOf(w, "d.failure_type", f.failureTypes());
         anyOf(w, "d.state", f.states().stream().map(DeadLetterState::code).toList());
         if (f.parkedFrom() != null) {
-            w.and("d.parked_at >= ?", f.parkedFrom());
+            w.andUncounted("d.parked_at >= ?", f.parkedFrom());
         }
         if (f.parkedUntil() != null) {
-            w.and("d.parked_at < ?", f.parkedUntil());
+            w.andUncounted("d.parked_at < ?", f.parkedUntil());
         }
         if (f.text() != null) {
-            w.and(TEXT_MATCH, "%" + escapeLike(f.text()) + "%");
+            w.andUncounted(TEXT_MATCH, "%" + escapeLike(f.text()) + "%");
         }
         return w;
     }
 
     /** Keyset condition of the page after (parked_at, id). */
     static void after(Where w, Instant parkedAt, long id) {
-        w.and("(d.parked_at, d.id) < (?, ?)", parkedAt, id);
+        w.andUncounted("(d.parked_at, d.id) < (?, ?)", parkedAt, id);
     }
 
     /** Allowed states and id window of a bulk batch. */
     static void batchWindow(Where w, List<String> states, long afterId, long maxId) {
         anyOf(w, "d.state", states);
-        w.and("d.id > ?", afterId);
-        w.and("d.id <= ?", maxId);
+        w.andUncounted("d.id > ?", afterId);
+        w.andUncounted("d.id <= ?", maxId);
     }
 
     // One value is written as "=": it lets the planner walk a (column, parked_at, id) index in page

@@ -56,6 +56,12 @@ final class ConsoleApi {
     private static final List<String> WAITING_STATES = List.of("scheduled", "rescheduled", "retrying");
     private static final List<String> HISTORY_OUTCOMES = List.of("completed", "parked", "cancelled");
     private static final int MAX_IDS = 10_000;
+    /**
+     * The bulk preview counts a filter with a time range or a text search no further than this
+     * ("10,000+"); a filter on states, failure types, job types and keys only is counted exactly
+     * from the maintained counts.
+     */
+    static final long PREVIEW_BOUND = 10_000;
     private static final Duration MAX_HOLD = Duration.ofDays(30);
 
     private final ConsoleStore store;
@@ -106,7 +112,9 @@ final class ConsoleApi {
     /**
      * The window a request asks for: {@code resolution} 10s, 1m (default) or 1h, {@code minutes}
      * back from now (default 60; at most 60 at 10 s, 10080 at 1 min and 1 h, at least 60 at 1 h),
-     * optionally one {@code providerKey} and one {@code jobType}.
+     * optionally one {@code providerKey} and one {@code jobType}. A 1 min window longer than
+     * {@link TimeSeriesData#MAX_POINTS} minutes (6 h) is read from the hour rows: the same counts in
+     * 60 times fewer rows, one point per hour ({@code bucketSeconds} 3600 in the answer).
      */
     private TimeSeriesData timeSeries(ConsoleRequest r) {
         String res = r.param("resolution");
@@ -123,6 +131,11 @@ final class ConsoleApi {
         int minutes = r.intParam("minutes", 60, seconds == 3600 ? 60 : 1, seconds == 10 ? 60 : 7 * 24 * 60);
         String key = one(r, "providerKey");
         String type = one(r, "jobType");
+        if (seconds == 60 && minutes > TimeSeriesData.MAX_POINTS) {
+            // more minutes than points: each point would sum several minute rows of every key, type
+            // and counter (24 h: 1,440 per series); the hour rows of the same counts are 60 times fewer
+            return sql.timeSeries(3600, (minutes + 59) / 60, key, type);
+        }
         return sql.timeSeries(seconds, minutes * 60 / seconds, key, type);
     }
 
@@ -269,7 +282,10 @@ final class ConsoleApi {
         return a;
     }
 
-    /** How many dead letters a bulk action on this filter would change: the count for the confirmation. */
+    /**
+     * How many dead letters a bulk action on this filter would change: the count for the
+     * confirmation, bounded at {@link #PREVIEW_BOUND} ({@code countMore}/{@code matchingMore}: more).
+     */
     private JsonNode preview(ConsoleRequest r) {
         DeadLetterFilter filter = filterFromQuery(r);
         String action = r.param("action") == null ? "replay" : r.param("action");
@@ -286,7 +302,10 @@ final class ConsoleApi {
         ObjectNode out = F.objectNode();
         out.put("action", action);
         out.set("filter", filter.toJson());
-        out.put("matching", store.deadLetters().count(filter));
+        long matching = store.deadLetters().countAtMost(filter, PREVIEW_BOUND);
+        out.put("matching", Math.min(matching, PREVIEW_BOUND));
+        out.put("matchingMore", matching > PREVIEW_BOUND);
+        out.put("bound", PREVIEW_BOUND);
         List<DeadLetterState> states = new ArrayList<>(allowed);
         if (!filter.states().isEmpty()) {
             states.retainAll(filter.states());
@@ -301,7 +320,9 @@ final class ConsoleApi {
             none |= types.isEmpty();
             eligible = eligible.withJobTypes(types.toArray(String[]::new));
         }
-        out.put("count", none ? 0 : store.deadLetters().count(eligible));
+        long count = none ? 0 : store.deadLetters().countAtMost(eligible, PREVIEW_BOUND);
+        out.put("count", Math.min(count, PREVIEW_BOUND));
+        out.put("countMore", count > PREVIEW_BOUND);
         return out;
     }
 

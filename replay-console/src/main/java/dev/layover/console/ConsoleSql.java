@@ -50,7 +50,8 @@ final class ConsoleSql {
             SELECT to_regclass('layover.dead_letters') IS NOT NULL
                AND to_regclass('layover.audit_log') IS NOT NULL
                AND to_regclass('layover.breakers') IS NOT NULL
-               AND to_regclass('layover.jobs') IS NOT NULL""";
+               AND to_regclass('layover.jobs') IS NOT NULL
+               AND to_regclass('layover.dead_letter_counts') IS NOT NULL""";
 
     /** Distinct job types of dead letters: a skip scan over {@code dead_letters_job_idx}. */
     static final String DEAD_LETTER_JOB_TYPES = """
@@ -66,17 +67,25 @@ final class ConsoleSql {
             SELECT j.state, count(*) AS n, count(*) FILTER (WHERE j.run_at <= now()) AS due
             FROM layover.jobs j GROUP BY j.state""";
 
+    /** Dead letters by state and failure type: V18's maintained counts, not a count of the dead letters. */
     static final String DEAD_LETTERS_BY_STATE_AND_FAILURE = """
-            SELECT d.state, d.failure_type, count(*) AS n
-            FROM layover.dead_letters d GROUP BY d.state, d.failure_type""";
+            SELECT d.state, d.failure_type, sum(d.n)::bigint AS n
+            FROM layover.dead_letter_counts d WHERE d.n <> 0 GROUP BY d.state, d.failure_type""";
 
-    /** Every provider key with state rows, or with dead letters waiting for a person or the sweep. */
+    /**
+     * Every provider key with state rows, or with dead letters waiting for a person or the sweep
+     * (those and the parked counts from V18's {@code layover.dead_letter_counts}).
+     */
     static final String PROVIDER_KEYS = """
             WITH keys AS (
                 SELECT provider_key FROM layover.provider_keys
                 UNION
-                SELECT DISTINCT d.provider_key FROM layover.dead_letters d
-                WHERE d.state IN ('parked', 'review') AND d.provider_key IS NOT NULL)
+                SELECT DISTINCT d.provider_key FROM layover.dead_letter_counts d
+                WHERE d.state IN ('parked', 'review') AND d.provider_key <> '' AND d.n <> 0),
+            -- one pass over the queue for every key (a count per key scanned it once per key)
+            job_counts AS (
+                SELECT j.provider_key, count(*) AS n FROM layover.jobs j
+                WHERE j.provider_key IS NOT NULL GROUP BY j.provider_key)
             SELECT k.provider_key,
                    coalesce(b.state, 'closed') AS breaker_state,
                    EFFECTIVE AS breaker_effective_state,
@@ -94,13 +103,14 @@ final class ConsoleSql {
                    CASE WHEN greatest(bk.request_tat, bk.token_tat) > now()
                         THEN (extract(epoch FROM greatest(bk.request_tat, bk.token_tat) - now()) * 1000)::bigint
                         ELSE 0 END AS bucket_booked_ahead_ms,
-                   (SELECT count(*) FROM layover.jobs j WHERE j.provider_key = k.provider_key) AS jobs,
-                   (SELECT count(*) FROM layover.dead_letters d
+                   coalesce(jc.n, 0) AS jobs,
+                   (SELECT coalesce(sum(d.n), 0)::bigint FROM layover.dead_letter_counts d
                     WHERE d.provider_key = k.provider_key AND d.state = 'parked') AS parked
             FROM keys k
             LEFT JOIN layover.breakers b ON b.provider_key = k.provider_key
             LEFT JOIN layover.cooldowns c ON c.provider_key = k.provider_key
             LEFT JOIN layover.buckets bk ON bk.provider_key = k.provider_key
+            LEFT JOIN job_counts jc ON jc.provider_key = k.provider_key
             ORDER BY (coalesce(b.state, 'closed') <> 'closed') DESC, k.provider_key
             LIMIT 500""".replace("EFFECTIVE", BREAKER_EFFECTIVE);
 
@@ -310,14 +320,17 @@ final class ConsoleSql {
     static final String KEY_JOBS_BY_WHY = "SELECT x.why, count(*) AS n, min(x.run_at) AS next_run_at FROM ("
             + "%s) x GROUP BY x.why ORDER BY count(*) DESC";
 
-    /** Jobs of the key that finished in the last hour, by outcome. */
+    /**
+     * Jobs of the key that finished in the last hour, by outcome: an index-only scan of the last
+     * hour of V18's {@code job_history_finished_at_idx} (it includes outcome, key and duration).
+     */
     static final String KEY_FINISHED_LAST_HOUR = """
             SELECT h.outcome, count(*) AS n, avg(h.duration_ms) AS avg_duration_ms, max(h.finished_at) AS last_at
             FROM layover.job_history h
             WHERE h.finished_at > now() - interval '1 hour' AND h.provider_key = ?
             GROUP BY h.outcome""";
 
-    /** Jobs that finished in the last hour, by outcome (the overview). */
+    /** Jobs that finished in the last hour, by outcome (the overview): an index-only scan, as above. */
     static final String FINISHED_LAST_HOUR = """
             SELECT h.outcome, count(*) AS n, max(h.finished_at) AS last_at
             FROM layover.job_history h

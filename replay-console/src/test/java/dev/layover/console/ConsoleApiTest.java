@@ -216,6 +216,38 @@ class ConsoleApiTest {
         assertEquals(1, api.get("/api/dead-letters/preview?action=move_back").json().get("count").asLong());
         assertEquals(0, api.get("/api/dead-letters/preview?action=move_back&state=parked").json().get("count").asLong());
         assertEquals(400, api.get("/api/dead-letters/preview?action=explode").status());
+        assertFalse(replay.get("countMore").asBoolean());
+        assertFalse(replay.get("matchingMore").asBoolean());
+    }
+
+    @Test
+    void thePreviewCountsNoFurtherThanItsBoundAndSaysThereAreMore(TestDatabase db) {
+        start(db);
+        db.update("""
+                INSERT INTO layover.dead_letters (job_type, job_id, provider_key, failure_type, error_class, error_message,
+                                                  first_enqueued_at, state)
+                SELECT 'work', 'many-' || g, 'test:provider', 'provider_unavailable', 'java.io.IOException',
+                       'timed out ' || g, now(), CASE WHEN g % 2 = 0 THEN 'parked' ELSE 'discarded' END
+                FROM generate_series(1, 20002) g""");
+
+        JsonNode text = api.get("/api/dead-letters/preview?action=discard&text=timed%20out").json();
+        assertEquals(10_000, text.get("bound").asLong());
+        assertEquals(10_000, text.get("matching").asLong(), "20,002 match; counted up to the bound: " + text);
+        assertTrue(text.get("matchingMore").asBoolean());
+        assertEquals(10_000, text.get("count").asLong(), "10,001 parked ones can be discarded: " + text);
+        assertTrue(text.get("countMore").asBoolean());
+
+        JsonNode few = api.get("/api/dead-letters/preview?action=discard&text=timed%20out%2019999").json();
+        assertEquals(1, few.get("matching").asLong());
+        assertFalse(few.get("matchingMore").asBoolean());
+        assertEquals(0, few.get("count").asLong(), "many-19999 is discarded already");
+        assertFalse(few.get("countMore").asBoolean());
+
+        JsonNode byState = api.get("/api/dead-letters/preview?action=discard&state=parked").json();
+        assertEquals(10_000, byState.get("count").asLong(), "from the maintained counts, cut at the bound too");
+        assertTrue(byState.get("countMore").asBoolean());
+        assertEquals(10_001, api.get("/api/dead-letters/facets?state=parked").json().get("total").asLong(),
+                "the facets stay exact");
     }
 
     @Test

@@ -64,9 +64,12 @@ class ConsoleTimeSeriesApiTest {
         counts(db, "other", "k2", "completed", "", 7);
         counts(db, "work", "test:provider", "due", "", 3);
         counts(db, "work", "test:provider", "due", "", 1); // a smaller sample of the same bucket: the gauge keeps 3
-        db.update("INSERT INTO layover.time_series_counts (bucket_seconds, bucket, job_type, provider_key, counter, amount)"
-                + " VALUES (60, to_timestamp(floor(extract(epoch FROM now() - interval '3 hours') / 60) * 60), 'work',"
-                + " 'test:provider', 'completed', 100)");
+        // 3 hours ago, in the minute and the hour row, as layover.time_series_add writes it
+        for (int seconds : new int[] {60, 3600}) {
+            db.update("INSERT INTO layover.time_series_counts (bucket_seconds, bucket, job_type, provider_key, counter, amount)"
+                    + " VALUES (?, to_timestamp(floor(extract(epoch FROM now() - interval '3 hours') / ?) * ?), 'work',"
+                    + " 'test:provider', 'completed', 100)", seconds, seconds, seconds);
+        }
 
         ApiClient.Resp r = api.get("/api/time-series?resolution=10s&minutes=60");
         assertEquals(200, r.status(), r.body());
@@ -89,14 +92,19 @@ class ConsoleTimeSeriesApiTest {
 
         JsonNode day = api.get("/api/time-series?resolution=1m&minutes=1440&jobType=work").json();
         assertEquals(105, series(day, "completed", null).path("total").asLong(), "24 h reaches the 3 hour old row");
-        assertEquals(360, day.path("starts").size(), "1440 minutes drawn as 360 points of 4 min");
-        assertEquals(240, day.path("stepSeconds").asInt());
+        assertEquals(24, day.path("starts").size(), "1440 minutes are read from the hour rows: 24 points of 1 h");
+        assertEquals(3600, day.path("stepSeconds").asInt());
+        assertEquals(3600, day.path("bucketSeconds").asInt());
+        JsonNode sixHours = api.get("/api/time-series?resolution=1m&minutes=360&jobType=work").json();
+        assertEquals(60, sixHours.path("bucketSeconds").asInt(), "up to 360 minutes: minute rows, one point each");
+        assertEquals(360, sixHours.path("starts").size());
+        assertEquals(105, series(sixHours, "completed", null).path("total").asLong(), "the minute row 3 h ago");
         assertEquals(0, api.get("/api/time-series?jobType=nothing").json().path("series").size());
 
         JsonNode week = api.get("/api/time-series?resolution=1h&minutes=10080&providerKey=test%3Aprovider").json();
         assertEquals(3600, week.path("bucketSeconds").asInt());
         assertEquals(168, week.path("starts").size(), "a week of hour rows");
-        assertEquals(5, series(week, "completed", null).path("total").asLong(), "the hour rows of the same counts");
+        assertEquals(105, series(week, "completed", null).path("total").asLong(), "the hour rows of the same counts");
     }
 
     @Test

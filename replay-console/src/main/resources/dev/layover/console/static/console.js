@@ -619,6 +619,7 @@
   async function confirmBulk(action, filterQuery, ids) {
     const w = ACTION_WORDS[action];
     let count;
+    let more = false;
     let detail = null;
     try {
       if (ids) {
@@ -628,7 +629,12 @@
         q.set('action', action);
         const p = await api('GET', '/dead-letters/preview?' + q);
         count = p.count;
-        if (p.matching !== p.count) {
+        more = p.countMore;
+        if (p.matchingMore || p.countMore) {
+          if (p.matching !== p.count || p.matchingMore !== p.countMore) {
+            detail = num(p.matching) + (p.matchingMore ? '+' : '') + ' match the filter; those not in a state (or of a job type) this action applies to will be left as they are.';
+          }
+        } else if (p.matching !== p.count) {
           detail = num(p.matching) + ' match the filter; ' + num(p.matching - p.count) + ' of them are not in a state (or of a job type) this action applies to and will be left as they are.';
         }
       }
@@ -637,11 +643,13 @@
       return;
     }
     const note = el('input', { id: 'bulk-note', maxlength: '2000', placeholder: 'why (goes to the audit log)' });
-    const what = ids ? num(count) + ' selected dead letter' + (count === 1 ? '' : 's') : num(count) + ' dead letter' + (count === 1 ? '' : 's') + ' matching this filter';
-    modal(w[0] + ' ' + num(count) + ' dead letter' + (count === 1 ? '' : 's') + '?',
+    // a count above the preview's bound reads "10,000+": the action itself changes every match
+    const shown = num(count) + (more ? '+' : '');
+    const what = ids ? num(count) + ' selected dead letter' + (count === 1 ? '' : 's') : shown + ' dead letter' + (count === 1 && !more ? '' : 's') + ' matching this filter';
+    modal(w[0] + ' ' + shown + ' dead letter' + (count === 1 && !more ? '' : 's') + '?',
       [el('p', { id: 'confirm-text' }, w[0] + ' ' + what + '?'), detail ? el('p', { class: 'muted' }, detail) : null,
         el('label', { class: 'block' }, 'Note', note)],
-      w[0] + ' ' + num(count), async () => {
+      w[0] + ' ' + shown, async () => {
         const body = ids ? { ids: ids } : { filter: apiFilterJson(new URLSearchParams(filterQuery)) };
         if (note.value.trim()) body.note = note.value.trim();
         const res = await api('POST', '/dead-letters/' + (action === 'move_back' ? 'move-back' : action), body);
