@@ -177,6 +177,8 @@ class BreakerTest {
                     () -> db.count("select count(*) from layover.dead_letters where failure_type = 'breaker_open'"));
         } catch (AssertionError e) { // seen once in a full run, never alone: say where the job was
             throw new AssertionError(e.getMessage() + "; jobs: " + db.rows("select * from layover.jobs")
+                    + "; dead letters: " + db.rows("select id, failure_type, state, error_message from layover.dead_letters")
+                    + "; history: " + db.rows("select * from layover.job_history")
                     + "; breakers: " + db.rows("select * from layover.breakers")
                     + "; locks waited on: " + db.rows("select pid, state, wait_event_type, query from pg_stat_activity"
                             + " where datname = current_database() and wait_event_type = 'Lock'"), e);
