@@ -170,6 +170,9 @@ final class StateCache {
         });
         for (Map.Entry<String, Snapshot> e : read.entrySet()) {
             KeyState ks = keyState(e.getKey());
+            if (ks.snapshot != null && ks.loadedAt - started > 0) {
+                continue; // a read that started later (a notification's) landed first: this one is older
+            }
             ks.snapshot = e.getValue();
             ks.loadedAt = started;
             Object[] pace = paces.get(e.getKey());
@@ -282,6 +285,15 @@ final class StateCache {
         try {
             JsonNode n = JSON.readTree(payload);
             String key = n.path("key").asText(null);
+            if (key != null && keys.containsKey(key) && !gdb.origin.equals(n.path("origin").asText())) {
+                // read the change before telling anyone of it: a job admitted after a listener heard
+                // of a forced opening must not pass on the snapshot from before it
+                try {
+                    load(List.of(key), true);
+                } catch (RuntimeException e) {
+                    LOG.debug("Layover: could not read {} after its notification (the refresh will): {}", key, e.toString());
+                }
+            }
             if (key != null && "breakers".equals(n.path("table").asText()) && !gdb.origin.equals(n.path("origin").asText())) {
                 String from = n.path("from").asText(null);
                 String to = n.path("to").asText(null);
