@@ -39,7 +39,11 @@ import javax.sql.DataSource;
  *       every report, + the ceiling) and reports its usage from the raw JSON
  *       ({@code ctx.reportUsage(Provider.OPENAI, body)});
  *   <li><b>request-only</b>: a request bucket sized from the average tokens per call
- *       (0.97 T / average), what a team without token limits configures.
+ *       (0.97 T / average), what a team without token limits configures;
+ *   <li><b>each JVM counting locally</b>: what per-replica gateways do, two counters that each
+ *       believe they own the limit: the jobs are split between two keys ({@code #a}, {@code #b})
+ *       on the one provider endpoint, each key's bucket limiting tokens at the full 0.97 T (two
+ *       replicas, each counting its own calls).
  * </ul>
  *
  * Figures from the fake's counters in a steady window after a warm-up that spends the provider's
@@ -118,12 +122,27 @@ public final class TokenBench {
      */
     public static List<Result> measure(DataSource ds, Settings s) throws Exception {
         List<Result> out = new ArrayList<>();
-        out.add(arm(ds, s, true));
-        out.add(arm(ds, s, false));
+        for (Arm a : Arm.values()) {
+            out.add(arm(ds, s, a));
+        }
         return out;
     }
 
-    private static Result arm(DataSource ds, Settings s, boolean tokens) throws Exception {
+    /** The arms, in the order they run and print. */
+    enum Arm {
+        TOKENS("token limit at 0.97 T (reserve, settle)"),
+        REQUESTS("request-only bucket, 0.97 T / avg tokens"),
+        LOCAL("each JVM counting tokens locally against 0.97 T");
+
+        final String label;
+
+        Arm(String label) {
+            this.label = label;
+        }
+    }
+
+    private static Result arm(DataSource ds, Settings s, Arm arm) throws Exception {
+        boolean tokens = arm != Arm.REQUESTS;
         clean(ds);
         try (FakeProvider fake = FakeProvider.start()) {
             fake.primary().tokenLimitPerMinute(s.tokensPerMinute()).outputShare(0.2, 1.0);
@@ -135,8 +154,8 @@ public final class TokenBench {
                 calibrated.observe(KEY, calibrated.estimate(KEY, text(n)).rawTokens(), n);
             }
             ConcurrentLinkedQueue<double[]> errors = new ConcurrentLinkedQueue<>();
-            JobType.Builder<Prompt> b = JobType.builder("tokens-" + (tokens ? "limit" : "requests"), Prompt.class)
-                    .providerKey(KEY)
+            JobType.Builder<Prompt> b = JobType.builder("tokens-" + arm.name().toLowerCase(java.util.Locale.ROOT), Prompt.class)
+                    .providerKey(p -> arm == Arm.LOCAL ? KEY + (p.inputTokens() % 2 == 0 ? "#a" : "#b") : KEY)
                     .handler((p, ctx) -> {
                         CalibratedEstimator.Estimate e = calibrated.estimate(KEY, p.text());
                         HttpResponse<String> r = send(url, p.text());
@@ -160,9 +179,15 @@ public final class TokenBench {
             List<Layover> instances = new ArrayList<>();
             try {
                 for (String name : new String[] {"tokens-a", "tokens-b"}) {
-                    instances.add(Layover.builder(ds).workerName(name).register(type).threads(s.threads())
+                    Layover.Builder lb = Layover.builder(ds).workerName(name).register(type).threads(s.threads())
                             .pollInterval(s.pollInterval()).history(false).migrate(false)
-                            .shutdownMaxWait(Duration.ofSeconds(5)).bucket(KEY, bucket).start());
+                            .shutdownMaxWait(Duration.ofSeconds(5));
+                    if (arm == Arm.LOCAL) {
+                        lb.bucket(KEY + "#a", bucket).bucket(KEY + "#b", bucket);
+                    } else {
+                        lb.bucket(KEY, bucket);
+                    }
+                    instances.add(lb.start());
                 }
                 List<Prompt> prompts = new ArrayList<>();
                 for (int i = 0; i < s.jobs(); i++) {
@@ -186,8 +211,8 @@ public final class TokenBench {
                     Thread.sleep(100);
                 }
                 Instant to = Instant.now();
-                return result(tokens ? "token limit at 0.97 T (reserve, settle)" : "request-only bucket, 0.97 T / avg tokens",
-                        fake.primary(), from, to, s, tokens ? errors : new ConcurrentLinkedQueue<>());
+                return result(arm.label + ", " + s.offered() + "x offered", fake.primary(), from, to, s,
+                        arm == Arm.TOKENS ? errors : new ConcurrentLinkedQueue<>());
             } finally {
                 instances.forEach(Layover::stop);
             }
@@ -233,7 +258,7 @@ public final class TokenBench {
 
     private static void clean(DataSource ds) throws Exception {
         try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
-            st.execute("select layover.forget_provider_keys(array['" + KEY + "'])");
+            st.execute("select layover.forget_provider_keys(array['" + KEY + "', '" + KEY + "#a', '" + KEY + "#b'])");
             st.execute("delete from layover.scheduled_tasks where task_name like 'tokens-%'");
         }
     }

@@ -46,12 +46,20 @@ final class TokenLedger {
 
     /**
      * What one run reserved in one bucket: per token dimension, its rate at the time (tokens/s, 0
-     * when not limited) and the tokens reserved. Settling applies deltas at these rates.
+     * when not limited), the tokens taken, and the call's whole need (input estimate + ceiling;
+     * more than taken when a booking took the key's share of it). Settling applies deltas at these
+     * rates and, at the first settle ({@code settled} false), learns the key's share from
+     * counted / need.
      */
-    record Reservation(String key, double[] rates, long[] tokens) {
+    record Reservation(String key, double[] rates, long[] tokens, long[] need, boolean settled) {
 
-        Reservation withTokens(long[] t) {
-            return new Reservation(key, rates, t);
+        /** A reservation that took the whole need. */
+        Reservation(String key, double[] rates, long[] need) {
+            this(key, rates, need, need, false);
+        }
+
+        Reservation(String key, double[] rates, long[] tokens, long[] need) {
+            this(key, rates, tokens, need, false);
         }
     }
 
@@ -84,11 +92,24 @@ final class TokenLedger {
         return null;
     }
 
+    /** One row of {@link TokenSql#TAKE}: the tokens taken per dimension, the key's shares (null: no row). */
+    private record Taken(boolean carried, Instant slot, double[] tokens, double[] shares) {}
+
+    private static double[] scaled(long[] need, double[] shares) {
+        double[] out = new double[need.length];
+        for (int k = 0; k < need.length; k++) {
+            out[k] = need[k] * (shares == null ? 1 : shares[k]);
+        }
+        return out;
+    }
+
     /**
      * Takes a call's request permit and token reservation from a bucket with a token dimension.
      * When the job holds a permit from its reschedule, that is spent and the bucket left alone
-     * (the reservation was taken with it). With {@code mayWait}, a call that does not fit now
-     * reserves the first slot at which every dimension admits it and waits for it.
+     * (the booking was taken with it). With {@code mayWait}, a call that does not fit now books
+     * the first slot at which every dimension admits what the key's calls use of such a need
+     * (V19's shares: a booked slot is not spaced by output its predecessors will give back) and
+     * waits for it; the booking is settled after the call like a whole reservation.
      *
      * @param configure writes the bucket row when it is missing
      * @return go, wait (with the held permit when {@code mayWait}) or too large
@@ -106,7 +127,7 @@ final class TokenLedger {
             need[d.ordinal()] = rates[d.ordinal()] > 0 ? e.tokensFor(d) : 0;
         }
         for (int tries = 0; tries < 2; tries++) {
-            Object[] row = gdb.inline("taking a permit and tokens from the bucket of " + ks.key, c -> {
+            Taken row = gdb.inline("taking a permit and tokens from the bucket of " + ks.key, c -> {
                 try (PreparedStatement ps = c.prepareStatement(TokenSql.TAKE)) {
                     Db.bind(ps, ks.key, ts(now),
                             b.requestRate(), b.requestCapacity(), 1.0,
@@ -117,28 +138,37 @@ final class TokenLedger {
                             run == null ? null : run.version(), seconds(permitGrace));
                     try (ResultSet rs = ps.executeQuery()) {
                         rs.next();
-                        return new Object[] {rs.getLong("carried") > 0, instant(rs, "last_slot")};
+                        return new Taken(rs.getLong("carried") > 0, instant(rs, "last_slot"),
+                                new double[] {rs.getDouble("tn"), rs.getDouble("inn"), rs.getDouble("onn")},
+                                rs.getObject("ts") == null ? null
+                                        : new double[] {rs.getDouble("ts"), rs.getDouble("ins"), rs.getDouble("ons")});
                     }
                 }
             });
-            boolean carried = (Boolean) row[0];
-            Instant slot = (Instant) row[1];
-            if (!carried && slot == null) {
+            if (!row.carried() && row.slot() == null) {
                 configure.run(); // the row is missing (deleted by an operator, or not written yet)
                 continue;
             }
-            boolean taken = carried || mayWait || !slot.isAfter(now);
+            boolean fitsNow = !row.carried() && !row.slot().isAfter(now);
+            boolean taken = row.carried() || mayWait || fitsNow;
             if (taken && run != null) {
-                run.reserved(new Reservation(ks.key, rates, need));
+                // a held permit's booking took the key's share of the need then; its share now is about that
+                double[] took = row.carried() ? scaled(need, row.shares()) : row.tokens();
+                long[] t = new long[DIMENSIONS.length];
+                for (int k = 0; k < t.length; k++) {
+                    t[k] = Math.round(took[k]);
+                }
+                run.reserved(new Reservation(ks.key, rates, t, need));
             }
-            if (taken && !carried) {
-                count(ks.key, "reserved", e.totalTokens());
+            if (taken && !row.carried()) {
+                count(ks.key, "reserved", Math.round(row.tokens()[0] > 0 ? row.tokens()[0] : row.tokens()[1] + row.tokens()[2]));
             }
-            if (carried || !slot.isAfter(now)) {
+            if (row.carried() || fitsNow) {
                 return ProviderGate.GO;
             }
-            String detail = "no permit of " + ks.key + "'s bucket (" + Buckets.describe(b) + ") for " + e + " before " + slot;
-            return new Admission.Wait(slot, "bucket", detail, mayWait ? slot : null);
+            String detail = "no permit of " + ks.key + "'s bucket (" + Buckets.describe(b) + ") for " + e + " before "
+                    + row.slot() + (mayWait ? " (booked at the share of its reservation the key's calls use)" : "");
+            return new Admission.Wait(row.slot(), "bucket", detail, mayWait ? row.slot() : null);
         }
         throw new IllegalStateException("the bucket row of " + ks.key + " could not be created");
     }
@@ -164,7 +194,7 @@ final class TokenLedger {
             }
             counted[i] = c;
         }
-        List<Reservation> settled = apply(reservations, counted, now, "settling the token reservations");
+        List<Reservation> settled = apply(reservations, counted, null, true, now, "settling the token reservations");
         for (int i = 0; i < reservations.size(); i++) {
             Reservation r = reservations.get(i);
             long used = usage.totalTokens();
@@ -204,21 +234,34 @@ final class TokenLedger {
             return reservations;
         }
         long[][] wanted = new long[reservations.size()][];
+        long[][] needs = new long[reservations.size()][];
         for (int i = 0; i < reservations.size(); i++) {
             Reservation r = reservations.get(i);
             long[] w = new long[DIMENSIONS.length];
+            long[] nd = new long[DIMENSIONS.length];
             for (TokenDimension d : DIMENSIONS) {
-                w[d.ordinal()] = r.rates()[d.ordinal()] > 0 ? e.tokensFor(d) : 0;
+                int k = d.ordinal();
+                nd[k] = r.rates()[k] > 0 ? e.tokensFor(d) : 0;
+                // a booking that took a share of the old need takes the same share of the new one
+                w[k] = r.need()[k] > 0 ? Math.round((double) nd[k] * r.tokens()[k] / r.need()[k]) : nd[k];
             }
             wanted[i] = w;
+            needs[i] = nd;
         }
-        return apply(reservations, wanted, now, "refining the token reservations");
+        return apply(reservations, wanted, needs, false, now, "refining the token reservations");
     }
 
-    private List<Reservation> apply(List<Reservation> reservations, long[][] target, Instant now, String what) {
+    /**
+     * One {@link TokenSql#SETTLE}: each reservation moves to its target; with {@code learn} (a
+     * report) the key's shares learn counted (the target) / need.
+     *
+     * @param newNeeds the needs the reservations hold afterwards, or null for unchanged
+     */
+    private List<Reservation> apply(List<Reservation> reservations, long[][] target, long[][] newNeeds, boolean learn,
+            Instant now, String what) {
         int n = reservations.size();
         String[] keys = new String[n];
-        Double[][] cols = new Double[6][n];
+        Double[][] cols = new Double[12][n];
         boolean any = false;
         for (int i = 0; i < n; i++) {
             Reservation r = reservations.get(i);
@@ -228,7 +271,10 @@ final class TokenLedger {
                 double delta = r.rates()[k] > 0 ? target[i][k] - r.tokens()[k] : 0;
                 cols[2 * k][i] = r.rates()[k];
                 cols[2 * k + 1][i] = delta;
-                any |= delta != 0;
+                boolean learns = learn && !r.settled() && r.rates()[k] > 0 && r.need()[k] > 0;
+                cols[6 + k][i] = learns ? (double) target[i][k] : null;
+                cols[9 + k][i] = learns ? (double) r.need()[k] : null;
+                any |= delta != 0 || learns;
             }
         }
         if (!any) {
@@ -239,7 +285,7 @@ final class TokenLedger {
                 try (PreparedStatement ps = c.prepareStatement(TokenSql.SETTLE)) {
                     ps.setObject(1, ts(now));
                     ps.setArray(2, c.createArrayOf("text", keys));
-                    for (int j = 0; j < 6; j++) {
+                    for (int j = 0; j < cols.length; j++) {
                         ps.setArray(3 + j, c.createArrayOf("float8", cols[j]));
                     }
                     return ps.executeUpdate();
@@ -252,7 +298,9 @@ final class TokenLedger {
         }
         Reservation[] out = new Reservation[n];
         for (int i = 0; i < n; i++) {
-            out[i] = reservations.get(i).withTokens(target[i]);
+            Reservation r = reservations.get(i);
+            out[i] = new Reservation(r.key(), r.rates(), target[i], newNeeds == null ? r.need() : newNeeds[i],
+                    r.settled() || learn);
         }
         return List.of(out);
     }

@@ -28,21 +28,26 @@ final class TokenSql {
 
     // per dimension: rate (units/s, 0 none), capacity, need; a dimension not limited or not needed
     // gives a NULL fits_at, which greatest() ignores
-    private static final String SLOT = "greatest(p.now,"
-            + " layover.gcra_fits_at(b.request_tat, p.rr, p.rc, p.rn),"
-            + " layover.gcra_fits_at(b.token_tat, p.tr, p.tc, p.tn),"
-            + " layover.gcra_fits_at(b.input_tat, p.ir, p.ic, p.inn),"
-            + " layover.gcra_fits_at(b.output_tat, p.orr, p.oc, p.onn))";
-    private static final String TAKES = "(" + SLOT + " <= p.now OR p.may_wait)";
+    private static final String FULL_SLOT = "greatest(p.now,"
+            + " layover.gcra_fits_at(bk.request_tat, p.rr, p.rc, p.rn),"
+            + " layover.gcra_fits_at(bk.token_tat, p.tr, p.tc, p.tn),"
+            + " layover.gcra_fits_at(bk.input_tat, p.ir, p.ic, p.inn),"
+            + " layover.gcra_fits_at(bk.output_tat, p.orr, p.oc, p.onn))";
+
+    // what a booking takes of a dimension's need: V19's share, clamped to [0.05, 1]
+    private static final String SHARE = "least(1, greatest(0.05, coalesce(%s, 1)))";
 
     /**
      * Takes one call's request permit and its token reservation in every limited dimension, or
      * nothing. When the job already holds a permit for about now ({@code permit_at}, kept from the
      * reschedule that reserved it) that permit is spent (V10's {@code layover.spend_held_permit})
-     * and the bucket is left alone. Otherwise: when every dimension admits the need now, each takes
-     * it; when one does not and the caller may wait, each takes it from the first moment all admit
-     * it (the job waits for that slot holding the reservation); when it may not wait, nothing is
-     * taken. Returns carried (0/1) and, when the row exists, the slot (= now when it fits).
+     * and the bucket is left alone. Otherwise: when every dimension admits the whole need now,
+     * each takes it; when one does not and the caller may wait, the call books the first moment
+     * at which every dimension admits what the key's calls have been using of such a need (V19's
+     * shares: need x share per dimension, the job waits for that slot holding the booking); when
+     * it may not wait, nothing is taken. Returns carried (0/1); when the row exists, the slot (=
+     * now when it fits) and the tokens taken per dimension (tn, inn, onn); and the key's shares
+     * now (ts, ins, ons: what a held permit's booking took, about).
      *
      * <p>Parameters: key, now; request rate, capacity, need; combined token rate, capacity, need;
      * input rate, capacity, need; output rate, capacity, need; may wait, task name, task id,
@@ -58,38 +63,75 @@ final class TokenSql {
                               ?::float8 AS grace_s),
             carried AS (
                 SELECT layover.spend_held_permit(p.task_name, p.task_id, p.version, p.now, p.grace_s) AS spent FROM p
+            ), cur AS (
+                SELECT bk.provider_key, %1$s <= p.now AS fits,
+                       %2$s AS ts, %3$s AS ins, %4$s AS ons
+                FROM layover.buckets bk JOIN p ON bk.provider_key = p.key
+                WHERE NOT (SELECT spent FROM carried)
+                FOR UPDATE OF bk
+            ), n AS (
+                SELECT c.provider_key, c.fits, c.fits OR p.may_wait AS takes,
+                       CASE WHEN c.fits THEN p.tn ELSE p.tn * c.ts END AS tn,
+                       CASE WHEN c.fits THEN p.inn ELSE p.inn * c.ins END AS inn,
+                       CASE WHEN c.fits THEN p.onn ELSE p.onn * c.ons END AS onn
+                FROM cur c, p
             ), taken AS (
                 UPDATE layover.buckets b
-                SET request_tat = CASE WHEN %1$s THEN layover.gcra_take(b.request_tat, p.now, p.rr, p.rn) ELSE b.request_tat END,
-                    token_tat = CASE WHEN %1$s THEN layover.gcra_take(b.token_tat, p.now, p.tr, p.tn) ELSE b.token_tat END,
-                    input_tat = CASE WHEN %1$s THEN layover.gcra_take(b.input_tat, p.now, p.ir, p.inn) ELSE b.input_tat END,
-                    output_tat = CASE WHEN %1$s THEN layover.gcra_take(b.output_tat, p.now, p.orr, p.onn) ELSE b.output_tat END,
-                    last_slot = %2$s,
-                    last_granted_requests = CASE WHEN %1$s AND p.rr > 0 THEN p.rn ELSE 0 END,
-                    last_granted_tokens = CASE WHEN %1$s THEN p.tn ELSE 0 END
-                FROM p
-                WHERE b.provider_key = p.key AND NOT (SELECT spent FROM carried)
-                RETURNING b.last_slot
+                SET request_tat = CASE WHEN n.takes THEN layover.gcra_take(b.request_tat, p.now, p.rr, p.rn) ELSE b.request_tat END,
+                    token_tat = CASE WHEN n.takes THEN layover.gcra_take(b.token_tat, p.now, p.tr, n.tn) ELSE b.token_tat END,
+                    input_tat = CASE WHEN n.takes THEN layover.gcra_take(b.input_tat, p.now, p.ir, n.inn) ELSE b.input_tat END,
+                    output_tat = CASE WHEN n.takes THEN layover.gcra_take(b.output_tat, p.now, p.orr, n.onn) ELSE b.output_tat END,
+                    last_slot = CASE WHEN n.fits THEN p.now ELSE greatest(p.now,
+                            layover.gcra_fits_at(b.request_tat, p.rr, p.rc, p.rn),
+                            layover.gcra_fits_at(b.token_tat, p.tr, p.tc, n.tn),
+                            layover.gcra_fits_at(b.input_tat, p.ir, p.ic, n.inn),
+                            layover.gcra_fits_at(b.output_tat, p.orr, p.oc, n.onn)) END,
+                    last_granted_requests = CASE WHEN n.takes AND p.rr > 0 THEN p.rn ELSE 0 END,
+                    last_granted_tokens = CASE WHEN n.takes THEN n.tn ELSE 0 END
+                FROM p, n
+                WHERE b.provider_key = n.provider_key
+                RETURNING b.last_slot, CASE WHEN n.takes THEN n.tn ELSE 0 END AS tn,
+                          CASE WHEN n.takes THEN n.inn ELSE 0 END AS inn, CASE WHEN n.takes THEN n.onn ELSE 0 END AS onn
             )
-            SELECT CASE WHEN (SELECT spent FROM carried) THEN 1 ELSE 0 END AS carried, taken.last_slot
-            FROM (SELECT 1) one LEFT JOIN taken ON true""".formatted(TAKES, SLOT);
+            SELECT CASE WHEN (SELECT spent FROM carried) THEN 1 ELSE 0 END AS carried, taken.last_slot,
+                   taken.tn, taken.inn, taken.onn, s.ts, s.ins, s.ons
+            FROM (SELECT 1) one LEFT JOIN taken ON true
+            LEFT JOIN (SELECT %2$s AS ts, %3$s AS ins, %4$s AS ons
+                       FROM layover.buckets bk JOIN p ON bk.provider_key = p.key) s ON true"""
+            .formatted(FULL_SLOT, SHARE.formatted("bk.token_share"), SHARE.formatted("bk.input_share"),
+                    SHARE.formatted("bk.output_share"));
 
     /**
      * Replaces reservations by what the calls counted, for several buckets in one statement: per
      * key and token dimension, delta = counted - reserved, applied by {@code layover.gcra_settle}
-     * (given back, or charged up to one minute of the dimension's limit). Parameters: now; then
-     * arrays, one element per key: keys, combined rate (/s), combined delta, input rate, input
-     * delta, output rate, output delta.
+     * (given back, or charged up to one minute of the dimension's limit); and, where the call's
+     * whole need is given (a report, not a refined estimate), V19's share of the dimension moves
+     * towards counted / need (weight 0.05; a ratio above 2 counts as 2). Parameters: now; then arrays, one element per key:
+     * keys, combined rate (/s), combined delta, input rate, input delta, output rate, output
+     * delta, combined counted, input counted, output counted, combined need, input need, output
+     * need (counted and need null or 0 where no share is learned).
      */
     static final String SETTLE = """
             WITH p AS (SELECT ?::timestamptz AS now)
             UPDATE layover.buckets b
             SET token_tat = layover.gcra_settle(b.token_tat, p.now, d.tr, d.td, d.tr * 60),
                 input_tat = layover.gcra_settle(b.input_tat, p.now, d.ir, d.id, d.ir * 60),
-                output_tat = layover.gcra_settle(b.output_tat, p.now, d.orr, d.od, d.orr * 60)
-            FROM p, unnest(?::text[], ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::float8[])
-                    AS d(key, tr, td, ir, id, orr, od)
-            WHERE b.provider_key = d.key""";
+                output_tat = layover.gcra_settle(b.output_tat, p.now, d.orr, d.od, d.orr * 60),
+                token_share = %1$s,
+                input_share = %2$s,
+                output_share = %3$s
+            FROM p, unnest(?::text[], ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::float8[],
+                           ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::float8[])
+                    AS d(key, tr, td, ir, id, orr, od, tu, iu, ou, tw, iw, ow)
+            WHERE b.provider_key = d.key""".formatted(share("token_share", "tr", "tu", "tw"),
+                    share("input_share", "ir", "iu", "iw"), share("output_share", "orr", "ou", "ow"));
+
+    private static String share(String column, String rate, String counted, String need) {
+        String seen = "least(2, d.%s / d.%s)".formatted(counted, need); // one wild report moves it little
+        return ("CASE WHEN d.%2$s > 0 AND d.%3$s > 0 AND d.%4$s IS NOT NULL"
+                + " THEN coalesce(0.95 * b.%1$s + 0.05 * (%5$s), %5$s) ELSE b.%1$s END")
+                .formatted(column, rate, need, counted, seen);
+    }
 
     /**
      * The provider's own count corrects the bucket, tightening only: per token dimension the

@@ -163,12 +163,15 @@ final class JobSql {
      * attempts (null: the row's), the last run's fallback trail (jsonb); then the five after the
      * first for the insert; then for the history row: outcome, failure type, message, attempts
      * (null: the row's), the run's start (ISO-8601 text or null), its handler duration in ms (or
-     * null), the last run's fallback trail, whether to keep the args, the tokens the run's call
-     * reported (input, output, cached input) and reserved (each null when none: V17), whether
-     * history is on. The job's fallback trail moves with it to the dead letter.
+     * null), the last run's fallback trail, whether to keep the args, whether history is on. The
+     * first four parameters: the tokens the last run's call reported (input, output, cached
+     * input) and reserved (each null when none), written to the history row (V17) and the dead
+     * letter (V19). The job's fallback trail moves with it to the dead letter.
      */
     static final String PARK = """
-            WITH moved AS (
+            WITH tok AS (SELECT ?::bigint AS input_tokens, ?::bigint AS output_tokens, ?::bigint AS cached_input_tokens,
+                                ?::bigint AS estimated_tokens),
+            moved AS (
                 DELETE FROM layover.scheduled_tasks t
                 WHERE t.task_name = ? AND t.task_instance = ? AND t.version = ? AND (NOT t.picked OR ?::boolean)
                 RETURNING t.*
@@ -186,21 +189,24 @@ final class JobSql {
                     reschedules = m.reschedules,
                     args = layover.args_jsonb(m.task_data),
                     args_raw = CASE WHEN layover.args_jsonb(m.task_data) IS NULL THEN m.task_data END,
-                    provider_key = m.provider_key, limit_keys = m.limit_keys
-                FROM moved m
+                    provider_key = m.provider_key, limit_keys = m.limit_keys,
+                    input_tokens = tok.input_tokens, output_tokens = tok.output_tokens,
+                    cached_input_tokens = tok.cached_input_tokens, estimated_tokens = tok.estimated_tokens
+                FROM moved m, tok
                 WHERE d.id = m.dead_letter_id
                 RETURNING d.id
             ), inserted AS (
                 INSERT INTO layover.dead_letters
                     (job_type, job_id, args, args_raw, provider_key, failure_type, error_class,
                      error_message, errors, attempts, provider_trail, reschedules, priority, first_enqueued_at,
-                     limit_keys)
+                     limit_keys, input_tokens, output_tokens, cached_input_tokens, estimated_tokens)
                 SELECT m.task_name, m.task_instance, layover.args_jsonb(m.task_data),
                        CASE WHEN layover.args_jsonb(m.task_data) IS NULL THEN m.task_data END,
                        m.provider_key, ?, ?, ?, m.errors || ?::jsonb, coalesce(?::int, m.consecutive_failures, 0),
                        layover.trail_append(m.provider_trail, ?::jsonb), m.reschedules, m.priority,
-                       m.first_enqueued_at, m.limit_keys
-                FROM moved m
+                       m.first_enqueued_at, m.limit_keys, tok.input_tokens, tok.output_tokens, tok.cached_input_tokens,
+                       tok.estimated_tokens
+                FROM moved m, tok
                 WHERE NOT EXISTS (SELECT 1 FROM layover.dead_letters d WHERE d.id = m.dead_letter_id)
                 RETURNING id
             ), history AS (
@@ -213,8 +219,8 @@ final class JobSql {
                        (SELECT id FROM linked UNION ALL SELECT id FROM inserted LIMIT 1), m.replay_kind,
                        nullif(layover.trail_append(m.provider_trail, ?::jsonb), '[]'::jsonb),
                        CASE WHEN ?::boolean THEN layover.args_jsonb(m.task_data) END,
-                       m.limit_keys, ?::bigint, ?::bigint, ?::bigint, ?::bigint
-                FROM moved m
+                       m.limit_keys, tok.input_tokens, tok.output_tokens, tok.cached_input_tokens, tok.estimated_tokens
+                FROM moved m, tok
                 WHERE ?::boolean
             )
             SELECT (SELECT count(*) FROM moved) AS moved,

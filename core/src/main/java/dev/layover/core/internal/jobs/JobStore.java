@@ -208,12 +208,12 @@ public final class JobStore implements JobWrites {
         RunTiming t = timing == null ? RunTiming.NONE : timing;
         return db.transaction("parking job " + run.label(), c -> {
             try (PreparedStatement ps = c.prepareStatement(JobSql.PARK)) {
-                Db.bind(ps, run.taskName(), run.id(), run.version(), p.mayBePicked(),
+                Db.bind(ps, run.tokens().input(), run.tokens().output(), run.tokens().cached(), run.tokens().estimated(),
+                        run.taskName(), run.id(), run.version(), p.mayBePicked(),
                         p.reviewIfSweep(), p.failureType(), p.errorClass(), p.message(), p.error(), p.attempts(), p.trail(),
                         p.failureType(), p.errorClass(), p.message(), p.error(), p.attempts(), p.trail(),
                         p.historyOutcome(), p.failureType(), p.message(), p.attempts(), t.startedAtText(), t.durationMs(),
-                        p.trail(), p.historyArgs(), run.tokens().input(), run.tokens().output(), run.tokens().cached(),
-                        run.tokens().estimated(), p.history());
+                        p.trail(), p.historyArgs(), p.history());
                 try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
                     long moved = rs.getLong("moved");

@@ -157,6 +157,55 @@ class TokenLedgerTest {
     }
 
     @Test
+    void aBookingTakesTheShareOfItsReservationTheKeysCallsUseAndSettlesFromThere(TestDatabase db) {
+        ProviderGate g = gate(db, "worker-a", FOUR);
+        try {
+            Instant now = clock.instant();
+            // one call whose answer used half its ceiling: the shares start at what it counted / needed
+            ProviderRun a = g.newRun(KEY, "t", "a", 1, TokenEstimate.of(1000, 400), 1);
+            assertInstanceOf(Admission.Go.class, g.admit(a));
+            a.reportUsage(new TokenUsage(Provider.OPENAI, 1000, 200, 0, 0));
+            a.settle();
+            Map<String, Object> shares = db.row("select token_share, input_share, output_share from layover.buckets"
+                    + " where provider_key = ?", KEY);
+            assertEquals(1200.0 / 1400, (Double) shares.get("token_share"), 1e-9);
+            assertEquals(1.0, (Double) shares.get("input_share"), 1e-9);
+            assertEquals(0.5, (Double) shares.get("output_share"), 1e-9);
+            assertEquals(0.5, ((Number) db.value("select used_share from layover.token_buckets where provider_key = ?"
+                    + " and dimension = 'output_tokens'", KEY)).doubleValue(), 1e-9, "the view shows it");
+
+            // output is booked 10 s ahead (200 of 1,200 at 20/s): 1,200 more do not fit now, but the
+            // 600 the key's calls use of such a need (output share 0.5) do, so the call goes holding 600
+            ProviderRun b = g.newRun(KEY, "t", "b", 1, TokenEstimate.of(100, 1200), 1);
+            assertInstanceOf(Admission.Go.class, g.admit(b));
+            assertEquals(40.0, seconds(now, tat(db, "output_tat")), 1e-3, "10 s + 600 at 20/s");
+            b.reportUsage(new TokenUsage(Provider.OPENAI, 100, 600, 0, 0));
+            b.settle();
+            assertEquals(40.0, seconds(now, tat(db, "output_tat")), 1e-3, "600 booked, 600 counted: nothing moves");
+
+            // the next one books its 600 at the first moment they fit: 40 s - (1,200 - 600) / 20 = 10 s
+            ProviderRun c = g.newRun(KEY, "t", "c", 1, TokenEstimate.of(100, 1200), 1);
+            Admission.Wait w = assertInstanceOf(Admission.Wait.class, g.admit(c));
+            assertEquals(now.plusSeconds(10), w.permitAt());
+            assertTrue(w.detail().contains("share of its reservation"), w.detail());
+            assertEquals(70.0, seconds(now, tat(db, "output_tat")), 1e-3, "its 600 booked");
+
+            // it comes back at its slot, spends the held permit, and settles from the 600 booked
+            clock.set(w.permitAt());
+            db.update("insert into layover.scheduled_tasks (task_name, task_instance, execution_time, picked, version, permit_at)"
+                    + " values ('t', 'c', ?, true, 2, ?)", Timestamp.from(w.permitAt()), Timestamp.from(w.permitAt()));
+            ProviderRun c2 = g.newRun(KEY, "t", "c", 2, TokenEstimate.of(100, 1200), 1);
+            assertInstanceOf(Admission.Go.class, g.admit(c2));
+            assertEquals(70.0, seconds(now, tat(db, "output_tat")), 1e-3, "the held permit: the bucket left alone");
+            c2.reportUsage(new TokenUsage(Provider.OPENAI, 100, 300, 0, 0));
+            c2.settle();
+            assertEquals(55.0, seconds(now, tat(db, "output_tat")), 1e-3, "300 of the 600 booked given back");
+        } finally {
+            g.stop();
+        }
+    }
+
+    @Test
     void theProvidersRemainingTokensTightenTheBucketAndNeverLoosenIt(TestDatabase db) {
         ProviderGate g = gate(db, "worker-a", FOUR);
         try {

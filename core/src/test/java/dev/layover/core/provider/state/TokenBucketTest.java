@@ -187,6 +187,32 @@ class TokenBucketTest {
     }
 
     @Test
+    void aCallThatAnsweredAndThenFailedParksWithItsTokens(TestDatabase db) throws Exception {
+        JobType<Prompt> chat = JobType.builder("chat", Prompt.class)
+                .providerKey(KEY)
+                .tokenEstimate(TokenBucketTest::estimate)
+                .handler((p, ctx) -> {
+                    ctx.reportUsage(call(p));
+                    return Outcome.rejected("the answer did not validate");
+                })
+                .build();
+        Layover layover = Workers.builder(db.newDataSource(4), "worker-a").register(chat)
+                .bucket(KEY, BucketSettings.inputTokensPerMinute(9000)).start();
+        instances.add(layover);
+        layover.enqueue(chat, new Prompt("a".repeat(400), 100));
+        Await.equal(Duration.ofSeconds(20), "dead letters", 1L, () -> db.count("select count(*) from layover.dead_letters"));
+        Await.equal(Duration.ofSeconds(20), "history", 1L, () -> db.count("select count(*) from layover.job_history"));
+        Map<String, Object> d = db.row("select input_tokens, output_tokens, cached_input_tokens, estimated_tokens "
+                + "from layover.dead_letters");
+        assertEquals(100L, d.get("input_tokens"), "400 characters, as the fake counts them");
+        assertTrue((Long) d.get("output_tokens") > 0, d.toString());
+        assertEquals(0L, d.get("cached_input_tokens"));
+        assertEquals(200L, d.get("estimated_tokens"), "100 input + 100 ceiling");
+        assertEquals(d, db.row("select input_tokens, output_tokens, cached_input_tokens, estimated_tokens "
+                + "from layover.job_history"), "the dead letter and the history row say the same");
+    }
+
+    @Test
     void theOlderOneNumberTokenCostIsGuardedToo(TestDatabase db) throws Exception {
         JobType<Prompt> chat = JobType.builder("chat", Prompt.class)
                 .providerKey(KEY)
