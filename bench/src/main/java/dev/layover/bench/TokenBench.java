@@ -4,6 +4,7 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.Provider;
+import dev.layover.core.provider.RateLimitHeaders;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.tokens.CalibratedEstimator;
 import dev.layover.core.tokens.TokenEstimate;
@@ -43,7 +44,11 @@ import javax.sql.DataSource;
  *   <li><b>each JVM counting locally</b>: what per-replica gateways do, two counters that each
  *       believe they own the limit: the jobs are split between two keys ({@code #a}, {@code #b})
  *       on the one provider endpoint, each key's bucket limiting tokens at the full 0.97 T (two
- *       replicas, each counting its own calls).
+ *       replicas, each counting its own calls);
+ *   <li><b>learning</b>: no bucket configured; each call reserves its estimate as in the token
+ *       arm and reports the response's rate-limit headers ({@code ctx.reportLimits}), from which
+ *       the fleet learns the key's token limit ({@code x-ratelimit-limit-tokens}, at the learned
+ *       pace's share of it) and corrects its count ({@code x-ratelimit-remaining-tokens}).
  * </ul>
  *
  * Figures from the fake's counters in a steady window after a warm-up that spends the provider's
@@ -104,9 +109,11 @@ public final class TokenBench {
      * @param calls calls in the window
      * @param estimateMedian median relative error of the input estimate against reported usage (NaN: no estimate)
      * @param estimateP95 its 95th percentile
+     * @param attemptsSpent attempts the arm's jobs spent (live jobs' {@code consecutive_failures}
+     *     at the end, plus dead letters): a 429 spends none
      */
     public record Result(String arm, double usefulPerT, double share429, long calls, double estimateMedian,
-            double estimateP95) {}
+            double estimateP95, long attemptsSpent) {}
 
     /** A job: a prompt of {@code inputTokens} as the fake counts them (characters / 4). */
     public record Prompt(int inputTokens, String text) {}
@@ -132,7 +139,8 @@ public final class TokenBench {
     enum Arm {
         TOKENS("token limit at 0.97 T (reserve, settle)"),
         REQUESTS("request-only bucket, 0.97 T / avg tokens"),
-        LOCAL("each JVM counting tokens locally against 0.97 T");
+        LOCAL("each JVM counting tokens locally against 0.97 T"),
+        LEARNING("no bucket configured: token limits learned from the provider's headers and 429s");
 
         final String label;
 
@@ -159,6 +167,9 @@ public final class TokenBench {
                     .handler((p, ctx) -> {
                         CalibratedEstimator.Estimate e = calibrated.estimate(KEY, p.text());
                         HttpResponse<String> r = send(url, p.text());
+                        if (arm == Arm.LEARNING) {
+                            RateLimitHeaders.read(r.headers(), Instant.now()).ifPresent(ctx::reportLimits);
+                        }
                         if (r.statusCode() == 200) {
                             Optional<TokenUsage> u = ctx.reportUsage(Provider.OPENAI, r.body());
                             u.ifPresent(usage -> {
@@ -184,7 +195,7 @@ public final class TokenBench {
                             .shutdownMaxWait(Duration.ofSeconds(5));
                     if (arm == Arm.LOCAL) {
                         lb.bucket(KEY + "#a", bucket).bucket(KEY + "#b", bucket);
-                    } else {
+                    } else if (arm != Arm.LEARNING) {
                         lb.bucket(KEY, bucket);
                     }
                     instances.add(lb.start());
@@ -212,15 +223,25 @@ public final class TokenBench {
                 }
                 Instant to = Instant.now();
                 return result(arm.label + ", " + s.offered() + "x offered", fake.primary(), from, to, s,
-                        arm == Arm.TOKENS ? errors : new ConcurrentLinkedQueue<>());
+                        arm == Arm.TOKENS ? errors : new ConcurrentLinkedQueue<>(), attemptsSpent(ds, type.name()));
             } finally {
                 instances.forEach(Layover::stop);
             }
         }
     }
 
+    private static long attemptsSpent(DataSource ds, String type) throws Exception {
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement();
+                java.sql.ResultSet rs = st.executeQuery("select (select coalesce(sum(consecutive_failures), 0) from"
+                        + " layover.scheduled_tasks where task_name = '" + type + "') + (select count(*) from"
+                        + " layover.dead_letters where job_type = '" + type + "')")) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
     private static Result result(String arm, FakeProvider.Endpoint ep, Instant from, Instant to, Settings s,
-            ConcurrentLinkedQueue<double[]> errors) {
+            ConcurrentLinkedQueue<double[]> errors, long attempts) {
         long useful = 0;
         for (FakeProvider.Usage u : ep.usages()) {
             if (!u.at().isBefore(from) && u.at().isBefore(to)) {
@@ -237,7 +258,7 @@ public final class TokenBench {
         double median = abs.isEmpty() ? Double.NaN : abs.get(abs.size() / 2);
         double p95 = abs.isEmpty() ? Double.NaN : abs.get(Math.min(abs.size() - 1, (int) Math.ceil(abs.size() * 0.95) - 1));
         return new Result(arm, useful / minutes / s.tokensPerMinute(),
-                ep.calls() == 0 ? 0 : ep.rateLimited() / (double) ep.calls(), calls, median, p95);
+                ep.calls() == 0 ? 0 : ep.rateLimited() / (double) ep.calls(), calls, median, p95, attempts);
     }
 
     private static String text(int tokens) {

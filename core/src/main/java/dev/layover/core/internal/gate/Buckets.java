@@ -86,7 +86,9 @@ final class Buckets {
             Instant bookBy) {
         if (b.limitsTokens()) { // requests and every token dimension in one statement, no lease (TokenLedger)
             TokenEstimate e = run != null ? run.estimate() : TokenEstimate.total(Math.min(tokens, TokenUsage.MAX_COUNT));
-            return ledger.take(ks, b, e, now, run, mayWait, () -> configure(ks.key, b));
+            KeyState.Learned l = ks.learned;
+            boolean learned = l != null && l.bucket() == b; // a missing learned row is forgotten, never configured
+            return ledger.take(ks, b, e, now, run, mayWait, learned ? null : () -> configure(ks.key, b));
         }
         boolean limitsRequests = b.requestRate() > 0;
         boolean limitsTokens = b.tokenRate() > 0 && tokens > 0;

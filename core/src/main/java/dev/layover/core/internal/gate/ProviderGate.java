@@ -11,6 +11,7 @@ import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.state.BreakerListener;
 import dev.layover.core.provider.state.BreakerSettings;
 import dev.layover.core.provider.state.BreakerState;
+import dev.layover.core.provider.RateLimitHeaders;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.provider.state.CooldownSettings;
 import dev.layover.core.tokens.TokenEstimate;
@@ -233,6 +234,16 @@ public final class ProviderGate {
     /** @return the token side of the buckets */
     TokenLedger ledger() {
         return buckets.ledger();
+    }
+
+    /**
+     * A response's headers stated the key's token limits: learned as the key's token pace unless
+     * it has a configured bucket ({@link Paces#learnTokens}). Never throws.
+     */
+    void learnTokenLimits(String key, RateLimitHeaders h) {
+        if (key != null && cache.running()) {
+            paces.learnTokens(cache.keyState(key), h, cache.now());
+        }
     }
 
     /**

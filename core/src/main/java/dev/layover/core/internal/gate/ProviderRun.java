@@ -182,6 +182,7 @@ public final class ProviderRun implements ProviderCalls {
             reservations = gate.ledger().settle(reservations, usage, gate.clock().instant());
         }
         if (limits != null && providerKey != null) { // after the settle: the provider's count has the last word
+            gate.learnTokenLimits(providerKey, limits); // a key without a configured bucket learns the stated limits
             gate.ledger().correct(providerKey, limits, gate.clock().instant());
             limits = null;
         }

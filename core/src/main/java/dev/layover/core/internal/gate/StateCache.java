@@ -160,8 +160,8 @@ final class StateCache {
                                 instant(rs, "open_until"), rs.getBoolean("trial_claimed"), instant(rs, "trial_claimed_at"),
                                 instant(rs, "trial_expires_at"), rs.getString("reason"), instant(rs, "until"),
                                 rs.getString("cooldown_reason"), rs.getString("cooldown_detail")));
-                        double rpm = rs.getDouble("learned_rpm");
-                        paces.put(key, new Object[] {rs.wasNull() ? null : rpm, instant(rs, "learned_until"),
+                        paces.put(key, new Object[] {new Paces.Rates(rs.getDouble("learned_rpm"), rs.getDouble("learned_tpm"),
+                                rs.getDouble("learned_itpm"), rs.getDouble("learned_otpm")), instant(rs, "learned_until"),
                                 rs.getBoolean("discovered")});
                     }
                 }
@@ -176,8 +176,8 @@ final class StateCache {
             ks.snapshot = e.getValue();
             ks.loadedAt = started;
             Object[] pace = paces.get(e.getKey());
-            ks.learned = pace == null || pace[0] == null ? null : Paces.learned((Double) pace[0], (Instant) pace[1],
-                    (Boolean) pace[2], ks.learned);
+            ks.learned = pace == null ? null : Paces.learned((Paces.Rates) pace[0], (Instant) pace[1], (Boolean) pace[2],
+                    ks.learned);
         }
         if (!missing.isEmpty()) {
             ensureBreakers(missing, background);

@@ -24,7 +24,9 @@ final class StateSql {
                    b.state, b.open_until, b.trial_token IS NOT NULL AS trial_claimed,
                    b.trial_claimed_at, b.trial_expires_at, b.reason,
                    c.until, c.reason AS cooldown_reason, c.detail AS cooldown_detail,
-                   bk.requests_per_minute AS learned_rpm, bk.learned_until, coalesce(bk.discovered, false) AS discovered
+                   bk.requests_per_minute AS learned_rpm, bk.tokens_per_minute AS learned_tpm,
+                   bk.input_tokens_per_minute AS learned_itpm, bk.output_tokens_per_minute AS learned_otpm,
+                   bk.learned_until, coalesce(bk.discovered, false) AS discovered
             FROM unnest(?::text[]) AS k(key)
             LEFT JOIN layover.breakers b ON b.provider_key = k.key
             LEFT JOIN layover.cooldowns c ON c.provider_key = k.key
@@ -233,15 +235,16 @@ final class StateSql {
      * refused, so its bucket is empty: {@code request_tat} moves to at least {@code empty_at}
      * (the end of the wait it asked for plus one burst), so that no burst is handed out when the
      * cooldown ends, only the pace; a pace that had lapsed starts from {@code empty_at} afresh.
+     * The token limits the row learned from headers ({@link #LEARN_TOKEN_PACE}) are kept.
      * Parameters: key, requests per minute, burst ms, worker, learned until, empty_at. Returns the
-     * row's rate and {@code learned_until}; no row: a configured bucket.
+     * row's four rates and {@code learned_until}; no row: a configured bucket.
      */
     static final String LEARN_PACE = """
             INSERT INTO layover.buckets (provider_key, requests_per_minute, burst_ms, configured_by, learned_until,
                                          request_tat)
             VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT (provider_key) DO UPDATE
-            SET requests_per_minute = excluded.requests_per_minute, tokens_per_minute = NULL,
+            SET requests_per_minute = excluded.requests_per_minute,
                 burst_ms = excluded.burst_ms, configured_at = now(), configured_by = excluded.configured_by,
                 learned_until = CASE WHEN layover.buckets.discovered THEN excluded.learned_until
                                      ELSE greatest(layover.buckets.learned_until, excluded.learned_until) END,
@@ -249,7 +252,33 @@ final class StateSql {
                 request_tat = CASE WHEN layover.buckets.learned_until <= now() THEN excluded.request_tat
                                    ELSE greatest(layover.buckets.request_tat, excluded.request_tat) END
             WHERE layover.buckets.learned_until IS NOT NULL
-            RETURNING requests_per_minute, learned_until""";
+            RETURNING requests_per_minute, tokens_per_minute, input_tokens_per_minute, output_tokens_per_minute,
+                      learned_until""";
+
+    /**
+     * Learns (or renews) a key's token limits stated by a provider's rate-limit headers: each
+     * dimension given (tokens, input tokens, output tokens per minute; null: not stated, kept as
+     * the row holds it) is written, {@code learned_until} renewed; the row's request pace is
+     * kept. A configured bucket ({@code learned_until} NULL) is left alone; a token dimension
+     * learned for the first time starts empty of bookings. Parameters: key, tokens/min, input
+     * tokens/min, output tokens/min, burst ms (for a new row), token burst ms, worker, until.
+     * Returns the row's four rates and {@code learned_until}; no row: a configured bucket.
+     */
+    static final String LEARN_TOKEN_PACE = """
+            INSERT INTO layover.buckets AS b (provider_key, tokens_per_minute, input_tokens_per_minute,
+                                              output_tokens_per_minute, burst_ms, token_burst_ms, configured_by,
+                                              learned_until)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (provider_key) DO UPDATE
+            SET tokens_per_minute = coalesce(excluded.tokens_per_minute, b.tokens_per_minute),
+                input_tokens_per_minute = coalesce(excluded.input_tokens_per_minute, b.input_tokens_per_minute),
+                output_tokens_per_minute = coalesce(excluded.output_tokens_per_minute, b.output_tokens_per_minute),
+                token_burst_ms = coalesce(b.token_burst_ms, excluded.token_burst_ms),
+                configured_at = now(), configured_by = excluded.configured_by,
+                learned_until = greatest(b.learned_until, excluded.learned_until)
+            WHERE b.learned_until IS NOT NULL
+            RETURNING b.requests_per_minute, b.tokens_per_minute, b.input_tokens_per_minute, b.output_tokens_per_minute,
+                      b.learned_until, b.discovered""";
 
     // GCRA, per dimension (requests r, tokens t) with rate (units/s), capacity, need, extra: the
     // arithmetic is V10's layover.gcra_* functions. The need fits from gcra_fits_at; taking n units
@@ -320,7 +349,8 @@ final class StateSql {
                                               discovery_decreased_at)
             VALUES (?, ?, ?, ?, now() + make_interval(secs => ?), ?, true, 'slow_start', now(), now())
             ON CONFLICT (provider_key) DO UPDATE
-            SET requests_per_minute = excluded.requests_per_minute, tokens_per_minute = NULL, burst_ms = excluded.burst_ms,
+            SET requests_per_minute = excluded.requests_per_minute, tokens_per_minute = NULL,
+                input_tokens_per_minute = NULL, output_tokens_per_minute = NULL, burst_ms = excluded.burst_ms,
                 configured_at = now(), configured_by = excluded.configured_by, learned_until = excluded.learned_until,
                 request_tat = excluded.request_tat, discovered = true, discovery_phase = 'slow_start',
                 discovery_ceiling = NULL, discovery_adjusted_at = now(), discovery_decreased_at = now(),

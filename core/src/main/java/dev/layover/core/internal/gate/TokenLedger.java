@@ -111,8 +111,9 @@ final class TokenLedger {
      * (V19's shares: a booked slot is not spaced by output its predecessors will give back) and
      * waits for it; the booking is settled after the call like a whole reservation.
      *
-     * @param configure writes the bucket row when it is missing
-     * @return go, wait (with the held permit when {@code mayWait}) or too large
+     * @param configure writes the bucket row when it is missing; null for a learned pace's bucket
+     * @return go, wait (with the held permit when {@code mayWait}) or too large; null when a
+     *     learned pace's row is missing
      */
     Admission take(KeyState ks, BucketSettings b, TokenEstimate e, Instant now, ProviderRun run, boolean mayWait,
             Runnable configure) {
@@ -146,6 +147,9 @@ final class TokenLedger {
                 }
             });
             if (!row.carried() && row.slot() == null) {
+                if (configure == null) {
+                    return null; // a learned pace's row, deleted by an operator: the caller forgets it
+                }
                 configure.run(); // the row is missing (deleted by an operator, or not written yet)
                 continue;
             }

@@ -1,6 +1,7 @@
 package dev.layover.core.provider.state;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.anthropic.client.AnthropicClient;
@@ -155,6 +156,76 @@ class TokenBucketTest {
         assertEquals(0, fake.primary().rateLimited(), "the provider never refused");
         assertEquals(1L, db.count("select count(*) from layover.job_history where reschedules = 1"),
                 "the second job waited for its tokens");
+    }
+
+    /** A call through the SDK whose usage and rate-limit headers are reported. */
+    private Message callReporting(Prompt p, dev.layover.core.JobContext ctx) {
+        com.anthropic.core.http.HttpResponseFor<Message> r = client.messages().withRawResponse()
+                .create(MessageCreateParams.builder().model(Model.CLAUDE_HAIKU_4_5).maxTokens(p.maxTokens())
+                        .addUserMessage(p.text()).build());
+        Message m = r.parse();
+        ctx.reportUsage(m);
+        Map<String, List<String>> headers = new java.util.HashMap<>();
+        for (String name : r.headers().names()) {
+            headers.put(name, r.headers().values(name));
+        }
+        dev.layover.core.provider.RateLimitHeaders.read(headers, java.time.Instant.now()).ifPresent(ctx::reportLimits);
+        return m;
+    }
+
+    @Test
+    void withoutAConfiguredBucketTheFleetLearnsTheTokenLimitsTheHeadersState(TestDatabase db) throws Exception {
+        fake.primary().inputTokenLimitPerMinute(9000);
+        JobType<Prompt> chat = JobType.builder("chat", Prompt.class)
+                .providerKey(KEY)
+                .tokenEstimate(TokenBucketTest::estimate)
+                .handler((p, ctx) -> {
+                    callReporting(p, ctx);
+                    return Outcome.done();
+                })
+                .build();
+        Layover layover = Workers.builder(db.newDataSource(4), "worker-a").register(chat).threads(1).start();
+        instances.add(layover);
+        layover.enqueue(chat, new Prompt("s".repeat(4 * 100), 16));
+        Await.equal(Duration.ofSeconds(20), "first job", 1L, () -> db.count("select count(*) from layover.job_history"));
+        Map<String, Object> row = db.row("select requests_per_minute, tokens_per_minute, input_tokens_per_minute,"
+                + " output_tokens_per_minute, learned_until > now() as learned from layover.buckets where provider_key = ?", KEY);
+        assertEquals(9000 * CooldownSettings.DEFAULT_LEARNED_PACE_SHARE, ((Number) row.get("input_tokens_per_minute"))
+                .doubleValue(), 1e-6, "the stated 9,000 input tokens/min at the learned pace's share: " + row);
+        assertEquals(true, row.get("learned"), "a learned pace, lapsing unless renewed: " + row);
+        assertNull(row.get("requests_per_minute"), "no request limit was stated");
+        assertNull(row.get("tokens_per_minute"));
+
+        // two calls of 4,600 input tokens: the provider would refuse the second one sent at once
+        // (8,900 left after the first call, 4,300 after the second); the learned bucket holds it back
+        layover.enqueue(chat, new Prompt("b".repeat(4 * 4600), 16));
+        layover.enqueue(chat, new Prompt("c".repeat(4 * 4600), 16));
+        Await.equal(Duration.ofSeconds(30), "all three", 3L, () -> db.count("select count(*) from layover.job_history"));
+        assertEquals(0, fake.primary().rateLimited(), "the provider never refused");
+        assertEquals(1L, db.count("select count(*) from layover.job_history where reschedules >= 1"),
+                "the third job waited for its input tokens");
+        assertEquals(0L, db.count("select count(*) from layover.job_history where attempts > 0"), "no attempt spent");
+    }
+
+    @Test
+    void headersNeverOverwriteAConfiguredBucket(TestDatabase db) throws Exception {
+        fake.primary().inputTokenLimitPerMinute(9000);
+        JobType<Prompt> chat = JobType.builder("chat", Prompt.class)
+                .providerKey(KEY)
+                .tokenEstimate(TokenBucketTest::estimate)
+                .handler((p, ctx) -> {
+                    callReporting(p, ctx);
+                    return Outcome.done();
+                })
+                .build();
+        Layover layover = Workers.builder(db.newDataSource(4), "worker-a").register(chat).threads(1)
+                .bucket(KEY, BucketSettings.inputTokensPerMinute(6000)).start();
+        instances.add(layover);
+        layover.enqueue(chat, new Prompt("s".repeat(4 * 100), 16));
+        Await.equal(Duration.ofSeconds(20), "first job", 1L, () -> db.count("select count(*) from layover.job_history"));
+        assertEquals(Map.of("input_tokens_per_minute", 6000.0, "configured", true), db.row("select input_tokens_per_minute,"
+                + " learned_until is null as configured from layover.buckets where provider_key = ?", KEY),
+                "the configured 6,000 stays (learned_until null: configured)");
     }
 
     @Test
