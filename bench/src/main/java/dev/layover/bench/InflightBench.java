@@ -41,9 +41,9 @@ public final class InflightBench {
      * @param heapMb the worker's {@code -Xmx}
      */
     public record Settings(int jobs, Duration callTime, int rounds, int pool, int heapMb) {
-        /** @return the settings: 1,000 calls of 5 s, two rounds */
+        /** @return the settings: 1,000 calls of 5 s, three rounds */
         public static Settings full() {
-            return new Settings(1000, Duration.ofSeconds(5), 2, 20, 1024);
+            return new Settings(1000, Duration.ofSeconds(5), 3, 20, 1024);
         }
 
         /** @return a smoke test */
