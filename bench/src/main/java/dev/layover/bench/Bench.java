@@ -23,11 +23,13 @@ import java.util.Set;
  *   <li>provider etiquette, two worker JVMs against a rate-limited fake provider
  *       ({@link EtiquetteBench});
  *   <li>recovery of 10,000 jobs parked by an outage ({@link RecoveryBench});
- *   <li>the console's API with 1,000,000 dead letters and 10,000,000 history rows ({@link ConsoleBench}).
+ *   <li>the console's API with 1,000,000 dead letters and 10,000,000 history rows ({@link ConsoleBench});
+ *   <li>token limits ({@link TokenBench});
+ *   <li>1,000 slow calls in flight in one worker JVM, platform against virtual threads ({@link InflightBench}).
  * </ol>
  *
  * <p>Usage: {@code mvn -q -pl bench -am -DskipTests package exec:java -Dexec.args="[--quick]
- * [--jdbc-url URL] [--only throughput,latency,enqueue,etiquette,recovery,console] [--poll-ms 200]"}. Without a URL (or
+ * [--jdbc-url URL] [--only throughput,latency,enqueue,etiquette,recovery,console,tokens,inflight] [--poll-ms 200]"}. Without a URL (or
  * {@code LAYOVER_JDBC_URL}) an embedded Postgres is started; with one, a scratch database is
  * created on that server and dropped afterwards. {@code --quick} runs small sizes in under a
  * minute: a smoke test, no figure worth quoting.
@@ -44,7 +46,8 @@ public final class Bench {
     static final long DEFAULT_POLL_MS = 200;
 
     /** The sections, in the order they run. */
-    static final List<String> SECTIONS = List.of("throughput", "latency", "enqueue", "etiquette", "recovery", "console", "tokens");
+    static final List<String> SECTIONS = List.of("throughput", "latency", "enqueue", "etiquette", "recovery", "console", "tokens",
+            "inflight");
 
     /** Everything one run measured (null where a section was not run). */
     public static final class Report {
@@ -56,7 +59,13 @@ public final class Bench {
         RecoveryBench.Result recovery;
         ConsoleBench.Result console;
         List<TokenBench.Result> tokens;
+        List<InflightBench.Result> inflight;
         double seconds;
+
+        /** @return the slow-calls arms, platform and virtual threads, in the order run */
+        public List<InflightBench.Result> inflight() {
+            return inflight;
+        }
 
         /** @return the console's API timings */
         public ConsoleBench.Result console() {
@@ -203,6 +212,13 @@ public final class Bench {
                 TokenBench.Settings s = quick ? TokenBench.Settings.quick(poll) : TokenBench.Settings.full(poll);
                 report.tokens = TokenBench.measure(db.dataSource(), s);
                 tokens(out, report.tokens, s, t);
+            }
+            if (only.contains("inflight")) {
+                long t = System.nanoTime();
+                InflightBench.Settings s = quick ? InflightBench.Settings.quick() : InflightBench.Settings.full();
+                List<String> notes = new ArrayList<>();
+                report.inflight = InflightBench.measure(db.dataSource(), db.jdbcUrl(), s, notes);
+                inflight(out, report.inflight, s, notes, t);
             }
         }
         report.seconds = (System.nanoTime() - start) / 1e9;
@@ -356,6 +372,62 @@ public final class Bench {
         long spent = rs.stream().mapToLong(TokenBench.Result::attemptsSpent).sum();
         out.printf(Locale.ROOT, "| attempts spent (every arm; a 429 spends none) | 0 | %d | %s |%n", spent, spent == 0 ? "yes" : "**no**");
         took(out, t);
+    }
+
+    private static void inflight(PrintStream out, List<InflightBench.Result> rs, InflightBench.Settings s,
+            List<String> notes, long t) {
+        InflightBench.Result first = rs.get(0);
+        out.println("### Slow calls in flight, one worker JVM");
+        out.println();
+        out.printf(Locale.ROOT, "%,d jobs, each one blocking HTTP call (HttpURLConnection) that the fake provider answers "
+                + "after %s; one worker JVM, threads(%d), prefetch 1, %d connections, -Xmx%dm "
+                + "-XX:NativeMemoryTracking=summary; worker Java %s (%s) in both arms; rounds alternate the arms' order%n%n",
+                s.jobs(), RecoveryBench.seconds(s.callTime()), s.jobs(), s.pool(), s.heapMb(), first.java(), first.gc());
+        out.println("| round | handlers on | wall time, enqueue → all done | calls in flight at the provider, max "
+                + "| heap used, peak | live heap, all in flight | native memory outside the heap (NMT) | of it, Thread (NMT) "
+                + "| OS threads (NMT) | RSS, all in flight | RSS, peak (VmHWM) | failed calls |");
+        out.println("|---|---|---|---|---|---|---|---|---|---|---|---|");
+        for (InflightBench.Result r : rs) {
+            out.printf(Locale.ROOT, "| %d | %s | %.2f s | %,d | %s | %s | %s | %s | %s | %s | %s | %d |%n", r.round(), r.arm(),
+                    r.wallSeconds(), r.providerMaxInFlight(), mb(r.peakHeapBytes() / 1024), mb(r.liveHeapBytes() / 1024),
+                    mb(r.nmtNonHeapKb()), mb(r.nmtThreadKb()), r.nmtThreads() < 0 ? "–" : String.format(Locale.ROOT, "%,d",
+                            r.nmtThreads()), mb(r.rssKb()), mb(r.hwmKb()), r.failed());
+        }
+        out.println();
+        List<double[]> pairs = new ArrayList<>();
+        for (InflightBench.Result p : rs) {
+            for (InflightBench.Result v : rs) {
+                if (!p.virtual() && v.virtual() && p.round() == v.round()) {
+                    pairs.add(new double[] {(double) p.nmtNonHeapKb() / v.nmtNonHeapKb(), (double) p.nmtThreadKb() / v.nmtThreadKb(),
+                            (double) p.hwmKb() / v.hwmKb(), (double) v.liveHeapBytes() / p.liveHeapBytes(),
+                            (double) v.peakHeapBytes() / p.peakHeapBytes(), v.wallSeconds() / p.wallSeconds()});
+                }
+            }
+        }
+        if (pairs.isEmpty()) {
+            out.println("ratio: not measured (one arm only; see the note)");
+        } else {
+            double[] m = new double[6];
+            for (int i = 0; i < 6; i++) {
+                double[] col = new double[pairs.size()];
+                for (int j = 0; j < pairs.size(); j++) {
+                    col[j] = pairs.get(j)[i];
+                }
+                m[i] = EnqueueBench.median(col);
+            }
+            out.printf(Locale.ROOT, "**ratio, platform / virtual threads (median of %d rounds): native memory outside the heap "
+                    + "%.1f×, of it Thread %.1f×, RSS peak %.1f×; heap, virtual / platform: live %.2f×, peak %.2f×; wall time, "
+                    + "virtual / platform: %.3f×**%n", pairs.size(), m[0], m[1], m[2], m[3], m[4], m[5]);
+        }
+        for (String n : notes) {
+            out.println();
+            out.println("note: " + n);
+        }
+        took(out, t);
+    }
+
+    private static String mb(long kb) {
+        return kb < 0 ? "–" : String.format(Locale.ROOT, "%.1f MB", kb / 1024.0);
     }
 
     private static void recovery(PrintStream out, RecoveryBench.Result r, RecoveryBench.Settings s, long t) {

@@ -31,7 +31,7 @@ class BenchSmokeTest {
         String printed = buffer.toString(StandardCharsets.UTF_8);
         System.out.println(printed);
         for (String table : new String[] {"### Throughput", "### Wake-up latency", "### Enqueue", "### Provider etiquette",
-                "### Recovery", "### Console API", "### Token limits", "### Goals of issue 11"}) {
+                "### Recovery", "### Console API", "### Token limits", "### Slow calls in flight", "### Goals of issue 11"}) {
             assertTrue(printed.contains(table), "missing " + table + " in:\n" + printed);
         }
         assertFalse(printed.contains("NaN"), printed);
@@ -55,5 +55,7 @@ class BenchSmokeTest {
         r.console().small().forEach((call, t) -> assertEquals(200, t.status(), call));
         assertEquals(2, r.tokens().size(), "token limit and request-only arms");
         r.tokens().forEach(t -> assertTrue(Double.isFinite(t.usefulPerT()) && t.usefulPerT() >= 0, t.toString()));
+        assertFalse(r.inflight().isEmpty(), "platform threads, and virtual threads when a Java 21+ is found");
+        r.inflight().forEach(i -> assertEquals(InflightBench.Settings.quick().jobs(), i.providerSuccesses(), i.toString()));
     }
 }

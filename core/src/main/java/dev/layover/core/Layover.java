@@ -78,7 +78,7 @@ public final class Layover implements AutoCloseable {
                 b.maxArgsBytes, b.classifier, b.threads, b.pollInterval, b.heartbeatInterval, b.missedHeartbeats,
                 b.shutdownMaxWait, b.priority, b.prefetch, b.breakers, b.perKeyBreakers, b.cooldowns, b.buckets,
                 b.patternBuckets, b.concurrencyLimits, b.breakerListeners, b.tokenCosts, b.metrics, b.history,
-                b.historyArgs, b.stackTraceChars, b.timeSeries, b.notifications, b.giveBackAfter));
+                b.historyArgs, b.stackTraceChars, b.timeSeries, b.notifications, b.giveBackAfter, b.virtualThreads));
         this.extraTasks = List.copyOf(b.extraTasks);
         this.plugins = List.copyOf(b.plugins);
         this.historyRetention = b.history && !b.historyKeep.isZero()
@@ -408,6 +408,8 @@ public final class Layover implements AutoCloseable {
      *   <caption>Settings and defaults</caption>
      *   <tr><th>setting</th><th>default</th></tr>
      *   <tr><td>{@link #threads(int)}</td><td>10 worker threads</td></tr>
+     *   <tr><td>{@link #virtualThreads(boolean)}</td><td>off: platform threads (on: virtual
+     *       threads, Java 21+)</td></tr>
      *   <tr><td>{@link #pollInterval(Duration)}</td><td>1 s (a job enqueued in this JVM wakes the
      *       workers at once)</td></tr>
      *   <tr><td>{@link #heartbeat(Duration, int)}</td><td>every 5 s; dead after 8 missed (40 s)</td></tr>
@@ -477,6 +479,7 @@ public final class Layover implements AutoCloseable {
         private boolean notifications = true;
         private boolean shutdownHook;
         private Duration giveBackAfter = Duration.ofSeconds(2);
+        private boolean virtualThreads;
 
         private Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -507,6 +510,12 @@ public final class Layover implements AutoCloseable {
         }
 
         /**
+         * How many jobs this instance runs at once: its worker threads, platform threads by default,
+         * virtual threads with {@link #virtualThreads(boolean)} (then still at most {@code n} jobs at
+         * once: {@code n} is the bound on running jobs, not a number of OS threads). db-scheduler
+         * picks by it: up to {@link #prefetch} × {@code n} jobs at a time, those beyond {@code n}
+         * waiting for a thread.
+         *
          * @param n worker threads, 1 or more; default 10
          * @return this builder
          */
@@ -515,6 +524,28 @@ public final class Layover implements AutoCloseable {
                 throw new ConfigurationException("threads must be at least 1, was " + n);
             }
             this.threads = n;
+            return this;
+        }
+
+        /**
+         * Whether handlers run on virtual threads (Java 21 and newer): db-scheduler's execution pool
+         * becomes a fixed pool of {@link #threads} virtual threads instead of platform threads. Still
+         * at most {@code threads} jobs run at once and jobs picked ahead wait for one of them, as
+         * before; what changes is the cost of a job blocked on I/O (a slow provider call): a parked
+         * virtual thread holds a small stack on the heap instead of an OS thread and its native stack,
+         * so {@code threads(1000)} for 1,000 calls in flight is cheap (docs/benchmarks.md, section
+         * "Slow calls in flight"). Layover's own threads (polling, heartbeats, the completer) stay
+         * platform threads. On Java 21 to 23 a handler that blocks inside {@code synchronized} pins
+         * its carrier thread (Java 24 lifted that, JEP 491). No database effect; it only configures
+         * this JVM. Java 17 stays the baseline: there, {@link #build()} (and {@link #start()}) with
+         * {@code virtualThreads(true)} throw a {@link ConfigurationException} saying so, before
+         * anything is migrated or started.
+         *
+         * @param on default false (platform threads)
+         * @return this builder
+         */
+        public Builder virtualThreads(boolean on) {
+            this.virtualThreads = on;
             return this;
         }
 
@@ -1010,8 +1041,8 @@ public final class Layover implements AutoCloseable {
          * Migrates the database unless {@link #migrate(boolean)} turned it off.
          *
          * @return the instance
-         * @throws ConfigurationException on a duplicate job type or an args type Jackson cannot
-         *     round-trip
+         * @throws ConfigurationException on a duplicate job type, an args type Jackson cannot
+         *     round-trip, or {@link #virtualThreads(boolean) virtualThreads(true)} before Java 21
          */
         public Layover build() {
             return new Layover(this);

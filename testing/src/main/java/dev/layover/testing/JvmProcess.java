@@ -81,9 +81,26 @@ public final class JvmProcess implements AutoCloseable {
      */
     public static JvmProcess start(Class<?> mainClass, String name, List<String> jvmArgs, List<String> args,
             java.util.Map<String, String> env) {
+        return start(Paths.get(javaExecutable()), mainClass, name, jvmArgs, args, env);
+    }
+
+    /**
+     * Starts {@code mainClass} in a new JVM of another Java installation (for example a Java 21+
+     * child of a Java 17 test run, {@link #javaAtLeast}), with this JVM's classpath.
+     *
+     * @param java the {@code java} executable
+     * @param mainClass a class with a {@code main(String[])}, compiled for a release that JVM runs
+     * @param name a name for the log file and messages
+     * @param jvmArgs JVM options
+     * @param args the program arguments
+     * @param env variables added to this JVM's environment
+     * @return the running process
+     */
+    public static JvmProcess start(Path java, Class<?> mainClass, String name, List<String> jvmArgs, List<String> args,
+            java.util.Map<String, String> env) {
         String classpath = classpathOf(mainClass);
         List<String> cmd = new ArrayList<>();
-        cmd.add(javaExecutable());
+        cmd.add(java.toString());
         cmd.addAll(jvmArgs);
         cmd.add("-cp");
         cmd.add(classpath);
@@ -167,6 +184,68 @@ public final class JvmProcess implements AutoCloseable {
         }, "parent-watch");
         t.setDaemon(true);
         t.start();
+    }
+
+    /**
+     * A {@code java} executable of at least the given feature release: this JVM's when it is one;
+     * else the one named by the system property {@code layover.test.java} (a {@code java}
+     * executable or a Java home), when it is recent enough; else the newest under
+     * {@code /usr/lib/jvm} (Debian and Ubuntu) or {@code /Library/Java/JavaVirtualMachines} (macOS)
+     * whose {@code release} file says so.
+     *
+     * @param feature the least feature release, e.g. 21
+     * @return the executable, or empty when none is found
+     */
+    public static java.util.Optional<Path> javaAtLeast(int feature) {
+        if (Runtime.version().feature() >= feature) {
+            return java.util.Optional.of(Paths.get(javaExecutable()));
+        }
+        String named = System.getProperty("layover.test.java");
+        if (named != null && !named.isBlank()) {
+            Path p = Paths.get(named);
+            Path home = p.endsWith(Paths.get("bin", "java")) ? p.getParent().getParent() : p;
+            if (featureOf(home) >= feature && Files.isExecutable(home.resolve("bin").resolve("java"))) {
+                return java.util.Optional.of(home.resolve("bin").resolve("java")); // the one asked for wins
+            }
+        }
+        List<Path> homes = new ArrayList<>();
+        for (String root : List.of("/usr/lib/jvm", "/Library/Java/JavaVirtualMachines")) {
+            try (java.util.stream.Stream<Path> dirs = Files.list(Paths.get(root))) {
+                dirs.sorted().forEach(d -> {
+                    homes.add(d);
+                    homes.add(d.resolve("Contents").resolve("Home"));
+                });
+            } catch (IOException e) {
+                // no such directory here
+            }
+        }
+        Path best = null;
+        int bestFeature = 0;
+        for (Path home : homes) {
+            int f = featureOf(home);
+            Path java = home.resolve("bin").resolve("java");
+            if (f >= feature && f > bestFeature && Files.isExecutable(java)) {
+                best = java;
+                bestFeature = f;
+            }
+        }
+        return java.util.Optional.ofNullable(best);
+    }
+
+    /** The feature release in a Java home's {@code release} file ({@code JAVA_VERSION="25.0.1"}), or 0. */
+    private static int featureOf(Path home) {
+        try {
+            for (String line : Files.readAllLines(home.resolve("release"))) {
+                if (line.startsWith("JAVA_VERSION=")) {
+                    String v = line.substring("JAVA_VERSION=".length()).replace("\"", "").trim();
+                    String first = v.split("[.+\\-]")[0];
+                    return Integer.parseInt(first.equals("1") ? v.split("\\.")[1] : first);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // not a Java home
+        }
+        return 0;
     }
 
     private static String javaExecutable() {

@@ -41,8 +41,14 @@ public class LayoverProperties {
      */
     private boolean runJobs = true;
 
-    /** Worker threads. */
+    /** Worker threads: how many jobs this JVM runs at once (platform threads, or virtual ones with virtual-threads). */
     private int threads = 10;
+
+    /**
+     * Whether handlers run on virtual threads, at most layover.threads at once (Java 21 or newer; before
+     * it the application fails to start with Layover's ConfigurationException).
+     */
+    private boolean virtualThreads;
 
     /** How often workers look for due jobs when nothing wakes them. */
     private Duration pollInterval = Duration.ofSeconds(1);
@@ -138,6 +144,16 @@ public class LayoverProperties {
     /** @param threads worker threads */
     public void setThreads(int threads) {
         this.threads = threads;
+    }
+
+    /** @return whether handlers run on virtual threads */
+    public boolean isVirtualThreads() {
+        return virtualThreads;
+    }
+
+    /** @param virtualThreads whether handlers run on virtual threads (Java 21+) */
+    public void setVirtualThreads(boolean virtualThreads) {
+        this.virtualThreads = virtualThreads;
     }
 
     /** @return the poll interval */

@@ -13,6 +13,7 @@ final class PropertiesApplier {
 
     static void apply(LayoverProperties p, Layover.Builder b) {
         set("layover.threads", () -> b.threads(p.getThreads()));
+        b.virtualThreads(p.isVirtualThreads()); // refused by build() before Java 21
         set("layover.poll-interval", () -> b.pollInterval(p.getPollInterval()));
         set("layover.heartbeat", () -> b.heartbeat(p.getHeartbeat().getInterval(), p.getHeartbeat().getMissed()));
         set("layover.prefetch", () -> b.prefetch(p.getPrefetch()));

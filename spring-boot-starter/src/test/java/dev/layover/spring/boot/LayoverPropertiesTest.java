@@ -91,6 +91,20 @@ class LayoverPropertiesTest {
     }
 
     @Test
+    void virtualThreadsAreOffByDefaultAndThePropertyReachesTheBuilder() {
+        org.junit.jupiter.api.Assertions.assertFalse(defaults.isVirtualThreads());
+        org.junit.jupiter.api.Assumptions.assumeTrue(Runtime.version().feature() < 21, "this JVM is Java "
+                + Runtime.version() + ": the builder would accept the property and go on to the database");
+        LayoverProperties p = new LayoverProperties();
+        p.setVirtualThreads(true);
+        dev.layover.core.Layover.Builder b = dev.layover.core.Layover.builder(new PGSimpleDataSource());
+        PropertiesApplier.apply(p, b);
+        dev.layover.core.ConfigurationException e = org.junit.jupiter.api.Assertions.assertThrows(
+                dev.layover.core.ConfigurationException.class, b::build);
+        assertTrue(e.getMessage().startsWith("virtualThreads(true) needs Java 21 or newer"), e.getMessage());
+    }
+
+    @Test
     void theWorkerSettingsReachTheBuilder() {
         LayoverProperties p = new LayoverProperties();
         p.setGiveBackAfter(java.time.Duration.ofSeconds(-1));

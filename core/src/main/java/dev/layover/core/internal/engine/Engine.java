@@ -89,9 +89,13 @@ public final class Engine {
      *
      * @param config the settings
      * @throws dev.layover.core.ConfigurationException on a duplicate job type, an args type Jackson
-     *     cannot round-trip, or a token cost for a type that is not registered
+     *     cannot round-trip, a token cost for a type that is not registered, or virtual threads
+     *     asked of a JVM older than Java 21
      */
     public Engine(EngineConfig config) {
+        if (config.virtualThreads()) {
+            VirtualThreads.require(); // before anything is started or written
+        }
         this.config = config;
         this.databaseClock = config.clock() == null
                 ? new DatabaseClock(config.dataSource(), Clock.systemUTC(), config.workerName()) : null;
@@ -217,6 +221,11 @@ public final class Engine {
         }
         if (config.priority()) {
             builder.enablePriority();
+        }
+        if (config.virtualThreads()) {
+            // db-scheduler's execution pool, as it builds it itself (fixed, config.threads()), on virtual threads;
+            // it shuts the pool down when it stops
+            builder.executorService(VirtualThreads.fixedPool(config.threads(), "layover-virtual-"));
         }
         scheduler = builder.build();
         db.addFailureListener(outageSignal);

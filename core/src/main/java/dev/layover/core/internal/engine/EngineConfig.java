@@ -52,6 +52,7 @@ import javax.sql.DataSource;
  * @param notifications whether to hold connections in {@code LISTEN} for new jobs and provider state
  * @param giveBackAfter how long a picked job may wait unstarted behind busy threads before it is
  *     given back to the other workers; zero: never
+ * @param virtualThreads whether handlers run on virtual threads ({@link VirtualThreads}; Java 21+)
  */
 public record EngineConfig(
         DataSource dataSource,
@@ -82,7 +83,8 @@ public record EngineConfig(
         int stackTraceChars,
         TimeSeriesSettings timeSeries,
         boolean notifications,
-        Duration giveBackAfter) {
+        Duration giveBackAfter,
+        boolean virtualThreads) {
 
     /** Copies the collections. */
     public EngineConfig {
