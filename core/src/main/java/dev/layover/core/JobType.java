@@ -36,6 +36,7 @@ public final class JobType<A> {
     private final JobPolicy policy;
     private final Function<? super A, String> providerKey;
     private final Function<? super A, ? extends Collection<String>> limitKeys;
+    private final Function<? super A, String> fairnessKey;
     private final ObjectMapper objectMapper;
     private final Function<? super A, TokenEstimate> tokenEstimate;
 
@@ -46,6 +47,7 @@ public final class JobType<A> {
         this.policy = b.policy;
         this.providerKey = b.providerKey;
         this.limitKeys = b.limitKeys;
+        this.fairnessKey = b.fairnessKey;
         this.objectMapper = b.objectMapper;
         this.tokenEstimate = b.tokenEstimate;
     }
@@ -128,6 +130,17 @@ public final class JobType<A> {
         return List.copyOf(out);
     }
 
+    /**
+     * The fairness key of a job with these args ({@link Builder#fairnessKey}), computed once at
+     * enqueue and stored with the job.
+     *
+     * @param args the args
+     * @return the key, or {@code null} when the job type has none (or the function returned none)
+     */
+    public String fairnessKeyOf(A args) {
+        return fairnessKey == null ? null : fairnessKey.apply(args);
+    }
+
     /** @return whether the job type derives limit keys from its args */
     public boolean hasLimitKeys() {
         return limitKeys != null;
@@ -163,6 +176,7 @@ public final class JobType<A> {
         private JobPolicy policy = JobPolicy.defaults();
         private Function<? super A, String> providerKey;
         private Function<? super A, ? extends Collection<String>> limitKeys;
+        private Function<? super A, String> fairnessKey;
         private ObjectMapper objectMapper;
         private Function<? super A, TokenEstimate> tokenEstimate;
 
@@ -237,6 +251,29 @@ public final class JobType<A> {
          */
         public Builder<A> limitKeys(Function<? super A, ? extends Collection<String>> keys) {
             this.limitKeys = Objects.requireNonNull(keys, "keys");
+            return this;
+        }
+
+        /**
+         * The job's fairness key within its provider key's limit, derived from its args, e.g.
+         * {@code args -> "tenant:" + args.tenantId()}: the key's permits go to its fairness keys
+         * with waiting jobs in proportion to their weights (default 1 each;
+         * {@code Layover.Builder#fairnessWeight}), work-conserving, so that one tenant's backlog
+         * never holds the others back ({@code docs/fairness.md}). Stored in
+         * {@code scheduled_tasks.fairness_key} at enqueue (1-200 characters; {@code null}: none).
+         *
+         * <p>Database effect: when the key's bucket has no permit free now, the job waits in the
+         * key's fair queue (V20's {@code layover.fair_round}: a tag, then a permit booked in its
+         * turn; no attempt spent, not counted against {@code maxReschedules}) instead of booking
+         * the next free permit first come, first served. Applies to request-rate limits
+         * (configured buckets and learned paces); on a key whose bucket limits tokens the job is
+         * admitted as one without a fairness key. A job type without one behaves exactly as before.
+         *
+         * @param key a function of the args; may return {@code null}
+         * @return this builder
+         */
+        public Builder<A> fairnessKey(Function<? super A, String> key) {
+            this.fairnessKey = Objects.requireNonNull(key, "key");
             return this;
         }
 

@@ -16,6 +16,7 @@ import dev.layover.core.provider.ProviderClassifier;
 import dev.layover.core.provider.state.BreakerListener;
 import dev.layover.core.provider.state.BreakerSettings;
 import dev.layover.core.provider.state.BucketSettings;
+import dev.layover.core.provider.state.FairnessSettings;
 import dev.layover.core.provider.state.CooldownSettings;
 import dev.layover.core.provider.state.ProviderStates;
 import dev.layover.migrations.LayoverMigrations;
@@ -78,7 +79,8 @@ public final class Layover implements AutoCloseable {
                 b.maxArgsBytes, b.classifier, b.threads, b.pollInterval, b.heartbeatInterval, b.missedHeartbeats,
                 b.shutdownMaxWait, b.priority, b.prefetch, b.breakers, b.perKeyBreakers, b.cooldowns, b.buckets,
                 b.patternBuckets, b.concurrencyLimits, b.breakerListeners, b.tokenCosts, b.metrics, b.history,
-                b.historyArgs, b.stackTraceChars, b.timeSeries, b.notifications, b.giveBackAfter, b.virtualThreads));
+                b.historyArgs, b.stackTraceChars, b.timeSeries, b.notifications, b.giveBackAfter, b.virtualThreads,
+                b.fairness));
         this.extraTasks = List.copyOf(b.extraTasks);
         this.plugins = List.copyOf(b.plugins);
         this.historyRetention = b.history && !b.historyKeep.isZero()
@@ -410,6 +412,8 @@ public final class Layover implements AutoCloseable {
      *   <tr><td>{@link #threads(int)}</td><td>10 worker threads</td></tr>
      *   <tr><td>{@link #virtualThreads(boolean)}</td><td>off: platform threads (on: virtual
      *       threads, Java 21+)</td></tr>
+     *   <tr><td>{@link #fairness(FairnessSettings)}</td><td>{@link FairnessSettings#defaults()}:
+     *       500 ms horizon, 0.1 reserved for lower priorities, every fairness key weighs 1</td></tr>
      *   <tr><td>{@link #pollInterval(Duration)}</td><td>1 s (a job enqueued in this JVM wakes the
      *       workers at once)</td></tr>
      *   <tr><td>{@link #heartbeat(Duration, int)}</td><td>every 5 s; dead after 8 missed (40 s)</td></tr>
@@ -480,6 +484,7 @@ public final class Layover implements AutoCloseable {
         private boolean shutdownHook;
         private Duration giveBackAfter = Duration.ofSeconds(2);
         private boolean virtualThreads;
+        private FairnessSettings fairness = FairnessSettings.defaults();
 
         private Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -705,6 +710,37 @@ public final class Layover implements AutoCloseable {
          */
         public Builder cooldowns(CooldownSettings settings) {
             this.cooldowns = Objects.requireNonNull(settings, "settings");
+            return this;
+        }
+
+        /**
+         * How a provider key's permits are shared among the fairness keys of its jobs
+         * ({@code JobType.Builder#fairnessKey}, {@code docs/fairness.md}): the horizon a round
+         * books ahead, the share reserved for lower priorities, the weights. Database: the
+         * weights are written to {@code layover.fairness_weights} at {@link #start()} (an
+         * operator's weight set at run time is kept); the fair queues live in V20's
+         * {@code layover.fair_lines} / {@code fair_flows} and the jobs' {@code fair_tag}.
+         *
+         * @param settings the settings; default {@link FairnessSettings#defaults()} (500 ms, 0.1, every weight 1)
+         * @return this builder
+         */
+        public Builder fairness(FairnessSettings settings) {
+            this.fairness = Objects.requireNonNull(settings, "settings");
+            return this;
+        }
+
+        /**
+         * The weight of a fairness key, or of every key matching a pattern with {@code *}
+         * ({@code "tenant:premium-*"}; the longest matching pattern wins): while several
+         * fairness keys of one provider key have waiting jobs, each gets the key's permits in
+         * proportion to its weight. Default 1. Same as {@code fairness(settings.withWeight(..))}.
+         *
+         * @param pattern a fairness key or a pattern
+         * @param weight its weight, in (0, 1,000,000]
+         * @return this builder
+         */
+        public Builder fairnessWeight(String pattern, double weight) {
+            this.fairness = fairness.withWeight(pattern, weight);
             return this;
         }
 

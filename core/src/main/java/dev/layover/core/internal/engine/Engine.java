@@ -229,6 +229,7 @@ public final class Engine {
         }
         scheduler = builder.build();
         db.addFailureListener(outageSignal);
+        gate.configureFairness(config.fairness());
         gate.start();
         admission.start();
         scheduler.start();

@@ -8,6 +8,7 @@ import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.state.BreakerListener;
 import dev.layover.core.provider.state.BreakerSettings;
 import dev.layover.core.provider.state.BucketSettings;
+import dev.layover.core.provider.state.FairnessSettings;
 import dev.layover.core.provider.state.CooldownSettings;
 import java.time.Clock;
 import java.time.Duration;
@@ -53,6 +54,7 @@ import javax.sql.DataSource;
  * @param giveBackAfter how long a picked job may wait unstarted behind busy threads before it is
  *     given back to the other workers; zero: never
  * @param virtualThreads whether handlers run on virtual threads ({@link VirtualThreads}; Java 21+)
+ * @param fairness how a key's permits are shared among the fairness keys of its jobs
  */
 public record EngineConfig(
         DataSource dataSource,
@@ -84,7 +86,8 @@ public record EngineConfig(
         TimeSeriesSettings timeSeries,
         boolean notifications,
         Duration giveBackAfter,
-        boolean virtualThreads) {
+        boolean virtualThreads,
+        FairnessSettings fairness) {
 
     /** Copies the collections. */
     public EngineConfig {
@@ -95,6 +98,7 @@ public record EngineConfig(
         concurrencyLimits = Map.copyOf(concurrencyLimits);
         breakerListeners = List.copyOf(breakerListeners);
         tokenCosts = Map.copyOf(tokenCosts);
+        fairness = fairness == null ? FairnessSettings.defaults() : fairness;
     }
 
     /** @return how long a picked job's heartbeat may be stale before it counts as dead */

@@ -137,7 +137,7 @@ final class JobTask<A> extends CustomTask<byte[]> {
             return Next.of(check.stop());
         }
         ProviderRun pr = p.gate().newRun(key, run.taskName(), run.id(), run.version(), estimate(args),
-                run.attemptsSpent() + 1);
+                run.attemptsSpent() + 1).fairnessKey(fairnessKey(args));
         Admission admission = p.control().admit(check, pr); // gate.admit(pr) unless the job has limits of its own
         if (admission instanceof Admission.Wait w && AdmissionControl.isHold(w)) {
             return Next.of((complete, ops) -> writer.hold(run, key, w.reason(), w.detail()));
@@ -214,6 +214,15 @@ final class JobTask<A> extends CustomTask<byte[]> {
      * waiting line: the key has more due jobs than its bucket lets through now, and they are given
      * their permits (or places) together ({@link ProviderGate#reserveBacklog}).
      */
+    /** The job's fairness key from its args; null when none, or when the function throws (as at enqueue, where it was checked). */
+    private String fairnessKey(A args) {
+        try {
+            return entry.type().fairnessKeyOf(args);
+        } catch (RuntimeException e) {
+            return null;
+        }
+    }
+
     private boolean hasBacklog(Admission.Wait w) {
         return ("bucket".equals(w.reason()) && w.permitAt() != null
                 && w.permitAt().isAfter(p.clock().instant().plus(BACKLOG_AHEAD)))

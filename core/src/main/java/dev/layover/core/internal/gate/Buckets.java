@@ -44,17 +44,20 @@ final class Buckets {
     private final Duration permitGrace;
     private final ConcurrentHashMap<String, Long> backlogReservedAt = new ConcurrentHashMap<>();
     private final TokenLedger ledger;
+    private final Fairness fairness;
 
     /**
      * @param permitGrace how late a job may come back for the bucket permit it holds before the
      *     permit lapses
      * @param metrics where the token ledger counts reserved, used, refunded and charged tokens
+     * @param fairness the fair queues, for jobs with a fairness key
      */
-    Buckets(GateDb gdb, JobStore store, Duration permitGrace, LayoverMetrics metrics) {
+    Buckets(GateDb gdb, JobStore store, Duration permitGrace, LayoverMetrics metrics, Fairness fairness) {
         this.gdb = gdb;
         this.store = store;
         this.permitGrace = permitGrace;
         this.ledger = new TokenLedger(gdb, permitGrace, metrics);
+        this.fairness = fairness;
     }
 
     /** @return the token side of the buckets */
@@ -89,6 +92,14 @@ final class Buckets {
             KeyState.Learned l = ks.learned;
             boolean learned = l != null && l.bucket() == b; // a missing learned row is forgotten, never configured
             return ledger.take(ks, b, e, now, run, mayWait, learned ? null : () -> configure(ks.key, b));
+        }
+        if (run != null && run.fairnessKey() != null && mayWait && bookBy == null && Fairness.fair(b)) {
+            KeyState.Learned l = ks.learned;
+            boolean learned = l != null && l.bucket() == b;
+            Admission fair = fairness.admit(ks, b, now, run, learned ? null : () -> configure(ks.key, b));
+            if (fair != null) {
+                return fair; // else: not in the queue (no fairness key on the row), admitted as a job without one
+            }
         }
         boolean limitsRequests = b.requestRate() > 0;
         boolean limitsTokens = b.tokenRate() > 0 && tokens > 0;

@@ -134,6 +134,7 @@ public final class ProviderGate {
     private final Paces paces;
     private final Buckets buckets;
     private final Discovery discovery;
+    private final Fairness fairness;
     private volatile long lastStackLogged = System.nanoTime() - TimeUnit.MINUTES.toNanos(2);
 
     /**
@@ -170,7 +171,8 @@ public final class ProviderGate {
         this.cooldowns = new Cooldowns(gdb, cache, config.cooldowns());
         this.paces = new Paces(gdb, cache, config.cooldowns(), config.buckets());
         JobStore store = new JobStore(db);
-        this.buckets = new Buckets(gdb, store, config.permitGrace(), this.metrics);
+        this.fairness = new Fairness(gdb, config.permitGrace());
+        this.buckets = new Buckets(gdb, store, config.permitGrace(), this.metrics, fairness);
         this.discovery = new Discovery(gdb, config.cooldowns().discovery(), config.buckets(), buckets, store);
     }
 
@@ -185,6 +187,16 @@ public final class ProviderGate {
             buckets.configure(e.getKey(), e.getValue());
         }
         cache.start();
+        fairness.start(key -> paces.bucketOf(cache.keyState(key), cache.now()), cache::now);
+    }
+
+    /**
+     * How a key's permits are shared among the fairness keys of its jobs; before {@link #start}.
+     *
+     * @param s the settings
+     */
+    public void configureFairness(dev.layover.core.provider.state.FairnessSettings s) {
+        fairness.configure(java.util.Objects.requireNonNull(s, "fairness"));
     }
 
     /** Stops the threads and writes the successes not yet written. */
@@ -192,6 +204,7 @@ public final class ProviderGate {
         if (!cache.running()) {
             return;
         }
+        fairness.stop();
         cache.stop();
         events.close();
     }

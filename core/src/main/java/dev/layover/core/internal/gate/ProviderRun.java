@@ -34,6 +34,7 @@ public final class ProviderRun implements ProviderCalls {
     private final int attempt;
     private final List<FallbackStep> trail = new ArrayList<>();
     private volatile String trialToken;
+    private volatile String fairnessKey;
     // the token ledger of this run (TokenLedger): its estimate, the reservations it took, the usage its call reported
     private TokenEstimate estimate;
     private boolean estimated;
@@ -51,6 +52,23 @@ public final class ProviderRun implements ProviderCalls {
         this.estimate = estimate == null ? TokenEstimate.NONE : estimate;
         this.estimated = estimated;
         this.attempt = attempt;
+    }
+
+    /**
+     * The job's fairness key ({@code JobType.Builder#fairnessKey}): its permit comes from its
+     * key's fair queue ({@link Fairness}) when the key's bucket has none free now.
+     *
+     * @param key the key, or null for none
+     * @return this run
+     */
+    public ProviderRun fairnessKey(String key) {
+        this.fairnessKey = key;
+        return this;
+    }
+
+    /** @return the job's fairness key, or null */
+    public String fairnessKey() {
+        return fairnessKey;
     }
 
     @Override

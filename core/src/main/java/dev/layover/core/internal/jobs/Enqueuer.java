@@ -50,7 +50,7 @@ public final class Enqueuer {
         Instant deadline = options.deadlineTime(now);
         String[] limitKeys = limitKeys(entry, args);
         int rows = store.insert(caller, new JobStore.NewJob(name, id, data, runAt, options.priority(), providerKey,
-                deadline, limitKeys, entry.codec().shape()), options.key() != null);
+                deadline, limitKeys, entry.codec().shape(), fairnessKey(entry, args)), options.key() != null);
         return new Enqueued(name, id, rows == 1);
     }
 
@@ -71,6 +71,7 @@ public final class Enqueuer {
         String[] keys = new String[n];
         String[] deadlines = new String[n];
         String[] limitKeys = new String[n];
+        String[] fairnessKeys = new String[n];
         for (int i = 0; i < n; i++) {
             A a = args.get(i);
             EnqueueOptions o = options.apply(a);
@@ -82,6 +83,7 @@ public final class Enqueuer {
             Instant deadline = o.deadlineTime(now);
             deadlines[i] = deadline == null ? null : deadline.toString();
             limitKeys[i] = arrayLiteral(limitKeys(entry, a));
+            fairnessKeys[i] = fairnessKey(entry, a);
         }
         Set<String> created = new HashSet<>();
         for (int from = 0; from < n; from += BATCH) {
@@ -90,7 +92,7 @@ public final class Enqueuer {
                     Arrays.copyOfRange(data, from, to), Arrays.copyOfRange(runAts, from, to),
                     Arrays.copyOfRange(priorities, from, to), Arrays.copyOfRange(keys, from, to),
                     Arrays.copyOfRange(deadlines, from, to), Arrays.copyOfRange(limitKeys, from, to),
-                    entry.codec().shape()));
+                    entry.codec().shape(), Arrays.copyOfRange(fairnessKeys, from, to)));
         }
         List<Enqueued> out = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
@@ -138,6 +140,26 @@ public final class Enqueuer {
             b.append('"').append(keys[i].replace("\\", "\\\\").replace("\"", "\\\"")).append('"');
         }
         return b.append('}').toString();
+    }
+
+    /** The job's fairness key ({@code JobType.Builder#fairnessKey}), checked like a provider key; null when none. */
+    private static <A> String fairnessKey(Registry.Entry<A> entry, A args) {
+        String key;
+        try {
+            key = entry.type().fairnessKeyOf(args);
+        } catch (RuntimeException e) {
+            throw new InvalidArgsException("job type '" + entry.type().name() + "': its fairness key could not be derived "
+                    + "from the args: " + e, e);
+        }
+        if (key != null && (key.isEmpty() || key.length() > MAX_PROVIDER_KEY)) {
+            throw new InvalidArgsException("job type '" + entry.type().name() + "': a fairness key must be 1-"
+                    + MAX_PROVIDER_KEY + " characters, got " + key.length());
+        }
+        if (StoredText.unstorable(key)) {
+            throw new InvalidArgsException("job type '" + entry.type().name() + "': a fairness key must not contain a "
+                    + "NUL character or half of a surrogate pair");
+        }
+        return key;
     }
 
     private static <A> String providerKey(Registry.Entry<A> entry, A args) {

@@ -24,36 +24,40 @@ final class JobSql {
             AND NOT EXISTS (SELECT 1 FROM layover.job_history h
                             WHERE h.job_type = %1$s AND h.job_id = %2$s AND h.outcome = 'completed')""";
 
-    /** One job with a random id: nothing can conflict. The last three: deadline, limit keys (text[]), args shape. */
+    /**
+     * One job with a random id: nothing can conflict. The last four: deadline, limit keys
+     * (text[]), args shape, fairness key (V20).
+     */
     static final String INSERT = """
             INSERT INTO layover.scheduled_tasks
                 (task_name, task_instance, task_data, execution_time, picked, version,
-                 priority, consecutive_failures, provider_key, deadline, limit_keys, args_shape)
-            VALUES (?, ?, ?, ?, false, 1, ?, 0, ?, ?, ?, ?)""";
+                 priority, consecutive_failures, provider_key, deadline, limit_keys, args_shape, fairness_key)
+            VALUES (?, ?, ?, ?, false, 1, ?, 0, ?, ?, ?, ?, ?)""";
 
     /** One job with an idempotency key: writes nothing if the key names a live job or an unresolved dead letter. */
     static final String INSERT_KEYED = """
             INSERT INTO layover.scheduled_tasks
                 (task_name, task_instance, task_data, execution_time, picked, version,
-                 priority, consecutive_failures, provider_key, deadline, limit_keys, args_shape)
-            SELECT ?, ?, ?, ?, false, 1, ?, 0, ?, ?::timestamptz, ?::text[], ?
+                 priority, consecutive_failures, provider_key, deadline, limit_keys, args_shape, fairness_key)
+            SELECT ?, ?, ?, ?, false, 1, ?, 0, ?, ?::timestamptz, ?::text[], ?, ?
             WHERE %s
             ON CONFLICT (task_name, task_instance) DO NOTHING""".formatted(NOT_PARKED.formatted("?", "?"));
 
     /**
      * Many jobs of one type in one statement; returns the ids it inserted. Parameters: job type,
      * then arrays of ids, data, run times (ISO-8601 text), priorities, provider keys, deadlines
-     * (ISO-8601 text or null), limit keys (each a text[] literal or null), then the job type again;
-     * the args shape is the second parameter (it comes first in the text, after the job type).
+     * (ISO-8601 text or null), limit keys (each a text[] literal or null), fairness keys (null
+     * elements: none), then the job type again; the args shape is the second parameter (it comes
+     * first in the text, after the job type).
      */
     static final String INSERT_BATCH = """
             INSERT INTO layover.scheduled_tasks
                 (task_name, task_instance, task_data, execution_time, picked, version,
-                 priority, consecutive_failures, provider_key, deadline, limit_keys, args_shape)
+                 priority, consecutive_failures, provider_key, deadline, limit_keys, args_shape, fairness_key)
             SELECT ?, u.id, u.data, u.run_at::timestamptz, false, 1, u.priority::smallint, 0, u.provider_key,
-                   u.deadline::timestamptz, u.limit_keys::text[], ?
-            FROM unnest(?::text[], ?::bytea[], ?::text[], ?::int[], ?::text[], ?::text[], ?::text[])
-                 AS u(id, data, run_at, priority, provider_key, deadline, limit_keys)
+                   u.deadline::timestamptz, u.limit_keys::text[], ?, u.fairness_key
+            FROM unnest(?::text[], ?::bytea[], ?::text[], ?::int[], ?::text[], ?::text[], ?::text[], ?::text[])
+                 AS u(id, data, run_at, priority, provider_key, deadline, limit_keys, fairness_key)
             WHERE %s
             ON CONFLICT (task_name, task_instance) DO NOTHING
             RETURNING task_instance""".formatted(NOT_PARKED.formatted("?", "u.id"));
@@ -189,7 +193,7 @@ final class JobSql {
                     reschedules = m.reschedules,
                     args = layover.args_jsonb(m.task_data),
                     args_raw = CASE WHEN layover.args_jsonb(m.task_data) IS NULL THEN m.task_data END,
-                    provider_key = m.provider_key, limit_keys = m.limit_keys,
+                    provider_key = m.provider_key, limit_keys = m.limit_keys, fairness_key = m.fairness_key,
                     input_tokens = tok.input_tokens, output_tokens = tok.output_tokens,
                     cached_input_tokens = tok.cached_input_tokens, estimated_tokens = tok.estimated_tokens
                 FROM moved m, tok
@@ -199,13 +203,13 @@ final class JobSql {
                 INSERT INTO layover.dead_letters
                     (job_type, job_id, args, args_raw, provider_key, failure_type, error_class,
                      error_message, errors, attempts, provider_trail, reschedules, priority, first_enqueued_at,
-                     limit_keys, input_tokens, output_tokens, cached_input_tokens, estimated_tokens)
+                     limit_keys, input_tokens, output_tokens, cached_input_tokens, estimated_tokens, fairness_key)
                 SELECT m.task_name, m.task_instance, layover.args_jsonb(m.task_data),
                        CASE WHEN layover.args_jsonb(m.task_data) IS NULL THEN m.task_data END,
                        m.provider_key, ?, ?, ?, m.errors || ?::jsonb, coalesce(?::int, m.consecutive_failures, 0),
                        layover.trail_append(m.provider_trail, ?::jsonb), m.reschedules, m.priority,
                        m.first_enqueued_at, m.limit_keys, tok.input_tokens, tok.output_tokens, tok.cached_input_tokens,
-                       tok.estimated_tokens
+                       tok.estimated_tokens, m.fairness_key
                 FROM moved m, tok
                 WHERE NOT EXISTS (SELECT 1 FROM layover.dead_letters d WHERE d.id = m.dead_letter_id)
                 RETURNING id
@@ -467,12 +471,12 @@ final class JobSql {
             WITH inserted AS (
             INSERT INTO layover.scheduled_tasks
                 (task_name, task_instance, task_data, execution_time, picked, version, priority,
-                 consecutive_failures, provider_key, limit_keys, dead_letter_id, replay_kind)
+                 consecutive_failures, provider_key, limit_keys, dead_letter_id, replay_kind, fairness_key)
             SELECT d.job_type, d.job_id,
                    CASE WHEN u.edited IS NOT NULL THEN convert_to(u.edited, 'UTF8')
                         ELSE coalesce(convert_to(d.args::text, 'UTF8'), d.args_raw) END,
                    coalesce(p.run_at, now()) + random() * p.spread_ms * interval '1 millisecond',
-                   false, 1, d.priority, 0, d.provider_key, d.limit_keys, d.id, p.kind
+                   false, 1, d.priority, 0, d.provider_key, d.limit_keys, d.id, p.kind, d.fairness_key
             FROM (SELECT ?::timestamptz AS run_at, ?::bigint AS spread_ms, ?::text AS kind) p,
                  unnest(?::bigint[], ?::text[]) WITH ORDINALITY AS u(id, edited, n)
             JOIN layover.dead_letters d ON d.id = u.id

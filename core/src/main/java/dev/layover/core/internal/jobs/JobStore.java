@@ -57,9 +57,10 @@ public final class JobStore implements JobWrites {
      * @param deadline its deadline, or null
      * @param limitKeys its limit keys, or null
      * @param argsShape the fingerprint of its args type's shape ({@code ArgsCodec#shape})
+     * @param fairnessKey its fairness key, or null
      */
     public record NewJob(String type, String id, byte[] data, Instant runAt, int priority, String providerKey,
-            Instant deadline, String[] limitKeys, String argsShape) {}
+            Instant deadline, String[] limitKeys, String argsShape, String fairnessKey) {}
 
     /**
      * Inserts one job ({@link JobSql#INSERT}, or {@link JobSql#INSERT_KEYED} when {@code keyed}:
@@ -74,12 +75,13 @@ public final class JobStore implements JobWrites {
             try (PreparedStatement ps = c.prepareStatement(keyed ? JobSql.INSERT_KEYED : JobSql.INSERT)) {
                 Db.bind(ps, j.type(), j.id(), j.data(), Timestamp.from(j.runAt()), (short) j.priority(), j.providerKey(),
                         j.deadline() == null ? null : Timestamp.from(j.deadline()),
-                        j.limitKeys() == null ? null : c.createArrayOf("text", j.limitKeys()), j.argsShape());
+                        j.limitKeys() == null ? null : c.createArrayOf("text", j.limitKeys()), j.argsShape(),
+                        j.fairnessKey());
                 if (keyed) {
-                    ps.setString(10, j.type());
-                    ps.setString(11, j.id());
-                    ps.setString(12, j.type());
-                    ps.setString(13, j.id());
+                    ps.setString(11, j.type());
+                    ps.setString(12, j.id());
+                    ps.setString(13, j.type());
+                    ps.setString(14, j.id());
                 }
                 return ps.executeUpdate();
             }
@@ -100,10 +102,12 @@ public final class JobStore implements JobWrites {
      * @param deadlines deadlines, ISO-8601 text or null
      * @param limitKeys limit keys, each a text[] literal or null
      * @param argsShape the fingerprint of the args type's shape
+     * @param fairnessKeys fairness keys (null elements: none)
      * @return the ids inserted
      */
     public Set<String> insertBatch(Connection caller, String type, String[] ids, byte[][] data, String[] runAts,
-            Integer[] priorities, String[] providerKeys, String[] deadlines, String[] limitKeys, String argsShape) {
+            Integer[] priorities, String[] providerKeys, String[] deadlines, String[] limitKeys, String argsShape,
+            String[] fairnessKeys) {
         return run(caller, "enqueueing " + ids.length + " " + type + " jobs", c -> {
             Set<String> created = new HashSet<>();
             try (PreparedStatement ps = c.prepareStatement(JobSql.INSERT_BATCH)) {
@@ -116,8 +120,9 @@ public final class JobStore implements JobWrites {
                 ps.setArray(7, c.createArrayOf("text", providerKeys));
                 ps.setArray(8, c.createArrayOf("text", deadlines));
                 ps.setArray(9, c.createArrayOf("text", limitKeys));
-                ps.setString(10, type);
+                ps.setArray(10, c.createArrayOf("text", fairnessKeys));
                 ps.setString(11, type);
+                ps.setString(12, type);
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
                         created.add(rs.getString(1));
