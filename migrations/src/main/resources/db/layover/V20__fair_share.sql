@@ -98,14 +98,17 @@ CREATE TABLE layover.fair_flows (
 -- Weights of fairness keys: a key, or a pattern with '*' for any text ('tenant:premium-*'); the
 -- longest matching pattern wins; none: 1. origin 'config' rows are written by workers at start
 -- (Layover.Builder#fairnessWeight; a start replaces config rows, never operator rows); origin
--- 'operator' rows by an operator at run time (core's FairnessControl, audited in
--- layover.audit_log with the weight before; deleting the row reverts to the configured weight).
+-- 'operator' rows by an operator at run time (ProviderStates#setFairnessWeight; the console
+-- audits it in layover.audit_log with the weight before). configured_weight keeps what the
+-- configuration says under an operator's weight, so that reverting (ProviderStates
+-- #revertFairnessWeight) restores it (no configured weight: the row goes, the weight is 1 again).
 -- A change applies to jobs tagged from then on.
 -- ---------------------------------------------------------------------------
 CREATE TABLE layover.fairness_weights (
     pattern       text        PRIMARY KEY,
     weight        float8      NOT NULL,
     origin        text        NOT NULL DEFAULT 'config',
+    configured_weight float8,
     configured_by text,
     configured_at timestamptz NOT NULL DEFAULT now(),
     reason        text,

@@ -42,7 +42,8 @@ class TableOwnersTest {
             Map.entry("pauses", Set.of(CORE + "internal/engine/ControlSql.java")),
             Map.entry("recovery_state", Set.of(DLQ + "DlqSql.java")),
             Map.entry("audit_log", Set.of(DLQ + "DlqSql.java")),
-            Map.entry("time_series_counts", Set.of(CORE + "internal/observe/TimeSeriesSql.java")));
+            Map.entry("time_series_counts", Set.of(CORE + "internal/observe/TimeSeriesSql.java")),
+            Map.entry("fairness_weights", Set.of(CORE + "internal/gate/FairSql.java")));
 
     /**
      * The benchmarks are measurement harnesses, not Layover: they fill tables to measure reads of

@@ -69,7 +69,7 @@ final class Fairness {
         for (Map.Entry<String, Double> w : settings.weights().entrySet()) {
             gdb.inline("configuring the fairness weight of " + w.getKey(), c -> {
                 try (PreparedStatement ps = c.prepareStatement(FairSql.CONFIGURE_WEIGHT)) {
-                    Db.bind(ps, w.getKey(), w.getValue(), gdb.workerName);
+                    Db.bind(ps, w.getKey(), w.getValue(), w.getValue(), gdb.workerName);
                     return ps.executeUpdate();
                 }
             });
@@ -167,6 +167,41 @@ final class Fairness {
             return null;
         }
         throw new IllegalStateException("the bucket row of " + ks.key + " could not be created");
+    }
+
+    /**
+     * An operator's weight for a fairness key or pattern ({@link FairSql#SET_WEIGHT}).
+     *
+     * @return the weight in force before; null when the pattern had none of its own
+     */
+    Double setWeight(String pattern, double weight, String by, String reason) {
+        dev.layover.core.provider.state.FairnessSettings.defaults().withWeight(pattern, weight); // validates
+        return gdb.inline("setting the fairness weight of " + pattern, c -> {
+            try (PreparedStatement ps = c.prepareStatement(FairSql.SET_WEIGHT)) {
+                Db.bind(ps, pattern, weight, by, reason);
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    double before = rs.getDouble(1);
+                    return rs.wasNull() ? null : before;
+                }
+            }
+        });
+    }
+
+    /**
+     * Reverts an operator's weight ({@link FairSql#REVERT_WEIGHT}).
+     *
+     * @return the operator's weight removed; null when the pattern had none
+     */
+    Double revertWeight(String pattern, String by) {
+        return gdb.inline("reverting the fairness weight of " + pattern, c -> {
+            try (PreparedStatement ps = c.prepareStatement(FairSql.REVERT_WEIGHT)) {
+                Db.bind(ps, pattern, by);
+                try (ResultSet rs = ps.executeQuery()) {
+                    return rs.next() ? rs.getDouble(1) : null;
+                }
+            }
+        });
     }
 
     /** One {@link FairSql#ROUND}; {@code run} null: a pump round. */

@@ -532,6 +532,14 @@ public final class ProviderGate {
 
     // ---- operators --------------------------------------------------------------------------
 
+    Double setFairnessWeight(String pattern, double weight, String by, String reason) {
+        return fairness.setWeight(pattern, weight, by, reason);
+    }
+
+    Double revertFairnessWeight(String pattern, String by) {
+        return fairness.revertWeight(pattern, by);
+    }
+
     boolean forceOpen(String key, Duration holdFor, String reason, String by) {
         return breakers.forceOpen(key, holdFor, reason, by);
     }

@@ -59,6 +59,16 @@ public final class ProviderStateHandle implements ProviderStates {
     }
 
     @Override
+    public Double setFairnessWeight(String pattern, double weight, String reason) {
+        return gate.setFairnessWeight(Objects.requireNonNull(pattern, "pattern"), weight, gate.workerName(), reason);
+    }
+
+    @Override
+    public Double revertFairnessWeight(String pattern) {
+        return gate.revertFairnessWeight(Objects.requireNonNull(pattern, "pattern"), gate.workerName());
+    }
+
+    @Override
     public BreakerState breakerState(String providerKey) {
         return gate.breakerState(Objects.requireNonNull(providerKey, "providerKey"));
     }

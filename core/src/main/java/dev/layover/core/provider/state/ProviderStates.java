@@ -55,6 +55,32 @@ public interface ProviderStates {
     boolean forceClose(String providerKey, String reason);
 
     /**
+     * Sets the weight of a fairness key, or of a pattern with {@code *}, at run time
+     * ({@code docs/fairness.md}): an operator's weight, kept over the configured one (also across
+     * restarts) until {@link #revertFairnessWeight}. Database: upserts the pattern's row of
+     * {@code layover.fairness_weights} with {@code origin = 'operator'} (the configured weight
+     * stays in {@code configured_weight}); jobs tagged from then on get it. Not audited here: a
+     * console records it in {@code layover.audit_log}.
+     *
+     * @param pattern a fairness key or a pattern, 1-200 characters
+     * @param weight the weight, in (0, 1,000,000]
+     * @param reason why, stored in {@code reason} (may be null)
+     * @return the weight in force for the pattern before; {@code null} when it had none of its own (1)
+     * @throws dev.layover.core.ConfigurationException when the pattern or the weight is out of range
+     */
+    Double setFairnessWeight(String pattern, double weight, String reason);
+
+    /**
+     * Reverts an operator's weight: the configured weight applies again, or 1 when none is
+     * configured. Database: the row gets back {@code configured_weight} and
+     * {@code origin = 'config'}, or is deleted.
+     *
+     * @param pattern the fairness key or pattern
+     * @return the operator's weight removed; {@code null} when the pattern had none
+     */
+    Double revertFairnessWeight(String pattern);
+
+    /**
      * Reads a breaker from the database (not the cache).
      *
      * @param providerKey the key

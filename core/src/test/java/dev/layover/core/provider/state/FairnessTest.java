@@ -1,6 +1,7 @@
 package dev.layover.core.provider.state;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.EnqueueOptions;
@@ -133,6 +134,34 @@ class FairnessTest {
         assertTrue(a >= 52 && a <= 68, "a (weight 3) had " + a + " of the first 80: " + first);
         assertEquals(3.0, ((Number) db.value("select weight from layover.fairness where fairness_key = 'tenant:a'"
                 + " and provider_key = ? limit 1", KEY)).doubleValue(), 1e-9, "the view shows the weight");
+    }
+
+    @Test
+    void anOperatorsWeightWinsOverTheConfiguredOneUntilReverted(TestDatabase db) {
+        twoInstances(db, true, 3);
+        ProviderStates ps = instances.get(0).providerStates();
+        String weight = "select weight from layover.fairness_weights where pattern = ?";
+        assertEquals(3.0, db.value(weight, "tenant:a"), "configured at start");
+        assertEquals(3.0, ps.setFairnessWeight("tenant:a", 5, "a big launch"));
+        assertEquals(5.0, db.value(weight, "tenant:a"));
+        assertEquals(5.0, ((Number) db.value("select layover.fairness_weight('tenant:a')")).doubleValue());
+        assertEquals(null, ps.setFairnessWeight("tenant:premium-*", 2, null), "a pattern without a row before");
+        assertEquals(2.0, ((Number) db.value("select layover.fairness_weight('tenant:premium-7')")).doubleValue());
+        assertEquals(1.0, ((Number) db.value("select layover.fairness_weight('tenant:basic-7')")).doubleValue());
+
+        // a restart of a worker with the configuration keeps the operator's weight
+        instances.get(1).stop();
+        instances.set(1, Workers.builder(db.newDataSource(2), "worker-b2").register(type(true))
+                .bucket(KEY, BucketSettings.requestsPerSecond(20)).fairnessWeight("tenant:a", 3).start());
+        assertEquals(5.0, db.value(weight, "tenant:a"), "the operator's weight stays");
+
+        assertEquals(5.0, ps.revertFairnessWeight("tenant:a"));
+        assertEquals(3.0, db.value(weight, "tenant:a"), "the configured weight again");
+        assertEquals(2.0, ps.revertFairnessWeight("tenant:premium-*"));
+        assertEquals(0L, db.count("select count(*) from layover.fairness_weights where pattern = 'tenant:premium-*'"),
+                "no configured weight: the row goes (weight 1)");
+        assertEquals(null, ps.revertFairnessWeight("tenant:premium-*"), "nothing to revert");
+        assertThrows(dev.layover.core.ConfigurationException.class, () -> ps.setFairnessWeight("tenant:a", 0, null));
     }
 
     @Test
