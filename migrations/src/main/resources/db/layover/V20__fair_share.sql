@@ -15,10 +15,10 @@
 --   * permits are handed out in tag order; the key's virtual clock is the tag of the last job
 --     given a permit;
 --   * a round (layover.fair_round) books the permits of the next moments of the key's bucket
---     (a short horizon, by default 0.5 s) for the waiting jobs with the lowest tags, as
+--     (a short horizon, by default 100 ms) for the waiting jobs with the lowest tags, as
 --     execution_time and permit_at (V10's held permit), and moves jobs tagged for the first time
 --     to an estimate of their turn, so that a backlog is not picked job by job. Rounds run when a
---     job with a fairness key is picked without a permit, and every quarter horizon in each
+--     job with a fairness key is picked without a permit, and every half horizon in each
 --     worker that knows the key has waiting jobs (the engine's fair pump).
 -- Why SFQ and not deficit round robin: its state is one number per flow and one per key, a pick
 -- touches only the jobs it books (the cost does not grow with the number of flows: the booking
@@ -132,7 +132,8 @@ $$ SELECT coalesce((SELECT w.weight FROM layover.fairness_weights w
 --   2. Tags the key's due, untagged jobs with a fairness key (at most p_max_jobs, oldest first,
 --      skipping rows other transactions hold), the caller among them: SFQ tags as above; each
 --      moved (but the caller, whose row its worker writes) to the estimate of its turn
---      (horizon end + (tag - clock) / v_per_job / rate).
+--      (horizon end + ((tag - clock) / v_per_job + the waiting jobs of higher priority) / rate;
+--      an estimate too late costs nothing, the rounds book in order whatever the run times).
 --   3. Books the bucket's permits from greatest(request_tat, now) up to now + p_horizon_s for the
 --      waiting tagged jobs (unpicked, holding no permit; the caller too), highest priority first,
 --      then by tag; of them, p_low_share of the slots (added up over rounds in low_credit) first
@@ -188,7 +189,7 @@ BEGIN
 
     -- 2. tags, and the new jobs moved to the estimate of their turn (the caller's row its worker writes)
     WITH locked AS (
-        SELECT t.task_name, t.task_instance, t.fairness_key, t.execution_time, t.picked
+        SELECT t.task_name, t.task_instance, t.fairness_key, t.execution_time, t.picked, t.priority
         FROM layover.scheduled_tasks t
         WHERE t.provider_key = p_key AND t.fairness_key IS NOT NULL AND t.fair_tag IS NULL AND t.permit_at IS NULL
           AND t.execution_time <= p_now
@@ -202,12 +203,19 @@ BEGIN
         FROM (SELECT DISTINCT fairness_key FROM locked) k
         LEFT JOIN layover.fair_flows f ON f.provider_key = p_key AND f.fairness_key = k.fairness_key
     ), tags AS (
-        SELECT l.task_name, l.task_instance, l.fairness_key, l.picked,
+        SELECT l.task_name, l.task_instance, l.fairness_key, l.picked, l.priority,
                fl.start_v + row_number() OVER (PARTITION BY l.fairness_key ORDER BY l.execution_time, l.task_instance)
                    / fl.w AS tag
         FROM locked l JOIN flows fl ON fl.fairness_key = l.fairness_key
     ), per AS ( -- the clock's move per permit; before any booking: 1 / the new flows' weight
         SELECT coalesce(v_per_job, 1.0 / nullif((SELECT sum(w) FROM flows), 0)) AS v
+    ), ahead AS ( -- per priority of the new jobs: the waiting jobs of a higher one, booked before them
+        SELECT pr.priority,
+               (SELECT count(*) FROM (SELECT 1 FROM layover.scheduled_tasks t
+                                      WHERE t.provider_key = p_key AND t.fair_tag IS NOT NULL AND t.permit_at IS NULL
+                                        AND NOT t.picked AND t.priority > pr.priority LIMIT 100000) x)
+               + (SELECT count(*) FROM locked l WHERE l.priority > pr.priority) AS n
+        FROM (SELECT DISTINCT priority FROM locked) pr
     ), flow_rows AS (
         INSERT INTO layover.fair_flows AS f (provider_key, fairness_key, vfinish, weight, tagged)
         SELECT p_key, g.fairness_key, g.vfinish, fl.w, g.n
@@ -220,8 +228,8 @@ BEGIN
         UPDATE layover.scheduled_tasks t
         SET fair_tag = g.tag,
             execution_time = CASE WHEN g.picked THEN t.execution_time
-                ELSE v_hend + make_interval(secs => least(86400, (g.tag - v_clock) / greatest((SELECT v FROM per), 1e-9)
-                                                                  / p_rate)) END,
+                ELSE v_hend + make_interval(secs => least(86400, ((g.tag - v_clock) / greatest((SELECT v FROM per), 1e-9)
+                    + coalesce((SELECT a.n FROM ahead a WHERE a.priority = g.priority), 0)) / p_rate)) END,
             version = CASE WHEN g.picked THEN t.version ELSE t.version + 1 END,
             last_reschedule_reason = CASE WHEN g.picked THEN t.last_reschedule_reason ELSE 'fair' END,
             last_reschedule_detail = CASE WHEN g.picked THEN t.last_reschedule_detail

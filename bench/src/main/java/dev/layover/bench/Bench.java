@@ -4,6 +4,7 @@ import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashSet;
@@ -25,11 +26,12 @@ import java.util.Set;
  *   <li>recovery of 10,000 jobs parked by an outage ({@link RecoveryBench});
  *   <li>the console's API with 1,000,000 dead letters and 10,000,000 history rows ({@link ConsoleBench});
  *   <li>token limits ({@link TokenBench});
- *   <li>1,000 slow calls in flight in one worker JVM, platform against virtual threads ({@link InflightBench}).
+ *   <li>1,000 slow calls in flight in one worker JVM, platform against virtual threads ({@link InflightBench});
+ *   <li>fair share among the tenants of one provider key ({@link FairnessBench}).
  * </ol>
  *
  * <p>Usage: {@code mvn -q -pl bench -am -DskipTests package exec:java -Dexec.args="[--quick]
- * [--jdbc-url URL] [--only throughput,latency,enqueue,etiquette,recovery,console,tokens,inflight] [--poll-ms 200]"}. Without a URL (or
+ * [--jdbc-url URL] [--only throughput,latency,enqueue,etiquette,recovery,console,tokens,inflight,fairness] [--poll-ms 200]"}. Without a URL (or
  * {@code LAYOVER_JDBC_URL}) an embedded Postgres is started; with one, a scratch database is
  * created on that server and dropped afterwards. {@code --quick} runs small sizes in under a
  * minute: a smoke test, no figure worth quoting.
@@ -47,7 +49,7 @@ public final class Bench {
 
     /** The sections, in the order they run. */
     static final List<String> SECTIONS = List.of("throughput", "latency", "enqueue", "etiquette", "recovery", "console", "tokens",
-            "inflight");
+            "inflight", "fairness");
 
     /** Everything one run measured (null where a section was not run). */
     public static final class Report {
@@ -59,6 +61,7 @@ public final class Bench {
         RecoveryBench.Result recovery;
         ConsoleBench.Result console;
         List<TokenBench.Result> tokens;
+        List<FairnessBench.Arm> fairness;
         List<InflightBench.Result> inflight;
         double seconds;
 
@@ -206,6 +209,18 @@ public final class Bench {
                 report.console = ConsoleBench.measure(db.dataSource(), quick, out);
                 ConsoleBench.print(out, report.console);
                 out.printf(Locale.ROOT, "(%.0f s)%n%n", (System.nanoTime() - t) / 1e9);
+            }
+            if (only.contains("fairness")) {
+                long t = System.nanoTime();
+                FairnessBench.Settings s = quick ? FairnessBench.Settings.quick(poll)
+                        : FairnessBench.Settings.full(poll);
+                report.fairness = FairnessBench.measure(db.dataSource(), s);
+                FairnessBench.print(out, report.fairness, s);
+                double[] few = FairnessBench.scale(db.dataSource(), 10, quick ? 5 : 200);
+                double[] many = FairnessBench.scale(db.dataSource(), quick ? 1000 : 10_000, quick ? 5 : 200);
+                FairnessBench.printScale(out, few, many);
+                fairnessGoals(out, report.fairness, many[2] / few[2]);
+                took(out, t);
             }
             if (only.contains("tokens")) {
                 long t = System.nanoTime();
@@ -428,6 +443,29 @@ public final class Bench {
 
     private static String mb(long kb) {
         return kb < 0 ? "–" : String.format(Locale.ROOT, "%.1f MB", kb / 1024.0);
+    }
+
+    private static void fairnessGoals(PrintStream out, List<FairnessBench.Arm> arms, double scaleRatio) {
+        FairnessBench.Arm fair = arms.get(0);
+        double worst = 0;
+        for (FairnessBench.Tenant t : fair.tenants()) {
+            worst = Math.max(worst, Math.abs(t.share() / Math.max(1e-9, t.idealShare()) - 1));
+        }
+        java.util.Map<String, FairnessBench.Tenant> ts = FairnessBench.tenants(fair);
+        double small = ts.get("c").p95() / Math.max(1e-9, ts.get("c").idealP95());
+        double late = ts.get("d").p95() / Math.max(1e-9, ts.get("d").idealP95());
+        out.println("| goal (issue 19, the fair arm) | target | measured | met |");
+        out.println("|---|---|---|---|");
+        out.printf(Locale.ROOT, "| each tenant's share while active / its weighted fair share | within ±10 %% | worst %.1f %% off | %s |%n",
+                100 * worst, worst <= 0.10 ? "yes" : "**no**");
+        out.printf(Locale.ROOT, "| the small tenant's (c) p95 wait / ideal | ≤ 2× | %.2f× | %s |%n", small, small <= 2 ? "yes" : "**no**");
+        out.printf(Locale.ROOT, "| the late tenant's (d) p95 wait / ideal | ≤ 2× | %.2f× | %s |%n", late, late <= 2 ? "yes" : "**no**");
+        out.printf(Locale.ROOT, "| goodput | ≥ 0.95 R | %.3f R | %s |%n", fair.goodput(), fair.goodput() >= 0.95 ? "yes" : "**no**");
+        out.printf(Locale.ROOT, "| Jain's fairness index over the tenants | ≥ 0.95 | %.3f | %s |%n", fair.jain(),
+                fair.jain() >= 0.95 ? "yes" : "**no**");
+        out.printf(Locale.ROOT, "| a round's cost per booked job, 10,000 fairness keys / 10 | ≤ 2× | %.2f× | %s |%n", scaleRatio,
+                scaleRatio <= 2 ? "yes" : "**no**");
+        out.println();
     }
 
     private static void recovery(PrintStream out, RecoveryBench.Result r, RecoveryBench.Settings s, long t) {

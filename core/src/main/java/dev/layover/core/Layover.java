@@ -413,7 +413,7 @@ public final class Layover implements AutoCloseable {
      *   <tr><td>{@link #virtualThreads(boolean)}</td><td>off: platform threads (on: virtual
      *       threads, Java 21+)</td></tr>
      *   <tr><td>{@link #fairness(FairnessSettings)}</td><td>{@link FairnessSettings#defaults()}:
-     *       500 ms horizon, 0.1 reserved for lower priorities, every fairness key weighs 1</td></tr>
+     *       100 ms horizon, 0.1 reserved for lower priorities, every fairness key weighs 1</td></tr>
      *   <tr><td>{@link #pollInterval(Duration)}</td><td>1 s (a job enqueued in this JVM wakes the
      *       workers at once)</td></tr>
      *   <tr><td>{@link #heartbeat(Duration, int)}</td><td>every 5 s; dead after 8 missed (40 s)</td></tr>
@@ -721,7 +721,7 @@ public final class Layover implements AutoCloseable {
          * operator's weight set at run time is kept); the fair queues live in V20's
          * {@code layover.fair_lines} / {@code fair_flows} and the jobs' {@code fair_tag}.
          *
-         * @param settings the settings; default {@link FairnessSettings#defaults()} (500 ms, 0.1, every weight 1)
+         * @param settings the settings; default {@link FairnessSettings#defaults()} (100 ms, 0.1, every weight 1)
          * @return this builder
          */
         public Builder fairness(FairnessSettings settings) {

@@ -25,7 +25,7 @@ import org.slf4j.LoggerFactory;
  * A provider key's permits shared among the fairness keys of its jobs ({@code docs/fairness.md}):
  * a job with a fairness key that needs a permit asks for it in a round of the key's fair queue
  * ({@link FairSql#ROUND}) instead of taking the next free one; and each key this instance knows
- * to have waiting jobs gets a round every quarter horizon from the pump thread, so that permits
+ * to have waiting jobs gets a round every half horizon from the pump thread, so that permits
  * are booked in tag order while the queue lasts. Rounds of one key are serial fleet-wide (the
  * key's rows are locked for each), so any number of instances may pump.
  */
@@ -82,7 +82,7 @@ final class Fairness {
             t.setDaemon(true);
             return t;
         });
-        long every = Math.max(10, settings.horizon().toMillis() / 4);
+        long every = Math.max(10, settings.horizon().toMillis() / 2);
         s.scheduleWithFixedDelay(() -> pumpOnce(bucketOf, now), every, every, TimeUnit.MILLISECONDS);
         pump = s;
     }

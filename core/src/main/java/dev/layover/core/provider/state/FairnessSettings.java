@@ -22,12 +22,12 @@ import java.util.Map;
  * <p>Database effect per job: its tag (one write, with the move of its run time to the estimate of
  * its turn), then its booked permit (a second write), then its run; no attempt is spent and
  * {@code reschedules} is not counted (queueing within the key's own limit). Each worker that knows
- * a key has waiting jobs runs a round every quarter {@link #horizon()} (the fair pump).
+ * a key has waiting jobs runs a round every half {@link #horizon()} (the fair pump).
  *
  * <table>
  *   <caption>Settings and defaults</caption>
  *   <tr><th>setting</th><th>default</th></tr>
- *   <tr><td>{@link #horizon()}</td><td>500 ms: how far ahead a round books permits; a tenant that
+ *   <tr><td>{@link #horizon()}</td><td>100 ms: how far ahead a round books permits; a tenant that
  *       arrives behind a booked horizon waits at most about that long for its first permit</td></tr>
  *   <tr><td>{@link #lowPriorityShare()}</td><td>0.1: of each round's permits, at least this share
  *       goes to jobs below the highest priority waiting, when there are any (0: strict priority)</td></tr>
@@ -42,7 +42,7 @@ import java.util.Map;
 public record FairnessSettings(Duration horizon, double lowPriorityShare, Map<String, Double> weights) {
 
     /** The default {@link #horizon()}. */
-    public static final Duration DEFAULT_HORIZON = Duration.ofMillis(500);
+    public static final Duration DEFAULT_HORIZON = Duration.ofMillis(100);
 
     /** The default {@link #lowPriorityShare()}. */
     public static final double DEFAULT_LOW_PRIORITY_SHARE = 0.1;
@@ -68,7 +68,7 @@ public record FairnessSettings(Duration horizon, double lowPriorityShare, Map<St
         }
     }
 
-    /** @return the defaults: 500 ms horizon, 0.1 reserved for lower priorities, every weight 1 */
+    /** @return the defaults: 100 ms horizon, 0.1 reserved for lower priorities, every weight 1 */
     public static FairnessSettings defaults() {
         return new FairnessSettings(DEFAULT_HORIZON, DEFAULT_LOW_PRIORITY_SHARE, Map.of());
     }

@@ -1,0 +1,380 @@
+package dev.layover.bench;
+
+import dev.layover.core.EnqueueOptions;
+import dev.layover.core.JobType;
+import dev.layover.core.Layover;
+import dev.layover.core.outcome.Outcome;
+import dev.layover.core.provider.state.BucketSettings;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import javax.sql.DataSource;
+
+/**
+ * Fair share (issue 19): one provider key limited to R permits a second, shared by tenants. Three
+ * tenants enqueue 20,000, 1,000 and 50 jobs at the same moment (one statement, the biggest
+ * first: what first come, first served serves worst) and a fourth arrives {@code lateAfter} later
+ * with 20 jobs. Two Layover instances in this JVM (8 threads each) run the jobs; a job's "call"
+ * takes {@code callMs}. Arms: fair share with equal weights; the same with fairness off (first
+ * come, first served: today's behaviour, the jobs have no fairness key); weights 3:1:1 for the
+ * first three tenants; and a priority run (the second tenant's jobs interactive, priority 5).
+ *
+ * <p>Per tenant: its share of the permits while it was active (from its enqueue to its last
+ * start within the window) against its share over its own active time in the ideal weighted fair
+ * schedule of the same permits (a simulation: the bucket's capacity at the start, then one permit
+ * every 1 / R, each to the active tenant with the least permits per weight, the same arrivals); p50 / p95 wait from enqueue to start against
+ * the ideal's; jobs that had not started when the window ended count as waiting the whole window
+ * (a lower bound, marked {@code >}). Goodput: starts in the window over R x window. Jain's index
+ * over the tenants: of measured share / ideal share.
+ */
+public final class FairnessBench {
+
+    private static final String KEY = "openai:fair-bench";
+
+    /**
+     * @param rate R, permits a second
+     * @param sizes the first three tenants' jobs
+     * @param lateJobs the fourth tenant's jobs
+     * @param lateAfter when it arrives
+     * @param window how long each arm runs
+     * @param callMs how long a job's call takes
+     * @param threads worker threads per instance (two instances)
+     * @param poll the workers' poll interval
+     */
+    public record Settings(int rate, int[] sizes, int lateJobs, Duration lateAfter, Duration window, int callMs,
+            int threads, Duration poll) {
+
+        /** @return R = 50/s, 20,000 / 1,000 / 50 jobs, 20 more after 30 s, 50 s per arm */
+        public static Settings full(Duration poll) {
+            return new Settings(50, new int[] {20_000, 1_000, 50}, 20, Duration.ofSeconds(30), Duration.ofSeconds(50), 20, 8,
+                    poll);
+        }
+
+        /** @return a smoke test */
+        public static Settings quick(Duration poll) {
+            return new Settings(50, new int[] {400, 60, 10}, 5, Duration.ofSeconds(2), Duration.ofSeconds(4), 5, 4, poll);
+        }
+    }
+
+    /** One tenant of one arm. */
+    public record Tenant(String name, double weight, int jobs, int started, double share, double idealShare, double p50,
+            double p95, double idealP50, double idealP95, boolean allStarted) {}
+
+    /** One arm. */
+    public record Arm(String label, List<Tenant> tenants, double goodput, double jain, long fairRounds) {}
+
+    /** A job: its tenant and number. */
+    public record Work(String tenant, int n) {}
+
+    private FairnessBench() {}
+
+    /**
+     * Runs the four arms.
+     *
+     * @param ds the database (Layover's schema migrated)
+     * @param s the settings
+     * @return fair, first come first served, weighted, priority
+     */
+    public static List<Arm> measure(DataSource ds, Settings s) throws Exception {
+        List<Arm> out = new ArrayList<>();
+        out.add(arm(ds, s, "fair share, equal weights", true, new double[] {1, 1, 1, 1}, -1));
+        out.add(arm(ds, s, "fairness off (first come, first served)", false, new double[] {1, 1, 1, 1}, -1));
+        out.add(arm(ds, s, "fair share, weights 3:1:1 (late tenant 1)", true, new double[] {3, 1, 1, 1}, -1));
+        out.add(arm(ds, s, "fair share, tenant b interactive (priority 5)", true, new double[] {1, 1, 1, 1}, 1));
+        return out;
+    }
+
+    private static Arm arm(DataSource ds, Settings s, String label, boolean fair, double[] weights, int interactive)
+            throws Exception {
+        clean(ds);
+        String[] names = {"a", "b", "c", "d"};
+        ConcurrentLinkedQueue<long[]> starts = new ConcurrentLinkedQueue<>(); // tenant index, nanoTime
+        String typeName = "fair-bench-" + (fair ? "fair" : "fifo");
+        JobType.Builder<Work> b = JobType.builder(typeName, Work.class).providerKey(KEY)
+                .handler((w, ctx) -> {
+                    starts.add(new long[] {w.tenant().charAt(0) - 'a', System.nanoTime()});
+                    Thread.sleep(s.callMs()); // the provider call
+                    return Outcome.done();
+                });
+        if (fair) {
+            b.fairnessKey(w -> "tenant:" + w.tenant());
+        }
+        JobType<Work> type = b.build();
+        List<Layover> instances = new ArrayList<>();
+        try {
+            for (String name : new String[] {"fair-a", "fair-b"}) {
+                Layover.Builder lb = Layover.builder(ds).workerName(name).register(type).threads(s.threads())
+                        .pollInterval(s.poll()).history(false).migrate(false).shutdownMaxWait(Duration.ofSeconds(2))
+                        .bucket(KEY, BucketSettings.requestsPerSecond(s.rate()));
+                for (int i = 0; i < 3; i++) {
+                    if (weights[i] != 1) {
+                        lb.fairnessWeight("tenant:" + names[i], weights[i]);
+                    }
+                }
+                instances.add(lb.start());
+            }
+            List<Work> first = new ArrayList<>();
+            for (int i = 0; i < 3; i++) {
+                for (int n = 0; n < s.sizes()[i]; n++) {
+                    first.add(new Work(names[i], n));
+                }
+            }
+            long t0 = System.nanoTime();
+            instances.get(0).enqueueBatch(type, first,
+                    w -> EnqueueOptions.now().withPriority(w.tenant().charAt(0) - 'a' == interactive ? 5 : 0));
+            long enqueued0 = System.nanoTime();
+            long lateAt = t0 + s.lateAfter().toNanos();
+            while (System.nanoTime() < lateAt) { // a benchmark's arrival schedule, not a test wait
+                Thread.sleep(20);
+            }
+            List<Work> late = new ArrayList<>();
+            for (int n = 0; n < s.lateJobs(); n++) {
+                late.add(new Work("d", n));
+            }
+            long lateEnqueued = System.nanoTime();
+            instances.get(1).enqueueBatch(type, late);
+            long end = t0 + s.window().toNanos();
+            while (System.nanoTime() < end) {
+                Thread.sleep(50);
+            }
+            long rounds = fairRounds(ds);
+            long[] arrivals = {enqueued0, enqueued0, enqueued0, lateEnqueued};
+            int[] jobs = {s.sizes()[0], s.sizes()[1], s.sizes()[2], s.lateJobs()};
+            return summarize(label, starts, arrivals, jobs, weights, t0, end, s, rounds);
+        } finally {
+            instances.forEach(Layover::stop);
+        }
+    }
+
+    private static Arm summarize(String label, ConcurrentLinkedQueue<long[]> starts, long[] arrivals, int[] jobs,
+            double[] weights, long t0, long end, Settings s, long rounds) {
+        List<long[]> all = new ArrayList<>(starts);
+        all.removeIf(x -> x[1] > end);
+        double endS = (end - t0) / 1e9;
+        double[][] measured = new double[4][];
+        for (int i = 0; i < 4; i++) {
+            final int ti = i;
+            double[] at = all.stream().filter(v -> v[0] == ti).mapToDouble(v -> (v[1] - t0) / 1e9).sorted().toArray();
+            measured[i] = Arrays.copyOf(at, jobs[i]);
+            Arrays.fill(measured[i], at.length, jobs[i], Double.NaN);
+        }
+        double[][] ideal = idealStarts(arrivals, jobs, weights, t0, end, s.rate());
+        String[] names = {"a", "b", "c", "d"};
+        List<Tenant> tenants = new ArrayList<>();
+        double[] x = new double[4];
+        for (int i = 0; i < 4; i++) {
+            double arrival = (arrivals[i] - t0) / 1e9;
+            int started = (int) Arrays.stream(measured[i]).filter(v -> !Double.isNaN(v)).count();
+            double share = share(measured, i, arrival, endS);
+            double idealShare = share(ideal, i, arrival, endS);
+            double[] w = waits(measured[i], arrival, endS);
+            double[] iw = waits(ideal[i], arrival, endS);
+            tenants.add(new Tenant(names[i], weights[i], jobs[i], started, share, idealShare, pct(w, 0.5), pct(w, 0.95),
+                    pct(iw, 0.5), pct(iw, 0.95), started == jobs[i]));
+            x[i] = idealShare == 0 ? 0 : share / idealShare;
+        }
+        double sum = Arrays.stream(x).sum();
+        double sq = Arrays.stream(x).map(v -> v * v).sum();
+        double jain = sq == 0 ? 0 : sum * sum / (4 * sq);
+        double goodput = all.size() / endS / s.rate();
+        return new Arm(label, tenants, goodput, jain, rounds);
+    }
+
+    /**
+     * The ideal weighted fair schedule of the permits the key's bucket has: its capacity (one
+     * second of R) at t0, then one every 1 / R; each to the tenant that has arrived, has jobs left
+     * and the fewest permits per weight (a tenant arriving starts at the clock: no credit for the
+     * time before). Returns each tenant's start times in seconds from t0, NaN for a job the window
+     * did not serve.
+     */
+    static double[][] idealStarts(long[] arrivals, int[] jobs, double[] weights, long t0, long end, int rate) {
+        int n = arrivals.length;
+        int[] served = new int[n];
+        double[][] out = new double[n][];
+        for (int i = 0; i < n; i++) {
+            out[i] = new double[jobs[i]];
+            Arrays.fill(out[i], Double.NaN);
+        }
+        double[] vt = new double[n];
+        double clock = 0;
+        boolean[] joined = new boolean[n];
+        int capacity = rate; // BucketSettings' default burst: one second of the rate
+        for (long k = 0;; k++) {
+            long at = t0 + (k < capacity ? 0 : (long) ((k - capacity + 1) * 1e9 / rate));
+            if (at > end) {
+                break;
+            }
+            int best = -1;
+            for (int i = 0; i < n; i++) {
+                if (arrivals[i] <= at && served[i] < jobs[i]) {
+                    if (!joined[i]) {
+                        joined[i] = true;
+                        vt[i] = Math.max(vt[i], clock);
+                    }
+                    if (best < 0 || vt[i] < vt[best]) {
+                        best = i;
+                    }
+                }
+            }
+            if (best < 0) {
+                continue;
+            }
+            out[best][served[best]++] = (at - t0) / 1e9;
+            clock = vt[best];
+            vt[best] += 1 / weights[best];
+        }
+        return out;
+    }
+
+    /** Waits (s) from start times (s from t0); a job never started waits until the window's end. */
+    private static double[] waits(double[] startsFromT0, double arrivalFromT0, double endFromT0) {
+        double[] w = new double[startsFromT0.length];
+        for (int k = 0; k < w.length; k++) {
+            w[k] = (Double.isNaN(startsFromT0[k]) ? endFromT0 : startsFromT0[k]) - arrivalFromT0;
+        }
+        return w;
+    }
+
+    /**
+     * A tenant's share of all permits from its arrival to its last start (the window's end when
+     * it had jobs left), in a schedule of start times (s from t0, NaN: not started).
+     */
+    static double share(double[][] starts, int i, double arrivalFromT0, double endFromT0) {
+        double last = arrivalFromT0;
+        int mine = 0;
+        boolean done = true;
+        for (double at : starts[i]) {
+            if (Double.isNaN(at)) {
+                done = false;
+            } else {
+                mine++;
+                last = Math.max(last, at);
+            }
+        }
+        double until = done ? last : endFromT0;
+        int total = 0;
+        for (double[] tenant : starts) {
+            for (double at : tenant) {
+                if (!Double.isNaN(at) && at >= arrivalFromT0 - 1e-9 && at <= until + 1e-9) {
+                    total++;
+                }
+            }
+        }
+        return total == 0 ? 0 : (double) mine / total;
+    }
+
+    static double pct(double[] v, double q) {
+        double[] c = v.clone();
+        Arrays.sort(c);
+        return c.length == 0 ? Double.NaN : c[Math.min(c.length - 1, (int) Math.ceil(c.length * q) - 1)];
+    }
+
+    /**
+     * The cost of a round with many fairness keys: 20,000 waiting jobs spread over {@code flows}
+     * fairness keys, tagged, then {@code rounds} rounds each half a second later on the
+     * database's view (p_now moves, no sleeping), each booking the next horizon's permits at R =
+     * 50/s; database time per round and per booked job.
+     *
+     * @return {flows, ms per round (median), µs per booked job (median), rounds}
+     */
+    static double[] scale(DataSource ds, int flows, int rounds) throws Exception {
+        clean(ds);
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
+            st.execute("insert into layover.buckets (provider_key, requests_per_minute, burst_ms) values ('" + KEY
+                    + "', 3000, 1000)");
+            st.execute("insert into layover.scheduled_tasks (task_name, task_instance, execution_time, picked, version, "
+                    + "priority, provider_key, fairness_key) select 'fair-bench-scale', 'j' || i, now() - interval '1 s', "
+                    + "false, 1, 0, '" + KEY + "', 'tenant:' || (i % " + flows + ") from generate_series(1, 20000) i");
+            st.execute("analyze layover.scheduled_tasks");
+            // tag everything (two rounds of at most 10,000 each)
+            st.execute("select layover.fair_round('" + KEY + "', now(), 50, 50, 0.5, 0.1, 10000, null, null, null, 2)");
+            st.execute("select layover.fair_round('" + KEY + "', now(), 50, 50, 0.5, 0.1, 10000, null, null, null, 2)");
+            double[] ms = new double[rounds];
+            double[] perJob = new double[rounds];
+            for (int i = 0; i < rounds; i++) {
+                long t = System.nanoTime();
+                try (ResultSet rs = st.executeQuery("select booked from layover.fair_round('" + KEY + "', now() + interval '"
+                        + (i + 1) * 500 + " milliseconds', 50, 50, 0.5, 0.1, 10000, null, null, null, 2)")) {
+                    rs.next();
+                    double took = (System.nanoTime() - t) / 1e6;
+                    ms[i] = took;
+                    perJob[i] = took * 1000 / Math.max(1, rs.getInt(1));
+                }
+            }
+            st.execute("delete from layover.scheduled_tasks where task_name = 'fair-bench-scale'");
+            return new double[] {flows, pct(ms, 0.5), pct(perJob, 0.5), rounds};
+        }
+    }
+
+    private static long fairRounds(DataSource ds) throws Exception {
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement();
+                ResultSet rs = st.executeQuery("select coalesce(sum(rounds), 0) from layover.fair_lines")) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
+    private static void clean(DataSource ds) throws Exception {
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
+            st.execute("select layover.forget_provider_keys(array['" + KEY + "'])");
+            st.execute("delete from layover.scheduled_tasks where task_name like 'fair-bench-%'");
+            st.execute("delete from layover.fair_lines");
+            st.execute("delete from layover.fair_flows");
+            st.execute("delete from layover.fairness_weights");
+        }
+    }
+
+    /** Markdown for the scale comparison. */
+    static void printScale(java.io.PrintStream out, double[] few, double[] many) {
+        out.println("#### A round's database time with 20,000 waiting jobs over 10 and over 10,000 fairness keys (R = 50/s, 0.5 s horizon: 25 permits a round)");
+        out.println();
+        out.println("| fairness keys | ms per round (median) | µs per booked job (median) | rounds |");
+        out.println("|---|---|---|---|");
+        for (double[] r : new double[][] {few, many}) {
+            out.printf(java.util.Locale.ROOT, "| %,d | %.2f | %.0f | %.0f |%n", (long) r[0], r[1], r[2], r[3]);
+        }
+        out.printf(java.util.Locale.ROOT, "%n**ratio, 10,000 keys / 10 keys: %.2f× per booked job**%n%n", many[2] / few[2]);
+    }
+
+    /** Markdown for one run. */
+    static void print(java.io.PrintStream out, List<Arm> arms, Settings s) {
+        out.printf(java.util.Locale.ROOT, "### Fair share: R = %d/s, tenants a, b, c enqueue %,d / %,d / %,d jobs together, d %d jobs %d s later, %d s per arm, 2 instances x %d threads%n%n",
+                s.rate(), s.sizes()[0], s.sizes()[1], s.sizes()[2], s.lateJobs(), s.lateAfter().toSeconds(),
+                s.window().toSeconds(), s.threads());
+        for (Arm a : arms) {
+            out.printf(java.util.Locale.ROOT, "#### %s: goodput %.3f R, Jain's index %.3f, fair rounds %,d%n%n", a.label(),
+                    a.goodput(), a.jain(), a.fairRounds());
+            out.println("| tenant | weight | jobs | started | share while active | ideal share | ratio | wait p50 / p95 (s) | ideal p50 / p95 (s) | p95 / ideal |");
+            out.println("|---|---|---|---|---|---|---|---|---|---|");
+            for (Tenant t : a.tenants()) {
+                String gt = t.allStarted() ? "" : ">";
+                out.printf(java.util.Locale.ROOT, "| %s | %.0f | %,d | %,d | %.3f | %.3f | %.2f | %s%.2f / %s%.2f | %.2f / %.2f | %s%.2f× |%n",
+                        t.name(), t.weight(), t.jobs(), t.started(), t.share(), t.idealShare(),
+                        t.idealShare() == 0 ? 0 : t.share() / t.idealShare(), gt, t.p50(), gt, t.p95(), t.idealP50(),
+                        t.idealP95(), gt, t.p95() / Math.max(1e-9, t.idealP95()));
+            }
+            out.println();
+        }
+    }
+
+    /** @return per arm label: the figures the goals of issue 19 read */
+    static Map<String, Arm> byLabel(List<Arm> arms) {
+        Map<String, Arm> m = new LinkedHashMap<>();
+        arms.forEach(a -> m.put(a.label(), a));
+        return m;
+    }
+
+    static Map<String, Tenant> tenants(Arm a) {
+        Map<String, Tenant> m = new HashMap<>();
+        a.tenants().forEach(t -> m.put(t.name(), t));
+        return m;
+    }
+}
