@@ -1129,13 +1129,13 @@
         table(['Job', 'Type', 'State', 'Run at', 'Why'], jobs, { id: 'key-jobs' },
           emptyState('No job of this key is in the queue.', 'Jobs show here while they wait for this key: new, rescheduled by its cooldown, bucket or breaker, or retrying.')),
         k.jobs.total > jobs.length ? el('p', null, link('#/jobs?providerKey=' + encodeURIComponent(key), 'All ' + num(k.jobs.total) + ' on the jobs page →')) : null),
+      fairShareSection(key, fair, ro),
       el('section', { class: 'card' }, el('h2', null, 'Recent dead letters'),
         el('div', { class: 'facets' }, el('strong', null, num(k.deadLetters.total) + ' in all'),
           k.deadLetters.byState.map(x => el('span', { class: 'chip' }, stateBadge(x.value), ' ' + num(x.count)))),
         table(['Id', 'Job type', 'Failure type', 'State', 'Error', 'Parked'], dls, { id: 'key-dead-letters' },
           'None: jobs of this key that fail for good would be listed here.'),
         k.deadLetters.total ? el('p', null, link('#/dead-letters?providerKey=' + encodeURIComponent(key), 'All on the dead letters page →')) : null),
-      fairShareSection(key, fair, ro),
       poolSec);
   }
 
@@ -1175,7 +1175,7 @@
       const weight = el('input', { id: 'fair-weight', type: 'number', min: '0.000001', max: '1000000', step: 'any', placeholder: 'e.g. 2', required: true });
       const reason = el('input', { id: 'fair-reason', maxlength: '500', placeholder: 'why (goes to the audit log)' });
       const err = el('div', { class: 'field-error', id: 'fair-error' });
-      form = el('form', { class: 'inline-form', id: 'fair-form' },
+      form = el('form', { class: 'inline-form', id: 'fair-form', novalidate: true },
         el('label', null, 'Fairness key or pattern ', pattern),
         el('datalist', { id: 'fair-keys' }, f.items.map(r => el('option', { value: r.fairnessKey }))),
         el('label', null, 'Weight ', weight),
@@ -1188,7 +1188,7 @@
         if (reason.value.trim()) body.reason = reason.value.trim();
         try {
           const res = await api('POST', '/fairness/weights', body);
-          flash('Weight of ' + res.pattern + ' set to ' + weightText(res.after) + (res.before === null ? ' (was 1, the default).' : ' (was ' + weightText(res.before) + ').'), 'ok');
+          flash('Weight of ' + res.pattern + ' set to ' + weightText(res.after) + (res.before === null ? ' (it had no weight of its own).' : ' (was ' + weightText(res.before) + ').'), 'ok');
           pattern.blur(); weight.blur(); reason.blur();
           render();
         } catch (x) {
@@ -1201,7 +1201,7 @@
         el('span', { class: 'chip' }, 'waiting ' + num(f.waiting)), el('span', { class: 'chip' }, 'booked ' + num(f.booked)),
         el('span', { class: 'chip' }, 'running ' + num(f.running)),
         f.fairQueue && f.fairQueue.lastRoundAt ? el('span', { class: 'muted' }, ' · last round ', timeCell(f.fairQueue.lastRoundAt)) : null),
-      el('p', { class: 'muted small' }, 'The key\'s permits go to its fairness keys with waiting jobs in proportion to their weights (share: while all of them wait). A new weight applies to jobs queued from then on; see docs/fairness.md.'),
+      el('p', { class: 'muted small' }, 'The key\'s permits go to its fairness keys with waiting jobs in proportion to their weights (share: while all of them wait). A new weight applies to jobs queued from then on. The same rows: the view layover.fairness.'),
       table(['Fairness key', 'Waiting', 'Booked', 'Running', 'Weight', 'Share', 'Last booked'], rows, { id: 'fair-keys-table' },
         'No job of this key with a fairness key is waiting now.'),
       f.more ? el('p', { class: 'small muted', id: 'fair-more' }, 'The ' + num(f.items.length) + ' with the most waiting of ' + num(f.flows) + '.') : null,
