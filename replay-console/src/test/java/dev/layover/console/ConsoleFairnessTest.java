@@ -239,17 +239,26 @@ class ConsoleFairnessTest {
     }
 
     @Test
-    void aWeightIsNotSetWithoutTheCsrfTokenHeaderOrInReadOnlyMode(TestDatabase db) {
-        // a cookie session without the header token, as a cross-site form would send it: refused like force_open
+    void aWeightIsNotSetWithoutATokenFromAnotherOriginOrInReadOnlyMode(TestDatabase db) {
         ApiClient.Resp noToken = api.send(api.request("/api/fairness/weights")
                 .header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(weightBody("tenant:a", 2, null))));
-        assertTrue(noToken.status() == 401 || noToken.status() == 403, noToken.body());
+        assertEquals(401, noToken.status(), noToken.body());
+        for (String path : List.of("/api/fairness/weights", "/api/fairness/weights/revert")) {
+            // refused as force_open is: the same POST handling (cross-origin, token, read-only)
+            ApiClient.Resp crossOrigin = api.send(api.authorized(path).header("Origin", "http://evil.example")
+                    .header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString(weightBody("tenant:a", 2, null))));
+            assertEquals(403, crossOrigin.status(), crossOrigin.body());
+            assertTrue(crossOrigin.error().contains("cross-origin"), crossOrigin.error());
+        }
+        assertEquals(405, api.get("/api/fairness/weights").status());
         console.close();
         console = ReplayConsole.start(db.dataSource(), Fixtures.options().withReadOnly(true));
         api = new ApiClient(console);
         ApiClient.Resp ro = api.post("/api/fairness/weights", weightBody("tenant:a", 2, null));
         assertEquals(403, ro.status(), ro.body());
+        assertTrue(ro.error().contains("read-only"), ro.error());
         assertEquals(403, api.post("/api/fairness/weights/revert", "{\"pattern\": \"tenant:a\"}").status());
         assertEquals(200, api.get("/api/fairness?providerKey=k").status(), "reading is allowed");
         assertEquals(0, db.count("select count(*) from layover.fairness_weights"));
