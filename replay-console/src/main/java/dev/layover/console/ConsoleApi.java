@@ -103,6 +103,9 @@ final class ConsoleApi {
         s.get("/history", this::history);
         s.get("/job-runs/{jobType}/{id}", this::jobRuns);
         s.get("/provider-keys/{providerKey}", this::providerKey);
+        s.get("/fairness", this::fairness);
+        s.post("/fairness/weights", "setting a fairness weight", this::setFairnessWeight);
+        s.post("/fairness/weights/revert", "reverting a fairness weight", this::revertFairnessWeight);
         s.get("/time-series", r -> timeSeries(r).toJson(r.param("providerKey"), r.param("jobType")));
         s.getSvg("/time-series/{chart}.svg", r -> SvgChart.draw(timeSeries(r), SvgChart.Kind.of(r.path(0))));
     }
@@ -943,6 +946,138 @@ final class ConsoleApi {
             p.set("members", members);
         }
         return out;
+    }
+
+    // ---------------------------------------------------------------- fair share (issue 19)
+
+    /** The most weight rows {@code GET /api/fairness} lists ({@code weightsMore}: there are more). */
+    static final int MAX_WEIGHT_ROWS = 200;
+    /** The most a fairness weight may be (V20's {@code fairness_weights_weight_check}). */
+    static final double MAX_FAIRNESS_WEIGHT = 1_000_000;
+
+    /**
+     * A provider key's fair share: its fairness keys from {@code layover.fairness}, most waiting
+     * first, at most {@code limit} (1-500, default 50; {@code more}: the key has more, the totals
+     * count them all), its fair queue line ({@code null}: the key never had one), and the weights
+     * of fairness keys and patterns (all keys', operators' first, at most {@link #MAX_WEIGHT_ROWS}).
+     */
+    private JsonNode fairness(ConsoleRequest r) {
+        String key = r.param("providerKey");
+        if (key == null || key.isBlank() || key.length() > 200) {
+            throw ApiException.badRequest("providerKey must be 1-200 characters", "providerKey");
+        }
+        int limit = r.intParam("limit", 50, 1, 500);
+        ObjectNode out = F.objectNode();
+        out.put("at", sql.dbNow());
+        out.put("providerKey", key);
+        ArrayNode rows = sql.fairness(key, limit + 1);
+        JsonNode first = rows.isEmpty() ? null : rows.get(0);
+        out.put("flows", first == null ? 0 : first.path("flows").asLong());
+        for (String t : List.of("waiting", "booked", "untagged", "running")) {
+            String col = "total" + Character.toUpperCase(t.charAt(0)) + t.substring(1);
+            out.put(t, first == null ? 0 : first.path(col).asLong());
+        }
+        out.set("fairQueue", sql.fairLine(key));
+        out.put("limit", limit);
+        out.put("more", rows.size() > limit);
+        ArrayNode items = out.putArray("items");
+        for (int i = 0; i < rows.size() && i < limit; i++) {
+            ObjectNode o = (ObjectNode) rows.get(i);
+            for (String col : List.of("flows", "totalWaiting", "totalBooked", "totalUntagged", "totalRunning")) {
+                o.remove(col);
+            }
+            items.add(o);
+        }
+        ArrayNode weights = sql.fairnessWeights(MAX_WEIGHT_ROWS + 1);
+        out.put("weightsMore", weights.size() > MAX_WEIGHT_ROWS);
+        ArrayNode w = out.putArray("weights");
+        for (int i = 0; i < weights.size() && i < MAX_WEIGHT_ROWS; i++) {
+            ObjectNode o = (ObjectNode) weights.get(i);
+            maskField(o, "reason");
+            w.add(o);
+        }
+        return out;
+    }
+
+    /** The body's {@code pattern}: a fairness key or a pattern with {@code *}, 1-200 characters. */
+    private static String fairnessPattern(ConsoleRequest r) {
+        JsonNode v = r.body().get("pattern");
+        if (v != null && !v.isNull() && !v.isTextual()) {
+            throw ApiException.badRequest("pattern must be a string: a fairness key or a pattern with *", "pattern");
+        }
+        String pattern = v == null || v.isNull() ? "" : v.asText();
+        if (pattern.isBlank()) {
+            throw ApiException.badRequest("pattern is required: a fairness key (e.g. tenant:42) or a pattern with * "
+                    + "(e.g. tenant:premium-*)", "pattern");
+        }
+        if (pattern.length() > 200) {
+            throw ApiException.badRequest("pattern must be at most 200 characters, was " + pattern.length(), "pattern");
+        }
+        return InputText.check(pattern, "pattern");
+    }
+
+    private JsonNode setFairnessWeight(ConsoleRequest r) {
+        String pattern = fairnessPattern(r);
+        JsonNode w = r.body().get("weight");
+        if (w == null || w.isNull()) {
+            throw ApiException.badRequest("weight is required: a number above 0, at most 1,000,000", "weight");
+        }
+        if (!w.isNumber() || !Double.isFinite(w.asDouble())) {
+            throw ApiException.badRequest("weight must be a number above 0, at most 1,000,000, was "
+                    + (w.isNumber() ? w.toString() : "a " + w.getNodeType().toString().toLowerCase(java.util.Locale.ROOT)),
+                    "weight");
+        }
+        double weight = w.asDouble();
+        if (!(weight > 0) || weight > MAX_FAIRNESS_WEIGHT) {
+            throw ApiException.badRequest("weight must be above 0 and at most 1,000,000, was " + w, "weight");
+        }
+        String reason = r.bodyText("reason", 500);
+        String operator = r.operator();
+        String why = "by " + operator + (reason == null ? "" : ": " + reason);
+        Double before = store.providerStates().setFairnessWeight(pattern, weight, why);
+        ObjectNode details = F.objectNode();
+        putWeight(details, "before", before);
+        details.put("after", weight);
+        long auditId = store.auditLog().record(operator, "set_fairness_weight", "fairness:" + pattern, 1, reason,
+                details.toString());
+        ObjectNode out = F.objectNode();
+        out.put("pattern", pattern);
+        out.put("action", "set_fairness_weight");
+        putWeight(out, "before", before);
+        out.put("after", weight);
+        out.put("auditId", auditId);
+        return out;
+    }
+
+    private JsonNode revertFairnessWeight(ConsoleRequest r) {
+        String pattern = fairnessPattern(r);
+        String reason = r.bodyText("reason", 500);
+        String operator = r.operator();
+        Double removed = store.providerStates().revertFairnessWeight(pattern);
+        if (removed == null) {
+            throw ApiException.notFound("pattern '" + pattern + "' has no weight set by an operator (nothing to revert)");
+        }
+        double now = sql.weightInForce(pattern);
+        ObjectNode details = F.objectNode();
+        details.put("removed", removed);
+        details.put("now", now);
+        long auditId = store.auditLog().record(operator, "revert_fairness_weight", "fairness:" + pattern, 1, reason,
+                details.toString());
+        ObjectNode out = F.objectNode();
+        out.put("pattern", pattern);
+        out.put("action", "revert_fairness_weight");
+        out.put("removed", removed);
+        out.put("now", now);
+        out.put("auditId", auditId);
+        return out;
+    }
+
+    private static void putWeight(ObjectNode o, String name, Double w) {
+        if (w == null) {
+            o.putNull(name);
+        } else {
+            o.put(name, w);
+        }
     }
 
     // ---------------------------------------------------------------- cancel, pause, resume

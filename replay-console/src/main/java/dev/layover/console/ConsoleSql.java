@@ -23,7 +23,7 @@ import javax.sql.DataSource;
 /**
  * Every SQL statement of the console, in one place. The dead-letter store's own statements live
  * in {@code layover-dlq}; these read jobs, finished jobs ({@code layover.job_history}) and provider
- * state for the overview, the jobs, history, job, provider key and breakers pages. Filters are assembled from the fixed fragments below; every value is a bound
+ * state for the overview, the jobs, history, job, provider key (with its fair share) and breakers pages. Filters are assembled from the fixed fragments below; every value is a bound
  * parameter, never part of the SQL text. Every statement is a single autocommitted read.
  */
 final class ConsoleSql {
@@ -347,6 +347,50 @@ final class ConsoleSql {
             ORDER BY pk.provider_key
             LIMIT 200""".formatted(BREAKER_EFFECTIVE);
 
+    /**
+     * A provider key's fairness keys ({@code layover.fairness}, V20), most waiting first, at most
+     * {@code ?} rows, each with the key's totals over all of its fairness keys ({@code flows},
+     * {@code total_*}: the window runs before the limit). The view's predicate on
+     * {@code provider_key} is pushed into its aggregate (it is the window's partition), so one key
+     * is read from {@code scheduled_tasks} and only its rows are weighed. Parameters: key, limit.
+     */
+    static final String FAIRNESS = """
+            SELECT f.fairness_key, f.waiting, f.booked, f.untagged, f.running, f.weight, f.share, f.lag, f.tagged,
+                   f.booked_total, f.last_booked_at,
+                   count(*) OVER () AS flows, (sum(f.waiting) OVER ())::bigint AS total_waiting,
+                   (sum(f.booked) OVER ())::bigint AS total_booked, (sum(f.untagged) OVER ())::bigint AS total_untagged,
+                   (sum(f.running) OVER ())::bigint AS total_running
+            FROM layover.fairness f
+            WHERE f.provider_key = ?
+            ORDER BY f.waiting DESC, f.booked DESC, f.fairness_key
+            LIMIT ?""";
+
+    /** A provider key's fair queue line (V20's {@code layover.fair_lines}): its clock and rounds. */
+    static final String FAIR_LINE = """
+            SELECT l.vclock, l.v_per_job, l.rounds, l.booked, l.last_round_at
+            FROM layover.fair_lines l WHERE l.provider_key = ?""";
+
+    /**
+     * The weights of fairness keys and patterns ({@code layover.fairness_weights}): operators'
+     * first, then by pattern, at most {@code ?} rows. Weights are not per provider key: a pattern
+     * applies to every key's fairness keys it matches.
+     */
+    static final String FAIRNESS_WEIGHTS = """
+            SELECT w.pattern, w.weight, w.origin, w.configured_weight, w.configured_by, w.configured_at, w.reason
+            FROM layover.fairness_weights w
+            ORDER BY (w.origin = 'operator') DESC, w.pattern
+            LIMIT ?""";
+
+    /**
+     * The weight in force for a fairness key ({@code layover.fairness_weight}: the longest matching
+     * pattern's, operators' first; none: 1), or for a pattern with {@code *} its own row's weight
+     * (none: 1). Parameters: pattern, pattern, pattern.
+     */
+    static final String WEIGHT_IN_FORCE = """
+            SELECT CASE WHEN strpos(?::text, '*') > 0
+                        THEN coalesce((SELECT w.weight FROM layover.fairness_weights w WHERE w.pattern = ?), 1.0)
+                        ELSE layover.fairness_weight(?) END AS weight""";
+
     // ---------------------------------------------------------------- reads
 
     /** @return the database's clock: what every "until" on the pages is compared with */
@@ -585,6 +629,27 @@ final class ConsoleSql {
     ArrayNode poolMembers(String pool) {
         String like = pool.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "#%";
         return query("reading an API key pool", POOL_MEMBERS, like);
+    }
+
+    /** @return the key's fairness keys, most waiting first, at most {@code limit} */
+    ArrayNode fairness(String key, int limit) {
+        return query("reading a key's fairness keys", FAIRNESS, key, limit);
+    }
+
+    /** @return the key's fair queue line, or a null node when it never had a fair queue */
+    JsonNode fairLine(String key) {
+        return first(query("reading a key's fair queue", FAIR_LINE, key));
+    }
+
+    /** @return the weights of fairness keys and patterns, operators' first, at most {@code limit} */
+    ArrayNode fairnessWeights(int limit) {
+        return query("reading fairness weights", FAIRNESS_WEIGHTS, limit);
+    }
+
+    /** @return the weight in force for a fairness key or pattern (see {@link #WEIGHT_IN_FORCE}) */
+    double weightInForce(String pattern) {
+        return query("reading a fairness weight", WEIGHT_IN_FORCE, pattern, pattern, pattern).get(0).get("weight")
+                .asDouble();
     }
 
     private static com.fasterxml.jackson.databind.JsonNode first(ArrayNode rows) {

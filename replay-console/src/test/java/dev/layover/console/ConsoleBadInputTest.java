@@ -84,6 +84,7 @@ class ConsoleBadInputTest {
             {"/api/time-series?jobType=" + n, "jobType"},
             {"/api/time-series?resolution=" + n, "resolution"},
             {"/api/time-series/limits.svg?providerKey=" + n, "providerKey"},
+            {"/api/fairness?providerKey=" + n, "providerKey"},
         };
         for (String[] p : probes) {
             assertRefused(api.get(p[0]), p[1], p[0]);
@@ -156,11 +157,16 @@ class ConsoleBadInputTest {
             assertRefused(api.post("/api/jobs/work/x/cancel", "{\"reason\": \"" + bad + "\"}"), "reason", bad);
             assertRefused(api.post("/api/pauses/key/k/pause", "{\"reason\": \"" + bad + "\"}"), "reason", bad);
             assertRefused(api.post("/api/pauses/job-type/work/pause", "{\"reason\": \"" + bad + "\"}"), "reason", bad);
+            assertRefused(api.post("/api/fairness/weights", "{\"pattern\": \"" + bad + "\", \"weight\": 2}"), "pattern", bad);
+            assertRefused(api.post("/api/fairness/weights", "{\"pattern\": \"t\", \"weight\": 2, \"reason\": \"" + bad
+                    + "\"}"), "reason", bad);
+            assertRefused(api.post("/api/fairness/weights/revert", "{\"pattern\": \"" + bad + "\"}"), "pattern", bad);
         }
         assertEquals("parked", db.value("select state from layover.dead_letters where id = ?", id));
         assertEquals(0, db.count("select count(*) from layover.audit_log"));
         assertEquals(0, db.count("select count(*) from layover.jobs"));
         assertEquals(0, db.count("select count(*) from layover.breakers"));
         assertEquals(0, db.count("select count(*) from layover.pauses"));
+        assertEquals(0, db.count("select count(*) from layover.fairness_weights"));
     }
 }

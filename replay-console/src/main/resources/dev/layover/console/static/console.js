@@ -1047,7 +1047,8 @@
   // ------------------------------------------------------------------ one provider key
 
   async function pageProviderKey(id, key) {
-    const k = await api('GET', '/provider-keys/' + encodeURIComponent(key));
+    const [k, fair] = await Promise.all([api('GET', '/provider-keys/' + encodeURIComponent(key)),
+      api('GET', '/fairness?providerKey=' + encodeURIComponent(key))]);
     if (id !== S.renderId) return;
     const ro = S.session.readOnly;
     const b = k.breaker;
@@ -1128,6 +1129,7 @@
         table(['Job', 'Type', 'State', 'Run at', 'Why'], jobs, { id: 'key-jobs' },
           emptyState('No job of this key is in the queue.', 'Jobs show here while they wait for this key: new, rescheduled by its cooldown, bucket or breaker, or retrying.')),
         k.jobs.total > jobs.length ? el('p', null, link('#/jobs?providerKey=' + encodeURIComponent(key), 'All ' + num(k.jobs.total) + ' on the jobs page →')) : null),
+      fairShareSection(key, fair, ro),
       el('section', { class: 'card' }, el('h2', null, 'Recent dead letters'),
         el('div', { class: 'facets' }, el('strong', null, num(k.deadLetters.total) + ' in all'),
           k.deadLetters.byState.map(x => el('span', { class: 'chip' }, stateBadge(x.value), ' ' + num(x.count)))),
@@ -1135,6 +1137,95 @@
           'None: jobs of this key that fail for good would be listed here.'),
         k.deadLetters.total ? el('p', null, link('#/dead-letters?providerKey=' + encodeURIComponent(key), 'All on the dead letters page →')) : null),
       poolSec);
+  }
+
+  // ------------------------------------------------------------------ fair share (a provider key's fairness keys)
+
+  function pct(share) {
+    return (share === null || share === undefined) ? '–' : (share * 100).toFixed(share >= 0.1 ? 1 : 2) + ' %';
+  }
+
+  function weightText(w) {
+    return (w === null || w === undefined) ? '–' : Number(w).toLocaleString('en-US', { maximumFractionDigits: 6 });
+  }
+
+  // Shown when the key has fairness keys with jobs, or has had a fair queue (layover.fair_lines).
+  function fairShareSection(key, f, ro) {
+    if (!f || (!f.flows && !f.fairQueue)) return null;
+    const rows = f.items.map(r => el('tr', { 'data-fairness-key': r.fairnessKey },
+      el('td', null, el('code', null, r.fairnessKey)),
+      el('td', { class: 'num' }, num(r.waiting), r.untagged ? el('div', { class: 'small muted' }, '+' + num(r.untagged) + ' not queued yet') : null),
+      el('td', { class: 'num' }, num(r.booked)),
+      el('td', { class: 'num' }, num(r.running)),
+      el('td', { class: 'num fair-weight' }, weightText(r.weight)),
+      el('td', { class: 'num fair-share' }, pct(r.share)),
+      el('td', { class: 'nowrap' }, r.lastBookedAt ? timeCell(r.lastBookedAt) : '–')));
+    const weights = f.weights.map(w => el('tr', { 'data-pattern': w.pattern },
+      el('td', null, el('code', null, w.pattern)),
+      el('td', { class: 'num' }, weightText(w.weight)),
+      el('td', null, w.origin === 'operator' ? badge('operator', 'st-parked') : badge('config', 'st-scheduled'),
+        w.origin === 'operator' && w.configuredWeight != null ? el('div', { class: 'small muted' }, 'configured: ' + weightText(w.configuredWeight)) : null),
+      el('td', null, timeCell(w.configuredAt), el('div', { class: 'small muted' }, w.configuredBy || '')),
+      el('td', { class: 'error-cell' }, w.reason ? fold(w.reason, 'fw-' + w.pattern) : '–'),
+      el('td', { class: 'actions-cell' }, ro || w.origin !== 'operator' ? '–'
+        : el('button', { type: 'button', class: 'small-btn fair-revert', onclick: () => revertWeight(w.pattern, w.configuredWeight) }, 'Revert…'))));
+    let form = null;
+    if (!ro) {
+      const pattern = el('input', { id: 'fair-pattern', maxlength: '200', list: 'fair-keys', autocomplete: 'off', placeholder: 'tenant:42 or tenant:premium-*', required: true });
+      const weight = el('input', { id: 'fair-weight', type: 'number', min: '0.000001', max: '1000000', step: 'any', placeholder: 'e.g. 2', required: true });
+      const reason = el('input', { id: 'fair-reason', maxlength: '500', placeholder: 'why (goes to the audit log)' });
+      const err = el('div', { class: 'field-error', id: 'fair-error' });
+      form = el('form', { class: 'inline-form', id: 'fair-form', novalidate: true },
+        el('label', null, 'Fairness key or pattern ', pattern),
+        el('datalist', { id: 'fair-keys' }, f.items.map(r => el('option', { value: r.fairnessKey }))),
+        el('label', null, 'Weight ', weight),
+        el('label', null, 'Reason ', reason),
+        el('button', { type: 'submit', class: 'primary', id: 'fair-set' }, 'Set weight'), err);
+      form.addEventListener('submit', async e => {
+        e.preventDefault();
+        clear(err);
+        const body = { pattern: pattern.value.trim(), weight: weight.value === '' ? null : Number(weight.value) };
+        if (reason.value.trim()) body.reason = reason.value.trim();
+        try {
+          const res = await api('POST', '/fairness/weights', body);
+          flash('Weight of ' + res.pattern + ' set to ' + weightText(res.after) + (res.before === null ? ' (it had no weight of its own).' : ' (was ' + weightText(res.before) + ').'), 'ok');
+          pattern.blur(); weight.blur(); reason.blur();
+          render();
+        } catch (x) {
+          err.textContent = (x.status ? x.status + ': ' : '') + x.message;
+        }
+      });
+    }
+    return el('section', { class: 'card', id: 'key-fair-share' }, el('h2', null, 'Fair share'),
+      el('div', { class: 'facets' }, el('strong', null, num(f.flows) + ' fairness key' + (f.flows === 1 ? '' : 's')),
+        el('span', { class: 'chip' }, 'waiting ' + num(f.waiting)), el('span', { class: 'chip' }, 'booked ' + num(f.booked)),
+        el('span', { class: 'chip' }, 'running ' + num(f.running)),
+        f.fairQueue && f.fairQueue.lastRoundAt ? el('span', { class: 'muted' }, ' · last round ', timeCell(f.fairQueue.lastRoundAt)) : null),
+      el('p', { class: 'muted small' }, 'The key\'s permits go to its fairness keys with waiting jobs in proportion to their weights (share: while all of them wait). A new weight applies to jobs queued from then on. The same rows: the view layover.fairness.'),
+      table(['Fairness key', 'Waiting', 'Booked', 'Running', 'Weight', 'Share', 'Last booked'], rows, { id: 'fair-keys-table' },
+        'No job of this key with a fairness key is waiting now.'),
+      f.more ? el('p', { class: 'small muted', id: 'fair-more' }, 'The ' + num(f.items.length) + ' with the most waiting of ' + num(f.flows) + '.') : null,
+      el('h3', null, 'Weights'),
+      el('p', { class: 'muted small' }, 'Weights apply to every provider key\'s fairness keys they match; the longest matching pattern wins, an operator\'s before a configured one; none: 1.'),
+      table(['Pattern', 'Weight', 'Set by', 'Since', 'Reason', ''], weights, { id: 'fair-weights' },
+        'No weight set: every fairness key weighs 1. Configure them with Layover.Builder fairnessWeight(...), or set one below.'),
+      f.weightsMore ? el('p', { class: 'small muted' }, 'Only the first ' + num(f.weights.length) + ' weights are listed.') : null,
+      form);
+  }
+
+  function revertWeight(pattern, configured) {
+    const reason = el('input', { id: 'fair-revert-reason', maxlength: '500', placeholder: 'why (goes to the audit log)' });
+    modal('Revert the weight of ' + pattern + '?', [el('p', null, configured != null
+      ? 'The configured weight (' + weightText(configured) + ') applies again to jobs queued from now on.'
+      : 'No weight is configured for it: it weighs 1 again (or what a matching pattern says) for jobs queued from now on.'),
+    el('label', { class: 'block' }, 'Reason', reason)],
+    'Revert', async () => {
+      const body = { pattern: pattern };
+      if (reason.value.trim()) body.reason = reason.value.trim();
+      const res = await api('POST', '/fairness/weights/revert', body);
+      flash('Weight of ' + res.pattern + ' reverted: ' + weightText(res.now) + ' now (was ' + weightText(res.removed) + ').', 'ok');
+      render();
+    });
   }
 
   // ------------------------------------------------------------------ breakers
