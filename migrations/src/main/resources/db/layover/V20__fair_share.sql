@@ -60,9 +60,14 @@ CREATE INDEX scheduled_tasks_fair_new_idx ON layover.scheduled_tasks (provider_k
 
 -- ---------------------------------------------------------------------------
 -- One row per provider key with a fair queue: its virtual clock. Written by layover.fair_round only.
---   vclock         the tag of the last job given a permit
---   v_per_job      how far the clock moves per permit (exponentially weighted, 0.2): 1 / the weight
---                  of the active flows; estimates a waiting job's turn from its tag
+--   vclock         the highest tag given a permit
+--   class_clocks   per job priority ({"0": 12.5, "5": 40}): the highest tag of that priority given
+--                  a permit; a flow waking up starts at its priority's clock, so that serving one
+--                  priority does not put the flows of another behind (each priority is its own
+--                  fair queue; the booking takes the highest priority first)
+--   active_weight  the weights of the flows with waiting jobs (vfinish past the clock), recomputed
+--                  at most once a second (active_weight_at): the clock moves 1 / it per permit, so
+--                  a job tagged t waits about (t - clock) x active_weight permits
 --   low_credit     the permits owed to lower-priority jobs (the reserved share of every round's
 --                  permits, added up; a round books the whole ones; at most 1 carried when none wait)
 --   rounds, last_round_at, booked   what the rounds did
@@ -70,7 +75,9 @@ CREATE INDEX scheduled_tasks_fair_new_idx ON layover.scheduled_tasks (provider_k
 CREATE TABLE layover.fair_lines (
     provider_key  text PRIMARY KEY,
     vclock        float8      NOT NULL DEFAULT 0,
-    v_per_job     float8,
+    class_clocks  jsonb       NOT NULL DEFAULT '{}'::jsonb,
+    active_weight    float8,
+    active_weight_at timestamptz,
     low_credit    float8      NOT NULL DEFAULT 0,
     rounds        bigint      NOT NULL DEFAULT 0,
     booked        bigint      NOT NULL DEFAULT 0,
@@ -78,7 +85,8 @@ CREATE TABLE layover.fair_lines (
 );
 
 -- ---------------------------------------------------------------------------
--- One row per flow (provider key, fairness key) that has waited. Written by layover.fair_round only.
+-- One row per flow (provider key, fairness key, job priority) that has waited. Written by
+-- layover.fair_round only.
 --   vfinish        the tag of its last job tagged (its jobs wait up to there)
 --   weight         the weight its jobs were tagged with last
 --   tagged, booked how many of its jobs were tagged and given a permit by rounds
@@ -86,13 +94,19 @@ CREATE TABLE layover.fair_lines (
 CREATE TABLE layover.fair_flows (
     provider_key   text        NOT NULL,
     fairness_key   text        NOT NULL,
+    priority       smallint    NOT NULL DEFAULT 0,
     vfinish        float8      NOT NULL,
     weight         float8      NOT NULL,
     tagged         bigint      NOT NULL DEFAULT 0,
     booked         bigint      NOT NULL DEFAULT 0,
     last_booked_at timestamptz,
-    PRIMARY KEY (provider_key, fairness_key)
+    PRIMARY KEY (provider_key, fairness_key, priority)
 );
+
+-- A priority's clock in a line's class_clocks (0 before any of its jobs was given a permit).
+CREATE FUNCTION layover.fair_class_clock(p_clocks jsonb, p_priority smallint)
+    RETURNS float8 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT coalesce((p_clocks ->> coalesce(p_priority, 0)::text)::float8, 0) $$;
 
 -- ---------------------------------------------------------------------------
 -- Weights of fairness keys: a key, or a pattern with '*' for any text ('tenant:premium-*'); the
@@ -131,9 +145,11 @@ $$ SELECT coalesce((SELECT w.weight FROM layover.fairness_weights w
 --   1. A caller that holds a permit (permit_at, from an earlier round) spends it: carried.
 --   2. Tags the key's due, untagged jobs with a fairness key (at most p_max_jobs, oldest first,
 --      skipping rows other transactions hold), the caller among them: SFQ tags as above; each
---      moved (but the caller, whose row its worker writes) to the estimate of its turn
---      (horizon end + ((tag - clock) / v_per_job + the waiting jobs of higher priority) / rate;
---      an estimate too late costs nothing, the rounds book in order whatever the run times).
+--      moved (but the caller, whose row its worker writes) past the estimate of its turn: horizon
+--      end + max(2 s, twice ((tag - clock) x the active flows' weight + the waiting jobs of higher
+--      priority) / rate). Deliberately late: the rounds book in tag order whatever the run times,
+--      and a job due before its turn would only be picked to be told to wait again; the run time
+--      is the fallback that restarts the rounds when no worker pumps the key (after a restart).
 --   3. Books the bucket's permits from greatest(request_tat, now) up to now + p_horizon_s for the
 --      waiting tagged jobs (unpicked, holding no permit; the caller too), highest priority first,
 --      then by tag; of them, p_low_share of the slots (added up over rounds in low_credit) first
@@ -154,7 +170,8 @@ CREATE FUNCTION layover.fair_round(
 $$
 DECLARE
     v_clock     float8;
-    v_per_job   float8;
+    v_weight    float8;
+    v_weight_at timestamptz;
     v_start     timestamptz;
     v_hend      timestamptz := p_now + make_interval(secs => p_horizon_s);
     v_slots     int;
@@ -166,9 +183,10 @@ DECLARE
     v_my_slot   timestamptz;
     v_my_est    timestamptz;
     v_my_tag    float8;
-    v_first_per float8;
     v_credit    float8;
     v_low       int := 0;
+    v_clocks    jsonb;
+    v_my_prio   smallint;
 BEGIN
     IF p_task_id IS NOT NULL
        AND layover.spend_held_permit(p_task_name, p_task_id, p_version, p_now, p_grace_s) THEN
@@ -184,8 +202,15 @@ BEGIN
         RETURN;
     END IF;
     INSERT INTO layover.fair_lines AS l (provider_key) VALUES (p_key) ON CONFLICT (provider_key) DO NOTHING;
-    SELECT l.vclock, l.v_per_job, l.low_credit INTO v_clock, v_per_job, v_credit
+    SELECT l.vclock, l.class_clocks, l.active_weight, l.active_weight_at, l.low_credit
+    INTO v_clock, v_clocks, v_weight, v_weight_at, v_credit
     FROM layover.fair_lines l WHERE l.provider_key = p_key FOR UPDATE;
+    IF v_weight_at IS NULL OR v_weight_at < p_now - interval '1 second' THEN
+        SELECT coalesce(sum(f.weight), 0) INTO v_weight
+        FROM layover.fair_flows f
+        WHERE f.provider_key = p_key AND f.vfinish > layover.fair_class_clock(v_clocks, f.priority);
+        UPDATE layover.fair_lines l SET active_weight = v_weight, active_weight_at = p_now WHERE l.provider_key = p_key;
+    END IF;
 
     -- 2. tags, and the new jobs moved to the estimate of their turn (the caller's row its worker writes)
     WITH locked AS (
@@ -198,18 +223,20 @@ BEGIN
         LIMIT p_max_jobs
         FOR UPDATE OF t SKIP LOCKED
     ), flows AS (
-        SELECT k.fairness_key, greatest(coalesce(f.vfinish, v_clock), v_clock) AS start_v,
-               layover.fairness_weight(k.fairness_key) AS w
-        FROM (SELECT DISTINCT fairness_key FROM locked) k
-        LEFT JOIN layover.fair_flows f ON f.provider_key = p_key AND f.fairness_key = k.fairness_key
+        SELECT k.fairness_key, k.priority, greatest(coalesce(f.vfinish, k.cc), k.cc) AS start_v,
+               layover.fairness_weight(k.fairness_key) AS w, coalesce(f.vfinish, k.cc) <= k.cc AS idle
+        FROM (SELECT DISTINCT fairness_key, priority, layover.fair_class_clock(v_clocks, priority) AS cc FROM locked) k
+        LEFT JOIN layover.fair_flows f
+               ON f.provider_key = p_key AND f.fairness_key = k.fairness_key AND f.priority = k.priority
     ), tags AS (
         SELECT l.task_name, l.task_instance, l.fairness_key, l.picked, l.priority,
-               fl.start_v + row_number() OVER (PARTITION BY l.fairness_key ORDER BY l.execution_time, l.task_instance)
-                   / fl.w AS tag
-        FROM locked l JOIN flows fl ON fl.fairness_key = l.fairness_key
-    ), per AS ( -- the clock's move per permit; before any booking: 1 / the new flows' weight
-        SELECT coalesce(v_per_job, 1.0 / nullif((SELECT sum(w) FROM flows), 0)) AS v
-    ), ahead AS ( -- per priority of the new jobs: the waiting jobs of a higher one, booked before them
+               fl.start_v + row_number() OVER (PARTITION BY l.fairness_key, l.priority
+                                               ORDER BY l.execution_time, l.task_instance) / fl.w AS tag
+        FROM locked l JOIN flows fl ON fl.fairness_key = l.fairness_key AND fl.priority = l.priority
+    ), per AS MATERIALIZED ( -- permits per unit of the clock: the active flows' weight, the flows waking up now with it
+        SELECT greatest(1e-9, coalesce(v_weight, 0)
+                   + coalesce((SELECT sum(fl.w) FROM flows fl WHERE fl.idle), 0)) AS w
+    ), ahead AS MATERIALIZED ( -- per priority of the new jobs: the waiting jobs of a higher one, booked before them
         SELECT pr.priority,
                (SELECT count(*) FROM (SELECT 1 FROM layover.scheduled_tasks t
                                       WHERE t.provider_key = p_key AND t.fair_tag IS NOT NULL AND t.permit_at IS NULL
@@ -217,19 +244,20 @@ BEGIN
                + (SELECT count(*) FROM locked l WHERE l.priority > pr.priority) AS n
         FROM (SELECT DISTINCT priority FROM locked) pr
     ), flow_rows AS (
-        INSERT INTO layover.fair_flows AS f (provider_key, fairness_key, vfinish, weight, tagged)
-        SELECT p_key, g.fairness_key, g.vfinish, fl.w, g.n
-        FROM (SELECT fairness_key, max(tag) AS vfinish, count(*) AS n FROM tags GROUP BY fairness_key) g
-        JOIN flows fl ON fl.fairness_key = g.fairness_key
-        ON CONFLICT (provider_key, fairness_key) DO UPDATE
+        INSERT INTO layover.fair_flows AS f (provider_key, fairness_key, priority, vfinish, weight, tagged)
+        SELECT p_key, g.fairness_key, g.priority, g.vfinish, fl.w, g.n
+        FROM (SELECT fairness_key, priority, max(tag) AS vfinish, count(*) AS n FROM tags GROUP BY fairness_key, priority) g
+        JOIN flows fl ON fl.fairness_key = g.fairness_key AND fl.priority = g.priority
+        ON CONFLICT (provider_key, fairness_key, priority) DO UPDATE
         SET vfinish = greatest(f.vfinish, excluded.vfinish), weight = excluded.weight, tagged = f.tagged + excluded.tagged
         RETURNING 1
     ), job_rows AS (
         UPDATE layover.scheduled_tasks t
         SET fair_tag = g.tag,
             execution_time = CASE WHEN g.picked THEN t.execution_time
-                ELSE v_hend + make_interval(secs => least(86400, ((g.tag - v_clock) / greatest((SELECT v FROM per), 1e-9)
-                    + coalesce((SELECT a.n FROM ahead a WHERE a.priority = g.priority), 0)) / p_rate)) END,
+                ELSE v_hend + make_interval(secs => least(86400, greatest(2, 2 * ((g.tag
+                        - layover.fair_class_clock(v_clocks, g.priority)) * (SELECT w FROM per)
+                    + coalesce((SELECT a.n FROM ahead a WHERE a.priority = g.priority), 0)) / p_rate))) END,
             version = CASE WHEN g.picked THEN t.version ELSE t.version + 1 END,
             last_reschedule_reason = CASE WHEN g.picked THEN t.last_reschedule_reason ELSE 'fair' END,
             last_reschedule_detail = CASE WHEN g.picked THEN t.last_reschedule_detail
@@ -239,11 +267,10 @@ BEGIN
         WHERE t.task_name = g.task_name AND t.task_instance = g.task_instance
         RETURNING 1
     )
-    SELECT (SELECT count(*) FROM job_rows), (SELECT v FROM per) INTO v_tagged, v_first_per
+    SELECT (SELECT count(*) FROM job_rows), (SELECT w FROM per) INTO v_tagged, v_weight
     FROM (SELECT count(*) FROM flow_rows) written;
-    IF v_per_job IS NULL AND v_tagged > 0 THEN
-        v_per_job := v_first_per;
-        UPDATE layover.fair_lines l SET v_per_job = v_first_per WHERE l.provider_key = p_key;
+    IF v_tagged > 0 THEN
+        UPDATE layover.fair_lines l SET active_weight = v_weight WHERE l.provider_key = p_key;
     END IF;
 
     -- 3. bookings: how many permits the bucket has until the horizon (GCRA: the k-th from
@@ -293,26 +320,26 @@ BEGIN
         ), flow_counts AS (
             UPDATE layover.fair_flows f
             SET booked = f.booked + c.n, last_booked_at = p_now
-            FROM (SELECT t.fairness_key, count(*) AS n FROM slots s
+            FROM (SELECT t.fairness_key, t.priority, count(*) AS n FROM slots s
                   JOIN layover.scheduled_tasks t ON t.task_name = s.task_name AND t.task_instance = s.task_instance
-                  GROUP BY t.fairness_key) c
-            WHERE f.provider_key = p_key AND f.fairness_key = c.fairness_key
+                  GROUP BY t.fairness_key, t.priority) c
+            WHERE f.provider_key = p_key AND f.fairness_key = c.fairness_key AND f.priority = c.priority
             RETURNING 1
         )
         SELECT (SELECT count(*) FROM slots), (SELECT max(fair_tag) FROM slots),
                (SELECT at FROM slots WHERE task_name = p_task_name AND task_instance = p_task_id),
-               (SELECT count(*) FROM slots WHERE cls = 0)
-        INTO v_booked, v_max_tag, v_my_slot, v_low
+               (SELECT count(*) FROM slots WHERE cls = 0),
+               (SELECT coalesce(jsonb_object_agg(x.priority::text,
+                           greatest(x.tag, layover.fair_class_clock(v_clocks, x.priority))), '{}'::jsonb)
+                FROM (SELECT priority, max(fair_tag) AS tag FROM slots GROUP BY priority) x)
+        INTO v_booked, v_max_tag, v_my_slot, v_low, v_clocks
         FROM (SELECT count(*) FROM moved) m, (SELECT count(*) FROM flow_counts) fc;
 
         IF v_booked > 0 THEN
             PERFORM layover.book_requests(p_key, v_start, v_booked, p_rate);
             UPDATE layover.fair_lines l
-            SET v_per_job = CASE WHEN v_max_tag > l.vclock
-                                 THEN coalesce(0.8 * l.v_per_job + 0.2 * (v_max_tag - l.vclock) / v_booked,
-                                               (v_max_tag - l.vclock) / v_booked)
-                                 ELSE l.v_per_job END,
-                vclock = greatest(l.vclock, v_max_tag), booked = l.booked + v_booked
+            SET vclock = greatest(l.vclock, v_max_tag), class_clocks = l.class_clocks || v_clocks,
+                booked = l.booked + v_booked
             WHERE l.provider_key = p_key;
         END IF;
     END IF;
@@ -322,12 +349,13 @@ BEGIN
     WHERE l.provider_key = p_key;
 
     IF v_my_slot IS NULL AND p_task_id IS NOT NULL THEN
-        SELECT t.fair_tag INTO v_my_tag FROM layover.scheduled_tasks t
+        SELECT t.fair_tag, t.priority INTO v_my_tag, v_my_prio FROM layover.scheduled_tasks t
         WHERE t.task_name = p_task_name AND t.task_instance = p_task_id;
-        SELECT l.vclock, l.v_per_job INTO v_clock, v_per_job FROM layover.fair_lines l WHERE l.provider_key = p_key;
+        SELECT l.class_clocks, l.active_weight INTO v_clocks, v_weight FROM layover.fair_lines l WHERE l.provider_key = p_key;
         IF v_my_tag IS NOT NULL THEN
-            v_my_est := v_hend + make_interval(secs => least(86400, greatest(0, v_my_tag - v_clock)
-                        / greatest(coalesce(v_per_job, 1), 1e-9) / p_rate));
+            v_my_est := v_hend + make_interval(secs => least(86400, greatest(2, 2 * greatest(0,
+                            v_my_tag - layover.fair_class_clock(v_clocks, v_my_prio))
+                        * greatest(coalesce(v_weight, 1), 1e-9) / p_rate)));
         END IF;
     END IF;
     RETURN QUERY SELECT false, v_my_slot, v_my_est, v_booked, v_tagged,
@@ -347,8 +375,7 @@ COMMENT ON FUNCTION layover.fair_round(text, timestamptz, float8, float8, float8
 --   weight      the weight a job tagged now gets (layover.fairness_weight)
 --   share       weight / the sum of the weights of the key's flows with waiting jobs: the share of
 --               the key's permits the flow gets while all of them wait
---   lag         how far the flow's last tag is ahead of the key's clock (virtual time), over weight
---               ~ the key's permits until its last waiting job's turn when it waited alone
+--   lag         how far the flow's last tag is ahead of its priority's clock (virtual time)
 -- ---------------------------------------------------------------------------
 CREATE VIEW layover.fairness AS
 WITH jobs AS (
@@ -366,10 +393,14 @@ WITH jobs AS (
 SELECT w.provider_key, w.fairness_key, w.waiting, w.booked, w.untagged, w.running, w.weight,
        CASE WHEN w.waiting > 0
             THEN w.weight / sum(w.weight) FILTER (WHERE w.waiting > 0) OVER (PARTITION BY w.provider_key) END AS share,
-       f.vfinish - l.vclock AS lag, f.tagged, f.booked AS booked_total, f.last_booked_at
+       f.lag, f.tagged, f.booked AS booked_total, f.last_booked_at
 FROM weighted w
-LEFT JOIN layover.fair_flows f ON f.provider_key = w.provider_key AND f.fairness_key = w.fairness_key
-LEFT JOIN layover.fair_lines l ON l.provider_key = w.provider_key;
+LEFT JOIN (SELECT ff.provider_key, ff.fairness_key,
+                  max(ff.vfinish - layover.fair_class_clock(fl.class_clocks, ff.priority)) AS lag,
+                  sum(ff.tagged) AS tagged, sum(ff.booked) AS booked, max(ff.last_booked_at) AS last_booked_at
+           FROM layover.fair_flows ff JOIN layover.fair_lines fl ON fl.provider_key = ff.provider_key
+           GROUP BY ff.provider_key, ff.fairness_key) f
+       ON f.provider_key = w.provider_key AND f.fairness_key = w.fairness_key;
 
 COMMENT ON VIEW layover.fairness IS
     'Each provider key''s fairness keys with jobs: waiting, booked, untagged, running, weight, share of the key''s permits.';

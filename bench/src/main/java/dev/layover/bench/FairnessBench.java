@@ -20,7 +20,7 @@ import javax.sql.DataSource;
 
 /**
  * Fair share (issue 19): one provider key limited to R permits a second, shared by tenants. Three
- * tenants enqueue 20,000, 1,000 and 50 jobs at the same moment (one statement, the biggest
+ * tenants enqueue 20,000, 1,000 and 50 jobs at the same moment (one transaction, the biggest
  * first: what first come, first served serves worst) and a fourth arrives {@code lateAfter} later
  * with 20 jobs. Two Layover instances in this JVM (8 threads each) run the jobs; a job's "call"
  * takes {@code callMs}. Arms: fair share with equal weights; the same with fairness off (first
@@ -68,8 +68,12 @@ public final class FairnessBench {
     public record Tenant(String name, double weight, int jobs, int started, double share, double idealShare, double p50,
             double p95, double idealP50, double idealP95, boolean allStarted) {}
 
-    /** One arm. */
-    public record Arm(String label, List<Tenant> tenants, double goodput, double jain, long fairRounds) {}
+    /**
+     * One arm.
+     *
+     * @param perSecond permits started in each second of the window, per tenant ({@code [second][tenant]})
+     */
+    public record Arm(String label, List<Tenant> tenants, double goodput, double jain, long fairRounds, int[][] perSecond) {}
 
     /** A job: its tenant and number. */
     public record Work(String tenant, int n) {}
@@ -86,6 +90,9 @@ public final class FairnessBench {
     public static List<Arm> measure(DataSource ds, Settings s) throws Exception {
         List<Arm> out = new ArrayList<>();
         out.add(arm(ds, s, "fair share, equal weights", true, new double[] {1, 1, 1, 1}, -1));
+        if (Boolean.getBoolean("layover.bench.fairness.firstArmOnly")) { // while tuning: the fair arm alone
+            return out;
+        }
         out.add(arm(ds, s, "fairness off (first come, first served)", false, new double[] {1, 1, 1, 1}, -1));
         out.add(arm(ds, s, "fair share, weights 3:1:1 (late tenant 1)", true, new double[] {3, 1, 1, 1}, -1));
         out.add(arm(ds, s, "fair share, tenant b interactive (priority 5)", true, new double[] {1, 1, 1, 1}, 1));
@@ -128,8 +135,12 @@ public final class FairnessBench {
                 }
             }
             long t0 = System.nanoTime();
-            instances.get(0).enqueueBatch(type, first,
-                    w -> EnqueueOptions.now().withPriority(w.tenant().charAt(0) - 'a' == interactive ? 5 : 0));
+            try (Connection c = ds.getConnection()) { // one transaction: the three tenants' jobs appear together
+                c.setAutoCommit(false);
+                instances.get(0).enqueueBatch(c, type, first,
+                        w -> EnqueueOptions.now().withPriority(w.tenant().charAt(0) - 'a' == interactive ? 5 : 0));
+                c.commit();
+            }
             long enqueued0 = System.nanoTime();
             long lateAt = t0 + s.lateAfter().toNanos();
             while (System.nanoTime() < lateAt) { // a benchmark's arrival schedule, not a test wait
@@ -185,7 +196,12 @@ public final class FairnessBench {
         double sq = Arrays.stream(x).map(v -> v * v).sum();
         double jain = sq == 0 ? 0 : sum * sum / (4 * sq);
         double goodput = all.size() / endS / s.rate();
-        return new Arm(label, tenants, goodput, jain, rounds);
+        int[][] perSecond = new int[(int) Math.ceil(endS)][4];
+        for (long[] v : all) {
+            int sec = (int) Math.min(perSecond.length - 1, (v[1] - t0) / 1_000_000_000L);
+            perSecond[sec][(int) v[0]]++;
+        }
+        return new Arm(label, tenants, goodput, jain, rounds, perSecond);
     }
 
     /**
@@ -361,6 +377,14 @@ public final class FairnessBench {
                         t.idealShare() == 0 ? 0 : t.share() / t.idealShare(), gt, t.p50(), gt, t.p95(), t.idealP50(),
                         t.idealP95(), gt, t.p95() / Math.max(1e-9, t.idealP95()));
             }
+            out.println();
+            StringBuilder line = new StringBuilder("permits per second (a/b/c/d): ");
+            for (int sec = 0; sec < a.perSecond().length; sec++) {
+                int[] c = a.perSecond()[sec];
+                line.append(sec == 0 ? "" : ", ").append(c[0]).append('/').append(c[1]).append('/').append(c[2]).append('/')
+                        .append(c[3]);
+            }
+            out.println(line);
             out.println();
         }
     }
