@@ -20,6 +20,7 @@ import java.util.Set;
  * <ol>
  *   <li>throughput, no-op jobs: Layover against raw db-scheduler ({@link ThroughputBench});
  *   <li>wake-up latency, same JVM and another JVM ({@link LatencyBench});
+ *   <li>tail latency of multi-second calls at two worker JVMs, by prefetch ({@link TailBench});
  *   <li>enqueue, single and batch ({@link EnqueueBench});
  *   <li>provider etiquette, two worker JVMs against a rate-limited fake provider
  *       ({@link EtiquetteBench});
@@ -31,7 +32,7 @@ import java.util.Set;
  * </ol>
  *
  * <p>Usage: {@code mvn -q -pl bench -am -DskipTests package exec:java -Dexec.args="[--quick]
- * [--jdbc-url URL] [--only throughput,latency,enqueue,etiquette,recovery,console,tokens,inflight,fairness] [--poll-ms 200]"}. Without a URL (or
+ * [--jdbc-url URL] [--only throughput,latency,tail,enqueue,etiquette,recovery,console,tokens,inflight,fairness] [--poll-ms 200]"}. Without a URL (or
  * {@code LAYOVER_JDBC_URL}) an embedded Postgres is started; with one, a scratch database is
  * created on that server and dropped afterwards. {@code --quick} runs small sizes in under a
  * minute: a smoke test, no figure worth quoting.
@@ -48,13 +49,14 @@ public final class Bench {
     static final long DEFAULT_POLL_MS = 200;
 
     /** The sections, in the order they run. */
-    static final List<String> SECTIONS = List.of("throughput", "latency", "enqueue", "etiquette", "recovery", "console", "tokens",
-            "inflight", "fairness");
+    static final List<String> SECTIONS = List.of("throughput", "latency", "tail", "enqueue", "etiquette", "recovery", "console",
+            "tokens", "inflight", "fairness");
 
     /** Everything one run measured (null where a section was not run). */
     public static final class Report {
         List<ThroughputBench.Run> throughput;
         List<LatencyBench.Result> latency;
+        List<TailBench.Result> tail;
         List<EnqueueBench.Result> enqueue;
         List<EtiquetteBench.Result> etiquette;
         DiscoveryChangeBench.Result discoveryChange;
@@ -83,6 +85,11 @@ public final class Bench {
         /** @return the throughput runs */
         public List<ThroughputBench.Run> throughput() {
             return throughput;
+        }
+
+        /** @return the tail-latency bursts */
+        public List<TailBench.Result> tail() {
+            return tail;
         }
 
         /** @return the latency results */
@@ -171,6 +178,12 @@ public final class Bench {
                     out.printf(Locale.ROOT, "| %s | %.2f | %.2f | %.2f |%n", r.arm(), r.p50(), r.p95(), r.p99());
                 }
                 took(out, t);
+            }
+            if (only.contains("tail")) {
+                long t = System.nanoTime();
+                TailBench.Settings s = quick ? TailBench.Settings.quick() : TailBench.Settings.full();
+                report.tail = TailBench.measure(db.dataSource(), db.jdbcUrl(), s);
+                tail(out, report.tail, s, t);
             }
             if (only.contains("enqueue")) {
                 long t = System.nanoTime();
@@ -274,32 +287,75 @@ public final class Bench {
         out.println("### Throughput, no-op jobs (" + String.format(Locale.ROOT, "%,d", jobs) + " per run, " + threads
                 + " threads, lock-and-fetch, rounds alternate after a discarded warm-up round)");
         out.println();
-        out.println("| round | db-scheduler jobs/s | Layover jobs/s (default: prefetch 2, history on) | ratio "
-                + "| Layover, history off | ratio | Layover prefetch 4 | ratio |");
-        out.println("|---|---|---|---|---|---|---|---|");
+        out.println("| round | db-scheduler jobs/s | Layover jobs/s (default: adaptive prefetch, history on) | ratio "
+                + "| Layover prefetch 2 (old default) | ratio | Layover, history off | ratio | Layover prefetch 4 | ratio |");
+        out.println("|---|---|---|---|---|---|---|---|---|---|");
+        double[] rDef = new double[rounds];
         double[] r2 = new double[rounds];
         double[] rOff = new double[rounds];
         double[] r4 = new double[rounds];
         double[] historyCost = new double[rounds];
+        double[] gain = new double[rounds];
         int arms = ThroughputBench.ARMS;
         for (int r = 0; r < rounds; r++) {
             ThroughputBench.Run raw = runs.get(arms * r);
-            ThroughputBench.Run p2 = runs.get(arms * r + 1);
-            ThroughputBench.Run off = runs.get(arms * r + 2);
-            ThroughputBench.Run p4 = runs.get(arms * r + 3);
+            ThroughputBench.Run def = runs.get(arms * r + 1);
+            ThroughputBench.Run p2 = runs.get(arms * r + 2);
+            ThroughputBench.Run off = runs.get(arms * r + 3);
+            ThroughputBench.Run p4 = runs.get(arms * r + 4);
+            rDef[r] = def.perSecond() / raw.perSecond();
             r2[r] = p2.perSecond() / raw.perSecond();
             rOff[r] = off.perSecond() / raw.perSecond();
             r4[r] = p4.perSecond() / raw.perSecond();
-            historyCost[r] = 1 - p2.perSecond() / off.perSecond();
-            out.printf(Locale.ROOT, "| %d | %,.0f | %,.0f | %.2f× | %,.0f | %.2f× | %,.0f | %.2f× |%n", r + 1,
-                    raw.perSecond(), p2.perSecond(), r2[r], off.perSecond(), rOff[r], p4.perSecond(), r4[r]);
+            historyCost[r] = 1 - def.perSecond() / off.perSecond();
+            gain[r] = def.perSecond() / p2.perSecond();
+            out.printf(Locale.ROOT, "| %d | %,.0f | %,.0f | %.2f× | %,.0f | %.2f× | %,.0f | %.2f× | %,.0f | %.2f× |%n", r + 1,
+                    raw.perSecond(), def.perSecond(), rDef[r], p2.perSecond(), r2[r], off.perSecond(), rOff[r],
+                    p4.perSecond(), r4[r]);
         }
-        out.printf(Locale.ROOT, "%nmedian ratio Layover / db-scheduler: %.2f× (default), %.2f× (history off), %.2f× "
-                + "(prefetch 4); the history row costs %.0f%% of throughput (median). db-scheduler: "
-                + "pollUsingLockAndFetch(0.5, %.1f), the same jobs held per thread as Layover's default.%n",
-                EnqueueBench.median(r2), EnqueueBench.median(rOff), EnqueueBench.median(r4),
-                100 * EnqueueBench.median(historyCost), ThroughputBench.RAW_PREFETCH);
+        out.printf(Locale.ROOT, "%nmedian ratio Layover / db-scheduler: %.2f× (default, adaptive), %.2f× (prefetch 2, the old "
+                + "default), %.2f× (history off), %.2f× (prefetch 4); default / prefetch 2: %.2f×; the history row costs "
+                + "%.0f%% of throughput (median). db-scheduler: pollUsingLockAndFetch(0.5, %.1f).%n",
+                EnqueueBench.median(rDef), EnqueueBench.median(r2), EnqueueBench.median(rOff), EnqueueBench.median(r4),
+                EnqueueBench.median(gain), 100 * EnqueueBench.median(historyCost), ThroughputBench.RAW_PREFETCH);
         took(out, t);
+    }
+
+    private static void tail(PrintStream out, List<TailBench.Result> rs, TailBench.Settings s, long t) {
+        out.printf(Locale.ROOT, "### Tail latency: %d calls of %.1f s arriving together at 2 worker JVMs × %d threads "
+                + "(enqueueBatch from a third JVM; ideal: all done in %.1f s, p95 start %.1f s)%n%n", s.jobs(),
+                s.callMillis() / 1000.0, s.threads(), s.idealSeconds(),
+                s.jobs() > 2 * s.threads() ? s.callMillis() / 1000.0 : 0.0);
+        out.println("| round | arm | burst | enqueue → all done s | start p50 ms | start p95 ms | start max ms "
+                + "| calls on worker a / b | duplicates |");
+        out.println("|---|---|---|---|---|---|---|---|---|");
+        for (TailBench.Result r : rs) {
+            out.printf(Locale.ROOT, "| %d | %s | %s | %.2f | %,.0f | %,.0f | %,.0f | %d / %d | %d |%n", r.round(), r.arm(),
+                    r.burst(), r.allDoneSeconds(), r.p50StartMs(), r.p95StartMs(), r.maxStartMs(), r.onFirst(),
+                    r.onSecond(), r.duplicates());
+        }
+        out.println();
+        out.println("| arm | burst | all done s (median) | start p95 ms (median) | all done / prefetch 2's | p95 / prefetch 2's |");
+        out.println("|---|---|---|---|---|---|");
+        String base = TailBench.label("2");
+        for (String burst : rs.stream().map(TailBench.Result::burst).distinct().toList()) {
+            double baseDone = tailMedian(rs, base, burst, true);
+            double baseP95 = tailMedian(rs, base, burst, false);
+            for (String arm : rs.stream().map(TailBench.Result::arm).distinct().toList()) {
+                double done = tailMedian(rs, arm, burst, true);
+                double p95 = tailMedian(rs, arm, burst, false);
+                out.printf(Locale.ROOT, "| %s | %s | %.2f | %,.0f | %.2f× | %.2f× |%n", arm, burst, done, p95,
+                        done / baseDone, p95 / baseP95);
+            }
+        }
+        took(out, t);
+    }
+
+    /** The median, over rounds, of one arm's bursts: all done (s) or the p95 start (ms). */
+    static double tailMedian(List<TailBench.Result> rs, String arm, String burst, boolean allDone) {
+        double[] v = rs.stream().filter(r -> r.arm().equals(arm) && r.burst().equals(burst))
+                .mapToDouble(r -> allDone ? r.allDoneSeconds() : r.p95StartMs()).toArray();
+        return v.length == 0 ? Double.NaN : EnqueueBench.median(v);
     }
 
     private static void etiquette(PrintStream out, List<EtiquetteBench.Result> results, EtiquetteBench.Settings s, long t) {
@@ -515,7 +571,24 @@ public final class Bench {
                 ratios[i] = r.throughput.get(arms * i + 1).perSecond() / r.throughput.get(arms * i).perSecond();
             }
             double m = EnqueueBench.median(ratios);
-            row(out, "throughput, Layover / db-scheduler", "≥ 3×", String.format(Locale.ROOT, "%.2f× (median)", m), m >= 3);
+            row(out, "throughput, Layover / db-scheduler (issue 23 part 1: the defaults)", "≥ 3×",
+                    String.format(Locale.ROOT, "%.2f× (median)", m), m >= 3);
+        }
+        if (r.tail != null) {
+            String def = TailBench.label("adaptive");
+            String base = TailBench.label("2");
+            for (String burst : r.tail.stream().map(TailBench.Result::burst).distinct().toList()) {
+                double done = tailMedian(r.tail, def, burst, true);
+                double baseDone = tailMedian(r.tail, base, burst, true);
+                double p95 = tailMedian(r.tail, def, burst, false);
+                double baseP95 = tailMedian(r.tail, base, burst, false);
+                row(out, "tail latency, 2 × " + "workers, multi-second calls, " + burst + ": the default no worse than prefetch 2",
+                        "all done and p95 start ≤ prefetch 2's", String.format(Locale.ROOT,
+                                "%.2f s vs %.2f s, p95 %,.0f ms vs %,.0f ms", done, baseDone, p95, baseP95),
+                        done <= baseDone * 1.05 && p95 <= baseP95 * 1.05);
+            }
+            int dup = r.tail.stream().mapToInt(TailBench.Result::duplicates).sum();
+            row(out, "tail latency, handler starts beyond one per job", "0", String.valueOf(dup), dup == 0);
         }
         if (r.latency != null) {
             LatencyBench.Result same = r.latency.get(0);

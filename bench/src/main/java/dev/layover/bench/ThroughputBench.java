@@ -18,8 +18,9 @@ import javax.sql.DataSource;
 /**
  * No-op job throughput: Layover against raw db-scheduler, same threads, same database, same
  * polling strategy (lock-and-fetch; db-scheduler with {@code pollUsingLockAndFetch(0.5, 2.0)},
- * Layover with its default prefetch of 2 × threads; then the same with the finished-job history
- * switched off, to show what the history row costs; and prefetch 4), runs alternating. Each run
+ * Layover with its default, the adaptive prefetch; then the old default, a fixed prefetch of 2 ×
+ * threads; the default with the finished-job history switched off, to show what the history row
+ * costs; and a fixed prefetch 4), runs alternating. Each run
  * inserts N due jobs with one SQL statement, starts the scheduler, and times
  * until the table is empty (Layover's batched deletes included).
  */
@@ -41,8 +42,9 @@ public final class ThroughputBench {
      * @param jobs jobs per run
      * @param threads worker threads of both arms
      * @param rounds alternating rounds
-     * @return every run, in order: per round db-scheduler, Layover (default prefetch 2, history on),
-     *     Layover without history, Layover prefetch 4 ({@link #ARMS} runs per round)
+     * @return every run, in order: per round db-scheduler, Layover (default: adaptive prefetch,
+     *     history on), Layover prefetch 2 (the old default), Layover without history, Layover
+     *     prefetch 4 ({@link #ARMS} runs per round)
      * @throws Exception on failure
      */
     public static List<Run> measure(DataSource ds, int jobs, int threads, int rounds) throws Exception {
@@ -51,19 +53,24 @@ public final class ThroughputBench {
         // timed round used to catch db-scheduler cold, which flattered the ratio)
         int warmUp = Math.max(1_000, jobs / 5);
         raw(ds, warmUp, threads, RAW_PREFETCH);
+        layover(ds, warmUp, threads, ADAPTIVE, true);
         layover(ds, warmUp, threads, 2.0, true);
         List<Run> runs = new ArrayList<>();
         for (int r = 0; r < rounds; r++) {
             runs.add(raw(ds, jobs, threads, RAW_PREFETCH));
+            runs.add(layover(ds, jobs, threads, ADAPTIVE, true));
             runs.add(layover(ds, jobs, threads, 2.0, true));
-            runs.add(layover(ds, jobs, threads, 2.0, false));
+            runs.add(layover(ds, jobs, threads, ADAPTIVE, false));
             runs.add(layover(ds, jobs, threads, 4.0, true));
         }
         return runs;
     }
 
-    /** Runs per round: db-scheduler, Layover, Layover without history, Layover prefetch 4. */
-    static final int ARMS = 4;
+    /** Runs per round: db-scheduler, Layover, Layover prefetch 2, Layover without history, Layover prefetch 4. */
+    static final int ARMS = 5;
+
+    /** The prefetch argument meaning Layover's default (adaptive): {@code prefetch} not set. */
+    static final double ADAPTIVE = 0;
 
     /** db-scheduler's lock-and-fetch upper limit (jobs held per thread), the same as Layover's default prefetch. */
     static double RAW_PREFETCH = Double.parseDouble(System.getProperty("bench.rawPrefetch", "2.0"));
@@ -95,8 +102,12 @@ public final class ThroughputBench {
             executed.incrementAndGet();
             return Outcome.done();
         });
-        Layover l = Layover.builder(ds).register(noop).threads(threads).prefetch(prefetch).history(history)
-                .pollInterval(Duration.ofMillis(500)).build();
+        Layover.Builder b = Layover.builder(ds).register(noop).threads(threads).history(history)
+                .pollInterval(Duration.ofMillis(500));
+        if (prefetch != ADAPTIVE) {
+            b.prefetch(prefetch);
+        }
+        Layover l = b.build();
         exec(ds, "truncate layover.scheduled_tasks, layover.job_history");
         exec(ds, "insert into layover.scheduled_tasks (task_name, task_instance, task_data, execution_time, picked, version)"
                 + " select 'noop', 'j' || g, convert_to('{\"n\":' || g || '}', 'UTF8'), now(), false, 1"
@@ -107,7 +118,8 @@ public final class ThroughputBench {
         waitEmpty(ds, "layover.scheduled_tasks where task_name = 'noop'"); // Layover's own recurring tasks stay
         double secs = (System.nanoTime() - t0) / 1e9;
         l.stop();
-        return new Run("layover prefetch " + prefetch + (history ? "" : ", history off"), jobs, secs);
+        return new Run("layover " + (prefetch == ADAPTIVE ? "adaptive prefetch" : "prefetch " + prefetch)
+                + (history ? "" : ", history off"), jobs, secs);
     }
 
     private static void createRawTable(DataSource ds) throws Exception {

@@ -30,16 +30,21 @@ class BenchSmokeTest {
         }
         String printed = buffer.toString(StandardCharsets.UTF_8);
         System.out.println(printed);
-        for (String table : new String[] {"### Throughput", "### Wake-up latency", "### Enqueue", "### Provider etiquette",
+        for (String table : new String[] {"### Throughput", "### Wake-up latency", "### Tail latency", "### Enqueue", "### Provider etiquette",
                 "### Recovery", "### Console API", "### Token limits", "### Slow calls in flight", "### Goals of issue 11"}) {
             assertTrue(printed.contains(table), "missing " + table + " in:\n" + printed);
         }
         assertFalse(printed.contains("NaN"), printed);
 
-        assertEquals(4, r.throughput().size(), "db-scheduler, Layover, Layover without history, prefetch 4");
+        assertEquals(5, r.throughput().size(), "db-scheduler, Layover, prefetch 2, Layover without history, prefetch 4");
         r.throughput().forEach(run -> assertTrue(run.perSecond() > 0 && Double.isFinite(run.perSecond()), run.toString()));
         assertEquals(2, r.latency().size());
         r.latency().forEach(l -> assertTrue(l.samples() > 0 && Double.isFinite(l.p99()), l.toString()));
+        assertEquals(4, r.tail().size(), "two arms, two bursts each");
+        r.tail().forEach(t -> {
+            assertEquals(TailBench.Settings.quick().jobs(), t.onFirst() + t.onSecond(), "every call ran: " + t);
+            assertEquals(0, t.duplicates(), t.toString());
+        });
         assertEquals(3, r.enqueue().size());
         r.enqueue().forEach(e -> assertTrue(e.perSecond() > 0, e.toString()));
         assertEquals(5, r.etiquette().size(), "five arms in one mode (bucket, learn, backoff, discover, backoff-silent)");
@@ -53,7 +58,7 @@ class BenchSmokeTest {
         assertEquals(18, r.console().large().size(), "every page's calls");
         r.console().large().forEach((call, t) -> assertEquals(200, t.status(), call));
         r.console().small().forEach((call, t) -> assertEquals(200, t.status(), call));
-        assertEquals(2, r.tokens().size(), "token limit and request-only arms");
+        assertEquals(TokenBench.Arm.values().length, r.tokens().size(), "every token arm");
         r.tokens().forEach(t -> assertTrue(Double.isFinite(t.usefulPerT()) && t.usefulPerT() >= 0, t.toString()));
         assertFalse(r.inflight().isEmpty(), "platform threads, and virtual threads when a Java 21+ is found");
         r.inflight().forEach(i -> assertEquals(InflightBench.Settings.quick().jobs(), i.providerSuccesses(), i.toString()));

@@ -462,7 +462,7 @@ public final class Layover implements AutoCloseable {
         private int maxArgsBytes = 256 * 1024;
         private boolean migrate = true;
         private boolean priority;
-        private double prefetch = 2.0;
+        private double prefetch; // 0: adaptive
         private ObjectMapper objectMapper;
         private Function<Throwable, Optional<Outcome>> classifier;
         private BreakerSettings breakers = BreakerSettings.defaults();
@@ -584,13 +584,24 @@ public final class Layover implements AutoCloseable {
         }
 
         /**
-         * How many jobs a worker picks at a time, as a multiple of its threads; default 2: up to
-         * {@code threads} picked jobs wait in memory for a free thread. Picking ahead is what
-         * makes short jobs fast (fewer, larger picks); a job waiting in memory is kept alive by
-         * the worker's bulk heartbeat, so it is never taken for dead. For slow jobs in a large
-         * fleet, 1 keeps an idle JVM from waiting while another holds jobs it has not started.
+         * How many jobs a worker holds at a time (running, or picked and waiting for a thread), as
+         * a multiple of its threads, fixed. Default: not fixed but adaptive, following the handler
+         * durations this worker observes (a moving average): up to 6 × {@code threads} while jobs
+         * take 10 ms or less, falling with the logarithm of the duration to 1 × {@code threads}
+         * for jobs of 1 s and more; 1 before the first job has ended. Picking ahead is what makes
+         * short jobs fast (fewer, larger picks: 2.2–2.6× raw db-scheduler's no-op throughput with
+         * the defaults, 1.3–1.6× a fixed 2, docs/benchmarks.md); for multi-second calls a job
+         * waiting in memory behind a busy thread waits that call's duration while another worker
+         * may be idle, so the adaptive factor holds none beyond the threads (and a burst picked
+         * while the last jobs were short is given back as soon as every thread has run a call for
+         * a second: {@link #giveBackAfter}). Jobs held beyond the threads are kept alive by the
+         * worker's bulk heartbeat (never taken for dead), and those still waiting after {@link
+         * #giveBackAfter} are given back. Database effect: the size of each pick (one {@code
+         * UPDATE .. RETURNING} of up to {@code factor × threads − held} rows), and, while the
+         * factor is below its ceiling, a pick as threads free instead of when half of them are.
+         * Fixed 1: an idle JVM never waits for jobs another holds; fixed 4 to 6: short jobs only.
          *
-         * @param factor 1 to 10
+         * @param factor 1 to 10; default adaptive (1 to 6)
          * @return this builder
          */
         public Builder prefetch(double factor) {
@@ -1013,9 +1024,11 @@ public final class Layover implements AutoCloseable {
          * other workers woken, no attempt spent, nothing counted. The same look gives back orphan
          * picks: rows picked in this worker's name that it never received (a failover between a
          * pick's commit and its reply), not started within this long while a thread is free.
-         * Costs one indexed read of this worker's picked rows per second. {@link Duration#ZERO}:
-         * a job picked ahead waits for a thread of this worker; orphan picks are given back after
-         * 10 s.
+         * Costs one indexed read of this worker's picked rows per second. While the adaptive
+         * {@link #prefetch} is at 1 × threads (calls of a second or more) a job waiting behind busy
+         * threads is given back at once, the read then every 250 ms while one waits. {@link
+         * Duration#ZERO}: a job picked ahead waits for a thread of this worker; orphan picks are
+         * given back after 10 s.
          *
          * @param d zero or more; default 2 s
          * @return this builder

@@ -54,10 +54,11 @@ public class LayoverProperties {
     private Duration pollInterval = Duration.ofSeconds(1);
 
     /**
-     * Jobs picked at a time, as a multiple of the threads (1 to 10). Short jobs: 4; slow jobs in
-     * a large fleet: 1.
+     * Jobs a worker holds at a time, as a fixed multiple of the threads (1 to 10). Unset (the
+     * default): adaptive, following the observed handler durations, 6 for jobs of 10 ms or less
+     * down to 1 for jobs of 1 s or more (see {@code Layover.Builder#prefetch}).
      */
-    private double prefetch = 2.0;
+    private Double prefetch;
 
     /** How long stopping lets running jobs finish. */
     private Duration shutdownMaxWait = Duration.ofSeconds(30);
@@ -186,13 +187,13 @@ public class LayoverProperties {
         this.notifications = notifications;
     }
 
-    /** @return the prefetch factor */
-    public double getPrefetch() {
+    /** @return the fixed prefetch factor, or null for the adaptive default */
+    public Double getPrefetch() {
         return prefetch;
     }
 
-    /** @param prefetch the prefetch factor */
-    public void setPrefetch(double prefetch) {
+    /** @param prefetch the fixed prefetch factor, or null for the adaptive default */
+    public void setPrefetch(Double prefetch) {
         this.prefetch = prefetch;
     }
 

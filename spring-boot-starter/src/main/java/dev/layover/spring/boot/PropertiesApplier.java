@@ -16,7 +16,9 @@ final class PropertiesApplier {
         b.virtualThreads(p.isVirtualThreads()); // refused by build() before Java 21
         set("layover.poll-interval", () -> b.pollInterval(p.getPollInterval()));
         set("layover.heartbeat", () -> b.heartbeat(p.getHeartbeat().getInterval(), p.getHeartbeat().getMissed()));
-        set("layover.prefetch", () -> b.prefetch(p.getPrefetch()));
+        if (p.getPrefetch() != null) {
+            set("layover.prefetch", () -> b.prefetch(p.getPrefetch()));
+        }
         set("layover.shutdown-max-wait", () -> b.shutdownMaxWait(p.getShutdownMaxWait()));
         set("layover.give-back-after", () -> b.giveBackAfter(p.getGiveBackAfter()));
         b.notifications(p.isNotifications());

@@ -1,9 +1,9 @@
 package dev.layover.core.internal.engine;
 
+import com.github.kagkarlsson.scheduler.ExecutorUtils;
 import com.github.kagkarlsson.scheduler.Scheduler;
 import com.github.kagkarlsson.scheduler.SchedulerBuilder;
 import com.github.kagkarlsson.scheduler.SchedulerName;
-import com.github.kagkarlsson.scheduler.jdbc.PostgreSqlJdbcCustomization;
 import com.github.kagkarlsson.scheduler.task.OnStartup;
 import com.github.kagkarlsson.scheduler.task.Task;
 import dev.layover.core.JobPolicy;
@@ -78,6 +78,7 @@ public final class Engine {
     private final Consumer<SQLException> outageSignal;
     private final BatchCompleter completer;
     private final Lifeline lifeline;
+    private final PickLimit pickLimit;
     private final OutcomeWriter writer;
     private final AdmissionControl admission;
     private final JobTask.Parts taskParts;
@@ -124,7 +125,9 @@ public final class Engine {
         this.sampler = new StateSampler(db, metrics, worker);
         this.outage = new DatabaseOutage(db.dataSource(), worker, RESUME_DELAY, new OutageHooks());
         this.outageSignal = outage::failed;
-        this.lifeline = new Lifeline(store, worker, config.threads(), config.giveBackAfter());
+        this.pickLimit = new PickLimit(config.threads(), config.prefetch());
+        this.lifeline = new Lifeline(store, worker, config.threads(), config.giveBackAfter(),
+                pickLimit::holdsNoneAhead, pickLimit::waitingForThread);
         this.completer = new BatchCompleter(store, "layover-completer-" + worker, outage, observability,
                 d -> lifeline.forget(d.name(), d.id(), d.version()));
         WriteRetry retry = new WriteRetry(outage);
@@ -146,7 +149,7 @@ public final class Engine {
         }
         this.taskParts = new JobTask.Parts(writer, admission, gate, List.copyOf(backlog), observability, clock,
                 new HandlerRunner(config.classifier() != null ? config.classifier()
-                        : ProviderClassifier.builder().clock(clock).build()::outcomeOf), lifeline);
+                        : ProviderClassifier.builder().clock(clock).build()::outcomeOf), lifeline, pickLimit);
     }
 
     /** @return the job types */
@@ -200,12 +203,13 @@ public final class Engine {
         SchedulerBuilder builder = Scheduler.create(outage.gate(db.dataSource()), tasks)
                 .tableName(JobStore.TABLE)
                 .serializer(new PassThroughSerializer())
-                .jdbcCustomization(new PostgreSqlJdbcCustomization(false, false))
+                // db-scheduler's Postgres lock-and-fetch, each pick's row count lowered to the current prefetch
+                .jdbcCustomization(pickLimit)
                 .threads(config.threads())
                 .pollingInterval(config.pollInterval())
                 .heartbeatInterval(config.heartbeatInterval())
                 .missedHeartbeatsLimit(config.missedHeartbeats())
-                .pollUsingLockAndFetch(0.5, config.prefetch())
+                .pollUsingLockAndFetch(0.5, pickLimit.upperFactor())
                 .shutdownMaxWait(config.shutdownMaxWait())
                 .schedulerName(new SchedulerName.Fixed(config.workerName()))
                 // heartbeats, dead executions and due-ness on the same time as every other worker's
@@ -222,12 +226,12 @@ public final class Engine {
         if (config.priority()) {
             builder.enablePriority();
         }
-        if (config.virtualThreads()) {
-            // db-scheduler's execution pool, as it builds it itself (fixed, config.threads()), on virtual threads;
-            // it shuts the pool down when it stops
-            builder.executorService(VirtualThreads.fixedPool(config.threads(), "layover-virtual-"));
-        }
+        // db-scheduler's execution pool, as it builds it itself (fixed, config.threads()), on platform or virtual
+        // threads, telling the pick limit when a run has left it; db-scheduler shuts the pool down when it stops
+        builder.executorService(pickLimit.pool(config.virtualThreads() ? VirtualThreads.factory("layover-virtual-")
+                : ExecutorUtils.defaultThreadFactoryWithPrefix(Scheduler.THREAD_PREFIX + "-")));
         scheduler = builder.build();
+        pickLimit.wakeUpWith(this::wakeUp);
         db.addFailureListener(outageSignal);
         gate.configureFairness(config.fairness());
         gate.start();

@@ -36,7 +36,7 @@ import javax.sql.DataSource;
  * @param missedHeartbeats heartbeats missed before a job is dead
  * @param shutdownMaxWait how long a stop lets running jobs finish
  * @param priority whether due jobs run highest priority first
- * @param prefetch rows picked per thread
+ * @param prefetch jobs held per thread, fixed (1 to 10); 0: adaptive ({@link PickLimit})
  * @param breakers default breaker settings
  * @param perKeyBreakers breaker settings of single keys
  * @param cooldowns cooldown settings

@@ -63,10 +63,11 @@ final class JobTask<A> extends CustomTask<byte[]> {
      * @param clock the clock
      * @param handlers calls handlers
      * @param lifeline gives back picked jobs that wait behind busy threads
+     * @param pickLimit rows per pick, told when each run starts and ends
      */
     record Parts(OutcomeWriter writer, AdmissionControl control, ProviderGate gate,
             List<ProviderGate.BacklogType> backlogTypes, Observability observability, Clock clock,
-            HandlerRunner handlers, Lifeline lifeline) {}
+            HandlerRunner handlers, Lifeline lifeline, PickLimit pickLimit) {}
 
     /**
      * What a run leaves to write, and whether it ended done (a done job's row is deleted by the
@@ -102,10 +103,12 @@ final class JobTask<A> extends CustomTask<byte[]> {
             return (complete, ops) -> { }; // given back while it waited for a thread: another worker has it
         }
         Next next;
+        Object running = p.pickLimit().started();
         try {
             next = runPicked(instance, ec, ex);
         } finally {
             p.lifeline().end();
+            p.pickLimit().ended(running);
         }
         if (next.done()) {
             return next.write();

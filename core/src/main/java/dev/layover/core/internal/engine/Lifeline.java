@@ -9,6 +9,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+import java.util.function.IntSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -19,20 +21,28 @@ import org.slf4j.LoggerFactory;
  * within {@code giveBackAfter} of being seen waiting is given back: its row is unpicked in one
  * version-checked statement ({@link JobStore#giveBack}, which wakes the other workers), and when
  * db-scheduler later hands this worker the stale pick, {@link #begin} says skip it. No attempt is
- * spent, nothing is counted: the job simply runs elsewhere, or here once a thread is free.
+ * spent, nothing is counted: the job simply runs elsewhere, or here once a thread is free. While
+ * the adaptive prefetch holds nothing ahead ({@link PickLimit#holdsNoneAhead}: calls take a second
+ * or more), a job waiting behind busy threads is given back at the first look that sees it, without
+ * waiting {@code giveBackAfter} (unless that is zero: then never); then it also looks every
+ * {@link #URGENT_EVERY_MILLIS} while a job waits for a thread that is not given back yet.
  *
  * <p>The same look finds orphan picks: rows picked in this worker's name that db-scheduler never
  * handed to it (the pick committed but its reply was lost, as when a failover lands between the
  * two). The bulk heartbeat keeps such rows alive, so no one would take them for dead while the
  * worker lives; one that has not started within {@code giveBackAfter} (10 s when that is zero)
  * while a thread is free is given back the same way. One read of this worker's picked rows per
- * check (an index on {@code picked_by}), every half {@code giveBackAfter}, at most every second.
+ * check (an index on {@code picked_by}), every half {@code giveBackAfter}, at most every second
+ * (and every {@link #URGENT_EVERY_MILLIS} while a job waits behind calls of a second or more).
  */
 final class Lifeline {
 
     private static final Logger LOG = LoggerFactory.getLogger(Lifeline.class);
 
     private enum Mark { STARTED, GIVEN_BACK }
+
+    /** How often it looks while the prefetch holds none ahead and a job waits for a thread. */
+    static final long URGENT_EVERY_MILLIS = 250;
 
     /** How long an orphan pick waits before it is given back when {@code giveBackAfter} is zero. */
     static final Duration ORPHAN_AFTER_WHEN_OFF = Duration.ofSeconds(10);
@@ -42,6 +52,8 @@ final class Lifeline {
     private final int threads;
     private final Duration giveBackAfter;
     private final Duration orphanAfter;
+    private final BooleanSupplier holdsNoneAhead;
+    private final IntSupplier waitingForThread;
     private final ConcurrentHashMap<String, Mark> marks = new ConcurrentHashMap<>();
     private final AtomicInteger executing = new AtomicInteger();
     private final Map<String, Long> waitingSince = new java.util.HashMap<>();
@@ -51,13 +63,20 @@ final class Lifeline {
     /**
      * @param giveBackAfter how long a picked job may wait unstarted behind busy threads; zero: never
      *     given back (orphan picks still are, after {@link #ORPHAN_AFTER_WHEN_OFF})
+     * @param holdsNoneAhead whether the prefetch now holds no job beyond the threads: a job waiting
+     *     behind busy threads then goes back at once
+     * @param waitingForThread how many jobs handed to the worker threads wait for one (given back
+     *     ones included)
      */
-    Lifeline(JobStore store, String worker, int threads, Duration giveBackAfter) {
+    Lifeline(JobStore store, String worker, int threads, Duration giveBackAfter, BooleanSupplier holdsNoneAhead,
+            IntSupplier waitingForThread) {
         this.store = store;
         this.worker = worker;
         this.threads = threads;
         this.giveBackAfter = giveBackAfter;
         this.orphanAfter = giveBackAfter.isZero() ? ORPHAN_AFTER_WHEN_OFF : giveBackAfter;
+        this.holdsNoneAhead = holdsNoneAhead;
+        this.waitingForThread = waitingForThread;
     }
 
     private static String key(String name, String id, long version) {
@@ -109,12 +128,18 @@ final class Lifeline {
 
     private void loop() {
         long every = Math.max(100, Math.min(1000, orphanAfter.toMillis() / 2));
+        long tick = Math.min(every, URGENT_EVERY_MILLIS);
+        long last = System.nanoTime();
         while (running) {
             try {
-                Thread.sleep(every);
+                Thread.sleep(tick);
             } catch (InterruptedException e) {
                 return;
             }
+            if (System.nanoTime() - last < every * 1_000_000L && !urgent()) {
+                continue;
+            }
+            last = System.nanoTime();
             try {
                 check();
             } catch (RuntimeException e) {
@@ -124,8 +149,25 @@ final class Lifeline {
     }
 
     /**
+     * @return whether a job waits behind busy threads, not given back yet, while the prefetch holds
+     *     none ahead: worth a look before the regular one
+     */
+    private boolean urgent() {
+        if (giveBackAfter.isZero() || executing.get() < threads || !holdsNoneAhead.getAsBoolean()) {
+            return false;
+        }
+        int waiting = waitingForThread.getAsInt();
+        if (waiting == 0) {
+            return false;
+        }
+        long givenBack = marks.values().stream().filter(m -> m == Mark.GIVEN_BACK).count();
+        return waiting > givenBack;
+    }
+
+    /**
      * One look: gives back what waited unstarted too long, behind busy threads ({@code
-     * giveBackAfter}) or, with a thread free, as an orphan pick ({@code orphanAfter}).
+     * giveBackAfter}, or no wait while the prefetch holds none ahead) or, with a thread free, as an
+     * orphan pick ({@code orphanAfter}).
      */
     void check() {
         boolean busy = executing.get() >= threads;
@@ -134,7 +176,7 @@ final class Lifeline {
             return;
         }
         long now = System.nanoTime();
-        long limit = (busy ? giveBackAfter : orphanAfter).toNanos();
+        long limit = !busy ? orphanAfter.toNanos() : holdsNoneAhead.getAsBoolean() ? 0 : giveBackAfter.toNanos();
         List<JobStore.Picked> picked = store.pickedBy(worker);
         Set<String> seen = new HashSet<>();
         for (JobStore.Picked p : picked) {

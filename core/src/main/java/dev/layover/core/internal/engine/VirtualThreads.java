@@ -77,13 +77,20 @@ final class VirtualThreads {
      * @return the executor db-scheduler runs jobs on
      */
     static ExecutorService fixedPool(int threads, String prefix) {
+        return new ThreadPoolExecutor(threads, threads, 0L, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(),
+                factory(prefix));
+    }
+
+    /**
+     * @param prefix the threads' name prefix
+     * @return a factory of virtual threads named {@code prefix0}, {@code prefix1}, ...
+     */
+    static ThreadFactory factory(String prefix) {
         require();
-        ThreadFactory factory;
         try {
-            factory = (ThreadFactory) FACTORY.invoke(NAME.invoke(OF_VIRTUAL.invoke(), prefix, 0L));
+            return (ThreadFactory) FACTORY.invoke(NAME.invoke(OF_VIRTUAL.invoke(), prefix, 0L));
         } catch (Throwable e) {
             throw new IllegalStateException("cannot create a virtual thread factory", e);
         }
-        return new ThreadPoolExecutor(threads, threads, 0L, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), factory);
     }
 }

@@ -1,0 +1,223 @@
+package dev.layover.core.internal.engine;
+
+import com.github.kagkarlsson.scheduler.jdbc.JdbcTaskRepositoryContext;
+import com.github.kagkarlsson.scheduler.jdbc.PostgreSqlJdbcCustomization;
+import com.github.kagkarlsson.scheduler.task.Execution;
+import java.time.Instant;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * How many jobs a worker holds at a time (picked: running or waiting for a thread), as a multiple
+ * of its threads: fixed when the application set {@code prefetch}, else adaptive, following how
+ * long handlers take. Many rows per pick while jobs are short (up to {@link #MAX_FACTOR} × threads:
+ * a pick costs a round trip, so for short jobs rows per pick are throughput); one per thread when
+ * they take a second or more (a job waiting in memory behind a multi-second call waits that call's
+ * duration while another worker may be idle). Between, the factor falls with the logarithm of the
+ * duration: {@code MAX_FACTOR} at {@link #SHORT_NANOS} and below, 1 at {@link #LONG_NANOS} and
+ * above. The duration is a moving average of the handlers that ended, or, when every thread is busy
+ * and the youngest running handler is older than that average, its age (a burst of slow calls after
+ * short jobs is known for slow a second into the calls, not when the first of them ends). Nothing
+ * observed yet (a fresh worker): 1, and the first short jobs raise it at once.
+ *
+ * <p>db-scheduler fixes its pick limit ({@code pollUsingLockAndFetch}'s upper limit) when it is
+ * built, so the engine builds it with the largest factor and this class, as the JDBC customization
+ * of its single-statement lock-and-fetch, lowers each pick's row count: db-scheduler asks for
+ * {@code upper − held} rows, the pick takes {@code limit − held}. A pick lowered this way does not
+ * tell db-scheduler that more may be due (it only knows when a pick returns all it asked for), so
+ * while picks are lowered and came back full, runs leaving the pool ({@link #pool}, after
+ * db-scheduler counted them out) wake the poll themselves: every one at factor 1, every {@code
+ * (factor − 1) × threads / 2} above, at most every half of the last pick's rows. When the adaptive
+ * factor is 1 the worker holds nothing ahead, and {@link Lifeline} gives back what it holds beyond
+ * its threads without waiting {@code giveBackAfter} ({@link #holdsNoneAhead}). Only the number of
+ * rows per pick changes; the pick's statement, and what any outcome writes, are db-scheduler's and
+ * Layover's as before.
+ */
+final class PickLimit extends PostgreSqlJdbcCustomization {
+
+    /** The adaptive factor's ceiling: rows held per thread while jobs are short. */
+    static final double MAX_FACTOR = 6.0;
+    /** Handler durations at or below which the adaptive factor is {@link #MAX_FACTOR}: 10 ms. */
+    static final long SHORT_NANOS = 10_000_000L;
+    /** Handler durations at or above which the adaptive factor is 1: 1 s. */
+    static final long LONG_NANOS = 1_000_000_000L;
+    /** Weight of the newest duration in the moving average. */
+    static final double WEIGHT = 0.2;
+
+    private final int threads;
+    private final boolean adaptive;
+    private final double fixedFactor;
+    /** db-scheduler's upper limit, {@code (int) (upperFactor() × threads)}, as it computes it. */
+    private final int upper;
+    /** Moving average of handler durations in nanoseconds; negative: nothing observed. */
+    private volatile double averageNanos = -1;
+    /** The running handlers' start ({@link System#nanoTime}), by run. */
+    private final ConcurrentHashMap<Object, Long> running = new ConcurrentHashMap<>();
+    /** Whether the last pick was lowered and came back full (more may be due). */
+    private volatile boolean wakeOnEnd;
+    /** Rows the last lowered pick took. */
+    private volatile int lastPicked;
+    private final AtomicInteger endedSincePick = new AtomicInteger();
+    private volatile Runnable wakeUp = () -> { };
+    private volatile ThreadPoolExecutor pool;
+
+    /**
+     * @param threads the worker threads
+     * @param prefetch the fixed factor (1 to 10); 0: adaptive
+     */
+    PickLimit(int threads, double prefetch) {
+        super(false, false);
+        this.threads = threads;
+        this.adaptive = prefetch == 0;
+        this.fixedFactor = prefetch;
+        this.upper = (int) (upperFactor() * threads);
+    }
+
+    /** @return the factor db-scheduler is built with: the fixed one, or the adaptive ceiling */
+    double upperFactor() {
+        return adaptive ? MAX_FACTOR : fixedFactor;
+    }
+
+    /** @param wakeUp asks the scheduler to look for due jobs (set once the scheduler exists) */
+    void wakeUpWith(Runnable wakeUp) {
+        this.wakeUp = wakeUp;
+    }
+
+    /**
+     * db-scheduler's execution pool: a fixed pool of {@code threads} over an unbounded queue, as
+     * db-scheduler builds it itself, that tells this class when a run has left it.
+     *
+     * @param factory the pool's threads (platform or virtual)
+     * @return the pool
+     */
+    ExecutorService pool(ThreadFactory factory) {
+        ThreadPoolExecutor p = new ThreadPoolExecutor(threads, threads, 0L, TimeUnit.MILLISECONDS,
+                new LinkedBlockingQueue<>(), factory) {
+            @Override
+            protected void afterExecute(Runnable r, Throwable t) {
+                left();
+            }
+        };
+        this.pool = p;
+        return p;
+    }
+
+    /** @return jobs handed to the pool that wait for a thread (given back ones included) */
+    int waitingForThread() {
+        ThreadPoolExecutor p = pool;
+        return p == null ? 0 : p.getQueue().size();
+    }
+
+    /** @return the current factor: jobs held per thread */
+    double factor() {
+        if (!adaptive) {
+            return fixedFactor;
+        }
+        double avg = averageNanos;
+        return avg < 0 ? 1.0 : factorFor(Math.max(avg, youngestAgeWhenBusy()));
+    }
+
+    /** @return the youngest running handler's age when every thread runs one, else -1 */
+    private double youngestAgeWhenBusy() {
+        if (running.size() < threads) {
+            return -1;
+        }
+        long now = System.nanoTime();
+        long youngest = Long.MAX_VALUE;
+        for (Long since : running.values()) {
+            youngest = Math.min(youngest, now - since);
+        }
+        return youngest == Long.MAX_VALUE ? -1 : youngest;
+    }
+
+    /** @return the adaptive factor for handlers taking {@code nanos} on average */
+    static double factorFor(double nanos) {
+        if (nanos <= SHORT_NANOS) {
+            return MAX_FACTOR;
+        }
+        if (nanos >= LONG_NANOS) {
+            return 1.0;
+        }
+        double f = Math.log((double) LONG_NANOS / nanos) / Math.log((double) LONG_NANOS / SHORT_NANOS);
+        return 1.0 + (MAX_FACTOR - 1.0) * f;
+    }
+
+    /** @return jobs this worker holds at most now */
+    int limit() {
+        return Math.max(threads, (int) (factor() * threads));
+    }
+
+    /** @return whether the prefetch is adaptive and now holds no job beyond the threads */
+    boolean holdsNoneAhead() {
+        return adaptive && limit() <= threads;
+    }
+
+    /**
+     * A handler's run starts on a worker thread.
+     *
+     * @return the run, for {@link #ended}
+     */
+    Object started() {
+        Object run = new Object();
+        running.put(run, System.nanoTime());
+        return run;
+    }
+
+    /**
+     * The run's handler is over (its outcome about to be written).
+     *
+     * @param run what {@link #started} returned
+     */
+    void ended(Object run) {
+        Long since = running.remove(run);
+        if (since != null) {
+            observe(System.nanoTime() - since);
+        }
+    }
+
+    /** @param nanos how long a handler held its thread, into the moving average */
+    void observe(long nanos) {
+        if (adaptive) {
+            double avg = averageNanos;
+            averageNanos = avg < 0 ? nanos : avg + WEIGHT * (nanos - avg);
+        }
+    }
+
+    /** A run (or a skipped one, given back meanwhile) has left db-scheduler's pool and its count. */
+    void left() {
+        if (wakeOnEnd) {
+            int every = Math.max(1, Math.min((int) ((factor() - 1.0) * threads / 2), lastPicked / 2));
+            if (endedSincePick.incrementAndGet() >= every) {
+                endedSincePick.set(0);
+                wakeUp.run();
+            }
+        }
+    }
+
+    @Override
+    public List<Execution> lockAndFetchSingleStatement(JdbcTaskRepositoryContext ctx, Instant now, int limit,
+            boolean orderByPriority) {
+        endedSincePick.set(0);
+        int held = upper - limit; // db-scheduler asks for upper − (queued + running)
+        int lowered = Math.min(limit, limit() - held);
+        if (lowered >= limit) {
+            wakeOnEnd = false;
+            return super.lockAndFetchSingleStatement(ctx, now, limit, orderByPriority);
+        }
+        if (lowered <= 0) {
+            lastPicked = 0;
+            wakeOnEnd = true; // nothing taken: whatever is due waits for threads here to end
+            return List.of();
+        }
+        List<Execution> picked = super.lockAndFetchSingleStatement(ctx, now, lowered, orderByPriority);
+        lastPicked = picked.size();
+        wakeOnEnd = picked.size() == lowered;
+        return picked;
+    }
+}
