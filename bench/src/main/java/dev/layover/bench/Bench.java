@@ -82,6 +82,11 @@ public final class Bench {
             return tokens;
         }
 
+        /** @return the fair share arms, or null */
+        public List<FairnessBench.Arm> fairness() {
+            return fairness;
+        }
+
         /** @return the throughput runs */
         public List<ThroughputBench.Run> throughput() {
             return throughput;

@@ -60,6 +60,11 @@ class BenchSmokeTest {
         r.console().small().forEach((call, t) -> assertEquals(200, t.status(), call));
         assertEquals(TokenBench.Arm.values().length, r.tokens().size(), "every token arm");
         r.tokens().forEach(t -> assertTrue(Double.isFinite(t.usefulPerT()) && t.usefulPerT() >= 0, t.toString()));
+        assertEquals(4, r.fairness().size(), "fair, first come first served, weighted, priority");
+        r.fairness().forEach(a -> assertTrue(a.tenants().stream().mapToInt(FairnessBench.Tenant::started).sum() > 0,
+                a.label() + ": no job started"));
+        assertEquals(0, r.fairness().get(1).fairRounds(), "fairness off: no fair queue");
+        assertTrue(r.fairness().get(0).fairRounds() > 0, "fairness on: rounds ran");
         assertFalse(r.inflight().isEmpty(), "platform threads, and virtual threads when a Java 21+ is found");
         r.inflight().forEach(i -> assertEquals(InflightBench.Settings.quick().jobs(), i.providerSuccesses(), i.toString()));
     }

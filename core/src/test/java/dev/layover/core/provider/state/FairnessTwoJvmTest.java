@@ -1,0 +1,86 @@
+package dev.layover.core.provider.state;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.layover.core.JobType;
+import dev.layover.core.Layover;
+import dev.layover.core.provider.state.FairWorkerMain.Work;
+import dev.layover.testing.Await;
+import dev.layover.testing.JvmProcess;
+import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.TestDatabase;
+import java.sql.Connection;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * Fair share across two worker JVMs: a child process and this one run the same fairness-keyed job
+ * type under one 20/s bucket; the tenants' permits interleave whichever process runs them, because
+ * the fair queue (its tags, its clock, its bookings) lives in Postgres.
+ */
+@ExtendWith(LayoverPostgresExtension.class)
+class FairnessTwoJvmTest {
+
+    private static final Duration WAIT = Duration.ofSeconds(60);
+
+    private JvmProcess child;
+    private final List<Layover> instances = new ArrayList<>();
+
+    @AfterEach
+    void stop() {
+        if (child != null) {
+            child.close();
+        }
+        instances.forEach(Layover::stop);
+    }
+
+    private static List<Work> jobs(String tenant, int n) {
+        List<Work> out = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            out.add(new Work(tenant, i));
+        }
+        return out;
+    }
+
+    @Test
+    void twoProcessesShareTheKeysPermitsAmongTheTenants(TestDatabase db) throws Exception {
+        child = JvmProcess.start(FairWorkerMain.class, "fair-child", db.jdbcUrl(), "worker-child");
+        child.awaitOutput("started worker-child", WAIT);
+        Layover here = FairWorkerMain.worker(db.newDataSource(6), "worker-here").start();
+        instances.add(here);
+        JobType<Work> type = FairWorkerMain.TYPE;
+        List<Work> all = jobs("a", 100);
+        all.addAll(jobs("b", 40));
+        all.addAll(jobs("c", 10));
+        try (Connection c = db.dataSource().getConnection()) { // the three tenants arrive together
+            c.setAutoCommit(false);
+            here.enqueueBatch(c, type, all, w -> dev.layover.core.EnqueueOptions.now());
+            c.commit();
+        }
+        Await.equal(WAIT, "all done", 150L,
+                () -> db.count("select count(*) from layover.job_history where job_type = 'fair-work'"));
+
+        List<Map<String, Object>> first = db.rows("select job_id, worker from layover.job_history where job_type = 'fair-work'"
+                + " order by started_at, job_id limit 30");
+        Map<String, Integer> perTenant = new HashMap<>();
+        for (Map<String, Object> r : first) {
+            String tenant = db.value("select args->>'tenant' from layover.job_history where job_id = ?", r.get("job_id"))
+                    .toString();
+            perTenant.merge(tenant, 1, Integer::sum);
+        }
+        for (String t : List.of("a", "b", "c")) {
+            int got = perTenant.getOrDefault(t, 0);
+            assertTrue(got >= 7 && got <= 13, "tenant " + t + " had " + got + " of the first 30 permits: " + perTenant);
+        }
+        assertEquals(2L, db.count("select count(distinct worker) from layover.job_history where job_type = 'fair-work'"),
+                "both processes ran jobs");
+        assertEquals(0L, db.count("select count(*) from layover.job_history where job_type = 'fair-work' and attempts > 0"));
+    }
+}
