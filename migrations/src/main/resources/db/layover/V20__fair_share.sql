@@ -54,6 +54,9 @@ COMMENT ON COLUMN layover.dead_letters.fairness_key IS 'The parked job''s fairne
 -- always have a priority: EnqueueOptions' default is 0)
 CREATE INDEX scheduled_tasks_fair_queue_idx ON layover.scheduled_tasks (provider_key, priority DESC, fair_tag)
     WHERE fair_tag IS NOT NULL AND permit_at IS NULL AND NOT picked;
+-- a round reads the booked, not yet picked jobs of one key (the service frontier; 2b below)
+CREATE INDEX scheduled_tasks_fair_booked_idx ON layover.scheduled_tasks (provider_key, fair_tag)
+    WHERE fair_tag IS NOT NULL AND permit_at IS NOT NULL AND NOT picked;
 -- the tagging reads the due, untagged jobs of one key
 CREATE INDEX scheduled_tasks_fair_new_idx ON layover.scheduled_tasks (provider_key, execution_time)
     WHERE fairness_key IS NOT NULL AND fair_tag IS NULL AND permit_at IS NULL;
@@ -187,6 +190,7 @@ DECLARE
     v_low       int := 0;
     v_clocks    jsonb;
     v_my_prio   smallint;
+    v_due       int := 0;
 BEGIN
     IF p_task_id IS NOT NULL
        AND layover.spend_held_permit(p_task_name, p_task_id, p_version, p_now, p_grace_s) THEN
@@ -222,10 +226,20 @@ BEGIN
         ORDER BY t.execution_time, t.task_instance
         LIMIT p_max_jobs
         FOR UPDATE OF t SKIP LOCKED
+    ), frontier AS MATERIALIZED ( -- per priority: the lowest tag booked and not started yet (the next to start)
+        SELECT t.priority, min(t.fair_tag) AS tag
+        FROM layover.scheduled_tasks t
+        WHERE t.provider_key = p_key AND t.fair_tag IS NOT NULL AND t.permit_at IS NOT NULL AND NOT t.picked
+        GROUP BY t.priority
     ), flows AS (
+        -- a flow waking up starts where service is (the frontier, else its priority's clock), so
+        -- its first jobs come before permits booked but not started yet (2b swaps them)
         SELECT k.fairness_key, k.priority, greatest(coalesce(f.vfinish, k.cc), k.cc) AS start_v,
                layover.fairness_weight(k.fairness_key) AS w, coalesce(f.vfinish, k.cc) <= k.cc AS idle
-        FROM (SELECT DISTINCT fairness_key, priority, layover.fair_class_clock(v_clocks, priority) AS cc FROM locked) k
+        FROM (SELECT DISTINCT l.fairness_key, l.priority,
+                     least(layover.fair_class_clock(v_clocks, l.priority),
+                           coalesce((SELECT fr.tag FROM frontier fr WHERE fr.priority = l.priority), 'infinity')) AS cc
+              FROM locked l) k
         LEFT JOIN layover.fair_flows f
                ON f.provider_key = p_key AND f.fairness_key = k.fairness_key AND f.priority = k.priority
     ), tags AS (
@@ -273,6 +287,71 @@ BEGIN
         UPDATE layover.fair_lines l SET active_weight = v_weight WHERE l.provider_key = p_key;
     END IF;
 
+    -- 2b. newly tagged jobs may have lower tags than jobs of their priority already booked and not
+    -- picked yet (a tenant arriving behind the booked horizon): those give their permits to them,
+    -- so that the newcomer is served from the permits already booked, not after them. The losers
+    -- wait again holding no permit (their tags keep their place); the winners take the losers'
+    -- slots in order. Within one priority only: the reserved share of a lower priority stays.
+    IF v_tagged > 0 THEN
+        WITH booked AS (
+            SELECT t.task_name, t.task_instance, t.fair_tag, t.priority, t.permit_at
+            FROM layover.scheduled_tasks t
+            WHERE t.provider_key = p_key AND t.fair_tag IS NOT NULL AND t.permit_at IS NOT NULL AND NOT t.picked
+              AND t.permit_at >= p_now - make_interval(secs => p_grace_s)
+            ORDER BY t.fair_tag
+            LIMIT 1000
+            FOR UPDATE OF t SKIP LOCKED
+        ), per_priority AS (SELECT b.priority, count(*) AS n FROM booked b GROUP BY b.priority
+        ), challengers AS ( -- within each priority only: a reserved lower-priority permit is not taken
+            SELECT c.* FROM per_priority pp
+            CROSS JOIN LATERAL (
+                SELECT t.task_name, t.task_instance, t.fair_tag, t.priority, NULL::timestamptz AS permit_at
+                FROM layover.scheduled_tasks t
+                WHERE t.provider_key = p_key AND t.fair_tag IS NOT NULL AND t.permit_at IS NULL AND NOT t.picked
+                  AND t.priority = pp.priority
+                ORDER BY t.fair_tag
+                LIMIT pp.n
+                FOR UPDATE OF t SKIP LOCKED) c
+        ), caller AS ( -- the caller competes too (its worker writes its row)
+            SELECT t.task_name, t.task_instance, t.fair_tag, t.priority, NULL::timestamptz AS permit_at
+            FROM layover.scheduled_tasks t
+            WHERE t.task_name = p_task_name AND t.task_instance = p_task_id AND t.fair_tag IS NOT NULL
+              AND t.priority IN (SELECT priority FROM per_priority)
+        ), ranked AS (
+            SELECT x.*, row_number() OVER (PARTITION BY x.priority ORDER BY x.fair_tag) AS k, pp.n AS booked_n
+            FROM (SELECT * FROM booked UNION ALL SELECT * FROM challengers UNION ALL SELECT * FROM caller) x
+            JOIN per_priority pp ON pp.priority = x.priority
+        ), losers AS (
+            SELECT r.*, row_number() OVER (PARTITION BY r.priority ORDER BY r.permit_at) AS n
+            FROM ranked r WHERE r.permit_at IS NOT NULL AND r.k > r.booked_n
+        ), winners AS (
+            SELECT r.*, row_number() OVER (PARTITION BY r.priority ORDER BY r.k) AS n
+            FROM ranked r WHERE r.permit_at IS NULL AND r.k <= r.booked_n
+        ), moved AS ( -- each pair: the loser unbooked, the winner booked at the loser's slot
+            UPDATE layover.scheduled_tasks t
+            SET permit_at = CASE WHEN t.task_instance = w.task_instance AND t.task_name = w.task_name THEN l.permit_at END,
+                execution_time = CASE WHEN t.task_instance = w.task_instance AND t.task_name = w.task_name THEN l.permit_at
+                                      ELSE v_hend + interval '2 seconds' END,
+                version = t.version + 1, last_reschedule_reason = 'fair',
+                last_reschedule_detail = CASE WHEN t.task_instance = w.task_instance AND t.task_name = w.task_name
+                    THEN 'fair share of ' || p_key || ': a permit booked in its turn'
+                    ELSE 'fair share of ' || p_key || ': its permit went to a job ahead of it in the fair queue' END,
+                last_rescheduled_at = p_now
+            FROM losers l JOIN winners w ON w.n = l.n AND w.priority = l.priority
+            WHERE ((t.task_name = l.task_name AND t.task_instance = l.task_instance)
+                   OR (t.task_name = w.task_name AND t.task_instance = w.task_instance))
+              AND (p_task_id IS NULL OR NOT (t.task_name = p_task_name AND t.task_instance = p_task_id))
+            RETURNING t.permit_at
+        )
+        SELECT (SELECT count(*) FROM moved m WHERE m.permit_at <= p_now),
+               (SELECT l.permit_at FROM losers l JOIN winners w ON w.n = l.n AND w.priority = l.priority
+                WHERE w.task_name = p_task_name AND w.task_instance = p_task_id)
+        INTO v_due, v_my_slot;
+        IF v_due > 0 THEN
+            PERFORM pg_notify('layover_jobs', ''); -- the winners are due: wake the workers
+        END IF;
+    END IF;
+
     -- 3. bookings: how many permits the bucket has until the horizon (GCRA: the k-th from
     -- greatest(tat, now), k from 1, fits at start + (k - capacity) / rate)
     v_slots := greatest(0, floor(extract(epoch FROM v_hend - v_start) * p_rate + p_cap))::int;
@@ -293,7 +372,8 @@ BEGIN
              ORDER BY t.priority DESC, t.fair_tag LIMIT v_slots)
             UNION ALL
             (SELECT t.task_name, t.task_instance, t.fair_tag, t.priority, 1 AS cls FROM layover.scheduled_tasks t
-             WHERE t.task_name = p_task_name AND t.task_instance = p_task_id AND t.fair_tag IS NOT NULL)
+             WHERE t.task_name = p_task_name AND t.task_instance = p_task_id AND t.fair_tag IS NOT NULL
+               AND v_my_slot IS NULL)
         ), once AS (
             SELECT DISTINCT ON (c.task_name, c.task_instance) c.* FROM chosen c
             ORDER BY c.task_name, c.task_instance, c.cls
@@ -327,7 +407,7 @@ BEGIN
             RETURNING 1
         )
         SELECT (SELECT count(*) FROM slots), (SELECT max(fair_tag) FROM slots),
-               (SELECT at FROM slots WHERE task_name = p_task_name AND task_instance = p_task_id),
+               coalesce(v_my_slot, (SELECT at FROM slots WHERE task_name = p_task_name AND task_instance = p_task_id)),
                (SELECT count(*) FROM slots WHERE cls = 0),
                (SELECT coalesce(jsonb_object_agg(x.priority::text,
                            greatest(x.tag, layover.fair_class_clock(v_clocks, x.priority))), '{}'::jsonb)
