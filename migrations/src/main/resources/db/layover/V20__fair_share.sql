@@ -17,9 +17,11 @@
 --   * a round (layover.fair_round) books the permits of the next moments of the key's bucket
 --     (a short horizon, by default 100 ms) for the waiting jobs with the lowest tags, as
 --     execution_time and permit_at (V10's held permit), and moves jobs tagged for the first time
---     to an estimate of their turn, so that a backlog is not picked job by job. Rounds run when a
---     job with a fairness key is picked without a permit, and every half horizon in each
---     worker that knows the key has waiting jobs (the engine's fair pump).
+--     past an estimate of their turn, so that a backlog is not picked job by job; a flow waking up
+--     starts at the service frontier (the lowest tag booked, not started) and takes the permits of
+--     booked jobs of its priority with higher tags. Rounds run when a job with a fairness key is
+--     picked without a permit, and every half horizon in each worker that knows the key has
+--     waiting jobs (the engine's fair pump).
 -- Why SFQ and not deficit round robin: its state is one number per flow and one per key, a pick
 -- touches only the jobs it books (the cost does not grow with the number of flows: the booking
 -- reads the tag index in order), weights are exact, and a flow arriving late interleaves at once
