@@ -33,7 +33,7 @@
 -- waiting, so batch work is slowed by interactive work but never starved.
 --
 -- Jobs without a fairness key take the key's permits as before (first come, first served). The
--- fairness applies to request-rate limits (configured buckets and learned paces); on a key whose
+-- fairness applies to request-rate limits (configured buckets and paces learned from a stated limit); on a key whose
 -- bucket limits tokens, or on concurrency limits, jobs with a fairness key are admitted as jobs
 -- without one (docs/fairness.md says so).
 --

@@ -266,7 +266,7 @@ public final class JobType<A> {
          * key's fair queue (V20's {@code layover.fair_round}: a tag, then a permit booked in its
          * turn; no attempt spent, not counted against {@code maxReschedules}) instead of booking
          * the next free permit first come, first served. Applies to request-rate limits
-         * (configured buckets and learned paces); on a key whose bucket limits tokens the job is
+         * (configured buckets and paces learned from a stated limit); on a key whose bucket limits tokens the job is
          * admitted as one without a fairness key. A job type without one behaves exactly as before.
          *
          * @param key a function of the args; may return {@code null}

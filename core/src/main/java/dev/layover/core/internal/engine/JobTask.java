@@ -73,9 +73,22 @@ final class JobTask<A> extends CustomTask<byte[]> {
      * What a run leaves to write, and whether it ended done (a done job's row is deleted by the
      * batch completer, which tells the lifeline; any other write moves the row on at once).
      */
-    private record Next(CompletionHandler<byte[]> write, boolean done) {
+    /**
+     * @param waited whether the run only learnt it must wait for its provider (no handler ran): such
+     *     runs tell the adaptive prefetch to hold fewer jobs ({@link PickLimit#ended}), so that a
+     *     limited key's backlog is placed by one statement instead of being picked job by job
+     */
+    private record Next(CompletionHandler<byte[]> write, boolean done, boolean waited) {
+        Next(CompletionHandler<byte[]> write, boolean done) {
+            this(write, done, false);
+        }
+
         static Next of(CompletionHandler<byte[]> write) {
             return new Next(write, false);
+        }
+
+        static Next waiting(CompletionHandler<byte[]> write) {
+            return new Next(write, false, true);
         }
     }
 
@@ -102,14 +115,15 @@ final class JobTask<A> extends CustomTask<byte[]> {
         if (!p.lifeline().begin(picked)) {
             return (complete, ops) -> { }; // given back while it waited for a thread: another worker has it
         }
-        Next next;
+        Next[] ran = {null};
         Object running = p.pickLimit().started();
         try {
-            next = runPicked(instance, ec, ex);
+            ran[0] = runPicked(instance, ec, ex);
         } finally {
             p.lifeline().end();
-            p.pickLimit().ended(running);
+            p.pickLimit().ended(running, ran[0] != null && ran[0].waited());
         }
+        Next next = ran[0];
         if (next.done()) {
             return next.write();
         }
@@ -146,7 +160,7 @@ final class JobTask<A> extends CustomTask<byte[]> {
             return Next.of((complete, ops) -> writer.hold(run, key, w.reason(), w.detail()));
         }
         if (admission instanceof Admission.Wait w) {
-            return Next.of((complete, ops) -> {
+            return Next.waiting((complete, ops) -> {
                 writer.waitForProvider(run, key, w);
                 if (hasBacklog(w)) {
                     p.gate().reserveBacklog(key, p.backlogTypes()).forEach((type, n) -> {

@@ -173,11 +173,15 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
      * The run's handler is over (its outcome about to be written).
      *
      * @param run what {@link #started} returned
+     * @param waited whether the run only learnt that its provider key makes it wait (no handler
+     *     ran): counted as a long job, so that a worker whose picks meet a limited key's backlog
+     *     holds one job per thread and the backlog is placed by one statement
+     *     ({@code ProviderGate#reserveBacklog}), not picked job by job
      */
-    void ended(Object run) {
+    void ended(Object run, boolean waited) {
         Long since = running.remove(run);
         if (since != null) {
-            observe(System.nanoTime() - since);
+            observe(waited ? Math.max(LONG_NANOS, System.nanoTime() - since) : System.nanoTime() - since);
         }
     }
 

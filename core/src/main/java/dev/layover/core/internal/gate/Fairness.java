@@ -64,8 +64,11 @@ final class Fairness {
      *
      * @param bucketOf the bucket a key's calls pass now (null: none), read at every pump round
      * @param now the gate's clock
+     * @param held whether a key's calls are held now (a cooldown, a breaker not closed): no pump
+     *     round books permits its jobs would be refused at
      */
-    synchronized void start(Function<String, BucketSettings> bucketOf, java.util.function.Supplier<Instant> now) {
+    synchronized void start(Function<String, BucketSettings> bucketOf, java.util.function.Supplier<Instant> now,
+            java.util.function.Predicate<String> held) {
         for (Map.Entry<String, Double> w : settings.weights().entrySet()) {
             gdb.inline("configuring the fairness weight of " + w.getKey(), c -> {
                 try (PreparedStatement ps = c.prepareStatement(FairSql.CONFIGURE_WEIGHT)) {
@@ -83,7 +86,7 @@ final class Fairness {
             return t;
         });
         long every = Math.max(10, settings.horizon().toMillis() / 2);
-        s.scheduleWithFixedDelay(() -> pumpOnce(bucketOf, now), every, every, TimeUnit.MILLISECONDS);
+        s.scheduleWithFixedDelay(() -> pumpOnce(bucketOf, now, held), every, every, TimeUnit.MILLISECONDS);
         pump = s;
     }
 
@@ -100,8 +103,12 @@ final class Fairness {
         return Set.copyOf(pumped);
     }
 
-    private void pumpOnce(Function<String, BucketSettings> bucketOf, java.util.function.Supplier<Instant> now) {
+    private void pumpOnce(Function<String, BucketSettings> bucketOf, java.util.function.Supplier<Instant> now,
+            java.util.function.Predicate<String> held) {
         for (String key : pumped) {
+            if (held.test(key)) {
+                continue; // cooling down or breaker not closed: permits booked now would only be refused
+            }
             try {
                 BucketSettings b = bucketOf.apply(key);
                 if (!fair(b)) {

@@ -187,7 +187,15 @@ public final class ProviderGate {
             buckets.configure(e.getKey(), e.getValue());
         }
         cache.start();
-        fairness.start(key -> paces.bucketOf(cache.keyState(key), cache.now()), cache::now);
+        fairness.start(key -> paces.bucketOf(cache.keyState(key), cache.now()), cache::now, this::held);
+    }
+
+    /** Whether a key's calls are held now by its cached state: a cooldown in force, or a breaker not closed. */
+    private boolean held(String key) {
+        Snapshot s = cache.keyState(key).snapshot;
+        Instant now = cache.now();
+        return s != null && ((s.cooldownUntil() != null && s.cooldownUntil().isAfter(now))
+                || (s.state() != null && s.state() != dev.layover.core.provider.state.BreakerState.CLOSED));
     }
 
     /**

@@ -27,8 +27,8 @@ import java.util.Map;
  * <table>
  *   <caption>Settings and defaults</caption>
  *   <tr><th>setting</th><th>default</th></tr>
- *   <tr><td>{@link #horizon()}</td><td>100 ms: how far ahead a round books permits; a tenant that
- *       arrives behind a booked horizon waits at most about that long for its first permit</td></tr>
+ *   <tr><td>{@link #horizon()}</td><td>100 ms: how far ahead a round books permits (a tenant that
+ *       arrives takes over the booked, unstarted permits of jobs behind it in the queue)</td></tr>
  *   <tr><td>{@link #lowPriorityShare()}</td><td>0.1: of each round's permits, at least this share
  *       goes to jobs below the highest priority waiting, when there are any (0: strict priority)</td></tr>
  *   <tr><td>{@link #weights()}</td><td>none: every fairness key weighs 1</td></tr>
