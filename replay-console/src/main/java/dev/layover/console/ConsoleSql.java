@@ -367,7 +367,7 @@ final class ConsoleSql {
 
     /** A provider key's fair queue line (V20's {@code layover.fair_lines}): its clock and rounds. */
     static final String FAIR_LINE = """
-            SELECT l.vclock, l.v_per_job, l.rounds, l.booked, l.last_round_at
+            SELECT l.vclock, l.active_weight, l.rounds, l.booked, l.last_round_at
             FROM layover.fair_lines l WHERE l.provider_key = ?""";
 
     /**
