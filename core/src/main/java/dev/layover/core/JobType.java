@@ -1,6 +1,7 @@
 package dev.layover.core;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.layover.core.batch.Batching;
 import dev.layover.core.tokens.TokenEstimate;
 import java.util.Collection;
 import java.util.LinkedHashSet;
@@ -39,6 +40,7 @@ public final class JobType<A> {
     private final Function<? super A, String> fairnessKey;
     private final ObjectMapper objectMapper;
     private final Function<? super A, TokenEstimate> tokenEstimate;
+    private final Batching<A> batching;
 
     private JobType(Builder<A> b) {
         this.name = b.name;
@@ -50,6 +52,11 @@ public final class JobType<A> {
         this.fairnessKey = b.fairnessKey;
         this.objectMapper = b.objectMapper;
         this.tokenEstimate = b.tokenEstimate;
+        this.batching = b.batching;
+        if (batching != null && providerKey == null) {
+            throw new ConfigurationException("job type '" + name + "' is batchable but has no provider key: batches "
+                    + "are per provider key (Builder#providerKey)");
+        }
     }
 
     /**
@@ -154,6 +161,14 @@ public final class JobType<A> {
         return tokenEstimate;
     }
 
+    /**
+     * @return how the job type's deferrable jobs go by batch ({@link Builder#batchable}), or
+     *     {@code null} when they never do
+     */
+    public Batching<A> batching() {
+        return batching;
+    }
+
     /** @return the job type's own Jackson mapper, or {@code null} to use Layover's */
     public ObjectMapper objectMapper() {
         return objectMapper;
@@ -179,6 +194,7 @@ public final class JobType<A> {
         private Function<? super A, String> fairnessKey;
         private ObjectMapper objectMapper;
         private Function<? super A, TokenEstimate> tokenEstimate;
+        private Batching<A> batching;
 
         private Builder(String name, Class<A> argsType) {
             if (name == null || !NAME.matcher(name).matches()) {
@@ -313,6 +329,24 @@ public final class JobType<A> {
          */
         public Builder<A> tokenEstimate(Function<? super A, TokenEstimate> estimate) {
             this.tokenEstimate = Objects.requireNonNull(estimate, "estimate");
+            return this;
+        }
+
+        /**
+         * Lets the type's deferrable jobs go to their provider key's batch tier (half price):
+         * a job whose deadline (or enqueue plus the batching's tolerance) leaves room for the key's
+         * expected batch completion is gathered into a batch instead of being called; the rest are
+         * called by the handler as before. Takes effect only for provider keys with batching
+         * ({@code Layover.Builder#batching}); needs a {@link #providerKey}. Database effect of a
+         * gathered job: a {@code layover.batch_items} row, and its row waits (reason
+         * {@code batched}) without an attempt or a counted reschedule until its line comes back.
+         * Default: none. See {@code docs/batches.md} and {@link Batching}.
+         *
+         * @param batching the request and result functions
+         * @return this builder
+         */
+        public Builder<A> batchable(Batching<A> batching) {
+            this.batching = Objects.requireNonNull(batching, "batching");
             return this;
         }
 

@@ -2,6 +2,7 @@ package dev.layover.core;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.github.kagkarlsson.scheduler.task.Task;
+import dev.layover.core.batch.BatchSettings;
 import dev.layover.core.control.JobControl;
 import dev.layover.core.history.JobHistoryRetention;
 import dev.layover.core.internal.engine.Engine;
@@ -80,7 +81,7 @@ public final class Layover implements AutoCloseable {
                 b.shutdownMaxWait, b.priority, b.prefetch, b.breakers, b.perKeyBreakers, b.cooldowns, b.buckets,
                 b.patternBuckets, b.concurrencyLimits, b.breakerListeners, b.tokenCosts, b.metrics, b.history,
                 b.historyArgs, b.stackTraceChars, b.timeSeries, b.notifications, b.giveBackAfter, b.virtualThreads,
-                b.fairness));
+                b.fairness, b.batching));
         this.extraTasks = List.copyOf(b.extraTasks);
         this.plugins = List.copyOf(b.plugins);
         this.historyRetention = b.history && !b.historyKeep.isZero()
@@ -485,6 +486,7 @@ public final class Layover implements AutoCloseable {
         private Duration giveBackAfter = Duration.ofSeconds(2);
         private boolean virtualThreads;
         private FairnessSettings fairness = FairnessSettings.defaults();
+        private final Map<String, BatchSettings> batching = new LinkedHashMap<>();
 
         private Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -721,6 +723,29 @@ public final class Layover implements AutoCloseable {
          */
         public Builder cooldowns(CooldownSettings settings) {
             this.cooldowns = Objects.requireNonNull(settings, "settings");
+            return this;
+        }
+
+        /**
+         * Lets the batchable jobs ({@code JobType.Builder#batchable}) of a provider key, or of every
+         * key matching a {@code prefix*} pattern (the longest matching pattern wins), go to the
+         * provider's batch tier: deferrable ones are gathered into batches that this instance's
+         * batch loop (a thread of its own, started with the scheduler) seals, submits through
+         * {@link BatchSettings#transport()}, polls and collects, sharing the work with every other
+         * instance through {@code layover.batches}. Jobs of keys without batching are called
+         * directly. See {@code docs/batches.md}. Default: none.
+         *
+         * @param keyOrPattern a provider key, or a {@code prefix*} pattern
+         * @param settings the transport and timing
+         * @return this builder
+         * @throws ConfigurationException for a blank key
+         */
+        public Builder batching(String keyOrPattern, BatchSettings settings) {
+            Objects.requireNonNull(keyOrPattern, "keyOrPattern");
+            if (keyOrPattern.isBlank()) {
+                throw new ConfigurationException("batching needs a provider key or a prefix* pattern");
+            }
+            batching.put(keyOrPattern, Objects.requireNonNull(settings, "settings"));
             return this;
         }
 

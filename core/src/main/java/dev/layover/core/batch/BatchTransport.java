@@ -1,5 +1,6 @@
 package dev.layover.core.batch;
 
+import dev.layover.core.provider.Provider;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -17,6 +18,14 @@ public interface BatchTransport {
 
     /** @return a short name for logs and the {@code layover.batches.provider} column, e.g. {@code "openai"} */
     String name();
+
+    /**
+     * @return whose error bodies an errored line carries, for classifying it as a direct call's
+     *     response would be; default {@link Provider#UNKNOWN} (the status decides)
+     */
+    default Provider provider() {
+        return Provider.UNKNOWN;
+    }
 
     /** @return the most lines the provider takes in one batch (OpenAI 50,000; Anthropic 100,000) */
     int maxRequests();

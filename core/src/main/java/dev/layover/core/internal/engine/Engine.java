@@ -8,6 +8,9 @@ import com.github.kagkarlsson.scheduler.task.OnStartup;
 import com.github.kagkarlsson.scheduler.task.Task;
 import dev.layover.core.JobPolicy;
 import dev.layover.core.control.JobControl;
+import dev.layover.core.internal.batch.BatchKeys;
+import dev.layover.core.internal.batch.BatchLoop;
+import dev.layover.core.internal.batch.BatchStore;
 import dev.layover.core.internal.db.DatabaseClock;
 import dev.layover.core.internal.db.DatabaseOutage;
 import dev.layover.core.spi.Db;
@@ -82,6 +85,7 @@ public final class Engine {
     private final OutcomeWriter writer;
     private final AdmissionControl admission;
     private final JobTask.Parts taskParts;
+    private final BatchLoop batchLoop;
     private volatile Scheduler scheduler;
     private WorkerLoops loops;
 
@@ -132,8 +136,11 @@ public final class Engine {
                 d -> lifeline.forget(d.name(), d.id(), d.version()));
         WriteRetry retry = new WriteRetry(outage);
         JobMover mover = new JobMover(store, clock, observability, retry);
+        BatchStore batchStore = new BatchStore(db);
         this.writer = new OutcomeWriter(store, clock, completer, gate, retry, mover, observability,
-                new StackTraces(config.stackTraceChars()));
+                new StackTraces(config.stackTraceChars()), batchStore);
+        BatchKeys batchKeys = new BatchKeys(config.batching());
+        this.batchLoop = batchKeys.any() ? new BatchLoop(batchStore, batchKeys, worker, batchTick(config)) : null;
         // operators' cancels write without waiting for a lost database: the caller sees the error
         this.control = new Controls(store, clock, new JobMover(store, clock, observability, WriteRetry.ONCE));
         Map<String, BucketSettings> limitBuckets = new LinkedHashMap<>(config.buckets());
@@ -149,7 +156,17 @@ public final class Engine {
         }
         this.taskParts = new JobTask.Parts(writer, admission, gate, List.copyOf(backlog), observability, clock,
                 new HandlerRunner(config.classifier() != null ? config.classifier()
-                        : ProviderClassifier.builder().clock(clock).build()::outcomeOf), lifeline, pickLimit);
+                        : ProviderClassifier.builder().clock(clock).build()::outcomeOf), lifeline, pickLimit,
+                new BatchStep(batchStore, batchKeys, writer, ProviderClassifier.builder().clock(clock).build()));
+    }
+
+    /** The batch loop's tick: half the shortest poll interval or gather age of any key, 50 ms to 1 s. */
+    private static Duration batchTick(EngineConfig config) {
+        long ms = 1000;
+        for (dev.layover.core.batch.BatchSettings s : config.batching().values()) {
+            ms = Math.min(ms, Math.min(s.pollInterval().toMillis(), s.maxGatherAge().toMillis()) / 2);
+        }
+        return Duration.ofMillis(Math.max(50, ms));
     }
 
     /** @return the job types */
@@ -242,6 +259,9 @@ public final class Engine {
         loops.start();
         lifeline.start();
         sampler.start();
+        if (batchLoop != null) {
+            batchLoop.start();
+        }
         observability.timeSeries().start(config.workerName());
     }
 
@@ -298,6 +318,9 @@ public final class Engine {
      */
     public synchronized void stop() {
         sampler.stop();
+        if (batchLoop != null) {
+            batchLoop.stop();
+        }
         boolean databaseAway = outage.isDown();
         if (databaseAway) {
             LOG.warn("Layover: stopping while the database is away; jobs whose outcome could not be written stay "

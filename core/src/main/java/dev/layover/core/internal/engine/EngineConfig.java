@@ -2,6 +2,7 @@ package dev.layover.core.internal.engine;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.layover.core.JobType;
+import dev.layover.core.batch.BatchSettings;
 import dev.layover.core.internal.observe.TimeSeriesSettings;
 import dev.layover.core.metrics.LayoverMetrics;
 import dev.layover.core.outcome.Outcome;
@@ -55,6 +56,7 @@ import javax.sql.DataSource;
  *     given back to the other workers; zero: never
  * @param virtualThreads whether handlers run on virtual threads ({@link VirtualThreads}; Java 21+)
  * @param fairness how a key's permits are shared among the fairness keys of its jobs
+ * @param batching batch settings by provider key or {@code prefix*} pattern
  */
 public record EngineConfig(
         DataSource dataSource,
@@ -87,7 +89,8 @@ public record EngineConfig(
         boolean notifications,
         Duration giveBackAfter,
         boolean virtualThreads,
-        FairnessSettings fairness) {
+        FairnessSettings fairness,
+        Map<String, BatchSettings> batching) {
 
     /** Copies the collections. */
     public EngineConfig {
@@ -99,6 +102,7 @@ public record EngineConfig(
         breakerListeners = List.copyOf(breakerListeners);
         tokenCosts = Map.copyOf(tokenCosts);
         fairness = fairness == null ? FairnessSettings.defaults() : fairness;
+        batching = batching == null ? Map.of() : java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(batching));
     }
 
     /** @return how long a picked job's heartbeat may be stale before it counts as dead */

@@ -38,6 +38,8 @@ import org.slf4j.LoggerFactory;
  * <ol>
  *   <li>the args are read (unreadable: parked {@code bad_args});
  *   <li>admission and control: a cancel, a passed deadline or a pause stop the job before it runs;
+ *   <li>the batch step ({@link BatchStep}), for a batchable job type whose key has batching: its
+ *       stored line becomes its outcome, or it waits for its batch, or it is gathered;
  *   <li>the provider state: during a cooldown, while a half-open breaker's trial is held elsewhere,
  *       or without a bucket permit the job is rescheduled without calling (no attempt spent); with
  *       the breaker open it is parked {@code breaker_open};
@@ -64,10 +66,11 @@ final class JobTask<A> extends CustomTask<byte[]> {
      * @param handlers calls handlers
      * @param lifeline gives back picked jobs that wait behind busy threads
      * @param pickLimit rows per pick, told when each run starts and ends
+     * @param batches the batch step of batchable job types
      */
     record Parts(OutcomeWriter writer, AdmissionControl control, ProviderGate gate,
             List<ProviderGate.BacklogType> backlogTypes, Observability observability, Clock clock,
-            HandlerRunner handlers, Lifeline lifeline, PickLimit pickLimit) {}
+            HandlerRunner handlers, Lifeline lifeline, PickLimit pickLimit, BatchStep batches) {}
 
     /**
      * What a run leaves to write, and whether it ended done (a done job's row is deleted by the
@@ -152,6 +155,10 @@ final class JobTask<A> extends CustomTask<byte[]> {
         AdmissionControl.Check check = p.control().check(run, entry.type(), args, key);
         if (check.stop() != null) {
             return Next.of(check.stop());
+        }
+        BatchStep.Step batched = p.batches().route(run, entry, args, key);
+        if (batched != null) {
+            return new Next(batched.write(), batched.done());
         }
         ProviderRun pr = p.gate().newRun(key, run.taskName(), run.id(), run.version(), estimate(args),
                 run.attemptsSpent() + 1).fairnessKey(fairnessKey(args));

@@ -1,5 +1,7 @@
 package dev.layover.core.internal.engine;
 
+import dev.layover.core.batch.BatchSettings;
+import dev.layover.core.internal.batch.BatchStore;
 import dev.layover.core.internal.db.StoredText;
 import dev.layover.core.internal.gate.Admission;
 import dev.layover.core.internal.gate.ProviderGate;
@@ -52,9 +54,10 @@ final class OutcomeWriter {
     private final JobMover mover;
     private final Observability observability;
     private final StackTraces traces;
+    private final BatchStore batches;
 
     OutcomeWriter(JobStore store, Clock clock, BatchCompleter completer, ProviderGate gate, WriteRetry retry,
-            JobMover mover, Observability observability, StackTraces traces) {
+            JobMover mover, Observability observability, StackTraces traces, BatchStore batches) {
         this.store = store;
         this.clock = clock;
         this.completer = completer;
@@ -63,6 +66,7 @@ final class OutcomeWriter {
         this.mover = mover;
         this.observability = observability;
         this.traces = traces;
+        this.batches = batches;
     }
 
     /** Applies an outcome that did not come from a handler run (no provider call was recorded). */
@@ -88,6 +92,50 @@ final class OutcomeWriter {
                 observability.timeSeries().rateLimited(run.taskName(), key);
             }
             write(run, key, d, trail, now, trace);
+        });
+    }
+
+    /**
+     * A stored batch line's outcome ({@link BatchStep}): decided and written exactly as a handler's
+     * outcome would be, except that the key's provider state learns nothing from it (a batch's
+     * limits are not the key's). A reschedule or retry clears the job's batch item
+     * ({@code run.batchItem()}), so its next run routes anew; done and park remove the row.
+     */
+    void applyBatchLine(JobRun run, String key, Outcome outcome) {
+        guard(run, () -> {
+            Instant now = clock.instant();
+            RunDecision d = RunDecider.decide(run, outcome, now, null, () -> retry.write(() -> store.reschedules(run)));
+            String trace = d instanceof RunDecision.Retry || d instanceof RunDecision.Park ? traces.of(outcome.cause()) : null;
+            write(run, key, d, ErrorLog.NO_TRAIL, now, trace);
+        });
+    }
+
+    /**
+     * A job in a live batch waits for its line ({@link JobStore#waitForBatch}): no attempt spent,
+     * no reschedule counted; the batch loop makes it due when its line is stored.
+     */
+    void waitForBatch(JobRun run, Instant until, String detail) {
+        guard(run, () -> {
+            if (retry.write(() -> store.waitForBatch(run, until, detail)) == 0) {
+                LOG.debug("Job {} changed while it was picked; its batch wait was not written", run.label());
+            }
+        });
+    }
+
+    /**
+     * Gathers a picked job, and the due backlog of its key it takes along, into the key's open
+     * batch ({@link BatchStore#gather}, V22's {@code layover.batch_gather}): each job's row waits
+     * for its line, no attempt spent, no reschedule counted.
+     */
+    void gather(JobRun run, String key, BatchSettings s, BatchStore.Line first, BatchStore.Backlog backlog) {
+        guard(run, () -> {
+            List<String> ids = retry.write(() -> batches.gather(run.taskName(), key, s, first, backlog));
+            if (ids.isEmpty() || !ids.get(0).equals(run.id())) {
+                LOG.debug("Job {} changed while it was picked; it was not gathered", run.label());
+            }
+            for (int i = 0; i < ids.size(); i++) {
+                observability.timeSeries().rescheduled(run.taskName(), key, "batched");
+            }
         });
     }
 

@@ -15,13 +15,32 @@ import dev.layover.core.JobPolicy;
  *     the outcome is written without a run in this JVM)
  * @param tokens the tokens its call reported and reserved, for the history row ({@link RunTokens#NONE}
  *     when none)
+ * @param batchItem the batch item whose stored line this run applies ({@code layover.batch_items.id}):
+ *     the reschedule or retry that writes its outcome clears the row's {@code batch_item}; null for
+ *     every other run
  */
 public record JobRun(String taskName, String id, long version, int attemptsSpent, JobPolicy policy, RunTiming timing,
-        RunTokens tokens) {
+        RunTokens tokens, Long batchItem) {
 
     /** A null {@code tokens} is {@link RunTokens#NONE}. */
     public JobRun {
         tokens = tokens == null ? RunTokens.NONE : tokens;
+    }
+
+    /**
+     * A run that applies no batch line.
+     *
+     * @param taskName the job type name
+     * @param id the job id
+     * @param version the row version
+     * @param attemptsSpent attempts spent
+     * @param policy the job type's limits
+     * @param timing its timing
+     * @param tokens its tokens
+     */
+    public JobRun(String taskName, String id, long version, int attemptsSpent, JobPolicy policy, RunTiming timing,
+            RunTokens tokens) {
+        this(taskName, id, version, attemptsSpent, policy, timing, tokens, null);
     }
 
     /**
@@ -53,12 +72,17 @@ public record JobRun(String taskName, String id, long version, int attemptsSpent
 
     /** @return this run with its timing */
     public JobRun withTiming(RunTiming t) {
-        return new JobRun(taskName, id, version, attemptsSpent, policy, t, tokens);
+        return new JobRun(taskName, id, version, attemptsSpent, policy, t, tokens, batchItem);
     }
 
     /** @return this run with the tokens its call reported and reserved */
     public JobRun withTokens(RunTokens t) {
-        return new JobRun(taskName, id, version, attemptsSpent, policy, timing, t);
+        return new JobRun(taskName, id, version, attemptsSpent, policy, timing, t, batchItem);
+    }
+
+    /** @return this run applying the stored line of batch item {@code item} */
+    public JobRun withBatchItem(long item) {
+        return new JobRun(taskName, id, version, attemptsSpent, policy, timing, tokens, item);
     }
 
     /** @return {@code type/id}, for log lines */

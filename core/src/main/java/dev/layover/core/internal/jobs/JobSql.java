@@ -133,7 +133,8 @@ final class JobSql {
             SET execution_time = ?, picked = false, picked_by = NULL, last_heartbeat = NULL,
                 version = version + 1, reschedules = reschedules + 1,
                 last_reschedule_reason = ?, last_reschedule_detail = ?, last_rescheduled_at = ?,
-                permit_at = ?, provider_trail = layover.trail_append(provider_trail, ?::jsonb)
+                permit_at = ?, provider_trail = layover.trail_append(provider_trail, ?::jsonb),
+                batch_item = CASE WHEN batch_item = ?::bigint THEN NULL ELSE batch_item END
             WHERE task_name = ? AND task_instance = ? AND version = ? AND reschedules < ?""";
 
     /** A retry: spends an attempt and records its error and the run's fallback trail. */
@@ -141,7 +142,19 @@ final class JobSql {
             UPDATE layover.scheduled_tasks
             SET execution_time = ?, picked = false, picked_by = NULL, last_heartbeat = NULL,
                 version = version + 1, consecutive_failures = ?, last_failure = ?,
-                errors = errors || ?::jsonb, provider_trail = layover.trail_append(provider_trail, ?::jsonb)
+                errors = errors || ?::jsonb, provider_trail = layover.trail_append(provider_trail, ?::jsonb),
+                batch_item = CASE WHEN batch_item = ?::bigint THEN NULL ELSE batch_item END
+            WHERE task_name = ? AND task_instance = ? AND version = ?""";
+
+    /**
+     * A job gathered into a batch waits for its line: its run time moved to when it must look
+     * again, without an attempt and without counting a reschedule (reason {@code batched}).
+     * Parameters: run at, detail, task name, id, version.
+     */
+    static final String WAIT_FOR_BATCH = """
+            UPDATE layover.scheduled_tasks
+            SET execution_time = ?, picked = false, picked_by = NULL, last_heartbeat = NULL,
+                version = version + 1, last_reschedule_reason = 'batched', last_reschedule_detail = ?
             WHERE task_name = ? AND task_instance = ? AND version = ?""";
 
     /** Layover's columns of one job, read only when an outcome needs them. */

@@ -146,7 +146,7 @@ public final class JobStore implements JobWrites {
         return db.autocommit("rescheduling job " + run.label(), c -> {
             try (PreparedStatement ps = c.prepareStatement(JobSql.RESCHEDULE)) {
                 Db.bind(ps, Timestamp.from(runAt), reason, detail, Timestamp.from(now),
-                        permitAt == null ? null : Timestamp.from(permitAt), trail,
+                        permitAt == null ? null : Timestamp.from(permitAt), trail, run.batchItem(),
                         run.taskName(), run.id(), run.version(), run.policy().maxReschedules());
                 return ps.executeUpdate();
             }
@@ -163,7 +163,7 @@ public final class JobStore implements JobWrites {
     public int retry(JobRun run, Instant now, Instant runAt, int attempts, String error, String trail) {
         return db.autocommit("retrying job " + run.label(), c -> {
             try (PreparedStatement ps = c.prepareStatement(JobSql.RETRY)) {
-                Db.bind(ps, Timestamp.from(runAt), attempts, Timestamp.from(now), error, trail,
+                Db.bind(ps, Timestamp.from(runAt), attempts, Timestamp.from(now), error, trail, run.batchItem(),
                         run.taskName(), run.id(), run.version());
                 return ps.executeUpdate();
             }
@@ -316,6 +316,22 @@ public final class JobStore implements JobWrites {
                     ps.setArray(11, c.createArrayOf("bigint", estimated));
                     ps.setBoolean(12, historyArgs);
                 }
+                return ps.executeUpdate();
+            }
+        });
+    }
+
+    /**
+     * A job in a batch waits for its line ({@link JobSql#WAIT_FOR_BATCH}): no attempt, no
+     * reschedule counted.
+     *
+     * @param runAt when it looks again (it is made due sooner when its line is stored)
+     * @return 1, or 0 when the row changed meanwhile
+     */
+    public int waitForBatch(JobRun run, Instant runAt, String detail) {
+        return db.autocommit("letting job " + run.label() + " wait for its batch", c -> {
+            try (PreparedStatement ps = c.prepareStatement(JobSql.WAIT_FOR_BATCH)) {
+                Db.bind(ps, Timestamp.from(runAt), detail, run.taskName(), run.id(), run.version());
                 return ps.executeUpdate();
             }
         });
