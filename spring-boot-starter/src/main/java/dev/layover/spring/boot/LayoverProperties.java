@@ -16,6 +16,7 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
  * layover.poll-interval=500ms
  * layover.buckets[openai\:gpt-4o-mini].requests-per-minute=500
  * layover.concurrency-limits[tenant\:*]=2
+ * layover.fairness.weights[tenant\:premium-*]=2
  * layover.breakers.open-for=1m
  * layover.console.enabled=true
  * </pre>
@@ -27,7 +28,8 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
  * <p>Database: {@link #isMigrate() migrate} (default true) applies Layover's migrations to
  * schema {@code layover} when the application starts; buckets and concurrency limits are written
  * to {@code layover.buckets} and {@code layover.concurrency_limits} when the workers meet their
- * keys. Everything else only configures this JVM.
+ * keys; fairness weights to {@code layover.fairness_weights} when the workers start. Everything
+ * else only configures this JVM.
  */
 @ConfigurationProperties(prefix = "layover")
 public class LayoverProperties {
@@ -114,6 +116,7 @@ public class LayoverProperties {
      */
     private final Map<String, Integer> concurrencyLimits = new LinkedHashMap<>();
 
+    private final Fairness fairness = new Fairness();
     private final DeadLetters dlq = new DeadLetters();
     private final Console console = new Console();
 
@@ -290,6 +293,11 @@ public class LayoverProperties {
     /** @return the concurrency limits by key */
     public Map<String, Integer> getConcurrencyLimits() {
         return concurrencyLimits;
+    }
+
+    /** @return the fair share settings (FairnessSettings); all unset by default */
+    public Fairness getFairness() {
+        return fairness;
     }
 
     /** @return the dead-letter settings (used when layover-dlq is on the classpath) */
@@ -685,6 +693,57 @@ public class LayoverProperties {
         /** @param lease the lease */
         public void setLease(int lease) {
             this.lease = lease;
+        }
+    }
+
+    /**
+     * Fair share of a provider key's permits among the fairness keys of its jobs
+     * ({@code FairnessSettings}, {@code docs/fairness.md}). While none of these is set the builder's
+     * fairness is left as it is (Layover's defaults); once one is, the others keep Layover's
+     * defaults. Database: the weights are written to {@code layover.fairness_weights} when the
+     * workers start (an operator's weight set at run time is kept).
+     */
+    public static class Fairness {
+        /**
+         * How far ahead a round of a key's fair queue books permits, 50ms to 10s (unset: Layover's
+         * 100ms).
+         */
+        private Duration horizon;
+        /**
+         * The share of each round's permits reserved for jobs below the highest priority waiting,
+         * in [0, 1); 0 is strict priority (unset: Layover's 0.1).
+         */
+        private Double lowPriorityShare;
+        /**
+         * Weights by fairness key, or by pattern with * for any text (the longest matching pattern
+         * wins), each in (0, 1000000]; a key without one weighs 1. Bracket the key, and escape its
+         * colon in a .properties file: {@code layover.fairness.weights[tenant\:premium-*]=2}.
+         */
+        private final Map<String, Double> weights = new LinkedHashMap<>();
+
+        /** @return the horizon, or null for Layover's default (100 ms) */
+        public Duration getHorizon() {
+            return horizon;
+        }
+
+        /** @param horizon the horizon, 50 ms to 10 s; null for Layover's default */
+        public void setHorizon(Duration horizon) {
+            this.horizon = horizon;
+        }
+
+        /** @return the share reserved for lower priorities, or null for Layover's default (0.1) */
+        public Double getLowPriorityShare() {
+            return lowPriorityShare;
+        }
+
+        /** @param lowPriorityShare the share reserved for lower priorities, in [0, 1); null for Layover's default */
+        public void setLowPriorityShare(Double lowPriorityShare) {
+            this.lowPriorityShare = lowPriorityShare;
+        }
+
+        /** @return the weights by fairness key or pattern (empty: every fairness key weighs 1) */
+        public Map<String, Double> getWeights() {
+            return weights;
         }
     }
 

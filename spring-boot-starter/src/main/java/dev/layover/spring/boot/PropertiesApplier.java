@@ -4,7 +4,9 @@ import dev.layover.core.Layover;
 import dev.layover.core.provider.state.BreakerSettings;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.provider.state.CooldownSettings;
+import dev.layover.core.provider.state.FairnessSettings;
 import java.util.Map;
+import java.util.function.Supplier;
 
 /** Applies {@link LayoverProperties} to a builder; a refused value names its property. */
 final class PropertiesApplier {
@@ -47,6 +49,39 @@ final class PropertiesApplier {
             set("layover.concurrency-limits[" + e.getKey() + "]",
                     () -> b.concurrencyLimit(e.getKey(), e.getValue() == null ? 0 : e.getValue()));
         }
+        fairness(p.getFairness(), b);
+    }
+
+    /**
+     * Sets the builder's fairness from {@code layover.fairness.*}: nothing at all while none is set;
+     * otherwise Layover's defaults with the properties set over them, replacing the builder's
+     * fairness (the auto-configuration applies the properties to a fresh builder, before the
+     * customizers).
+     */
+    static void fairness(LayoverProperties.Fairness f, Layover.Builder b) {
+        if (f.getHorizon() == null && f.getLowPriorityShare() == null && f.getWeights().isEmpty()) {
+            return;
+        }
+        FairnessSettings s = FairnessSettings.defaults();
+        if (f.getHorizon() != null) {
+            FairnessSettings base = s;
+            s = value("layover.fairness.horizon", () -> base.withHorizon(f.getHorizon()));
+        }
+        if (f.getLowPriorityShare() != null) {
+            FairnessSettings base = s;
+            s = value("layover.fairness.low-priority-share", () -> base.withLowPriorityShare(f.getLowPriorityShare()));
+        }
+        for (Map.Entry<String, Double> e : f.getWeights().entrySet()) {
+            FairnessSettings base = s;
+            s = value("layover.fairness.weights[" + e.getKey() + "]", () -> {
+                if (e.getValue() == null) {
+                    throw new IllegalArgumentException("the fairness weight of " + e.getKey()
+                            + " is missing (a number in (0, 1000000])");
+                }
+                return base.withWeight(e.getKey(), e.getValue());
+            });
+        }
+        b.fairness(s);
     }
 
     static BreakerSettings breakers(LayoverProperties.Breakers p) {
@@ -62,6 +97,15 @@ final class PropertiesApplier {
     static BucketSettings bucket(LayoverProperties.Bucket p) {
         return new BucketSettings(p.getRequestsPerMinute(), p.getTokensPerMinute(), p.getBurst(), p.getLease(),
                 p.getInputTokensPerMinute(), p.getOutputTokensPerMinute(), p.getTokenBurst());
+    }
+
+    /** Computes one setting's value; Layover's refusal becomes an error naming the property. */
+    static <T> T value(String property, Supplier<T> setting) {
+        try {
+            return setting.get();
+        } catch (RuntimeException e) {
+            throw new InvalidLayoverPropertyException(property, e);
+        }
     }
 
     /** Runs one setting; Layover's refusal (or a missing value) becomes an error naming the property. */
