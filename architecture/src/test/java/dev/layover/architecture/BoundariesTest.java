@@ -66,6 +66,11 @@ class BoundariesTest {
                 .should().dependOnClassesThat().resideInAPackage("dev.layover.core.internal.engine..")
                 .because("the engine asks the gate, never the other way round")
                 .check(classes);
+        noClasses().that().resideInAPackage("dev.layover.core.internal.batch..")
+                .should().dependOnClassesThat().resideInAnyPackage("dev.layover.core.internal.engine..",
+                        "dev.layover.core.internal.gate..")
+                .because("the engine routes jobs to batches; the batch store and loop know neither the engine nor the gate")
+                .check(classes);
     }
 
     @Test

@@ -43,7 +43,9 @@ class TableOwnersTest {
             Map.entry("recovery_state", Set.of(DLQ + "DlqSql.java")),
             Map.entry("audit_log", Set.of(DLQ + "DlqSql.java")),
             Map.entry("time_series_counts", Set.of(CORE + "internal/observe/TimeSeriesSql.java")),
-            Map.entry("fairness_weights", Set.of(CORE + "internal/gate/FairSql.java")));
+            Map.entry("fairness_weights", Set.of(CORE + "internal/gate/FairSql.java")),
+            Map.entry("batches", Set.of(CORE + "internal/batch/BatchSql.java")),
+            Map.entry("batch_items", Set.of(CORE + "internal/batch/BatchSql.java")));
 
     /**
      * The benchmarks are measurement harnesses, not Layover: they fill tables to measure reads of

@@ -1,0 +1,239 @@
+package dev.layover.core.batch;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.anthropic.client.AnthropicClient;
+import com.anthropic.client.okhttp.AnthropicOkHttpClient;
+import com.openai.client.OpenAIClient;
+import com.openai.client.okhttp.OpenAIOkHttpClient;
+import dev.layover.core.EnqueueOptions;
+import dev.layover.core.JobPolicy;
+import dev.layover.core.JobType;
+import dev.layover.core.Layover;
+import dev.layover.core.outcome.Outcome;
+import dev.layover.testing.Await;
+import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.TestDatabase;
+import dev.layover.testing.provider.FakeBatches;
+import dev.layover.testing.provider.FakeProvider;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * Deadline-aware batch routing end to end: a real Postgres, the fake provider's batch endpoints in
+ * the providers' real shapes, and the real SDKs (retries off) under {@link OpenAiBatches} and
+ * {@link AnthropicBatches}. Every figure is read back from the tables.
+ */
+@ExtendWith(LayoverPostgresExtension.class)
+class BatchRoutingTest {
+
+    record Doc(String id, String text) {}
+
+    private static final Duration WAIT = Duration.ofSeconds(60);
+
+    private final FakeProvider fake = FakeProvider.start();
+    private final List<Layover> layovers = new ArrayList<>();
+    private final AtomicInteger direct = new AtomicInteger();
+    private final Map<String, String> answers = new ConcurrentHashMap<>();
+    private final Set<String> directIds = ConcurrentHashMap.newKeySet();
+
+    @AfterEach
+    void stop() {
+        layovers.forEach(Layover::stop);
+        fake.close();
+    }
+
+    private OpenAIClient openAi() {
+        return OpenAIOkHttpClient.builder().apiKey("sk-test").baseUrl(fake.baseUri() + "/v1").maxRetries(0)
+                .timeout(Duration.ofSeconds(10)).build();
+    }
+
+    private AnthropicClient anthropic() {
+        return AnthropicOkHttpClient.builder().apiKey("test-key").baseUrl(fake.baseUri().toString()).maxRetries(0)
+                .timeout(Duration.ofSeconds(10)).build();
+    }
+
+    /** A summary job type: by batch when deferrable, else its handler "calls" directly. */
+    private JobType<Doc> type(JobPolicy policy, Batching<Doc> batching) {
+        return JobType.builder("summary", Doc.class)
+                .providerKey(d -> "openai:gpt-4o-mini")
+                .policy(policy)
+                .batchable(batching)
+                .handler((d, ctx) -> {
+                    direct.incrementAndGet();
+                    directIds.add(d.id());
+                    return Outcome.done();
+                })
+                .build();
+    }
+
+    private Batching<Doc> openAiLines() {
+        return Batching.<Doc>of(
+                d -> Map.of("model", "gpt-4o-mini", "max_tokens", 50,
+                        "messages", List.of(Map.of("role", "user", "content", "Summarise " + d.text()))),
+                (d, r) -> {
+                    answers.put(d.id(), r.json().path("choices").path(0).path("message").path("content").asText());
+                    return Outcome.done();
+                });
+    }
+
+    private static BatchSettings fast(BatchTransport t) {
+        return BatchSettings.of(t).withMaxGatherAge(Duration.ofMillis(300)).withPollInterval(Duration.ofMillis(200))
+                .withLease(Duration.ofSeconds(2));
+    }
+
+    private Layover start(TestDatabase db, JobType<Doc> type, BatchSettings settings) {
+        Layover l = Layover.builder(db.dataSource()).threads(4).pollInterval(Duration.ofMillis(50))
+                .shutdownMaxWait(Duration.ofSeconds(5)).register(type).batching("openai:*", settings).start();
+        layovers.add(l);
+        return l;
+    }
+
+    private static long left(TestDatabase db) {
+        return db.count("select count(*) from layover.scheduled_tasks where task_name = 'summary'");
+    }
+
+    @Test
+    void deferrableJobsGoByBatchWhileUrgentOnesAreCalledDirectly(TestDatabase db) {
+        JobType<Doc> type = type(JobPolicy.defaults(), openAiLines());
+        Layover l = start(db, type, fast(OpenAiBatches.of(openAi())));
+        for (int i = 0; i < 30; i++) {
+            l.enqueue(type, new Doc("d" + i, "document " + i), EnqueueOptions.key("d" + i).withDeadline(Duration.ofHours(2)));
+        }
+        for (int i = 0; i < 5; i++) {
+            l.enqueue(type, new Doc("u" + i, "urgent " + i), EnqueueOptions.key("u" + i).withDeadline(Duration.ofMinutes(2)));
+        }
+        l.enqueue(type, new Doc("n0", "no deadline"), EnqueueOptions.key("n0"));
+        Await.until(WAIT, "every job done", () -> left(db) == 0);
+
+        assertEquals(30, answers.size(), "every deferrable job answered by its batch line: " + answers.keySet());
+        assertTrue(answers.keySet().stream().allMatch(id -> id.startsWith("d")), "only deferrable ones: " + answers.keySet());
+        assertEquals(Set.of("u0", "u1", "u2", "u3", "u4", "n0"), directIds, "urgent jobs and the one without a deadline");
+        assertEquals(6, direct.get());
+        FakeBatches fb = fake.batches();
+        assertEquals(0, fb.chargedMoreThanOnce(), "no line charged twice");
+        long batches = db.count("select count(*) from layover.batch_status");
+        assertEquals(batches, fb.created(), "every batch of Layover's was created once at the provider");
+        assertEquals(30L, db.value("select sum(succeeded) from layover.batch_status where state = 'ended'"));
+        assertEquals(0L, db.value("select coalesce(sum(pending), 0) from layover.batch_status"));
+        assertTrue((Long) db.value("select sum(saved_tokens) from layover.batch_status") > 0, "a saving is shown");
+        assertEquals(30L, db.count("""
+                select count(*) from layover.job_history h
+                join layover.batch_items i on i.task_name = h.job_type and i.task_instance = h.job_id
+                where h.outcome = 'completed' and h.input_tokens > 0 and h.attempts = 0"""),
+                "each batch job's history row has the line's tokens and no attempt spent");
+    }
+
+    @Test
+    void erroredLinesBecomeTheOutcomeADirectCallWouldHaveGiven(TestDatabase db) {
+        JobType<Doc> type = type(JobPolicy.defaults().withMaxAttempts(2).withBackoff(Duration.ofMillis(1), Duration.ofMillis(5)),
+                openAiLines());
+        Layover l = start(db, type, fast(OpenAiBatches.of(openAi())));
+        l.enqueue(type, new Doc("bad", "[fail:400] malformed"), EnqueueOptions.key("bad").withDeadline(Duration.ofHours(2)));
+        l.enqueue(type, new Doc("flaky", "[fail:500] server trouble"), EnqueueOptions.key("flaky").withDeadline(Duration.ofHours(2)));
+        l.enqueue(type, new Doc("fine", "all good"), EnqueueOptions.key("fine").withDeadline(Duration.ofHours(2)));
+        Await.until(WAIT, "every job done or parked", () -> left(db) == 0);
+
+        assertEquals(Set.of("fine"), answers.keySet());
+        assertEquals(0, direct.get(), "no job was called directly");
+        assertEquals("rejected", db.value("select failure_type from layover.dead_letters where job_id = 'bad'"));
+        assertEquals("provider_unavailable", db.value("select failure_type from layover.dead_letters where job_id = 'flaky'"),
+                "a 500 line is retried (by batch again) until its attempts run out");
+        assertEquals(2, ((Number) db.value("select attempts from layover.dead_letters where job_id = 'flaky'")).intValue());
+        assertEquals(2L, db.count("select count(*) from layover.batch_items where task_instance = 'flaky'"),
+                "the retry went by batch again: a second item");
+        assertEquals(1L, db.count("select count(*) from layover.batch_items where task_instance = 'bad'"));
+    }
+
+    @Test
+    void expiredLinesGoBackToTheQueueWithoutSpendingAnAttempt(TestDatabase db) {
+        JobType<Doc> type = type(JobPolicy.defaults(), openAiLines());
+        fake.batches().expireNext();
+        Layover l = start(db, type, fast(OpenAiBatches.of(openAi())));
+        for (int i = 0; i < 10; i++) {
+            l.enqueue(type, new Doc("d" + i, "document " + i), EnqueueOptions.key("d" + i).withDeadline(Duration.ofHours(3)));
+        }
+        Await.until(WAIT, "every job done", () -> left(db) == 0);
+
+        assertEquals(10, answers.size());
+        assertEquals(0, direct.get());
+        assertTrue(db.count("select count(*) from layover.batch_status where state = 'expired' and returned = 10") >= 1,
+                "the first batch expired and gave its 10 jobs back");
+        assertEquals(10L, db.count("select count(*) from layover.job_history where job_type = 'summary' and attempts = 0"),
+                "no attempt spent by the expiry");
+        assertEquals(20L, db.count("select count(*) from layover.batch_items"), "each job gathered twice");
+    }
+
+    @Test
+    void aBatchStillRunningWithinTheRescueMarginIsCancelledAndItsJobsCalledDirectly(TestDatabase db) {
+        JobType<Doc> type = type(JobPolicy.defaults(), openAiLines());
+        fake.batches().processingDelay(Duration.ofHours(1)); // the provider is slow today
+        BatchSettings s = fast(OpenAiBatches.of(openAi())).withExpectedCompletion(Duration.ofSeconds(3))
+                .withRescueMargin(Duration.ofSeconds(2));
+        Layover l = start(db, type, s);
+        for (int i = 0; i < 5; i++) {
+            l.enqueue(type, new Doc("d" + i, "document " + i), EnqueueOptions.key("d" + i).withDeadline(Duration.ofSeconds(8)));
+        }
+        Await.until(WAIT, "every job done", () -> left(db) == 0);
+
+        assertEquals(0, answers.size(), "no line came back");
+        assertEquals(5, direct.get(), "every job was called directly before its deadline");
+        assertEquals(0L, db.count("select count(*) from layover.dead_letters"), "none missed its deadline");
+        assertEquals(1L, db.count("select count(*) from layover.batch_status where state = 'cancelled' and cancel_asked_at is not null"));
+        assertEquals(0, fake.batches().chargedMoreThanOnce());
+    }
+
+    @Test
+    void anthropicJobsWithoutADeadlineGoByBatchWithinTheirTolerance(TestDatabase db) {
+        Batching<Doc> lines = Batching.<Doc>of(
+                d -> Map.of("model", "claude-haiku", "max_tokens", 50,
+                        "messages", List.of(Map.of("role", "user", "content", "Summarise " + d.text()))),
+                (d, r) -> {
+                    answers.put(d.id(), r.json().path("content").path(0).path("text").asText());
+                    return Outcome.done();
+                }).tolerance(Duration.ofHours(6));
+        JobType<Doc> type = type(JobPolicy.defaults(), lines);
+        Layover l = start(db, type, fast(AnthropicBatches.of(anthropic())));
+        for (int i = 0; i < 8; i++) {
+            l.enqueue(type, new Doc("a" + i, "document " + i), EnqueueOptions.key("a" + i));
+        }
+        Await.until(WAIT, "every job done", () -> left(db) == 0);
+
+        assertEquals(8, answers.size());
+        assertTrue(answers.values().stream().noneMatch(String::isEmpty), "each answer read from its Message: " + answers);
+        assertEquals(0, direct.get());
+        assertEquals("anthropic", db.value("select provider from layover.batch_status limit 1"));
+    }
+
+    @Test
+    void anInstanceThatTakesOverALostSubmitRejoinsTheBatchInsteadOfSubmittingAgain(TestDatabase db) {
+        JobType<Doc> type = type(JobPolicy.defaults(), openAiLines());
+        FakeBatches fb = fake.batches().holdCreate(); // the first create is made, its reply held
+        Layover first = start(db, type, fast(OpenAiBatches.of(openAi())));
+        for (int i = 0; i < 12; i++) {
+            first.enqueue(type, new Doc("d" + i, "document " + i), EnqueueOptions.key("d" + i).withDeadline(Duration.ofHours(2)));
+        }
+        Await.until(WAIT, "the create held", () -> fb.heldCreates() == 1);
+        Layover second = start(db, type, fast(OpenAiBatches.of(openAi())));
+        // the first instance's lease (2 s) runs out while its reply is held: the second takes over
+        Await.until(WAIT, "the batch rejoined", () -> db.count(
+                "select count(*) from layover.batch_status where state in ('submitted', 'ended') and submit_attempts >= 2") == 1);
+        fb.releaseCreate();
+        Await.until(WAIT, "every job done", () -> left(db) == 0);
+
+        assertEquals(1, fb.created(), "the batch was created once at the provider");
+        assertEquals(12, answers.size());
+        assertEquals(0, fb.chargedMoreThanOnce());
+        assertEquals(0, direct.get());
+        assertTrue(second.isRunning());
+    }
+}
