@@ -67,6 +67,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <tr><td>{@link Api#GEMINI_GENERATE_CONTENT}</td><td>{@code POST /v1beta/models/{model}:generateContent}</td><td>google-genai {@code HttpOptions.baseUrl(base)}</td></tr>
  *   <tr><td>{@link Api#BEDROCK_CONVERSE}</td><td>{@code POST /model/{modelId}/converse}</td><td>bedrockruntime {@code endpointOverride(base)}</td></tr>
  * </table>
+ * Both endpoints also serve the batch APIs, OpenAI's {@code /v1/files} and {@code /v1/batches} and
+ * Anthropic's {@code /v1/messages/batches}: see {@link #batches()} and {@link FakeBatches}.
  * Any other path below {@code /v1/}, {@code /v1beta/}, {@code /model/} (or {@code /secondary/}) is a
  * 404 in OpenAI's shape.
  *
@@ -261,6 +263,7 @@ public final class FakeProvider implements AutoCloseable {
     private final Endpoint primary;
     private final Endpoint secondary;
     private final AtomicLong ids = new AtomicLong();
+    private final FakeBatches batches;
 
     private FakeProvider(Time time) throws IOException {
         this.time = time;
@@ -271,6 +274,7 @@ public final class FakeProvider implements AutoCloseable {
             return t;
         });
         server.setExecutor(executor);
+        batches = new FakeBatches(JSON, shapes, time::instant);
         primary = new Endpoint("", "gpt-4o-mini");
         secondary = new Endpoint(SECONDARY_PREFIX, "claude-haiku");
         for (String context : List.of("/v1/", "/v1beta/", "/model/")) {
@@ -335,9 +339,18 @@ public final class FakeProvider implements AutoCloseable {
         return secondary;
     }
 
-    /** Stops the server at once. */
+    /**
+     * @return the batch APIs (OpenAI's Batch and Files APIs, Anthropic's Message Batches) that
+     *     both endpoints serve, and their test controls
+     */
+    public FakeBatches batches() {
+        return batches;
+    }
+
+    /** Stops the server at once (and lets go of any batch create held by {@link FakeBatches#holdCreate()}). */
     @Override
     public void close() {
+        batches.close();
         server.stop(0);
         executor.shutdownNow();
     }
@@ -851,7 +864,31 @@ public final class FakeProvider implements AutoCloseable {
             return script.get(script.size() - 1).phase();
         }
 
+        /** The answer to one batch line: this endpoint's content and usage rules, no limit, no counter. */
+        private FakeBatches.Answer batchAnswer(Api api, String body) {
+            FakeRequest req = FakeRequest.parse(api, "", body, JSON);
+            String content = answerFor(req.lastUserMessage());
+            Needs n;
+            synchronized (lock) {
+                n = needs(req, content, body, 0);
+            }
+            String m = api == Api.OPENAI_CHAT ? model : modelOf(api, req.model());
+            String json = shapes.answer(api, String.valueOf(ids.incrementAndGet()), m, content, n.hitCeiling(),
+                    new FakeShapes.Usage(n.input(), n.output(), 0), time.instant().getEpochSecond());
+            return new FakeBatches.Answer(json, n.input(), n.output());
+        }
+
         private void handle(HttpExchange ex) throws IOException {
+            String whole = ex.getRequestURI().getPath();
+            String below = whole.startsWith(prefix) ? whole.substring(prefix.length()) : whole;
+            if (FakeBatches.serves(below)) {
+                try {
+                    batches.handle(ex, below, base().toString(), this::batchAnswer);
+                } finally {
+                    ex.close();
+                }
+                return;
+            }
             int now = inFlight.incrementAndGet();
             maxInFlight.accumulateAndGet(now, Math::max);
             calls.incrementAndGet();

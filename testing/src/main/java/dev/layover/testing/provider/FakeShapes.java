@@ -301,7 +301,7 @@ final class FakeShapes {
         return root.toString();
     }
 
-    private String anthropicError(String type, String message) {
+    String anthropicError(String type, String message) {
         ObjectNode root = json.createObjectNode().put("type", "error");
         root.putObject("error").put("type", type).put("message", message);
         return root.put("request_id", "req_fake").toString();
