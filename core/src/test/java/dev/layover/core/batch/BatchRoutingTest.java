@@ -123,9 +123,9 @@ class BatchRoutingTest {
         assertEquals(0, fb.chargedMoreThanOnce(), "no line charged twice");
         long batches = db.count("select count(*) from layover.batch_status");
         assertEquals(batches, fb.created(), "every batch of Layover's was created once at the provider");
-        assertEquals(30L, db.value("select sum(succeeded) from layover.batch_status where state = 'ended'"));
-        assertEquals(0L, db.value("select coalesce(sum(pending), 0) from layover.batch_status"));
-        assertTrue((Long) db.value("select sum(saved_tokens) from layover.batch_status") > 0, "a saving is shown");
+        assertEquals(30L, db.value("select sum(succeeded)::bigint from layover.batch_status where state = 'ended'"));
+        assertEquals(0L, db.value("select coalesce(sum(pending), 0)::bigint from layover.batch_status"));
+        assertTrue((Long) db.value("select sum(saved_tokens)::bigint from layover.batch_status") > 0, "a saving is shown");
         assertEquals(30L, db.count("""
                 select count(*) from layover.job_history h
                 join layover.batch_items i on i.task_name = h.job_type and i.task_instance = h.job_id

@@ -54,7 +54,8 @@ public final class BatchLoop {
     public BatchLoop(BatchStore store, BatchKeys keys, String owner, Duration tick) {
         this.store = store;
         this.keys = keys;
-        this.owner = owner;
+        // unique per loop: two instances in one JVM may share a worker name
+        this.owner = owner + "/" + java.util.UUID.randomUUID().toString().substring(0, 8);
         this.tickMillis = Math.max(20, tick.toMillis());
     }
 
@@ -64,7 +65,7 @@ public final class BatchLoop {
             return;
         }
         running = true;
-        thread = new Thread(this::run, "layover-batches-" + owner);
+        thread = new Thread(this::run, "layover-batches-" + owner.substring(0, owner.lastIndexOf('/')));
         thread.setDaemon(true);
         thread.start();
     }
