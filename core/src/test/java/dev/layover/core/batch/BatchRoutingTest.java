@@ -1,6 +1,7 @@
 package dev.layover.core.batch;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.anthropic.client.AnthropicClient;
@@ -17,6 +18,10 @@ import dev.layover.testing.LayoverPostgresExtension;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeBatches;
 import dev.layover.testing.provider.FakeProvider;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -24,6 +29,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -131,6 +138,34 @@ class BatchRoutingTest {
                 join layover.batch_items i on i.task_name = h.job_type and i.task_instance = h.job_id
                 where h.outcome = 'completed' and h.input_tokens > 0 and h.attempts = 0"""),
                 "each batch job's history row has the line's tokens and no attempt spent");
+        docsQueriesAnswer(db);
+    }
+
+    /** Every query of docs/batches.md runs on the rows a real run left; the SELECTs find some. */
+    private static void docsQueriesAnswer(TestDatabase db) {
+        String doc;
+        try {
+            doc = Files.readString(Path.of("..", "docs", "batches.md"));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        Matcher m = Pattern.compile("```sql\\n(.*?)```", Pattern.DOTALL).matcher(doc);
+        int selects = 0;
+        while (m.find()) {
+            String q = m.group(1).strip();
+            if (q.startsWith("SELECT")) {
+                selects++;
+                // the in-flight query finds nothing once every batch ended; the others find rows
+                if (!q.contains("state IN ('open'")) {
+                    assertFalse(db.rows(q).isEmpty(), "docs/batches.md query answers:\n" + q);
+                } else {
+                    db.rows(q);
+                }
+            } else {
+                db.update(q);
+            }
+        }
+        assertEquals(3, selects, "the doc's queries were found");
     }
 
     @Test

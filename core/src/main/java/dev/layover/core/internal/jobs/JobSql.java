@@ -368,7 +368,8 @@ final class JobSql {
     // ---- provider state
 
     /**
-     * The due, unpicked jobs of a key that a backlog statement may move, oldest first, locked:
+     * The due, unpicked jobs of a key that a backlog statement may move, oldest first, locked (never
+     * a job with a batch item: its line, not a permit, is what it waits for):
      * the CTE {@code locked} of {@link #RESERVE_BACKLOG} and {@link #WAITLIST_BACKLOG}, which
      * define {@code p} (key, now, max_jobs, types, caps) and {@code b} (the key's bucket row).
      */
@@ -380,6 +381,7 @@ final class JobSql {
                 JOIN unnest((SELECT types FROM p), (SELECT caps FROM p)) AS ty(name, cap) ON t.task_name = ty.name
                 WHERE NOT t.picked AND t.execution_time <= p.now AND t.permit_at IS NULL AND t.limit_keys IS NULL
                   AND t.deadline IS NULL AND t.cancel_requested_at IS NULL AND t.reschedules < ty.cap
+                  AND t.batch_item IS NULL
                   AND EXISTS (SELECT 1 FROM b)
                 ORDER BY t.execution_time, t.task_instance
                 LIMIT (SELECT max_jobs FROM p)
