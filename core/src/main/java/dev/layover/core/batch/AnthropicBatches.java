@@ -87,6 +87,7 @@ public final class AnthropicBatches implements BatchTransport {
     public static final class AmbiguousRejoinException extends IllegalStateException {
         private static final long serialVersionUID = 1L;
 
+        /** The ids of the batches that could be it, newest first. */
         private final List<String> candidates;
 
         AmbiguousRejoinException(String ref, List<String> candidates) {
