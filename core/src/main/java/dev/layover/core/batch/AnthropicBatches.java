@@ -108,6 +108,14 @@ public final class AnthropicBatches implements BatchTransport {
         return "anthropic";
     }
 
+    /**
+     * @return {@link Provider#ANTHROPIC}: an errored line's body is the error body a direct call would
+     *     have had (overrides {@code BatchTransport#provider()} where the SPI has it)
+     */
+    public Provider provider() {
+        return Provider.ANTHROPIC;
+    }
+
     /** @return 100,000 */
     @Override
     public int maxRequests() {

@@ -59,6 +59,7 @@ class AnthropicBatchesTest {
         assertEquals(100_000, transport.maxRequests());
         assertEquals(256_000_000L, transport.maxBytes());
         assertEquals(Duration.ofHours(24), transport.completionWindow());
+        assertEquals(dev.layover.core.provider.Provider.ANTHROPIC, transport.provider());
     }
 
     @Test

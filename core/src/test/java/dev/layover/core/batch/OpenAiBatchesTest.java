@@ -60,6 +60,7 @@ class OpenAiBatchesTest {
         assertEquals(50_000, transport.maxRequests());
         assertEquals(200_000_000L, transport.maxBytes());
         assertEquals(Duration.ofHours(24), transport.completionWindow());
+        assertEquals(dev.layover.core.provider.Provider.OPENAI, transport.provider());
         assertEquals("/v1/chat/completions", transport.endpoint());
         OpenAiBatches responses = transport.endpoint("/v1/responses");
         assertEquals("/v1/responses", responses.endpoint());
