@@ -87,6 +87,7 @@ public final class AnthropicBatches implements BatchTransport {
     public static final class AmbiguousRejoinException extends IllegalStateException {
         private static final long serialVersionUID = 1L;
 
+        /** The ids of the batches that could be it, newest first. */
         private final List<String> candidates;
 
         AmbiguousRejoinException(String ref, List<String> candidates) {
@@ -105,6 +106,14 @@ public final class AnthropicBatches implements BatchTransport {
     @Override
     public String name() {
         return "anthropic";
+    }
+
+    /**
+     * @return {@link Provider#ANTHROPIC}: an errored line's body is the error body a direct call would
+     *     have had (overrides {@code BatchTransport#provider()} where the SPI has it)
+     */
+    public Provider provider() {
+        return Provider.ANTHROPIC;
     }
 
     /** @return 100,000 */

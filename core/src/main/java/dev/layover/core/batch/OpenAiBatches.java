@@ -117,6 +117,14 @@ public final class OpenAiBatches implements BatchTransport {
         return "openai";
     }
 
+    /**
+     * @return {@link Provider#OPENAI}: an errored line's body is the error body a direct call would
+     *     have had (overrides {@code BatchTransport#provider()} where the SPI has it)
+     */
+    public Provider provider() {
+        return Provider.OPENAI;
+    }
+
     /** @return 50,000 */
     @Override
     public int maxRequests() {

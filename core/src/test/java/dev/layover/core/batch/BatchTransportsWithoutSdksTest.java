@@ -1,0 +1,63 @@
+package dev.layover.core.batch;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.InputStream;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The SDKs are optional dependencies of core: the batch SPI loads without any of them, and each
+ * transport names only its own SDK, so an application with one SDK can use its transport.
+ */
+class BatchTransportsWithoutSdksTest {
+
+    @Test
+    void theSpiLoadsWithoutAnySdk() throws Exception {
+        URL[] urls = {location(BatchTransport.class), location(ObjectMapper.class), location(JsonFactory.class),
+            location(JsonInclude.class)};
+        try (URLClassLoader loader = new URLClassLoader(urls, ClassLoader.getPlatformClassLoader())) {
+            assertThrows(ClassNotFoundException.class, () -> loader.loadClass("com.openai.client.OpenAIClient"));
+            assertThrows(ClassNotFoundException.class, () -> loader.loadClass("com.anthropic.client.AnthropicClient"));
+            for (Class<?> c : List.of(BatchTransport.class, BatchLine.class, BatchProgress.class,
+                    BatchProgress.State.class, BatchResultLine.class, BatchResultLine.Kind.class, BatchLines.class)) {
+                Class<?> isolated = Class.forName(c.getName(), true, loader);
+                assertTrue(isolated != c, "loaded in isolation: " + c.getName());
+            }
+            Object line = loader.loadClass(BatchLine.class.getName()).getConstructor(String.class, String.class)
+                    .newInstance("lo-1", "{}");
+            assertEquals("lo-1", line.getClass().getMethod("customId").invoke(line));
+        }
+    }
+
+    @Test
+    void eachTransportNamesOnlyItsOwnSdk() throws Exception {
+        String openAi = classFile(OpenAiBatches.class);
+        String anthropic = classFile(AnthropicBatches.class);
+        assertTrue(openAi.contains("com/openai/"), "the check reads the constant pool");
+        assertFalse(openAi.contains("com/anthropic/"));
+        assertTrue(anthropic.contains("com/anthropic/"));
+        assertFalse(anthropic.contains("com/openai/"));
+        assertFalse(anthropic.contains(OpenAiBatches.class.getName().replace('.', '/')),
+                "AnthropicBatches does not load OpenAiBatches");
+    }
+
+    private static String classFile(Class<?> c) throws Exception {
+        try (InputStream in = c.getResourceAsStream(c.getSimpleName() + ".class")) {
+            return new String(in.readAllBytes(), StandardCharsets.ISO_8859_1);
+        }
+    }
+
+    private static URL location(Class<?> c) {
+        return c.getProtectionDomain().getCodeSource().getLocation();
+    }
+}
