@@ -110,8 +110,9 @@ public final class AnthropicBatches implements BatchTransport {
 
     /**
      * @return {@link Provider#ANTHROPIC}: an errored line's body is the error body a direct call would
-     *     have had (overrides {@code BatchTransport#provider()} where the SPI has it)
+     *     have had
      */
+    @Override
     public Provider provider() {
         return Provider.ANTHROPIC;
     }

@@ -119,8 +119,9 @@ public final class OpenAiBatches implements BatchTransport {
 
     /**
      * @return {@link Provider#OPENAI}: an errored line's body is the error body a direct call would
-     *     have had (overrides {@code BatchTransport#provider()} where the SPI has it)
+     *     have had
      */
+    @Override
     public Provider provider() {
         return Provider.OPENAI;
     }
