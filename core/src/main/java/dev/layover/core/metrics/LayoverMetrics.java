@@ -124,6 +124,17 @@ public interface LayoverMetrics {
     default void tokens(String providerKey, String kind, long tokens) {}
 
     /**
+     * Batch lines of a provider key, as this instance moved them (docs/batches.md).
+     *
+     * @param providerKey the batch's provider key
+     * @param kind {@code gathered} (jobs gathered into a batch), {@code submitted} (lines sent in a
+     *     submitted or rejoined batch), {@code collected} (result lines stored), {@code returned}
+     *     (items sent back to the queue: expired, cancelled, without a line, given up)
+     * @param lines how many, at least 1
+     */
+    default void batchLines(String providerKey, String kind, long lines) {}
+
+    /**
      * A breaker changed state by a change this instance made (each change of the fleet is
      * reported by exactly one instance).
      *

@@ -39,6 +39,7 @@ import java.util.concurrent.TimeUnit;
  *   <tr><td>{@code layover.jobs.cancelled}</td><td>counter</td><td>job_type</td></tr>
  *   <tr><td>{@code layover.jobs.replayed}</td><td>counter</td><td>job_type, kind</td></tr>
  *   <tr><td>{@code layover.provider.calls}</td><td>counter</td><td>provider_key, outcome</td></tr>
+ *   <tr><td>{@code layover.batch.lines}</td><td>counter</td><td>provider_key, kind (gathered, submitted, collected, returned)</td></tr>
  *   <tr><td>{@code layover.breaker.transitions}</td><td>counter</td><td>provider_key, from, to</td></tr>
  *   <tr><td>{@code layover.jobs.queue.wait}</td><td>timer</td><td>job_type</td></tr>
  *   <tr><td>{@code layover.jobs.duration}</td><td>timer</td><td>job_type, outcome</td></tr>
@@ -140,6 +141,11 @@ public final class MicrometerMetrics implements LayoverMetrics {
     @Override
     public void tokens(String providerKey, String kind, long tokens) {
         counter("layover.tokens", "provider_key", providerKey, "kind", kind).increment(tokens);
+    }
+
+    @Override
+    public void batchLines(String providerKey, String kind, long lines) {
+        counter("layover.batch.lines", "provider_key", providerKey, "kind", kind).increment(lines);
     }
 
     @Override

@@ -12,8 +12,11 @@ import dev.layover.core.EnqueueOptions;
 import dev.layover.core.JobPolicy;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
+import dev.layover.core.metrics.MicrometerMetrics;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import dev.layover.testing.LayoverPostgresExtension;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeBatches;
@@ -98,8 +101,16 @@ class BatchRoutingTest {
                 .withLease(Duration.ofSeconds(2));
     }
 
+    private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+
+    private double lines(String kind) {
+        Counter c = registry.find("layover.batch.lines").tag("kind", kind).counter();
+        return c == null ? 0 : c.count();
+    }
+
     private Layover start(TestDatabase db, JobType<Doc> type, BatchSettings settings) {
         Layover l = Layover.builder(db.dataSource()).threads(4).pollInterval(Duration.ofMillis(50))
+                .metrics(MicrometerMetrics.of(registry))
                 .shutdownMaxWait(Duration.ofSeconds(5)).register(type).batching("openai:*", settings).start();
         layovers.add(l);
         return l;
@@ -138,6 +149,9 @@ class BatchRoutingTest {
                 join layover.batch_items i on i.task_name = h.job_type and i.task_instance = h.job_id
                 where h.outcome = 'completed' and h.input_tokens > 0 and h.attempts = 0"""),
                 "each batch job's history row has the line's tokens and no attempt spent");
+        assertEquals(30.0, lines("gathered"), "metrics: jobs gathered");
+        assertEquals(30.0, lines("submitted"));
+        assertEquals(30.0, lines("collected"));
         docsQueriesAnswer(db);
     }
 

@@ -5,6 +5,7 @@ import dev.layover.core.batch.BatchProgress;
 import dev.layover.core.batch.BatchResultLine;
 import dev.layover.core.batch.BatchSettings;
 import dev.layover.core.batch.BatchTransport;
+import dev.layover.core.internal.observe.SafeMetrics;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -39,6 +40,7 @@ public final class BatchLoop {
 
     private final BatchStore store;
     private final BatchKeys keys;
+    private final SafeMetrics metrics;
     private final String owner;
     private final long tickMillis;
     private Thread thread;
@@ -50,10 +52,12 @@ public final class BatchLoop {
      * @param keys the settings of each key
      * @param owner this instance's name (the leases' owner)
      * @param tick how often it looks for work
+     * @param metrics counts the lines it moves
      */
-    public BatchLoop(BatchStore store, BatchKeys keys, String owner, Duration tick) {
+    public BatchLoop(BatchStore store, BatchKeys keys, String owner, Duration tick, SafeMetrics metrics) {
         this.store = store;
         this.keys = keys;
+        this.metrics = metrics;
         // unique per loop: two instances in one JVM may share a worker name
         this.owner = owner + "/" + java.util.UUID.randomUUID().toString().substring(0, 8);
         this.tickMillis = Math.max(20, tick.toMillis());
@@ -142,12 +146,14 @@ public final class BatchLoop {
                 Optional<String> found = t.find(ref, b.lines(), claim.firstStartedAt().minus(Duration.ofMinutes(1)));
                 if (found.isPresent()) {
                     store.submitted(b.id(), owner, found.get(), seconds(s.pollInterval()));
+                    metrics.batchLines(b.key(), "submitted", b.lines());
                     LOG.info("Layover batch {}: rejoined provider batch {} after an interrupted submit", b.id(), found.get());
                     return;
                 }
             }
             if (tooLate) {
-                store.finish(b.id(), "cancelled", "given up before submitting: its earliest deadline is within the rescue margin");
+                metrics.batchLines(b.key(), "returned",
+                        store.finish(b.id(), "cancelled", "given up before submitting: its earliest deadline is within the rescue margin"));
                 return;
             }
             List<BatchLine> lines = store.lines(b.id());
@@ -156,6 +162,7 @@ public final class BatchLoop {
                 return;
             }
             String id = t.submit(ref, lines);
+            metrics.batchLines(b.key(), "submitted", lines.size());
             if (!store.submitted(b.id(), owner, id, seconds(s.pollInterval()))) {
                 LOG.warn("Layover batch {}: submitted as {} after its lease ran out; the instance that took it over rejoins it",
                         b.id(), id);
@@ -189,14 +196,15 @@ public final class BatchLoop {
                 t.results(b.providerId(), line -> {
                     buffer.add(line);
                     if (buffer.size() >= CHUNK) {
-                        store.collect(b.id(), buffer);
+                        metrics.batchLines(b.key(), "collected", store.collect(b.id(), buffer));
                         buffer.clear();
                     }
                 });
-                store.collect(b.id(), buffer);
+                metrics.batchLines(b.key(), "collected", store.collect(b.id(), buffer));
             }
             int back = store.finish(b.id(), p.state().name().toLowerCase(Locale.ROOT),
                     p.state() == BatchProgress.State.FAILED ? "the provider refused the batch" : null);
+            metrics.batchLines(b.key(), "returned", back);
             LOG.debug("Layover batch {}: {} at the provider, {} items returned to the queue", b.id(), p.state(), back);
         } catch (Exception e) {
             LOG.warn("Layover batch {}: poll of {} failed, tried again later: {}", b.id(), t.name(), e.toString());

@@ -140,7 +140,7 @@ public final class Engine {
         this.writer = new OutcomeWriter(store, clock, completer, gate, retry, mover, observability,
                 new StackTraces(config.stackTraceChars()), batchStore);
         BatchKeys batchKeys = new BatchKeys(config.batching());
-        this.batchLoop = batchKeys.any() ? new BatchLoop(batchStore, batchKeys, worker, batchTick(config)) : null;
+        this.batchLoop = batchKeys.any() ? new BatchLoop(batchStore, batchKeys, worker, batchTick(config), metrics) : null;
         // operators' cancels write without waiting for a lost database: the caller sees the error
         this.control = new Controls(store, clock, new JobMover(store, clock, observability, WriteRetry.ONCE));
         Map<String, BucketSettings> limitBuckets = new LinkedHashMap<>(config.buckets());

@@ -136,6 +136,7 @@ final class OutcomeWriter {
             for (int i = 0; i < ids.size(); i++) {
                 observability.timeSeries().rescheduled(run.taskName(), key, "batched");
             }
+            observability.metrics().batchLines(key, "gathered", ids.size());
         });
     }
 

@@ -80,6 +80,17 @@ public final class SafeMetrics implements LayoverMetrics {
     }
 
     @Override
+    public void batchLines(String providerKey, String kind, long lines) {
+        if (enabled && lines > 0) {
+            try {
+                delegate.batchLines(providerKey, kind, lines);
+            } catch (RuntimeException e) {
+                failed("batchLines", e);
+            }
+        }
+    }
+
+    @Override
     public void jobRescheduled(String jobType, String reason) {
         if (enabled) {
             try {
