@@ -89,16 +89,19 @@ class ConsoleBatchesTest {
                 .shutdownMaxWait(Duration.ofSeconds(5)).register(type).batching("openai:*", settings).build();
     }
 
-    /** Inserts a batch row as core's batch loop would have left it; returns its id. */
+    /**
+     * Inserts a batch row as core's batch loop would have left it (a test fixture: the architecture
+     * test's table owners cover main code only); its provider is the key's part before {@code :}.
+     */
     static long batch(TestDatabase db, String key, String state, int lines, int succeeded, int errored, int returned,
             long tokens, String lastError) {
         boolean finished = List.of("ended", "expired", "cancelled", "failed").contains(state);
         return ((Number) db.value("""
                 INSERT INTO layover.batches (provider_key, provider, state, lines, bytes, succeeded, errored, returned,
                                              input_tokens, output_tokens, discount, last_error, created_at, finished_at)
-                VALUES (?, 'openai', ?, ?, ? * 120, ?, ?, ?, ?, ?, 0.5, ?, now() - interval '2 hours',
+                VALUES (?, split_part(?, ':', 1), ?, ?, ? * 120, ?, ?, ?, ?, ?, 0.5, ?, now() - interval '2 hours',
                         CASE WHEN ? THEN now() - interval '1 hour' END)
-                RETURNING id""", key, state, lines, lines, succeeded, errored, returned, tokens, tokens, lastError,
+                RETURNING id""", key, key, state, lines, lines, succeeded, errored, returned, tokens, tokens, lastError,
                 finished)).longValue();
     }
 
