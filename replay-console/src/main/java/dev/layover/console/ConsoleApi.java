@@ -55,6 +55,9 @@ final class ConsoleApi {
     private static final List<String> JOB_STATES = List.of("scheduled", "running", "rescheduled", "retrying");
     private static final List<String> WAITING_STATES = List.of("scheduled", "rescheduled", "retrying");
     private static final List<String> HISTORY_OUTCOMES = List.of("completed", "parked", "cancelled");
+    /** A batch's states ({@code layover.batches_state_check}, V22), in the order a batch moves. */
+    static final List<String> BATCH_STATES = List.of("open", "sealed", "submitting", "submitted", "ended", "expired",
+            "cancelled", "failed");
     private static final int MAX_IDS = 10_000;
     /**
      * The bulk preview counts a filter with a time range or a text search no further than this
@@ -106,6 +109,8 @@ final class ConsoleApi {
         s.get("/fairness", this::fairness);
         s.post("/fairness/weights", "setting a fairness weight", this::setFairnessWeight);
         s.post("/fairness/weights/revert", "reverting a fairness weight", this::revertFairnessWeight);
+        s.get("/batches", this::batches);
+        s.get("/batches/{id}", this::batch);
         s.get("/time-series", r -> timeSeries(r).toJson(r.param("providerKey"), r.param("jobType")));
         s.getSvg("/time-series/{chart}.svg", r -> SvgChart.draw(timeSeries(r), SvgChart.Kind.of(r.path(0))));
     }
@@ -848,6 +853,7 @@ final class ConsoleApi {
             o.set("args", a == null || a.isNull() ? F.nullNode() : Masking.maskKeys(parse(a.asText())));
             runs.add(o);
         }
+        out.set("batches", sql.jobBatches(jobType, id));
         ArrayNode dls = out.putArray("deadLetters");
         for (JsonNode row : sql.jobDeadLetters(jobType, id)) {
             maskField((ObjectNode) row, "errorMessage");
@@ -946,6 +952,100 @@ final class ConsoleApi {
             p.set("members", members);
         }
         return out;
+    }
+
+    // ---------------------------------------------------------------- batches (issue 24)
+
+    /**
+     * Batches ({@code layover.batch_status}), newest first: {@code state} and {@code providerKey}
+     * repeatable filters, {@code limit} 1-500 (default 50), {@code cursor} the previous page's
+     * {@code nextCursor}; with what is in flight per key and state ({@code inFlight}, every key).
+     */
+    private JsonNode batches(ConsoleRequest r) {
+        List<String> states = r.params("state");
+        for (String st : states) {
+            if (!BATCH_STATES.contains(st)) {
+                throw ApiException.badRequest("state must be one of " + BATCH_STATES + ", was '" + st + "'", "state");
+            }
+        }
+        List<String> keys = checked(r.params("providerKey"), "providerKey");
+        int limit = r.intParam("limit", 50, 1, 500);
+        Long before = batchCursor(r.param("cursor"), "cursor", "batches");
+        ArrayNode rows = sql.batches(states, keys, before, limit + 1);
+        ObjectNode out = F.objectNode();
+        out.put("at", sql.dbNow());
+        ArrayNode items = out.putArray("items");
+        for (int i = 0; i < rows.size() && i < limit; i++) {
+            ObjectNode row = (ObjectNode) rows.get(i);
+            maskField(row, "lastError");
+            items.add(row);
+        }
+        out.put("nextCursor", rows.size() > limit ? cursor(rows.get(limit - 1).path("id").asText()) : null);
+        out.put("limit", limit);
+        ObjectNode filter = out.putObject("filter");
+        ArrayNode fs = filter.putArray("state");
+        states.forEach(fs::add);
+        ArrayNode fk = filter.putArray("providerKey");
+        keys.forEach(fk::add);
+        out.set("inFlight", sql.batchesInFlight());
+        return out;
+    }
+
+    /**
+     * One batch with its counts, age, saving and last error, and a page of its lines in item order:
+     * {@code limit} 1-1000 (default 100), {@code cursor} the previous page's {@code nextCursor}.
+     * 404 for an id that is not a whole number or names no batch.
+     */
+    private JsonNode batch(ConsoleRequest r) {
+        String raw = r.path(0);
+        long id;
+        try {
+            id = Long.parseLong(raw);
+        } catch (NumberFormatException e) {
+            throw ApiException.notFound("no batch with id '" + raw + "': a batch id is a whole number (the id of "
+                    + "layover.batch_status, as in lo-batch-<id>)");
+        }
+        int limit = r.intParam("limit", 100, 1, 1000);
+        Long after = batchCursor(r.param("cursor"), "cursor", "batch lines");
+        ObjectNode b = sql.batch(id);
+        if (b == null) {
+            throw ApiException.notFound("batch " + id + " does not exist (never made, or deleted: finished batches "
+                    + "are kept until deleted, docs/batches.md)");
+        }
+        maskField(b, "lastError");
+        ObjectNode out = F.objectNode();
+        out.put("at", sql.dbNow());
+        out.set("batch", b);
+        ArrayNode rows = sql.batchItems(id, after == null ? 0 : after, limit + 1);
+        ArrayNode items = out.putArray("items");
+        for (int i = 0; i < rows.size() && i < limit; i++) {
+            ObjectNode row = (ObjectNode) rows.get(i);
+            maskField(row, "error");
+            items.add(row);
+        }
+        out.put("nextCursor", rows.size() > limit ? cursor(rows.get(limit - 1).path("id").asText()) : null);
+        out.put("limit", limit);
+        return out;
+    }
+
+    /** A batch or line page cursor: one id, base64url JSON as the other pages' cursors; 400 otherwise. */
+    private static Long batchCursor(String cursor, String field, String what) {
+        if (cursor == null) {
+            return null;
+        }
+        try {
+            JsonNode c = JSON.readTree(Base64.getUrlDecoder().decode(cursor));
+            if (c == null || !c.isArray() || c.size() != 1) {
+                throw new IllegalArgumentException();
+            }
+            long id = Long.parseLong(c.get(0).asText());
+            if (id < 0) {
+                throw new IllegalArgumentException();
+            }
+            return id;
+        } catch (RuntimeException | java.io.IOException e) {
+            throw ApiException.badRequest("not a " + what + " page cursor: " + cursor, field);
+        }
     }
 
     // ---------------------------------------------------------------- fair share (issue 19)

@@ -23,7 +23,7 @@ import javax.sql.DataSource;
 /**
  * Every SQL statement of the console, in one place. The dead-letter store's own statements live
  * in {@code layover-dlq}; these read jobs, finished jobs ({@code layover.job_history}) and provider
- * state for the overview, the jobs, history, job, provider key (with its fair share) and breakers pages. Filters are assembled from the fixed fragments below; every value is a bound
+ * state for the overview, the jobs, history, job, provider key (with its fair share), batches and breakers pages. Filters are assembled from the fixed fragments below; every value is a bound
  * parameter, never part of the SQL text. Every statement is a single autocommitted read.
  */
 final class ConsoleSql {
@@ -141,11 +141,14 @@ final class ConsoleSql {
                        j.last_error ->> 'message' AS last_error_message,
                        j.last_error ->> 'error_class' AS last_error_class,
                        j.failed_at, j.enqueued_at, j.picked_by, j.dead_letter_id, j.replay_kind,
+                       j.batch_id, j.batch_item_state,
                        coalesce(b.state, 'closed') AS breaker_state, b.open_until AS breaker_open_until,
                        CASE WHEN c.until > now() THEN c.until END AS cooldown_until,
                        j.run_at <= now() AS due,
                        CASE WHEN j.state = 'running' THEN 'running'
                             WHEN j.run_at >= '9999-12-31T00:00:00Z' THEN 'paused'
+                            -- in a batch (V22): it waits for its line, or its line waits to be applied
+                            WHEN j.batch_item_state IN ('gathered', 'result') THEN 'batch'
                             WHEN j.state = 'retrying' THEN 'retry'
                             WHEN j.reschedule_reason = 'concurrency' THEN 'concurrency'
                             WHEN j.state = 'rescheduled' THEN
@@ -390,6 +393,64 @@ final class ConsoleSql {
             SELECT CASE WHEN strpos(?::text, '*') > 0
                         THEN coalesce((SELECT w.weight FROM layover.fairness_weights w WHERE w.pattern = ?), 1.0)
                         ELSE layover.fairness_weight(?) END AS weight""";
+
+    /**
+     * Batches ({@code layover.batch_status}, V22), newest first (by id: ids are given in creation
+     * order); filters are appended as {@code AND} fragments on {@code b}. {@code age_ms}: the view's
+     * {@code age} in milliseconds; {@code last_error} cut to 2,000 characters.
+     */
+    static final String BATCHES_SELECT = """
+            SELECT b.id, b.ref, b.provider_key, b.provider, b.provider_batch_id, b.state, b.lines, b.bytes,
+                   b.succeeded, b.errored, b.returned, b.pending, b.input_tokens, b.output_tokens, b.discount,
+                   b.saved_tokens, b.earliest_deadline, b.created_at, b.sealed_at, b.submitted_at, b.finished_at,
+                   (extract(epoch FROM b.age) * 1000)::bigint AS age_ms, b.submit_attempts, b.cancel_asked_at,
+                   left(b.last_error, 2000) AS last_error
+            FROM layover.batch_status b
+            WHERE true""";
+    static final String BATCHES_BY_STATE = " AND b.state = ANY(?)";
+    static final String BATCHES_BY_PROVIDER = " AND b.provider_key = ANY(?)";
+    static final String BATCHES_BEFORE = " AND b.id < ?";
+    static final String BATCHES_ORDER = " ORDER BY b.id DESC LIMIT ?";
+    static final String BATCH_ROW = BATCHES_SELECT + " AND b.id = ?";
+
+    /** What is in flight, per key: docs/batches.md's documented query, as written there. */
+    static final String BATCHES_IN_FLIGHT = """
+            SELECT provider_key, state, count(*) AS batches, sum(lines) AS lines, sum(pending) AS pending
+            FROM layover.batch_status
+            WHERE state IN ('open', 'sealed', 'submitting', 'submitted')
+            GROUP BY provider_key, state
+            ORDER BY provider_key, state""";
+
+    /**
+     * A batch's lines ({@code layover.batch_items}) in item order after an item id, at most
+     * {@code ?}: the job each belongs to, the item's state, its result, and whether the job is
+     * still in the queue ({@code layover.jobs}); an errored line's body cut to 1,000 characters.
+     * The request body is not read, only its size. Parameters: batch id, after item id, limit.
+     */
+    static final String BATCH_ITEMS = """
+            SELECT i.id, i.task_name AS job_type, i.task_instance AS job_id, i.state, i.result_kind, i.result_status,
+                   i.input_tokens, i.output_tokens, octet_length(i.request) AS request_bytes, i.latest,
+                   i.gathered_at, i.answered_at,
+                   CASE WHEN i.result_kind = 'errored' THEN left(i.result, 1000) END AS error,
+                   EXISTS (SELECT 1 FROM layover.jobs j WHERE j.job_type = i.task_name AND j.id = i.task_instance)
+                       AS queued
+            FROM layover.batch_items i
+            WHERE i.batch_id = ? AND i.id > ?
+            ORDER BY i.id
+            LIMIT ?""";
+
+    /**
+     * The batches one job went by (its items, newest first, at most 20; {@code batch_items_job}),
+     * each with its batch's state and provider. Parameters: job type, job id.
+     */
+    static final String JOB_BATCHES = """
+            SELECT i.batch_id, i.id AS item_id, i.state, i.result_kind, i.result_status, i.gathered_at, i.answered_at,
+                   b.state AS batch_state, b.provider, b.provider_key
+            FROM layover.batch_items i
+            JOIN layover.batch_status b ON b.id = i.batch_id
+            WHERE i.task_name = ? AND i.task_instance = ?
+            ORDER BY i.id DESC
+            LIMIT 20""";
 
     // ---------------------------------------------------------------- reads
 
@@ -650,6 +711,54 @@ final class ConsoleSql {
     double weightInForce(String pattern) {
         return query("reading a fairness weight", WEIGHT_IN_FORCE, pattern, pattern, pattern).get(0).get("weight")
                 .asDouble();
+    }
+
+    /**
+     * @param states only these states (empty: any)
+     * @param providerKeys only these provider keys (empty: any)
+     * @param before only batches with a smaller id (the last of the previous page), or {@code null}
+     * @param limit rows (one more is read to tell whether there is a next page)
+     * @return batches, newest first
+     */
+    ArrayNode batches(List<String> states, List<String> providerKeys, Long before, int limit) {
+        StringBuilder sql = new StringBuilder(BATCHES_SELECT);
+        List<Object> params = new ArrayList<>();
+        if (!states.isEmpty()) {
+            sql.append(BATCHES_BY_STATE);
+            params.add(states.toArray(String[]::new));
+        }
+        if (!providerKeys.isEmpty()) {
+            sql.append(BATCHES_BY_PROVIDER);
+            params.add(providerKeys.toArray(String[]::new));
+        }
+        if (before != null) {
+            sql.append(BATCHES_BEFORE);
+            params.add(before);
+        }
+        sql.append(BATCHES_ORDER);
+        params.add(limit);
+        return query("reading batches", sql.toString(), params.toArray());
+    }
+
+    /** @return the batch, or {@code null} when there is none with this id */
+    ObjectNode batch(long id) {
+        ArrayNode rows = query("reading batch " + id, BATCH_ROW, id);
+        return rows.isEmpty() ? null : (ObjectNode) rows.get(0);
+    }
+
+    /** @return live batches per provider key and state, with their lines and pending lines */
+    ArrayNode batchesInFlight() {
+        return query("reading batches in flight", BATCHES_IN_FLIGHT);
+    }
+
+    /** @return the batch's lines after item {@code afterItem} (0: from the first), at most {@code limit} */
+    ArrayNode batchItems(long batchId, long afterItem, int limit) {
+        return query("reading the lines of batch " + batchId, BATCH_ITEMS, batchId, afterItem, limit);
+    }
+
+    /** @return the items of one job in batches, newest first (at most 20) */
+    ArrayNode jobBatches(String jobType, String jobId) {
+        return query("reading a job's batches", JOB_BATCHES, jobType, jobId);
     }
 
     private static com.fasterxml.jackson.databind.JsonNode first(ArrayNode rows) {

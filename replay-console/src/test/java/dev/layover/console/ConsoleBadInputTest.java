@@ -85,6 +85,10 @@ class ConsoleBadInputTest {
             {"/api/time-series?resolution=" + n, "resolution"},
             {"/api/time-series/limits.svg?providerKey=" + n, "providerKey"},
             {"/api/fairness?providerKey=" + n, "providerKey"},
+            {"/api/batches?state=" + n, "state"},
+            {"/api/batches?providerKey=" + n, "providerKey"},
+            {"/api/batches?cursor=" + n, "cursor"},
+            {"/api/batches/1?cursor=" + n, "cursor"},
         };
         for (String[] p : probes) {
             assertRefused(api.get(p[0]), p[1], p[0]);
@@ -115,7 +119,8 @@ class ConsoleBadInputTest {
                 api.post("/api/pauses/key/" + n + "/resume", "{}"),
                 api.get("/api/provider-keys/" + n),
                 api.get("/api/job-runs/" + n + "/x"),
-                api.get("/api/job-runs/work/" + n));
+                api.get("/api/job-runs/work/" + n),
+                api.get("/api/batches/" + n));
         for (ApiClient.Resp r : answers) {
             assertEquals(400, r.status(), r.body());
             assertTrue(r.error().contains("encoded NUL, %00"), r.error());

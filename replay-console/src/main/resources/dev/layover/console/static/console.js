@@ -11,7 +11,8 @@
   const REFRESH_MS = 5000;
   const DL_STATES = ['parked', 'review', 'replayed', 'discarded'];
   const JOB_STATES = ['scheduled', 'rescheduled', 'retrying', 'running'];
-  const WHYS = ['new', 'replay', 'retry', 'cooldown', 'bucket', 'breaker', 'rate_limited', 'quota', 'snooze', 'concurrency', 'paused', 'running'];
+  const WHYS = ['new', 'replay', 'retry', 'cooldown', 'bucket', 'breaker', 'rate_limited', 'quota', 'snooze', 'concurrency', 'batch', 'paused', 'running'];
+  const BATCH_STATES = ['open', 'sealed', 'submitting', 'submitted', 'ended', 'expired', 'cancelled', 'failed'];
 
   const S = {
     session: null,
@@ -343,6 +344,7 @@
     const m = /^\/dead-letters\/(\d+)$/.exec(r.path);
     const job = /^\/job\/([^/]+)\/(.+)$/.exec(r.path);
     const key = /^\/provider-keys\/(.+)$/.exec(r.path);
+    const batch = /^\/batches\/([^/]+)$/.exec(r.path);
     const scroll = window.scrollY;
     try {
       if (r.path === '/overview' || r.path === '/') await pageOverview(id);
@@ -352,6 +354,8 @@
       else if (r.path === '/history') await pageHistory(id, r.params);
       else if (job) await pageJob(id, decodeURIComponent(job[1]), decodeURIComponent(job[2]));
       else if (key) await pageProviderKey(id, decodeURIComponent(key[1]));
+      else if (r.path === '/batches') await pageBatches(id, r.params);
+      else if (batch) await pageBatch(id, decodeURIComponent(batch[1]), r.params);
       else if (r.path === '/breakers') await pageBreakers(id);
       else if (r.path === '/audit') await pageAudit(id, r.params);
       else show(id, el('h1', null, 'Not found'), el('p', null, 'No such page.'));
@@ -1011,6 +1015,7 @@
         w.rescheduleDetail ? el('div', { class: 'small' }, fold(w.rescheduleDetail, 'jq-' + jobType + '/' + jobId)) : null,
         w.lastErrorMessage ? el('div', { class: 'small' }, 'last error: ', fold((w.lastErrorClass ? w.lastErrorClass + ': ' : '') + w.lastErrorMessage, 'jqe-' + jobType + '/' + jobId)) : null,
         traceFold(w.lastStackTrace, 'jq-trace-' + jobType + '/' + jobId),
+        w.batchId != null ? el('div', { class: 'small', id: 'job-batch' }, 'In ', batchLink(w.batchId), ' (line ', batchItemBadge(w.batchItemState), ')') : null,
         ro ? null : el('div', { class: 'actions left' }, el('button', { type: 'button', class: 'danger small-btn', onclick: () => cancelJob({ jobType: jobType, id: jobId, state: w.state }) },
           w.state === 'running' ? 'Ask to stop…' : 'Cancel…')));
     } else {
@@ -1032,6 +1037,10 @@
       el('td', null, link('#/dead-letters/' + d.id, '#' + d.id)), el('td', null, stateBadge(d.state)), el('td', null, d.failureType),
       el('td', { class: 'error-cell' }, fold((d.errorClass ? d.errorClass + ': ' : '') + (d.errorMessage || ''), 'jd-' + d.id), traceFold(d.lastStackTrace, 'jd-trace-' + d.id)),
       el('td', { class: 'nowrap' }, timeCell(d.parkedAt)), el('td', { class: 'num' }, num(d.replayCount))));
+    const jbs = (j.batches || []).map(b => el('tr', { 'data-batch': b.batchId },
+      el('td', null, batchLink(b.batchId)), el('td', null, batchStateBadge(b.batchState)), el('td', null, b.provider || '–'),
+      el('td', { class: 'num' }, b.itemId), el('td', null, batchItemBadge(b.state)), el('td', null, resultText(b.resultKind, b.resultStatus)),
+      el('td', { class: 'nowrap' }, timeCell(b.gatheredAt)), el('td', { class: 'nowrap' }, b.answeredAt ? timeCell(b.answeredAt) : '–')));
     show(id,
       el('p', null, link('#/history?q=' + encodeURIComponent(jobId), '← History of ' + jobId)),
       el('div', { class: 'page-head' }, el('h1', null, 'Job ', el('code', null, jobId)), el('span', { class: 'muted' }, 'type ' + jobType)),
@@ -1040,6 +1049,8 @@
         table(['Finished', 'Outcome', 'Started', 'Took', 'Att. / resch.', 'Provider key', 'Answered by', 'Detail', 'Worker'], runs, { id: 'runs' },
           emptyState('No finished run is recorded for this job.', j.queued ? 'It has not finished yet.' : 'It never ran, finished more than the history retention ago (7 days by default), or history is off (Layover.Builder.history).'))),
       trails,
+      jbs.length ? el('section', { class: 'card', id: 'job-batches-card' }, el('h2', null, 'Batches'),
+        table(['Batch', 'Batch state', 'Provider', 'Item', 'Line', 'Result', 'Gathered', 'Answered'], jbs, { id: 'job-batches' })) : null,
       el('section', { class: 'card' }, el('h2', null, 'Dead letters'),
         table(['Id', 'State', 'Failure type', 'Error', 'Parked', 'Replays'], dls, { id: 'job-dead-letters' }, 'It was never parked.')));
   }
@@ -1284,6 +1295,135 @@
       flash(res.changed ? 'Breaker ' + key + ' forced closed.' : 'Breaker ' + key + ' was already closed.', 'ok');
       render();
     });
+  }
+
+  // ------------------------------------------------------------------ batches (docs/batches.md)
+
+  function batchLink(batchId) {
+    return link('#/batches/' + encodeURIComponent(batchId), 'batch #' + batchId, { class: 'batch-link' });
+  }
+
+  function batchStateBadge(state) {
+    return badge(state || '–', 'bt-' + String(state || 'none').replace(/[^a-z_]/g, ''));
+  }
+
+  // an item: gathered (waiting for its line), result (a line is stored), returned (back to the queue)
+  function batchItemBadge(state) {
+    return badge(state || '–', 'bi-' + String(state || 'none').replace(/[^a-z_]/g, ''));
+  }
+
+  function resultText(kind, status) {
+    if (!kind) return '–';
+    return [badge(kind, kind === 'succeeded' ? 'ok' : 'trail'), status ? ' ' + status : ''];
+  }
+
+  function ageText(ms) {
+    if (ms == null) return '–';
+    if (ms < 3600000) return duration(ms);
+    if (ms < 86400000) return (ms / 3600000).toFixed(1) + ' h';
+    return (ms / 86400000).toFixed(1) + ' d';
+  }
+
+  async function pageBatches(id, params) {
+    const q = new URLSearchParams();
+    for (const k of ['state', 'providerKey', 'cursor']) {
+      const v = params.get(k);
+      if (v) q.set(k, v);
+    }
+    q.set('limit', '50');
+    const page = await api('GET', '/batches?' + q);
+    if (id !== S.renderId) return;
+    const form = el('form', { class: 'filters', id: 'batch-filters' },
+      el('label', null, 'State', el('select', { name: 'state', id: 'bf-state' }, el('option', { value: '' }, 'any'),
+        BATCH_STATES.map(v => el('option', { value: v, selected: params.get('state') === v }, v)))),
+      el('label', null, 'Provider key', el('input', { name: 'providerKey', id: 'bf-key', value: params.get('providerKey') || '', autocomplete: 'off', maxlength: '200' })),
+      el('div', { class: 'filter-actions' }, el('button', { type: 'submit', class: 'primary', id: 'bf-apply' }, 'Apply'),
+        el('button', { type: 'button', onclick: () => go('/batches') }, 'Clear')));
+    form.addEventListener('submit', e => {
+      e.preventDefault();
+      const p = new URLSearchParams();
+      for (const k of ['state', 'providerKey']) {
+        const v = form.elements[k].value.trim();
+        if (v) p.set(k, v);
+      }
+      go('/batches', p);
+    });
+    const inFlight = el('div', { class: 'facets', id: 'batches-in-flight' },
+      el('strong', null, page.inFlight.length ? 'In flight:' : 'Nothing in flight.'),
+      page.inFlight.map(f => el('span', { class: 'chip' }, el('code', null, f.providerKey), ' ', batchStateBadge(f.state),
+        ' ' + num(f.batches) + (f.batches === 1 ? ' batch, ' : ' batches, ') + num(f.lines) + ' lines, ' + num(f.pending) + ' pending')));
+    const rows = page.items.map(b => el('tr', { 'data-batch': b.id },
+      el('td', null, link('#/batches/' + b.id, '#' + b.id, { class: 'batch-link' })),
+      el('td', null, batchStateBadge(b.state), b.lastError ? el('div', { class: 'small' }, fold(b.lastError, 'be-' + b.id)) : null),
+      el('td', null, keyLink(b.providerKey)),
+      el('td', null, b.provider),
+      el('td', { class: 'num' }, num(b.lines)),
+      el('td', { class: 'num b-succeeded' }, num(b.succeeded)),
+      el('td', { class: 'num b-errored' }, num(b.errored)),
+      el('td', { class: 'num b-returned' }, num(b.returned)),
+      el('td', { class: 'num b-pending' }, num(b.pending)),
+      el('td', { class: 'nowrap', title: 'since ' + (b.createdAt || '') }, ageText(b.ageMs)),
+      el('td', { class: 'num b-saved' }, num(b.savedTokens)),
+      el('td', { class: 'nowrap' }, timeCell(b.createdAt))));
+    const filtered = params.get('state') || params.get('providerKey');
+    const pager = el('div', { class: 'pager' },
+      params.get('cursor') ? el('button', { type: 'button', onclick: () => { const p = new URLSearchParams(params); p.delete('cursor'); go('/batches', p); } }, '← Newest') : null,
+      page.nextCursor ? el('button', { type: 'button', id: 'batches-next', onclick: () => { const p = new URLSearchParams(params); p.set('cursor', page.nextCursor); go('/batches', p); } }, 'Older →') : null);
+    show(id, el('div', { class: 'page-head' }, el('h1', null, 'Batches'),
+      el('span', { class: 'muted' }, 'Newest first. Deferrable jobs gathered into providers\' batches (half price). Saved tokens: the tokens their lines reported times the discount, an estimate.')),
+      form, inFlight,
+      table(['Batch', 'State', 'Provider key', 'Provider', 'Lines', 'Succeeded', 'Errored', 'Returned', 'Pending', 'Age', 'Saved tokens', 'Created'], rows, { id: 'batches' },
+        filtered ? emptyState('No batch matches this filter.', 'Clear or widen the filter above.')
+          : emptyState('No batch yet.', 'A job type with JobType.builder(...).batchable(...) and a provider key with Layover.Builder.batching(...) send deferrable jobs (a deadline at least 1 h 15 min away) by batch.',
+            ['See docs/batches.md.'])),
+      pager);
+  }
+
+  async function pageBatch(id, batchId, params) {
+    const q = new URLSearchParams();
+    q.set('limit', '100');
+    if (params.get('cursor')) q.set('cursor', params.get('cursor'));
+    const res = await api('GET', '/batches/' + encodeURIComponent(batchId) + '?' + q);
+    if (id !== S.renderId) return;
+    const b = res.batch;
+    const facts = el('dl', { class: 'facts', id: 'batch-facts' },
+      fact('State', batchStateBadge(b.state)),
+      fact('Provider key', keyLink(b.providerKey)),
+      fact('Provider', b.provider, b.providerBatchId ? el('div', { class: 'small' }, el('code', null, b.providerBatchId)) : null),
+      fact('Reference', el('code', null, b.ref)),
+      fact('Lines', num(b.lines), el('div', { class: 'small muted' }, num(b.bytes) + ' bytes')),
+      fact('Succeeded / errored', num(b.succeeded) + ' / ' + num(b.errored)),
+      fact('Returned / pending', num(b.returned) + ' / ' + num(b.pending)),
+      fact('Tokens', num(b.inputTokens) + ' in, ' + num(b.outputTokens) + ' out'),
+      fact('Saved tokens', el('span', { id: 'batch-saved' }, num(b.savedTokens)), el('div', { class: 'small muted' }, 'discount ' + b.discount)),
+      fact('Age', ageText(b.ageMs)),
+      fact('Earliest deadline', b.earliestDeadline ? timeCell(b.earliestDeadline) : '–'),
+      fact('Created', timeCell(b.createdAt)),
+      fact('Sealed', b.sealedAt ? timeCell(b.sealedAt) : '–'),
+      fact('Submitted', b.submittedAt ? timeCell(b.submittedAt) : '–', b.submitAttempts > 1 ? el('div', { class: 'small muted' }, b.submitAttempts + ' attempts') : null),
+      fact('Finished', b.finishedAt ? timeCell(b.finishedAt) : '–'),
+      b.cancelAskedAt ? fact('Cancel asked', timeCell(b.cancelAskedAt)) : null,
+      fact('Last error', b.lastError ? el('span', { id: 'batch-error' }, fold(b.lastError, 'bd-' + b.id)) : '–'));
+    const rows = res.items.map(i => el('tr', { 'data-item': i.id },
+      el('td', { class: 'num' }, i.id),
+      el('td', null, jobLink(i.jobType, i.jobId), i.queued ? el('div', { class: 'small muted' }, 'in the queue') : null),
+      el('td', null, i.jobType),
+      el('td', null, batchItemBadge(i.state)),
+      el('td', null, resultText(i.resultKind, i.resultStatus)),
+      el('td', { class: 'num' }, i.inputTokens == null ? '–' : num(i.inputTokens) + ' / ' + num(i.outputTokens)),
+      el('td', { class: 'nowrap' }, timeCell(i.gatheredAt)),
+      el('td', { class: 'nowrap' }, i.answeredAt ? timeCell(i.answeredAt) : '–'),
+      el('td', { class: 'error-cell' }, i.error ? fold(i.error, 'bl-' + i.id) : '–')));
+    const pager = el('div', { class: 'pager' },
+      params.get('cursor') ? el('button', { type: 'button', onclick: () => go('/batches/' + b.id) }, '← First lines') : null,
+      res.nextCursor ? el('button', { type: 'button', id: 'lines-next', onclick: () => go('/batches/' + b.id, new URLSearchParams('cursor=' + res.nextCursor)) }, 'Next lines →') : null);
+    show(id,
+      el('p', null, link('#/batches', '← Batches')),
+      el('div', { class: 'page-head' }, el('h1', null, 'Batch #' + b.id), el('span', { class: 'muted' }, b.provider + ' · ' + b.providerKey)),
+      el('section', { class: 'card' }, facts),
+      el('section', { class: 'card' }, el('h2', null, 'Lines'),
+        table(['Item', 'Job', 'Type', 'Line', 'Result', 'Tokens in / out', 'Gathered', 'Answered', 'Error'], rows, { id: 'batch-lines' }, 'No line on this page.'),
+        pager));
   }
 
   // ------------------------------------------------------------------ audit
