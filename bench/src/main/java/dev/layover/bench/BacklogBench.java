@@ -1,0 +1,166 @@
+package dev.layover.bench;
+
+import dev.layover.core.JobType;
+import dev.layover.core.Layover;
+import dev.layover.core.outcome.Outcome;
+import dev.layover.core.provider.state.BucketSettings;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import javax.sql.DataSource;
+
+/**
+ * A deep backlog behind rate-limited keys (issue 23, part 3): {@code jobs} due jobs spread over
+ * {@code keys} provider keys, each with a bucket of {@code rate} requests/s, inserted with one
+ * statement, then one Layover worker (no-op handler) runs for a fixed time. Measured from the
+ * database: goodput (jobs done per second, against the keys' total rate R), job-row writes per
+ * success ({@code pg_stat_user_tables}: updates + deletes of {@code scheduled_tasks} per done job),
+ * jobs parked, and the job table's size. The same run with a small backlog is the reference: the
+ * goal is a ratio of at most 1.2 on every figure.
+ */
+public final class BacklogBench {
+
+    /** One arm's figures. */
+    public record Arm(int jobs, int keys, double rate, double seconds, long done, long parked, long writes,
+            long tableBytes, long indexBytes) {
+
+        double goodputShare() {
+            return done / seconds / (rate * keys);
+        }
+
+        double writesPerSuccess() {
+            return done == 0 ? Double.NaN : (double) writes / done;
+        }
+
+        String row() {
+            return String.format(Locale.ROOT, "| %,d jobs, %d key%s | %.3f R (%,d done in %.0f s) | %.2f | %,d | %.1f MB + %.1f MB idx |",
+                    jobs, keys, keys == 1 ? "" : "s", goodputShare(), done, seconds, writesPerSuccess(), parked,
+                    tableBytes / 1e6, indexBytes / 1e6);
+        }
+    }
+
+    record Noop(int n) {}
+
+    private BacklogBench() {}
+
+    /**
+     * Runs one arm in {@code ds} (Layover's schema is migrated here; the job table must hold no
+     * other jobs of type {@code backlog}).
+     *
+     * @param ds a database of its own
+     * @param jobs backlog size
+     * @param keys provider keys the backlog is spread over (round robin)
+     * @param rate each key's bucket, requests/s
+     * @param run how long the worker runs
+     * @param threads the worker's threads
+     * @return the arm's figures
+     * @throws Exception on failure
+     */
+    public static Arm run(DataSource ds, int jobs, int keys, double rate, Duration run, int threads) throws Exception {
+        JobType<Noop> type = JobType.builder("backlog", Noop.class).providerKey(n -> "bk:" + (n.n() % keys))
+                .handler((a, ctx) -> Outcome.done()).build();
+        Layover.Builder b = Layover.builder(ds).register(type).threads(threads);
+        for (int k = 0; k < keys; k++) {
+            b.bucket("bk:" + k, BucketSettings.requestsPerSecond(rate));
+        }
+        Layover layover = b.build(); // migrates
+        exec(ds, "insert into layover.scheduled_tasks (task_name, task_instance, task_data, execution_time, picked,"
+                + " version, provider_key, first_enqueued_at)"
+                + " select 'backlog', 'b' || g, convert_to('{\"n\":' || g || '}', 'UTF8'), now(), false, 1,"
+                + " 'bk:' || (g % " + keys + "), now() from generate_series(1, " + jobs + ") g");
+        exec(ds, "analyze layover.scheduled_tasks");
+        long writes0 = writes(ds);
+        long t0 = System.nanoTime();
+        layover.start();
+        long doneBefore = 0;
+        List<String> trace = new ArrayList<>();
+        long end = t0 + run.toNanos();
+        while (System.nanoTime() < end) {
+            Thread.sleep(Math.min(10_000, Math.max(1, (end - System.nanoTime()) / 1_000_000)));
+            long done = count(ds, "select count(*) from layover.job_history where job_type = 'backlog' and outcome = 'completed'");
+            trace.add(String.format(Locale.ROOT, "%.0fs:%d", (System.nanoTime() - t0) / 1e9, done - doneBefore));
+            doneBefore = done;
+        }
+        double secs = (System.nanoTime() - t0) / 1e9;
+        System.out.println("  jobs at the end: " + rows(ds, """
+                select coalesce(last_reschedule_reason, 'new') || case when permit_at is null then '' else '+permit' end
+                       || case when execution_time <= now() then ' due' when execution_time <= now() + interval '1 minute'
+                               then ' <1min' when execution_time <= now() + interval '1 hour' then ' <1h' else ' later' end
+                       || '=' || count(*)
+                from layover.scheduled_tasks where task_name = 'backlog' group by 1 order by 1"""));
+        System.out.println("  bucket: " + rows(ds, "select provider_key || ' tat ' || round(extract(epoch from request_tat - now()))"
+                + " || 's ahead' from layover.buckets where provider_key like 'bk:%' order by 1 limit 3"));
+        layover.stop();
+        long done = count(ds, "select count(*) from layover.job_history where job_type = 'backlog' and outcome = 'completed'");
+        long parked = count(ds, "select count(*) from layover.dead_letters where job_type = 'backlog'");
+        long writes = writes(ds) - writes0;
+        long table = count(ds, "select pg_table_size('layover.scheduled_tasks')");
+        long index = count(ds, "select pg_indexes_size('layover.scheduled_tasks')");
+        System.out.println("  done per 10 s: " + String.join(" ", trace));
+        return new Arm(jobs, keys, rate, secs, done, parked, writes, table, index);
+    }
+
+    /** Updates and deletes of the job table so far (the statistics collector's counters). */
+    private static long writes(DataSource ds) throws Exception {
+        Thread.sleep(600); // the counters reach pg_stat after the backend reports (at most every 500 ms)
+        return count(ds, "select n_tup_upd + n_tup_del from pg_stat_user_tables where schemaname = 'layover'"
+                + " and relname = 'scheduled_tasks'");
+    }
+
+    private static String rows(DataSource ds, String sql) throws Exception {
+        List<String> out = new ArrayList<>();
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement(); ResultSet rs = st.executeQuery(sql)) {
+            while (rs.next()) {
+                out.add(rs.getString(1));
+            }
+        }
+        return String.join(", ", out);
+    }
+
+    private static long count(DataSource ds, String sql) throws Exception {
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement(); ResultSet rs = st.executeQuery(sql)) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
+    private static void exec(DataSource ds, String sql) throws Exception {
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
+            st.execute(sql);
+        }
+    }
+
+    /**
+     * Runs arms from the command line, each in a scratch database: {@code --jdbc-url URL --arm
+     * JOBS:KEYS [--arm ...] --seconds S}.
+     *
+     * @param args the arguments
+     * @throws Exception on failure
+     */
+    public static void main(String[] args) throws Exception {
+        List<int[]> arms = new ArrayList<>();
+        int seconds = 120;
+        for (int i = 0; i < args.length - 1; i++) {
+            if (args[i].equals("--arm")) {
+                String[] p = args[i + 1].split(":");
+                arms.add(new int[] {Integer.parseInt(p[0]), Integer.parseInt(p[1])});
+            } else if (args[i].equals("--seconds")) {
+                seconds = Integer.parseInt(args[i + 1]);
+            }
+        }
+        List<Arm> results = new ArrayList<>();
+        for (int[] a : arms) {
+            try (BenchDatabase db = BenchDatabase.open(args, 12)) {
+                System.out.println("arm " + a[0] + " jobs, " + a[1] + " keys");
+                results.add(run(db.dataSource(), a[0], a[1], 50, Duration.ofSeconds(seconds), 8));
+                System.out.println(results.get(results.size() - 1).row());
+            }
+        }
+        System.out.println("| arm | goodput | writes/success | parked | job table |");
+        results.forEach(r -> System.out.println(r.row()));
+    }
+}
