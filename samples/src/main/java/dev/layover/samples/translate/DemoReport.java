@@ -39,13 +39,15 @@ import java.util.stream.Collectors;
  * @param creditsDebited credits taken from the balances (opening minus now)
  * @param jobsChargedTwice jobs with more than one charge row
  * @param overdrawnAccounts accounts below zero
+ * @param batch the fourth part: the summaries, by batch
  */
 public record DemoReport(long seconds, int enqueued, int completed, Map<String, Long> waitingForPerson, long stillLive,
         int callsPrimary, int callsSecondary, int rateLimited429s, int unavailable, Map<String, Long> reschedulesByReason,
         int rateLimitedRuns, long attemptsSpentOnRateLimits, int attemptsSpent, int answeredByPrimary,
         int answeredBySecondary, int fenced, int chatty, int truncated, int deliveryFailures, int breakerOpenings,
         long deadLetters, long parks, Map<String, Long> deadLettersByFailureType, Map<String, Long> replaysByKind,
-        long jobsCharged, long creditsCharged, long creditsDebited, long jobsChargedTwice, long overdrawnAccounts) {
+        long jobsCharged, long creditsCharged, long creditsDebited, long jobsChargedTwice, long overdrawnAccounts,
+        BatchReport batch) {
 
     /** @return provider calls in all */
     public int calls() {
@@ -103,6 +105,7 @@ public record DemoReport(long seconds, int enqueued, int completed, Map<String, 
         if (deadLetters > 0 && sweepReplays() == 0) {
             p.add("the recovery sweep replayed nothing");
         }
+        p.addAll(batch.problems());
         return p;
     }
 
@@ -139,17 +142,20 @@ public record DemoReport(long seconds, int enqueued, int completed, Map<String, 
         row(out, "double charges", doubleCharges(), "must be 0 (failed deliveries retried after the charge: "
                 + deliveryFailures + ")");
         row(out, "overdrawn accounts", overdrawnAccounts, "must be 0");
+        batch.print(out);
         out.println();
         List<String> problems = problems();
         if (problems.isEmpty()) {
-            out.println("Every job completed or is accounted for; no attempt spent on a rate limit; nothing charged twice.");
+            out.println("Every job completed or is accounted for; no attempt spent on a rate limit; nothing charged twice;"
+                    + " every summary went by batch.");
         } else {
             out.println("PROBLEMS:");
             problems.forEach(s -> out.println("  - " + s));
         }
     }
 
-    private static void row(PrintStream out, String label, long value, String detail) {
+    /** Prints one row of the report: its label, its figure, what the figure says. */
+    static void row(PrintStream out, String label, long value, String detail) {
         out.printf("  %-31s %7d%s%n", label, value, detail.isEmpty() ? "" : "   " + detail);
     }
 

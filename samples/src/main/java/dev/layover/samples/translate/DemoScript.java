@@ -1,6 +1,9 @@
 package dev.layover.samples.translate;
 
+import com.openai.client.OpenAIClient;
 import dev.layover.core.JobPolicy;
+import dev.layover.core.batch.BatchSettings;
+import dev.layover.core.batch.OpenAiBatches;
 import dev.layover.core.provider.state.BreakerSettings;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.provider.state.CooldownSettings;
@@ -209,6 +212,22 @@ public record DemoScript(boolean fast, Duration normal, Duration throttled, Dura
                         .trialEvery(Duration.ofSeconds(1), Duration.ofSeconds(2)).build()
                 : RecoverySweep.builder().checkEvery(Duration.ofSeconds(1)).firstBatch(10).spreadOver(Duration.ofSeconds(3))
                         .trialEvery(Duration.ofSeconds(5), Duration.ofSeconds(15)).build();
+    }
+
+    /**
+     * Batching for the summaries ({@link SummaryJob#KEY}) through OpenAI's Batch API at the fake
+     * provider's primary endpoint: the defaults (1 h expected completion, 15 min rescue margin,
+     * 0.5 discount) except the timing, so that batches finish within the demo: an open batch is
+     * sealed and submitted once 3 s old (fast: 1 s) and polled every second (fast: 250 ms). The
+     * fake answers a batch at its first poll.
+     *
+     * @param primary the primary endpoint's client (its retries off)
+     * @return the key's batch settings
+     */
+    public BatchSettings batching(OpenAIClient primary) {
+        return BatchSettings.of(OpenAiBatches.of(primary))
+                .withMaxGatherAge(fast ? Duration.ofSeconds(1) : Duration.ofSeconds(3))
+                .withPollInterval(fast ? Duration.ofMillis(250) : Duration.ofSeconds(1));
     }
 
     /** @return how often the workers poll */

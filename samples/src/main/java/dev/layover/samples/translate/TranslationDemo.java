@@ -8,6 +8,7 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.provider.state.BreakerState;
 import dev.layover.samples.translate.DemoScript.Step;
+import dev.layover.samples.translate.SummaryJob.SummarizeDocument;
 import dev.layover.samples.translate.TranslateJob.TranslateDocument;
 import dev.layover.testing.provider.FakeProvider;
 import java.io.IOException;
@@ -18,6 +19,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.sql.Timestamp;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -28,24 +30,30 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 
 /**
  * The LLM translation demo: documents arrive at a steady rate and are translated by
  * {@link TranslateJob} through a fake OpenAI-compatible provider that goes normal → throttled
- * (429) → outage (503/529) → recovered ({@link DemoScript}). It prints the phases, every breaker
- * change and a live progress line, and ends with a {@link DemoReport} once every job is completed
- * or waits for a person, or at the script's deadline.
+ * (429) → outage (503/529) → recovered ({@link DemoScript}). Each delivered translation asks for
+ * a summary ({@link SummaryJob}), deferrable work that Layover sends by the provider's batch API
+ * at half price. It prints the phases, every breaker change and a live progress line, and ends
+ * with a {@link DemoReport} once every job is completed or waits for a person, or at the script's
+ * deadline.
  *
  * <p>Database: Layover's schema (migrated at start) and the demo's own, {@code layover_demo},
  * dropped and created at start. Rows an earlier run left in Layover's tables for the demo's job
- * type and provider keys (jobs, dead letters, breakers, cooldowns, buckets, sweep state) are
- * deleted at start; nothing else is touched.
+ * types and provider keys (jobs, dead letters, breakers, cooldowns, buckets, sweep state) are
+ * deleted at start; nothing else is touched (earlier runs' batches stay in {@code layover.batches};
+ * the report counts this run's only).
  */
 public final class TranslationDemo {
 
     private static final List<String> KEYS = List.of(TranslateJob.MODEL_KEY, TranslateJob.PRIMARY_KEY,
             TranslateJob.SECONDARY_KEY);
+    private static final List<String> FORGOTTEN_KEYS = List.of(TranslateJob.MODEL_KEY, TranslateJob.PRIMARY_KEY,
+            TranslateJob.SECONDARY_KEY, SummaryJob.KEY);
 
     /**
      * How to run the demo.
@@ -83,15 +91,20 @@ public final class TranslationDemo {
             OpenAIClient primary = TranslateJob.client(URI.create(fake.baseUri() + "/v1"), "sk-demo-primary");
             OpenAIClient secondary = TranslateJob.client(URI.create(fake.baseUri() + "/secondary/v1"), "sk-demo-secondary");
             Set<String> failedOnce = ConcurrentHashMap.newKeySet();
+            SummaryJob summaries = new SummaryJob(dataSource, primary);
+            JobType<SummarizeDocument> summaryType = summaries.jobType(script.policy());
+            AtomicReference<Layover> running = new AtomicReference<>();
             TranslateJob job = new TranslateJob(dataSource, TranslateJob.chain(primary, secondary), (jobId, doc, segments) -> {
                 if (Documents.firstDeliveryFails(number(doc)) && failedOnce.add(jobId)) {
                     throw new IOException("the customer's webhook timed out");
                 }
+                // delivered: its summary is wanted within 2 h, so it goes by batch
+                SummaryJob.enqueue(running.get(), summaryType, jobId, doc, segments);
             }, stats);
             JobType<TranslateDocument> type = job.jobType(script.policy());
 
             Layover layover = Layover.builder(dataSource)
-                    .register(type)
+                    .register(type, summaryType)
                     .threads(8)
                     .pollInterval(script.pollInterval())
                     .shutdownMaxWait(Duration.ofSeconds(10))
@@ -99,6 +112,7 @@ public final class TranslationDemo {
                     .cooldowns(script.cooldowns())
                     .bucket(TranslateJob.PRIMARY_KEY, script.primaryBucket())
                     .bucket(TranslateJob.SECONDARY_KEY, script.secondaryBucket())
+                    .batching(SummaryJob.KEY, script.batching(primary))
                     .breakerListener(e -> {
                         if (e.to() == BreakerState.OPEN && e.from() != BreakerState.OPEN) {
                             openings.incrementAndGet();
@@ -108,9 +122,10 @@ public final class TranslationDemo {
                     })
                     .plugin(script.sweep())
                     .build(); // migrates
+            running.set(layover);
             ReplayConsole console = null;
             try {
-                prepare(dataSource);
+                Timestamp runStart = prepare(dataSource);
                 layover.start();
                 if (options.console()) {
                     console = ReplayConsole.start(layover, ConsoleOptions.defaults());
@@ -119,7 +134,8 @@ public final class TranslationDemo {
                 }
                 out.println("Provider: a fake OpenAI-compatible server at " + fake.baseUri() + " (primary /v1, secondary /secondary/v1)");
                 out.println("Keys: " + TranslateJob.MODEL_KEY + " (the job's, over both endpoints), " + TranslateJob.PRIMARY_KEY
-                        + ", " + TranslateJob.SECONDARY_KEY);
+                        + ", " + TranslateJob.SECONDARY_KEY + "; the summaries' " + SummaryJob.KEY
+                        + " (by batch: the primary's /v1/files and /v1/batches)");
                 printConnect(out, options);
                 out.println();
 
@@ -137,11 +153,12 @@ public final class TranslationDemo {
                 }
                 layover.awaitCompletions(Duration.ofSeconds(5));
                 progress.finish();
-                DemoReport report = report(dataSource, stats, fake, enqueued.get(), openings.get(), start);
+                DemoReport report = report(dataSource, stats, fake, enqueued.get(), openings.get(), start, runStart);
                 report.print(out);
                 out.println();
                 out.println("Look around with SQL: layover.dead_letters (what parked, why, its replays), "
-                        + "layover_demo.charges, layover_demo.translations, layover.provider_keys.");
+                        + "layover_demo.charges, layover_demo.translations, layover.provider_keys, "
+                        + "layover.batch_status (the summaries' batches), layover_demo.summaries.");
                 if (options.keepRunning()) {
                     out.println("--keep-running: Layover and the console stay up" + (console != null
                             ? " at " + console.loginUrl() : "") + ". Press Ctrl-C to stop.");
@@ -202,18 +219,29 @@ public final class TranslationDemo {
         return "psql \"postgresql://" + (user != null ? user + "@" : "") + rest + "\"";
     }
 
-    private static void prepare(DataSource ds) throws SQLException {
+    /** @return the database's time before the run: the report counts batches and history rows from here */
+    private static Timestamp prepare(DataSource ds) throws SQLException {
         // a previous run's jobs, dead letters and provider state (V10's functions for demos and tests)
+        Timestamp now;
         try (Connection c = ds.getConnection();
                 PreparedStatement type = c.prepareStatement("SELECT layover.forget_job_type(?)");
-                PreparedStatement keys = c.prepareStatement("SELECT layover.forget_provider_keys(?)")) {
-            type.setString(1, TranslateJob.NAME);
-            type.executeQuery().close();
-            keys.setArray(1, c.createArrayOf("text", KEYS.toArray()));
+                PreparedStatement keys = c.prepareStatement("SELECT layover.forget_provider_keys(?)");
+                Statement st = c.createStatement()) {
+            for (String name : List.of(TranslateJob.NAME, SummaryJob.NAME)) {
+                type.setString(1, name);
+                type.executeQuery().close();
+            }
+            keys.setArray(1, c.createArrayOf("text", FORGOTTEN_KEYS.toArray()));
             keys.executeQuery().close();
+            try (ResultSet rs = st.executeQuery("SELECT now()")) {
+                rs.next();
+                now = rs.getTimestamp(1);
+            }
         }
         Credits.createSchema(ds, Documents.openingBalances());
+        SummaryJob.createTable(ds);
         RescheduleLog.install(ds, TranslateJob.NAME);
+        return now;
     }
 
     private static Thread producer(Layover layover, JobType<TranslateDocument> type, DemoScript script,
@@ -258,10 +286,11 @@ public final class TranslationDemo {
                 announced = step;
             }
             Snapshot s = snapshot(ds);
-            progress.update(String.format("%4ds %-9s| done %d  waiting %d  rescheduled %d  parked %d  replayed %d | %s",
-                    elapsed.toSeconds(), step.name().toLowerCase(), stats.completed(), s.waiting(), s.rescheduled(),
-                    s.parked(), s.replayed(), s.keys()));
-            boolean drained = step == Step.RECOVERED && !producer.isAlive() && s.live() == 0 && s.recoverable() == 0;
+            progress.update(String.format("%4ds %-9s| done %d  waiting %d  rescheduled %d  parked %d  replayed %d"
+                    + " | summaries %d, in a batch %d | %s", elapsed.toSeconds(), step.name().toLowerCase(), stats.completed(),
+                    s.waiting(), s.rescheduled(), s.parked(), s.replayed(), s.summarized(), s.inBatch(), s.keys()));
+            boolean drained = step == Step.RECOVERED && !producer.isAlive() && s.live() == 0 && s.recoverable() == 0
+                    && s.summariesLive() == 0;
             if (drained || System.nanoTime() - deadline >= 0) {
                 if (!drained) {
                     progress.event(String.format("%5.1fs  deadline reached: reporting what is still open", seconds(start)));
@@ -273,7 +302,7 @@ public final class TranslationDemo {
     }
 
     private record Snapshot(long waiting, long rescheduled, long live, long parked, long recoverable,
-            long replayed, String keys) {}
+            long replayed, long summarized, long summariesLive, long inBatch, String keys) {}
 
     private static Snapshot snapshot(DataSource ds) throws SQLException {
         try (Connection c = ds.getConnection()) {
@@ -283,6 +312,9 @@ public final class TranslationDemo {
             long parked;
             long recoverable;
             long replayed;
+            long summarized;
+            long summariesLive;
+            long inBatch;
             try (PreparedStatement ps = c.prepareStatement("""
                     SELECT count(*) FILTER (WHERE j.state IN ('scheduled', 'retrying')),
                            count(*) FILTER (WHERE j.state = 'rescheduled'),
@@ -304,6 +336,19 @@ public final class TranslationDemo {
                     parked = rs.getLong(4);
                     recoverable = rs.getLong(5);
                     replayed = rs.getLong(6);
+                }
+            }
+            try (PreparedStatement ps = c.prepareStatement("""
+                    SELECT (SELECT count(*) FROM layover_demo.summaries),
+                           count(*),
+                           count(*) FILTER (WHERE j.batch_item_state = 'gathered')
+                    FROM layover.jobs j WHERE j.job_type = ?""")) {
+                ps.setString(1, SummaryJob.NAME);
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    summarized = rs.getLong(1);
+                    summariesLive = rs.getLong(2);
+                    inBatch = rs.getLong(3);
                 }
             }
             Map<String, String> keys = new LinkedHashMap<>();
@@ -331,12 +376,12 @@ public final class TranslationDemo {
             }
             String k = "model " + keys.get(TranslateJob.MODEL_KEY) + " | primary " + keys.get(TranslateJob.PRIMARY_KEY)
                     + " | secondary " + keys.get(TranslateJob.SECONDARY_KEY);
-            return new Snapshot(waiting, rescheduled, live, parked, recoverable, replayed, k);
+            return new Snapshot(waiting, rescheduled, live, parked, recoverable, replayed, summarized, summariesLive, inBatch, k);
         }
     }
 
     private static DemoReport report(DataSource ds, TranslationStats stats, FakeProvider fake, int enqueued, int openings,
-            long start) throws SQLException {
+            long start, Timestamp runStart) throws SQLException {
         Map<String, Long> waitingForPerson = counts(ds, "SELECT failure_type, count(*) FROM layover.dead_letters"
                 + " WHERE job_type = '" + TranslateJob.NAME + "' AND state IN ('parked', 'review') GROUP BY 1");
         Map<String, Long> byType = counts(ds, "SELECT failure_type, count(*) FROM layover.dead_letters"
@@ -365,7 +410,50 @@ public final class TranslationDemo {
                     RescheduleLog.byReason(ds), stats.rateLimitedRuns(), stats.attemptsSpentOnRateLimits() + touching,
                     stats.attemptsSpent(), stats.answeredByPrimary(), stats.answeredBySecondary(), stats.fenced(),
                     stats.chatty(), stats.truncated(), stats.deliveryFailures(), openings, rs.getLong(2), rs.getLong(3),
-                    byType, replays, rs.getLong(4), rs.getLong(5), opening - rs.getLong(6), rs.getLong(7), rs.getLong(8));
+                    byType, replays, rs.getLong(4), rs.getLong(5), opening - rs.getLong(6), rs.getLong(7), rs.getLong(8),
+                    batchReport(ds, fake, stats.completed(), runStart));
+        }
+    }
+
+    /** The fourth part: this run's summaries, from the history and the batches, and the fake's counters. */
+    private static BatchReport batchReport(DataSource ds, FakeProvider fake, long translated, Timestamp runStart)
+            throws SQLException {
+        try (Connection c = ds.getConnection();
+                PreparedStatement ps = c.prepareStatement("""
+                        WITH done AS (
+                            SELECT coalesce(h.input_tokens, 0) + coalesce(h.output_tokens, 0) AS tokens,
+                                   EXISTS (SELECT 1 FROM layover.batch_items i
+                                           WHERE i.task_name = h.job_type AND i.task_instance = h.job_id
+                                             AND i.state = 'result' AND i.result_kind = 'succeeded'
+                                             AND i.gathered_at >= ?) AS by_batch
+                            FROM layover.job_history h
+                            WHERE h.job_type = ? AND h.outcome = 'completed' AND h.finished_at >= ?
+                        ), batches AS (
+                            SELECT * FROM layover.batch_status WHERE provider_key = ? AND created_at >= ?
+                        )
+                        SELECT (SELECT count(*) FROM done),
+                               (SELECT count(*) FROM done WHERE by_batch),
+                               (SELECT coalesce(sum(tokens), 0) FROM done WHERE NOT by_batch),
+                               (SELECT count(*) FROM layover.jobs WHERE job_type = ?)
+                                 + (SELECT count(*) FROM layover.dead_letters WHERE job_type = ?),
+                               (SELECT count(*) FROM batches),
+                               (SELECT count(*) FROM batches WHERE state = 'ended'),
+                               (SELECT coalesce(sum(input_tokens + output_tokens), 0) FROM batches),
+                               (SELECT coalesce(sum(saved_tokens), 0) FROM batches),
+                               (SELECT coalesce(max(discount), 0) FROM batches)""")) {
+            ps.setTimestamp(1, runStart);
+            ps.setString(2, SummaryJob.NAME);
+            ps.setTimestamp(3, runStart);
+            ps.setString(4, SummaryJob.KEY);
+            ps.setTimestamp(5, runStart);
+            ps.setString(6, SummaryJob.NAME);
+            ps.setString(7, SummaryJob.NAME);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return new BatchReport(translated, rs.getLong(1), rs.getLong(2), rs.getLong(4), rs.getLong(5), rs.getLong(6),
+                        fake.batches().created(), fake.batches().chargedMoreThanOnce(), rs.getLong(7), rs.getLong(8),
+                        fake.batches().inputTokens() + fake.batches().outputTokens(), rs.getLong(3), rs.getDouble(9));
+            }
         }
     }
 

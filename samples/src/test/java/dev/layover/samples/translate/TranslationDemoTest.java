@@ -53,6 +53,25 @@ class TranslationDemoTest {
         assertEquals(r.completed(), r.jobsCharged(), "every completed job charged exactly once, nothing else charged");
         assertEquals(r.completed(), db.count("select count(*) from layover_demo.translations"));
         assertEquals(0, db.count("select count(*) from layover_demo.accounts where balance < 0"));
+
+        // the fourth part: one summary per translated document, every one by batch, at half price
+        BatchReport b = r.batch();
+        assertEquals(r.completed(), b.translated());
+        assertEquals(r.completed(), b.done(), "every translated document was summarised");
+        assertEquals(b.done(), b.byBatch(), "every summary was done by batch, none called directly");
+        assertEquals(0, b.open());
+        assertEquals(b.done(), db.count("select count(*) from layover_demo.summaries where route = 'batch'"));
+        assertEquals(0, db.count("select count(*) from layover_demo.summaries where route = 'direct'"));
+        assertTrue(b.batches() > 0, "the summaries went in batches");
+        assertEquals(b.batches(), b.batchesEnded(), "every batch ended");
+        assertEquals(b.batches(), b.batchesCreated(), "each batch created once at the provider");
+        assertEquals(0, b.linesChargedTwice());
+        assertEquals(b.done(), db.count("select coalesce(sum(succeeded), 0) from layover.batch_status"),
+                "one succeeded line per summary");
+        assertTrue(b.batchTokens() > 0);
+        assertEquals(b.providerTokens(), b.batchTokens(), "the batches' tokens are the ones the provider counted");
+        assertEquals(0.50, b.relativeCost(), 0.005, "half the price of direct calls");
+        assertTrue(printed.contains("Deferrable work went by batch at half price"), printed);
         assertTrue(printed.contains("Replay console: http://127.0.0.1:"), printed);
         assertTrue(printed.contains("Database: " + db.jdbcUrl()), printed);
         assertTrue(printed.contains("psql: " + TranslationDemo.psql(db.jdbcUrl())), printed);
