@@ -86,6 +86,7 @@ public final class BatchBench {
      * @param urgentP50Ms p50 enqueue → done of the urgent jobs
      * @param urgentP95Ms p95
      * @param urgentMaxMs the slowest
+     * @param urgentRetried urgent jobs that spent an attempt (a run lost with the killed worker)
      * @param deferrableDone deferrable jobs completed
      * @param deferrableByBatch of them, by a batch line
      * @param deferrableDirect deferrable jobs called directly
@@ -100,13 +101,14 @@ public final class BatchBench {
      * @param deadLetters dead letters at the end
      * @param killedAtSeconds when the worker JVM was killed, from the first enqueue
      * @param wallSeconds first enqueue → every job gone
+     * @param timeline each batch, oldest first
      */
     public record Result(int deferrable, int urgent, long batchInputTokens, long batchOutputTokens, long directInputTokens,
             long directOutputTokens, int directCalls, long urgentDone, long urgentInDeadline, double urgentP50Ms,
-            double urgentP95Ms, double urgentMaxMs, long deferrableDone, long deferrableByBatch, long deferrableDirect,
+            double urgentP95Ms, double urgentMaxMs, long urgentRetried, long deferrableDone, long deferrableByBatch, long deferrableDirect,
             long historyDuplicates, int chargedMoreThanOnce, long batchedAndDirect, int providerBatches,
             long providerRefsTwice, long layoverBatches, long submitted, long rejoined, long deadLetters,
-            double killedAtSeconds, double wallSeconds) {
+            double killedAtSeconds, double wallSeconds, List<BatchRow> timeline) {
 
         /** @return every token the fake answered, batch and direct */
         public long allTokens() {
@@ -125,6 +127,22 @@ public final class BatchBench {
             return historyDuplicates + chargedMoreThanOnce + batchedAndDirect + providerRefsTwice;
         }
     }
+
+    /**
+     * One batch's timeline, in seconds of database time from the first enqueue.
+     *
+     * @param id its id
+     * @param lines its lines
+     * @param firstGathered its first item gathered
+     * @param lastGathered its last item gathered
+     * @param sealed sealed
+     * @param submitted its provider id recorded (by a submit or a rejoin)
+     * @param submitAttempts submit attempts (2: taken over after the kill)
+     * @param finished its lines collected and the batch ended
+     * @param lastDone its last job's history row written
+     */
+    public record BatchRow(long id, int lines, double firstGathered, double lastGathered, double sealed, double submitted,
+            int submitAttempts, double finished, double lastDone) {}
 
     private BatchBench() {}
 
@@ -241,6 +259,8 @@ public final class BatchBench {
                 + "coalesce(percentile_cont(0.95) within group (order by ms), 'NaN'), coalesce(max(ms), 'NaN') from ("
                 + "select extract(epoch from finished_at - enqueued_at) * 1000 as ms from layover.job_history where job_type = "
                 + type + " and job_id like 'u%' and outcome = 'completed') x");
+        long urgentRetried = longValue(ds, "select count(*) from layover.job_history where job_type = " + type
+                + " and job_id like 'u%' and attempts > 0");
         long deferrableDone = longValue(ds, "select count(distinct job_id) from layover.job_history where job_type = " + type
                 + " and job_id like 'd%' and outcome = 'completed'");
         long byBatch = longValue(ds, "select count(distinct h.job_id) from layover.job_history h join layover.batch_items i "
@@ -263,9 +283,28 @@ public final class BatchBench {
         long refsTwice = refs.values().stream().filter(n -> n > 1).count();
         FakeProvider.Endpoint direct = fake.primary();
         return new Result(s.deferrable(), s.urgent(), fb.inputTokens(), fb.outputTokens(), direct.inputTokens(),
-                direct.outputTokens(), direct.successes(), urgentDone, inDeadline, pct[0], pct[1], pct[2], deferrableDone,
+                direct.outputTokens(), direct.successes(), urgentDone, inDeadline, pct[0], pct[1], pct[2], urgentRetried, deferrableDone,
                 byBatch, deferrableDirect, historyDuplicates, fb.chargedMoreThanOnce(), batchedAndDirect, fb.created(),
-                refsTwice, layoverBatches, submitted, rejoined, deadLetters, killedAt, wall);
+                refsTwice, layoverBatches, submitted, rejoined, deadLetters, killedAt, wall, timeline(ds, type));
+    }
+
+    private static List<BatchRow> timeline(DataSource ds, String type) throws Exception {
+        List<BatchRow> rows = new ArrayList<>();
+        String sql = "with t0 as (select min(enqueued_at) as t from layover.job_history where job_type = " + type + "), "
+                + "done as (select i.batch_id, max(h.finished_at) as at from layover.batch_items i join layover.job_history h "
+                + "on h.job_type = i.task_name and h.job_id = i.task_instance where i.state = 'result' group by i.batch_id) "
+                + "select b.id, b.lines, extract(epoch from min(i.gathered_at) - t0.t), extract(epoch from max(i.gathered_at) - t0.t), "
+                + "extract(epoch from b.sealed_at - t0.t), extract(epoch from b.submitted_at - t0.t), b.submit_attempts, "
+                + "extract(epoch from b.finished_at - t0.t), extract(epoch from d.at - t0.t) "
+                + "from layover.batches b join layover.batch_items i on i.batch_id = b.id left join done d on d.batch_id = b.id, t0 "
+                + "group by b.id, t0.t, d.at order by b.id";
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement(); ResultSet rs = st.executeQuery(sql)) {
+            while (rs.next()) {
+                rows.add(new BatchRow(rs.getLong(1), rs.getInt(2), rs.getDouble(3), rs.getDouble(4), rs.getDouble(5),
+                        rs.getDouble(6), rs.getInt(7), rs.getDouble(8), rs.getDouble(9)));
+            }
+        }
+        return rows;
     }
 
     private static long longValue(DataSource ds, String sql) throws Exception {

@@ -535,6 +535,8 @@ public final class Bench {
                 r.urgentInDeadline(), r.urgent());
         out.printf(Locale.ROOT, "| urgent enqueue → done, p50 / p95 / max | %,.0f / %,.0f / %,.0f ms |%n", r.urgentP50Ms(),
                 r.urgentP95Ms(), r.urgentMaxMs());
+        out.printf(Locale.ROOT, "| urgent jobs that spent an attempt (a run lost with the killed worker) | %d |%n",
+                r.urgentRetried());
         out.printf(Locale.ROOT, "| deferrable jobs done / by a batch line / called directly | %,d / %,d / %,d of %,d |%n",
                 r.deferrableDone(), r.deferrableByBatch(), r.deferrableDirect(), r.deferrable());
         out.printf(Locale.ROOT, "| duplicates: job_history rows beyond one per job / lines charged more than once / jobs "
@@ -545,6 +547,19 @@ public final class Bench {
         out.printf(Locale.ROOT, "| dead letters | %d |%n", r.deadLetters());
         out.printf(Locale.ROOT, "| worker JVM killed at / **wall time**, first enqueue → every job gone | %.1f s / **%.1f s** |%n",
                 r.killedAtSeconds(), r.wallSeconds());
+        out.println();
+        out.println("| batch | lines | gathered, s | sealed | submitted | submit attempts | lines stored, batch ended | its last job done |");
+        out.println("|---|---|---|---|---|---|---|---|");
+        for (BatchBench.BatchRow b : r.timeline()) {
+            out.printf(Locale.ROOT, "| %d | %,d | %.1f–%.1f | %.1f | %.1f | %d | %.1f | %.1f |%n", b.id(), b.lines(),
+                    b.firstGathered(), b.lastGathered(), b.sealed(), b.submitted(), b.submitAttempts(), b.finished(),
+                    b.lastDone());
+        }
+        out.println();
+        out.println("Times in seconds of database time from the first enqueue. Tokens: what the fake provider answered "
+                + "(batch lines: FakeBatches; direct calls: its chat completions endpoint). Rejoined: a batch whose submit "
+                + "was taken over after the kill (submit attempts ≥ 2) while the provider holds it once (no batch ref "
+                + "created twice): found by its metadata.layover_ref, not submitted again.");
         out.println();
         out.printf(Locale.ROOT, "configured: maxGatherAge %s, pollInterval %s, lease %s, maxRequests %,d, the fake's "
                 + "processing delay %s; %d threads per instance (the worker JVM, then the runner's), heartbeat 2 s × 4.%n",
