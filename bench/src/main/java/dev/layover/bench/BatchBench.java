@@ -87,6 +87,7 @@ public final class BatchBench {
      * @param urgentP95Ms p95
      * @param urgentMaxMs the slowest
      * @param urgentRetried urgent jobs that spent an attempt (a run lost with the killed worker)
+     * @param urgentRetriedMaxMs the slowest of those (NaN when none)
      * @param deferrableDone deferrable jobs completed
      * @param deferrableByBatch of them, by a batch line
      * @param deferrableDirect deferrable jobs called directly
@@ -105,7 +106,7 @@ public final class BatchBench {
      */
     public record Result(int deferrable, int urgent, long batchInputTokens, long batchOutputTokens, long directInputTokens,
             long directOutputTokens, int directCalls, long urgentDone, long urgentInDeadline, double urgentP50Ms,
-            double urgentP95Ms, double urgentMaxMs, long urgentRetried, long deferrableDone, long deferrableByBatch, long deferrableDirect,
+            double urgentP95Ms, double urgentMaxMs, long urgentRetried, double urgentRetriedMaxMs, long deferrableDone, long deferrableByBatch, long deferrableDirect,
             long historyDuplicates, int chargedMoreThanOnce, long batchedAndDirect, int providerBatches,
             long providerRefsTwice, long layoverBatches, long submitted, long rejoined, long deadLetters,
             double killedAtSeconds, double wallSeconds, List<BatchRow> timeline) {
@@ -261,6 +262,8 @@ public final class BatchBench {
                 + type + " and job_id like 'u%' and outcome = 'completed') x");
         long urgentRetried = longValue(ds, "select count(*) from layover.job_history where job_type = " + type
                 + " and job_id like 'u%' and attempts > 0");
+        double retriedMax = doubles(ds, "select coalesce(max(extract(epoch from finished_at - enqueued_at) * 1000), 'NaN') "
+                + "from layover.job_history where job_type = " + type + " and job_id like 'u%' and attempts > 0")[0];
         long deferrableDone = longValue(ds, "select count(distinct job_id) from layover.job_history where job_type = " + type
                 + " and job_id like 'd%' and outcome = 'completed'");
         long byBatch = longValue(ds, "select count(distinct h.job_id) from layover.job_history h join layover.batch_items i "
@@ -283,7 +286,7 @@ public final class BatchBench {
         long refsTwice = refs.values().stream().filter(n -> n > 1).count();
         FakeProvider.Endpoint direct = fake.primary();
         return new Result(s.deferrable(), s.urgent(), fb.inputTokens(), fb.outputTokens(), direct.inputTokens(),
-                direct.outputTokens(), direct.successes(), urgentDone, inDeadline, pct[0], pct[1], pct[2], urgentRetried, deferrableDone,
+                direct.outputTokens(), direct.successes(), urgentDone, inDeadline, pct[0], pct[1], pct[2], urgentRetried, retriedMax, deferrableDone,
                 byBatch, deferrableDirect, historyDuplicates, fb.chargedMoreThanOnce(), batchedAndDirect, fb.created(),
                 refsTwice, layoverBatches, submitted, rejoined, deadLetters, killedAt, wall, timeline(ds, type));
     }

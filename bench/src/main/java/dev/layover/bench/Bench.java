@@ -535,8 +535,9 @@ public final class Bench {
                 r.urgentInDeadline(), r.urgent());
         out.printf(Locale.ROOT, "| urgent enqueue → done, p50 / p95 / max | %,.0f / %,.0f / %,.0f ms |%n", r.urgentP50Ms(),
                 r.urgentP95Ms(), r.urgentMaxMs());
-        out.printf(Locale.ROOT, "| urgent jobs that spent an attempt (a run lost with the killed worker) | %d |%n",
-                r.urgentRetried());
+        out.printf(Locale.ROOT, "| urgent jobs that spent an attempt (a run lost with the killed worker), the slowest of them "
+                + "| %d, %s |%n", r.urgentRetried(), Double.isNaN(r.urgentRetriedMaxMs()) ? "–"
+                : String.format(Locale.ROOT, "%,.0f ms", r.urgentRetriedMaxMs()));
         out.printf(Locale.ROOT, "| deferrable jobs done / by a batch line / called directly | %,d / %,d / %,d of %,d |%n",
                 r.deferrableDone(), r.deferrableByBatch(), r.deferrableDirect(), r.deferrable());
         out.printf(Locale.ROOT, "| duplicates: job_history rows beyond one per job / lines charged more than once / jobs "
