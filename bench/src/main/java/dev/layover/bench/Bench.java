@@ -28,11 +28,13 @@ import java.util.Set;
  *   <li>the console's API with 1,000,000 dead letters and 10,000,000 history rows ({@link ConsoleBench});
  *   <li>token limits ({@link TokenBench});
  *   <li>1,000 slow calls in flight in one worker JVM, platform against virtual threads ({@link InflightBench});
- *   <li>fair share among the tenants of one provider key ({@link FairnessBench}).
+ *   <li>fair share among the tenants of one provider key ({@link FairnessBench});
+ *   <li>batch routing: deferrable jobs by batch, urgent ones directly, a worker JVM killed
+ *       mid-submit ({@link BatchBench}).
  * </ol>
  *
  * <p>Usage: {@code mvn -q -pl bench -am -DskipTests package exec:java -Dexec.args="[--quick]
- * [--jdbc-url URL] [--only throughput,latency,tail,enqueue,etiquette,recovery,console,tokens,inflight,fairness] [--poll-ms 200]"}. Without a URL (or
+ * [--jdbc-url URL] [--only throughput,latency,tail,enqueue,etiquette,recovery,console,tokens,inflight,fairness,batch] [--poll-ms 200]"}. Without a URL (or
  * {@code LAYOVER_JDBC_URL}) an embedded Postgres is started; with one, a scratch database is
  * created on that server and dropped afterwards. {@code --quick} runs small sizes in under a
  * minute: a smoke test, no figure worth quoting.
@@ -50,7 +52,7 @@ public final class Bench {
 
     /** The sections, in the order they run. */
     static final List<String> SECTIONS = List.of("throughput", "latency", "tail", "enqueue", "etiquette", "recovery", "console",
-            "tokens", "inflight", "fairness");
+            "tokens", "inflight", "fairness", "batch");
 
     /** Everything one run measured (null where a section was not run). */
     public static final class Report {
@@ -65,7 +67,13 @@ public final class Bench {
         List<TokenBench.Result> tokens;
         List<FairnessBench.Arm> fairness;
         List<InflightBench.Result> inflight;
+        BatchBench.Result batch;
         double seconds;
+
+        /** @return the batch routing figures, or null */
+        public BatchBench.Result batch() {
+            return batch;
+        }
 
         /** @return the slow-calls arms, platform and virtual threads, in the order run */
         public List<InflightBench.Result> inflight() {
@@ -160,7 +168,9 @@ public final class Bench {
         long start = System.nanoTime();
         Report report = new Report();
         int threads = 16;
-        try (BenchDatabase db = BenchDatabase.open(args, threads + 8)) {
+        // the batch section opens its own pools (at most 10 connections per Layover instance)
+        int poolSize = Set.of("batch").containsAll(only) ? 2 : threads + 8;
+        try (BenchDatabase db = BenchDatabase.open(args, poolSize)) {
             header(out, db, quick);
             // Layover's schema (the first Layover run migrates; the etiquette workers do not)
             dev.layover.migrations.LayoverMigrations.migrate(db.dataSource());
@@ -254,6 +264,12 @@ public final class Bench {
                 List<String> notes = new ArrayList<>();
                 report.inflight = InflightBench.measure(db.dataSource(), db.jdbcUrl(), s, notes);
                 inflight(out, report.inflight, s, notes, t);
+            }
+            if (only.contains("batch")) {
+                long t = System.nanoTime();
+                BatchBench.Settings s = quick ? BatchBench.Settings.quick() : BatchBench.Settings.full();
+                report.batch = BatchBench.measure(db.dataSource(), db.jdbcUrl(), s);
+                batch(out, report.batch, s, t);
             }
         }
         report.seconds = (System.nanoTime() - start) / 1e9;
@@ -504,6 +520,55 @@ public final class Bench {
         took(out, t);
     }
 
+    private static void batch(PrintStream out, BatchBench.Result r, BatchBench.Settings s, long t) {
+        BatchWorker.Timing tm = s.timing();
+        out.printf(Locale.ROOT, "### Batch routing: %,d deferrable jobs (deadline 2 h) and %d urgent ones (deadline 2 min, "
+                + "one every %d ms), one OpenAI key with batching, a worker JVM killed mid-submit%n%n", r.deferrable(),
+                r.urgent(), s.urgentEvery().toMillis());
+        out.println("| | value |");
+        out.println("|---|---|");
+        out.printf(Locale.ROOT, "| tokens by batch (input + output) / directly | %,d + %,d / %,d + %,d (%d direct calls) |%n",
+                r.batchInputTokens(), r.batchOutputTokens(), r.directInputTokens(), r.directOutputTokens(), r.directCalls());
+        out.printf(Locale.ROOT, "| **cost relative to all-direct** (batch × %.1f + direct) / all | **%.3f** |%n",
+                BatchBench.DISCOUNT, r.relativeCost());
+        out.printf(Locale.ROOT, "| urgent jobs done / within their deadline | %d / %d of %d |%n", r.urgentDone(),
+                r.urgentInDeadline(), r.urgent());
+        out.printf(Locale.ROOT, "| urgent enqueue → done, p50 / p95 / max | %,.0f / %,.0f / %,.0f ms |%n", r.urgentP50Ms(),
+                r.urgentP95Ms(), r.urgentMaxMs());
+        out.printf(Locale.ROOT, "| urgent jobs that spent an attempt (a run lost with the killed worker), the slowest of them "
+                + "| %d, %s |%n", r.urgentRetried(), Double.isNaN(r.urgentRetriedMaxMs()) ? "–"
+                : String.format(Locale.ROOT, "%,.0f ms", r.urgentRetriedMaxMs()));
+        out.printf(Locale.ROOT, "| deferrable jobs done / by a batch line / called directly | %,d / %,d / %,d of %,d |%n",
+                r.deferrableDone(), r.deferrableByBatch(), r.deferrableDirect(), r.deferrable());
+        out.printf(Locale.ROOT, "| duplicates: job_history rows beyond one per job / lines charged more than once / jobs "
+                + "batched and called directly / batch refs created twice | %d / %d / %d / %d |%n", r.historyDuplicates(),
+                r.chargedMoreThanOnce(), r.batchedAndDirect(), r.providerRefsTwice());
+        out.printf(Locale.ROOT, "| batches created at the provider / in layover.batch_status (submitted) / rejoined after "
+                + "the kill | %d / %d (%d) / %d |%n", r.providerBatches(), r.layoverBatches(), r.submitted(), r.rejoined());
+        out.printf(Locale.ROOT, "| dead letters | %d |%n", r.deadLetters());
+        out.printf(Locale.ROOT, "| worker JVM killed at / **wall time**, first enqueue → every job gone | %.1f s / **%.1f s** |%n",
+                r.killedAtSeconds(), r.wallSeconds());
+        out.println();
+        out.println("| batch | lines | gathered, s | sealed | submitted | submit attempts | lines stored, batch ended | its last job done |");
+        out.println("|---|---|---|---|---|---|---|---|");
+        for (BatchBench.BatchRow b : r.timeline()) {
+            out.printf(Locale.ROOT, "| %d | %,d | %.1f–%.1f | %.1f | %.1f | %d | %.1f | %.1f |%n", b.id(), b.lines(),
+                    b.firstGathered(), b.lastGathered(), b.sealed(), b.submitted(), b.submitAttempts(), b.finished(),
+                    b.lastDone());
+        }
+        out.println();
+        out.println("Times in seconds of database time from the first enqueue. Tokens: what the fake provider answered "
+                + "(batch lines: FakeBatches; direct calls: its chat completions endpoint). Rejoined: a batch whose submit "
+                + "was taken over after the kill (submit attempts ≥ 2) while the provider holds it once (no batch ref "
+                + "created twice): found by its metadata.layover_ref, not submitted again.");
+        out.println();
+        out.printf(Locale.ROOT, "configured: maxGatherAge %s, pollInterval %s, lease %s, maxRequests %,d, the fake's "
+                + "processing delay %s; %d threads per instance (the worker JVM, then the runner's), heartbeat 2 s × 4.%n",
+                RecoveryBench.seconds(tm.gatherAge()), RecoveryBench.seconds(tm.poll()), RecoveryBench.seconds(tm.lease()),
+                tm.maxRequests(), RecoveryBench.seconds(s.processing()), BatchBench.THREADS);
+        took(out, t);
+    }
+
     private static String mb(long kb) {
         return kb < 0 ? "–" : String.format(Locale.ROOT, "%.1f MB", kb / 1024.0);
     }
@@ -649,6 +714,20 @@ public final class Bench {
                     r.console.deadLetters(), r.console.history()), "< 50 ms",
                     String.format(Locale.ROOT, "%d of %d; slowest %s %.1f ms", r.console.met(), r.console.large().size(),
                             slowest.getKey(), slowest.getValue().p95()), r.console.met() == r.console.large().size());
+        }
+        if (r.batch != null) {
+            BatchBench.Result b = r.batch;
+            row(out, "batch routing (issue 24), cost relative to all-direct", "≤ 0.55",
+                    String.format(Locale.ROOT, "%.3f", b.relativeCost()), b.relativeCost() <= 0.55);
+            row(out, "batch routing, urgent jobs within their deadline", "all",
+                    String.format(Locale.ROOT, "%d of %d, p95 %,.0f ms", b.urgentInDeadline(), b.urgent(), b.urgentP95Ms()),
+                    b.urgentInDeadline() == b.urgent());
+            row(out, "batch routing, every deferrable job done once", "all, 0 duplicates",
+                    String.format(Locale.ROOT, "%,d of %,d, %d duplicates", b.deferrableDone(), b.deferrable(), b.duplicates()),
+                    b.deferrableDone() == b.deferrable() && b.duplicates() == 0);
+            row(out, "batch routing, the killed submit rejoined, each batch created once", "≥ 1 rejoined, created = submitted",
+                    String.format(Locale.ROOT, "%d rejoined, %d created / %d submitted", b.rejoined(), b.providerBatches(),
+                            b.submitted()), b.rejoined() >= 1 && b.providerBatches() == b.submitted());
         }
         if (r.enqueue != null) {
             StringBuilder b = new StringBuilder();

@@ -31,7 +31,8 @@ class BenchSmokeTest {
         String printed = buffer.toString(StandardCharsets.UTF_8);
         System.out.println(printed);
         for (String table : new String[] {"### Throughput", "### Wake-up latency", "### Tail latency", "### Enqueue", "### Provider etiquette",
-                "### Recovery", "### Console API", "### Token limits", "### Slow calls in flight", "### Goals of issue 11"}) {
+                "### Recovery", "### Console API", "### Token limits", "### Slow calls in flight", "### Batch routing",
+                "### Goals of issue 11"}) {
             assertTrue(printed.contains(table), "missing " + table + " in:\n" + printed);
         }
         assertFalse(printed.contains("NaN"), printed);
@@ -67,5 +68,37 @@ class BenchSmokeTest {
         assertTrue(r.fairness().get(0).fairRounds() > 0, "fairness on: rounds ran");
         assertFalse(r.inflight().isEmpty(), "platform threads, and virtual threads when a Java 21+ is found");
         r.inflight().forEach(i -> assertEquals(InflightBench.Settings.quick().jobs(), i.providerSuccesses(), i.toString()));
+        assertBatch(r.batch());
+    }
+
+    /** The batch section alone ({@code --only batch}), quick: the one to run while changing batch routing. */
+    @Test
+    void quickBatchSection(TestDatabase db) throws Exception {
+        ByteArrayOutputStream buffer = new ByteArrayOutputStream();
+        Bench.Report r;
+        try (PrintStream out = new PrintStream(buffer, true, StandardCharsets.UTF_8)) {
+            r = Bench.run(new String[] {"--quick", "--jdbc-url", db.jdbcUrl(), "--only", "batch"}, out);
+        }
+        String printed = buffer.toString(StandardCharsets.UTF_8);
+        System.out.println(printed);
+        assertTrue(printed.contains("### Batch routing"), printed);
+        assertTrue(printed.contains("batch routing (issue 24), cost relative to all-direct"), printed);
+        assertFalse(printed.contains("NaN"), printed);
+        assertBatch(r.batch());
+    }
+
+    /** Every deferrable job done once by a batch line, every urgent one in time, the killed submit rejoined. */
+    private static void assertBatch(BatchBench.Result b) {
+        assertNotNull(b);
+        BatchBench.Settings s = BatchBench.Settings.quick();
+        assertEquals(s.urgent(), b.urgentInDeadline(), "every urgent job met its deadline: " + b);
+        assertEquals(s.deferrable(), b.deferrableDone(), "every deferrable job done: " + b);
+        assertEquals(0, b.historyDuplicates(), "job_history rows beyond one per job: " + b);
+        assertEquals(0, b.chargedMoreThanOnce(), "lines charged more than once: " + b);
+        assertEquals(0, b.batchedAndDirect(), "jobs both batched and called directly: " + b);
+        assertEquals(0, b.providerRefsTwice(), "a batch created twice at the provider: " + b);
+        assertTrue(b.rejoined() >= 1, "the batch whose submit was killed was rejoined: " + b);
+        assertEquals(b.submitted(), b.providerBatches(), "each submitted batch created once at the provider: " + b);
+        assertTrue(b.directInputTokens() > 0 && b.batchInputTokens() > 0, "the fake counted both kinds of call: " + b);
     }
 }
