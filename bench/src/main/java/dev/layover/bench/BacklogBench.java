@@ -87,11 +87,12 @@ public final class BacklogBench {
         }
         double secs = (System.nanoTime() - t0) / 1e9;
         System.out.println("  jobs at the end: " + rows(ds, """
-                select coalesce(last_reschedule_reason, 'new') || case when permit_at is null then '' else '+permit' end
-                       || case when execution_time <= now() then ' due' when execution_time <= now() + interval '1 minute'
-                               then ' <1min' when execution_time <= now() + interval '1 hour' then ' <1h' else ' later' end
-                       || '=' || count(*)
-                from layover.scheduled_tasks where task_name = 'backlog' group by 1 order by 1"""));
+                select state || '=' || n from (
+                    select coalesce(last_reschedule_reason, 'new') || case when permit_at is null then '' else '+permit' end
+                           || case when execution_time <= now() then ' due' when execution_time <= now() + interval '1 minute'
+                                   then ' <1min' when execution_time <= now() + interval '1 hour' then ' <1h' else ' later' end
+                           AS state, count(*) AS n
+                    from layover.scheduled_tasks where task_name = 'backlog' group by 1) s order by 1"""));
         System.out.println("  bucket: " + rows(ds, "select provider_key || ' tat ' || round(extract(epoch from request_tat - now()))"
                 + " || 's ahead' from layover.buckets where provider_key like 'bk:%' order by 1 limit 3"));
         layover.stop();

@@ -361,9 +361,10 @@ public final class DatabaseOutage implements AutoCloseable {
      * failed statement of its connections is reported to {@link #failed}.
      *
      * @param raw the pool
+     * @param rewrite rewrites db-scheduler's statements further (after {@link HeartbeatRewrite})
      * @return the gated data source
      */
-    public DataSource gate(DataSource raw) {
-        return new GatedDataSource(raw, this);
+    public DataSource gate(DataSource raw, java.util.function.UnaryOperator<String> rewrite) {
+        return new GatedDataSource(raw, this, rewrite);
     }
 }

@@ -17,17 +17,19 @@ import javax.sql.DataSource;
 /**
  * The data source db-scheduler gets ({@link DatabaseOutage#gate}): {@code getConnection()} waits
  * while the database is away instead of failing, every failed statement of its connections is
- * reported to the outage detection, and its heartbeat statement is made monotonic
- * ({@link HeartbeatRewrite}).
+ * reported to the outage detection, its heartbeat statement is made monotonic
+ * ({@link HeartbeatRewrite}), and its pick takes due permit holders first ({@link PickRewrite}).
  */
 final class GatedDataSource implements DataSource {
 
     private final DataSource raw;
     private final DatabaseOutage outage;
+    private final java.util.function.UnaryOperator<String> rewrite;
 
-    GatedDataSource(DataSource raw, DatabaseOutage outage) {
+    GatedDataSource(DataSource raw, DatabaseOutage outage, java.util.function.UnaryOperator<String> rewrite) {
         this.raw = raw;
         this.outage = outage;
+        this.rewrite = rewrite;
     }
 
     @Override
@@ -113,7 +115,7 @@ final class GatedDataSource implements DataSource {
                     break;
             }
             if (args != null && args.length > 0 && args[0] instanceof String sql && method.getName().startsWith("prepare")) {
-                args[0] = HeartbeatRewrite.rewrite(sql);
+                args[0] = rewrite.apply(HeartbeatRewrite.rewrite(sql));
             }
             Object result;
             try {

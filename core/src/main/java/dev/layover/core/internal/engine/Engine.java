@@ -13,6 +13,7 @@ import dev.layover.core.internal.batch.BatchLoop;
 import dev.layover.core.internal.batch.BatchStore;
 import dev.layover.core.internal.db.DatabaseClock;
 import dev.layover.core.internal.db.DatabaseOutage;
+import dev.layover.core.internal.db.PickRewrite;
 import dev.layover.core.spi.Db;
 import dev.layover.core.internal.gate.Limits;
 import dev.layover.core.internal.gate.ProviderGate;
@@ -217,7 +218,12 @@ public final class Engine {
         }
         // db-scheduler's connections wait while the database is away instead of failing (and logging) at
         // every poll and heartbeat; their failures tell the outage detection
-        SchedulerBuilder builder = Scheduler.create(outage.gate(db.dataSource()), tasks)
+        // and their pick takes the due jobs holding a bucket permit first (a deep backlog's permits never lapse unpicked)
+        List<String> taskNames = new ArrayList<>();
+        tasks.forEach(t -> taskNames.add(t.getName()));
+        onStartup.forEach(t -> taskNames.add(t.getName()));
+        PickRewrite pickRewrite = new PickRewrite(taskNames);
+        SchedulerBuilder builder = Scheduler.create(outage.gate(db.dataSource(), pickRewrite::rewrite), tasks)
                 .tableName(JobStore.TABLE)
                 .serializer(new PassThroughSerializer())
                 // db-scheduler's Postgres lock-and-fetch, each pick's row count lowered to the current prefetch

@@ -36,6 +36,18 @@ final class Buckets {
     /** Jobs reserved by one {@link #reserveBacklog} statement at most. */
     static final int BACKLOG_BATCH = 10_000;
 
+    /**
+     * How far ahead a backlog's permits are booked at most: the statement that books them holds
+     * the bucket row, so it stays short; the rest of the backlog waits in the key's line.
+     */
+    static final Duration BOOK_AHEAD = Duration.ofSeconds(10);
+
+    /** Statements one backlog placement runs at most while each comes back full. */
+    static final int BACKLOG_MAX_ROUNDS = 50;
+
+    /** How long one backlog placement keeps running full statements at most. */
+    static final Duration BACKLOG_ROUNDS_BUDGET = Duration.ofSeconds(3);
+
     /** How often one instance reserves a key's backlog at most. */
     static final Duration BACKLOG_EVERY = Duration.ofSeconds(1);
 
@@ -43,6 +55,7 @@ final class Buckets {
     private final JobStore store;
     private final Duration permitGrace;
     private final ConcurrentHashMap<String, Long> backlogReservedAt = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, java.util.concurrent.atomic.AtomicBoolean> placing = new ConcurrentHashMap<>();
     private final TokenLedger ledger;
     private final Fairness fairness;
 
@@ -190,19 +203,48 @@ final class Buckets {
         if (names.isEmpty()) {
             return Map.of();
         }
-        double horizonSeconds = seconds(horizon);
+        double horizonSeconds = Math.min(seconds(horizon), seconds(BOOK_AHEAD));
         try {
             gdb.countInline();
-            Map<String, Integer> reserved = store.reserveBacklog(key, now, b.requestRate(), b.requestCapacity(),
-                    BACKLOG_BATCH, horizonSeconds, names, caps);
+            Map<String, Integer> reserved = new java.util.LinkedHashMap<>(store.reserveBacklog(key, now, b.requestRate(),
+                    b.requestCapacity(), BACKLOG_BATCH, horizonSeconds, names, caps));
+            placeBacklog(key, b, now, t, horizonSeconds, names, caps, reserved);
             if (!reserved.isEmpty()) {
-                LOG.debug("Reserved bucket permits of {} for waiting jobs {}", key, reserved);
+                LOG.debug("Reserved bucket permits of {} for waiting jobs, or places in its waiting line: {}", key, reserved);
             }
             return reserved;
         } catch (RuntimeException e) {
             LOG.warn("Layover: could not reserve bucket permits for the backlog of {} (its jobs take them one by one): {}",
                     key, e.toString());
             return Map.of();
+        }
+    }
+
+    /**
+     * The rest of a backlog deeper than the booking horizon: placed in the key's waiting line, a
+     * statement at a time while each comes back full (within {@link #BACKLOG_ROUNDS_BUDGET}), by
+     * one thread of this instance at a time. None of these statements holds the bucket row.
+     */
+    private void placeBacklog(String key, BucketSettings b, Instant now, long t0, double aheadSeconds, List<String> names,
+            List<Integer> caps, Map<String, Integer> moved) {
+        java.util.concurrent.atomic.AtomicBoolean busy = placing.computeIfAbsent(key,
+                k -> new java.util.concurrent.atomic.AtomicBoolean());
+        if (!busy.compareAndSet(false, true)) {
+            return;
+        }
+        try {
+            for (int round = 0; round < BACKLOG_MAX_ROUNDS; round++) {
+                gdb.countInline();
+                Map<String, Integer> r = store.placeBacklog(key, now.plusNanos(System.nanoTime() - t0), b.requestRate(),
+                        BACKLOG_BATCH, aheadSeconds, names, caps);
+                r.forEach((type, n) -> moved.merge(type, n, Integer::sum));
+                if (r.values().stream().mapToInt(Integer::intValue).sum() < BACKLOG_BATCH
+                        || System.nanoTime() - t0 > BACKLOG_ROUNDS_BUDGET.toNanos()) {
+                    return;
+                }
+            }
+        } finally {
+            busy.set(false);
         }
     }
 

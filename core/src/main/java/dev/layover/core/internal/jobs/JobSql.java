@@ -383,32 +383,42 @@ final class JobSql {
                   AND t.deadline IS NULL AND t.cancel_requested_at IS NULL AND t.reschedules < ty.cap
                   AND t.batch_item IS NULL
                   AND EXISTS (SELECT 1 FROM b)
-                ORDER BY t.execution_time, t.task_instance
+                -- run-time order as the key's index gives it: a tie-break column would sort every job of a
+                -- backlog enqueued at one instant (a million rows, spilled to disk) before the first came out
+                ORDER BY t.execution_time
                 LIMIT (SELECT max_jobs FROM p)
                 FOR UPDATE OF t SKIP LOCKED
             ), """;
 
     /**
      * Reserves bucket permits for a key's backlog in one statement: the due, unpicked jobs of the
-     * key (oldest first, at most {@code max_jobs}, skipping rows another transaction holds) get
-     * the next slots of the bucket, as if each had asked in turn (GCRA: the k-th, from 1, gets
-     * {@code greatest(now, start + (k - capacity) / rate)} with {@code start = greatest(tat, now)}),
-     * as their run time and their held permit ({@code permit_at}); the bucket's tat moves past
-     * them (V10's {@code layover.book_requests}, the gate's). Only jobs of the given types, below their reschedule cap, without limit keys, deadline
-     * or cancel request, and only slots within the horizon. A reschedule of each (reason
-     * {@code bucket}), no attempt spent.
+     * key (oldest first, skipping rows another transaction holds) get the next slots of the bucket,
+     * as if each had asked in turn (GCRA: the k-th, from 1, gets {@code greatest(now, start + (k -
+     * capacity) / rate)} with {@code start = greatest(tat, now)}), as their run time and their held
+     * permit ({@code permit_at}); the bucket's tat moves past them (V10's
+     * {@code layover.book_requests}, the gate's). Only as many jobs as there are slots within the
+     * horizon are locked (at most {@code max_jobs}), so the statement, which holds the bucket row,
+     * stays short; the rest of a deeper backlog is placed in the key's waiting line by
+     * {@link #PLACE_BACKLOG}. Only jobs of the given types, below their reschedule cap, without
+     * limit keys, deadline or cancel request. A reschedule of each (reason {@code bucket}), no
+     * attempt spent.
      *
      * <p>Parameters: key, now, request rate (/s), request capacity, max jobs, horizon (s), job type
      * names (text[]), their reschedule caps (int[]). Returns the jobs reserved per job type
      * ({@code task_name}, {@code reserved}; no row when none).
      */
     static final String RESERVE_BACKLOG = """
-            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS rate, ?::float8 AS cap,
-                              ?::int AS max_jobs, ?::float8 AS horizon_s, ?::text[] AS types, ?::int[] AS caps),
+            WITH p0 AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS rate, ?::float8 AS cap,
+                               ?::int AS max_asked, ?::float8 AS horizon_s, ?::text[] AS types, ?::int[] AS caps),
             b AS (
-                SELECT greatest(bk.request_tat, p.now) AS start
-                FROM layover.buckets bk JOIN p ON bk.provider_key = p.key
+                SELECT greatest(bk.request_tat, p0.now) AS start
+                FROM layover.buckets bk JOIN p0 ON bk.provider_key = p0.key
                 FOR UPDATE OF bk
+            ), p AS (
+                SELECT p0.*, least(p0.max_asked, greatest(0, floor(
+                           extract(epoch FROM p0.now + make_interval(secs => p0.horizon_s) - b.start) * p0.rate + p0.cap)))::int
+                           AS max_jobs
+                FROM p0 LEFT JOIN b ON true
             ), """
             + DUE_BACKLOG + """
             slots AS (
@@ -432,6 +442,53 @@ final class JobSql {
                 FROM p
             )
             SELECT m.task_name, count(*) AS reserved FROM moved m, (SELECT count(*) FROM booked) booking GROUP BY m.task_name""";
+
+    /**
+     * Places a key's backlog beyond its booking horizon in the key's waiting line, in one
+     * statement that never holds the bucket row (admissions of the key go on meanwhile): the due,
+     * unpicked jobs of the key that {@link #RESERVE_BACKLOG} left (oldest first, at most
+     * {@code max_jobs}, skipping rows another transaction holds) are rescheduled, holding no
+     * permit, one request's time apart at the bucket's rate, from the line's end: the latest of
+     * the bucket's tat, {@code now + ahead}, and the last job placed before (the key's latest
+     * unpicked job rescheduled for its bucket without a permit). So a deep backlog comes due about
+     * when permits are there for it, instead of staying due ahead of the jobs that hold permits
+     * (which a pick then let lapse: docs/benchmarks.md, "Deep backlog"). Placements of one key are
+     * serialized by a transaction-scoped advisory lock. A reschedule of each (reason
+     * {@code bucket}), no attempt spent; same job filter as the reservation.
+     *
+     * <p>Parameters: key, now, request rate (/s), max jobs, ahead (s), job type names (text[]),
+     * their reschedule caps (int[]). Returns the jobs placed per job type ({@code task_name},
+     * {@code reserved}).
+     */
+    static final String PLACE_BACKLOG = """
+            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS rate, ?::int AS max_jobs,
+                              ?::float8 AS ahead_s, ?::text[] AS types, ?::int[] AS caps),
+            serial AS (SELECT pg_advisory_xact_lock(hashtext('layover.backlog_line:' || p.key)) FROM p),
+            b AS (
+                SELECT greatest(bk.request_tat, p.now + make_interval(secs => p.ahead_s),
+                                (SELECT max(t.execution_time) + make_interval(secs => 1 / p.rate) FROM layover.scheduled_tasks t
+                                 WHERE t.provider_key = p.key AND NOT t.picked AND t.permit_at IS NULL
+                                   AND t.last_reschedule_reason = 'bucket' AND t.execution_time > p.now)) AS line_start
+                FROM layover.buckets bk JOIN p ON bk.provider_key = p.key, (SELECT count(*) FROM serial) one
+                WHERE bk.request_tat IS NOT NULL
+            ), """
+            + DUE_BACKLOG + """
+            places AS (
+                SELECT l.task_name, l.task_instance,
+                       b.line_start + make_interval(secs => (row_number() OVER (ORDER BY l.execution_time, l.task_instance) - 1)
+                           / p.rate) AS place
+                FROM locked l, b, p
+            ), moved AS (
+                UPDATE layover.scheduled_tasks t
+                SET execution_time = s.place, permit_at = NULL, version = t.version + 1,
+                    reschedules = t.reschedules + 1, last_reschedule_reason = 'bucket',
+                    last_reschedule_detail = 'bucket of ' || p.key || ': a place in its waiting line (no permit held)',
+                    last_rescheduled_at = p.now
+                FROM places s, p
+                WHERE t.task_name = s.task_name AND t.task_instance = s.task_instance
+                RETURNING t.task_name
+            )
+            SELECT m.task_name, count(*) AS reserved FROM moved m GROUP BY m.task_name""";
 
     /**
      * A discovered pace's backlog: the key's due, unpicked jobs (the same ones as

@@ -1,0 +1,60 @@
+package dev.layover.core.internal.db;
+
+import java.util.Collection;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+
+/**
+ * Rewrites db-scheduler's lock-and-fetch so that a pick takes the due jobs holding a bucket permit
+ * first ({@code execution_time = permit_at}: rescheduled to the permit they booked), then due jobs
+ * in db-scheduler's own order, in the same statement and with the same row count.
+ *
+ * <p>Why: a key's backlog is booked a horizon at a time, and jobs beyond it wait in the key's line
+ * (V23); but jobs that are due and hold nothing (a backlog that has not been placed yet, a million
+ * jobs enqueued at once) sort by run time ahead of every job whose permit has just come due, and a
+ * pick that took them first let those permits lapse unspent: a deep backlog started nothing
+ * (docs/benchmarks.md, "Deep backlog"). The permit holders are read through V23's partial index
+ * {@code scheduled_tasks_permit_due_idx}, so the extra branch costs an index probe.
+ *
+ * <p>The statement's parameters keep their places: db-scheduler's {@code picked = ?} and
+ * {@code execution_time <= ?} are read once, into a one-row derived table both branches use; the
+ * unresolved-task filter stays in db-scheduler's branch, and the permit branch takes only the job
+ * types this worker runs. Pinned to db-scheduler's statement by {@code PickRewriteTest}.
+ */
+public final class PickRewrite {
+
+    private static final Pattern PICK = Pattern.compile(
+            "(?is)^(.*\\bIN\\s*\\(\\s*)(SELECT\\s+st2\\.task_name\\s*,\\s*st2\\.task_instance\\s+FROM\\s+(\\S+)\\s+st2\\s+WHERE\\s+)"
+                    + "picked\\s*=\\s*\\?\\s+and\\s+execution_time\\s*<=\\s*\\?(.*?FOR\\s+UPDATE\\s+SKIP\\s+LOCKED\\s*(LIMIT\\s+\\d+)\\s*)"
+                    + "\\)(\\s*RETURNING\\b.*)$");
+
+    private final String knownTasks;
+
+    /** @param taskNames the tasks this worker runs: the only ones its permit branch may pick */
+    public PickRewrite(Collection<String> taskNames) {
+        this.knownTasks = taskNames.stream().map(n -> "'" + n.replace("'", "''") + "'")
+                .collect(Collectors.joining(", ", "ARRAY[", "]::text[]"));
+    }
+
+    /**
+     * @param sql a statement db-scheduler prepares
+     * @return its lock-and-fetch with due permit holders first; any other statement unchanged
+     */
+    public String rewrite(String sql) {
+        Matcher m = PICK.matcher(sql);
+        if (!m.matches()) {
+            return sql;
+        }
+        String table = m.group(3);
+        String limit = m.group(5);
+        return m.group(1)
+                + "SELECT u.task_name, u.task_instance FROM (SELECT ?::boolean AS picked_p, ?::timestamptz AS now_p) prm, LATERAL ("
+                + "SELECT * FROM (SELECT st0.task_name, st0.task_instance FROM " + table + " st0"
+                + " WHERE st0.permit_at IS NOT NULL AND st0.picked = prm.picked_p AND st0.execution_time <= prm.now_p"
+                + " AND st0.execution_time = st0.permit_at AND st0.task_name = ANY(" + knownTasks + ")"
+                + " ORDER BY st0.execution_time FOR UPDATE SKIP LOCKED " + limit + ") held"
+                + " UNION ALL SELECT * FROM (" + m.group(2) + "picked = prm.picked_p and execution_time <= prm.now_p"
+                + m.group(4) + ") rest) u " + limit + ")" + m.group(6);
+    }
+}

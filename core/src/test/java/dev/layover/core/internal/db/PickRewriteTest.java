@@ -1,0 +1,114 @@
+package dev.layover.core.internal.db;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.github.kagkarlsson.scheduler.SchedulerName;
+import com.github.kagkarlsson.scheduler.SystemClock;
+import com.github.kagkarlsson.scheduler.TaskResolver;
+import com.github.kagkarlsson.scheduler.event.SchedulerListeners;
+import com.github.kagkarlsson.scheduler.jdbc.JdbcTaskRepository;
+import com.github.kagkarlsson.scheduler.jdbc.PostgreSqlJdbcCustomization;
+import com.github.kagkarlsson.scheduler.task.Execution;
+import com.github.kagkarlsson.scheduler.task.helper.OneTimeTask;
+import com.github.kagkarlsson.scheduler.task.helper.Tasks;
+import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.TestDatabase;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.sql.Connection;
+import java.sql.Timestamp;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * Pins {@link PickRewrite} to the lock-and-fetch statement db-scheduler really prepares (its
+ * repository with its Postgres customization, through a data source that rewrites and records
+ * them): a db-scheduler upgrade that changes the statement fails here instead of silently turning
+ * the rewrite off. And what it is for: a due job holding its permit is picked before older due jobs.
+ */
+@ExtendWith(LayoverPostgresExtension.class)
+class PickRewriteTest {
+
+    private final Map<String, String> rewritten = new ConcurrentHashMap<>();
+    private final PickRewrite rewrite = new PickRewrite(List.of("pick"));
+
+    private DataSource rewriting(DataSource raw) {
+        return (DataSource) Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {DataSource.class},
+                (p, m, a) -> {
+                    Object r = invoke(raw, m, a);
+                    if (r instanceof Connection c) {
+                        return Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {Connection.class},
+                                (p2, m2, a2) -> {
+                                    if (a2 != null && a2.length > 0 && a2[0] instanceof String sql
+                                            && m2.getName().startsWith("prepare")) {
+                                        String to = rewrite.rewrite(sql);
+                                        if (!to.equals(sql)) {
+                                            rewritten.put(sql, to);
+                                        }
+                                        a2[0] = to;
+                                    }
+                                    return invoke(c, m2, a2);
+                                });
+                    }
+                    return r;
+                });
+    }
+
+    private static Object invoke(Object target, java.lang.reflect.Method m, Object[] a) throws Throwable {
+        try {
+            return m.invoke(target, a);
+        } catch (InvocationTargetException e) {
+            throw e.getCause();
+        }
+    }
+
+    private JdbcTaskRepository repository(TestDatabase db, boolean priority) {
+        OneTimeTask<Void> task = Tasks.oneTime("pick").execute((i, c) -> {});
+        TaskResolver resolver = new TaskResolver(SchedulerListeners.NOOP, new SystemClock(), List.of(task));
+        return new JdbcTaskRepository(rewriting(db.dataSource()), false, new PostgreSqlJdbcCustomization(false, false),
+                "layover.scheduled_tasks", resolver, new SchedulerName.Fixed("pick-test"), priority, new SystemClock());
+    }
+
+    private static void insert(TestDatabase db, String id, Instant runAt, Instant permitAt) {
+        db.update("INSERT INTO layover.scheduled_tasks (task_name, task_instance, execution_time, picked, version, permit_at)"
+                + " VALUES ('pick', ?, ?, false, 1, ?)", id, Timestamp.from(runAt),
+                permitAt == null ? null : Timestamp.from(permitAt));
+    }
+
+    @Test
+    void aDueJobHoldingItsPermitIsPickedBeforeOlderDueJobs(TestDatabase db) {
+        Instant now = ((Timestamp) db.value("SELECT now()")).toInstant();
+        for (int i = 0; i < 5; i++) {
+            insert(db, "old-" + i, now.minusSeconds(3600 + i), null); // a backlog due for an hour, holding nothing
+        }
+        insert(db, "held", now.minusMillis(200), now.minusMillis(200)); // its booked permit has just come due
+        insert(db, "later", now.plusSeconds(60), now.plusSeconds(60)); // booked, not due yet
+        insert(db, "retried", now.minusMillis(100), now.minusSeconds(30)); // a spent permit: run time moved on
+
+        for (boolean priority : new boolean[] {false, true}) {
+            db.update("UPDATE layover.scheduled_tasks SET picked = false, picked_by = NULL, version = 1");
+            List<Execution> first = repository(db, priority).lockAndGetDue(now, 2);
+            assertEquals(java.util.Set.of("held", "old-4"), first.stream().map(e -> e.taskInstance.getId())
+                    .collect(java.util.stream.Collectors.toSet()),
+                    "the permit holder first, then db-scheduler's order (priority " + priority + ")");
+            List<Execution> rest = repository(db, priority).lockAndGetDue(now, 10);
+            assertEquals(List.of("old-3", "old-2", "old-1", "old-0", "retried"),
+                    rest.stream().map(e -> e.taskInstance.getId()).toList(), "the rest in run-time order, none twice");
+        }
+        assertTrue(rewritten.size() >= 1, "db-scheduler's lock-and-fetch was rewritten: " + rewritten.keySet());
+        String sql = rewritten.values().iterator().next();
+        assertTrue(sql.contains("st0.execution_time = st0.permit_at") && sql.contains("UNION ALL"), sql);
+    }
+
+    @Test
+    void otherStatementsAreLeftAlone() {
+        String dead = "select * from layover.scheduled_tasks where picked = ? and last_heartbeat <= ? order by last_heartbeat asc";
+        assertEquals(dead, rewrite.rewrite(dead));
+    }
+}
