@@ -40,7 +40,7 @@ final class Buckets {
      * How far ahead a backlog's permits are booked at most: the statement that books them holds
      * the bucket row, so it stays short; the rest of the backlog waits in the key's line.
      */
-    static final Duration BOOK_AHEAD = Duration.ofSeconds(10);
+    static final Duration BOOK_AHEAD = Duration.ofSeconds(60);
 
     /** Statements one backlog placement runs at most while each comes back full. */
     static final int BACKLOG_MAX_ROUNDS = 50;
