@@ -14,9 +14,6 @@ import com.github.kagkarlsson.scheduler.task.helper.OneTimeTask;
 import com.github.kagkarlsson.scheduler.task.helper.Tasks;
 import dev.layover.testing.LayoverPostgresExtension;
 import dev.layover.testing.TestDatabase;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
-import java.sql.Connection;
 import java.sql.Timestamp;
 import java.time.Instant;
 import java.util.List;
@@ -38,33 +35,7 @@ class HeartbeatRewriteTest {
     private final Map<String, String> rewritten = new ConcurrentHashMap<>();
 
     private DataSource rewriting(DataSource raw) {
-        return (DataSource) Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {DataSource.class},
-                (p, m, a) -> {
-                    Object r = invoke(raw, m, a);
-                    if (r instanceof Connection c) {
-                        return Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {Connection.class},
-                                (p2, m2, a2) -> {
-                                    if (a2 != null && a2.length > 0 && a2[0] instanceof String sql
-                                            && m2.getName().startsWith("prepare")) {
-                                        String to = HeartbeatRewrite.rewrite(sql);
-                                        if (!to.equals(sql)) {
-                                            rewritten.put(sql, to);
-                                        }
-                                        a2[0] = to;
-                                    }
-                                    return invoke(c, m2, a2);
-                                });
-                    }
-                    return r;
-                });
-    }
-
-    private static Object invoke(Object target, java.lang.reflect.Method m, Object[] a) throws Throwable {
-        try {
-            return m.invoke(target, a);
-        } catch (InvocationTargetException e) {
-            throw e.getCause();
-        }
+        return RewritingDataSource.of(raw, HeartbeatRewrite::rewrite, rewritten);
     }
 
     private JdbcTaskRepository repository(TestDatabase db) {
