@@ -45,7 +45,48 @@ public final class BacklogBench {
 
     record Noop(int n) {}
 
+    /**
+     * The arms of one run: a small and a deep backlog, behind one key and behind several.
+     *
+     * @param small the reference backlog
+     * @param deep the deep backlog
+     * @param manyKeys the keys of the many-keys arms
+     * @param run how long each arm's worker runs
+     * @param threads the worker's threads
+     */
+    public record Settings(int small, int deep, int manyKeys, Duration run, int threads) {
+        /** @return the full run: 10,000 against 1,000,000 jobs, 1 and 10 keys, {@code -Dlayover.bench.backlog.seconds} (120) each */
+        public static Settings full() {
+            return new Settings(10_000, 1_000_000, 10, Duration.ofSeconds(Long.getLong("layover.bench.backlog.seconds", 120)), 8);
+        }
+
+        /** @return a smoke run: 1,000 against 20,000 jobs, 15 s each */
+        public static Settings quick() {
+            return new Settings(1_000, 20_000, 4, Duration.ofSeconds(15), 4);
+        }
+    }
+
     private BacklogBench() {}
+
+    /**
+     * Runs the four arms, each in a scratch database of its own on the server of {@code args}'
+     * {@code --jdbc-url} (else an embedded Postgres): small and deep behind one key, small and deep
+     * behind {@code manyKeys} keys.
+     *
+     * @param args the runner's arguments (for the database)
+     * @param s the settings
+     * @return the arms, in that order
+     * @throws Exception on failure
+     */
+    public static List<Arm> measure(String[] args, Settings s) throws Exception {
+        List<Arm> arms = new ArrayList<>();
+        for (int[] a : new int[][] {{s.small(), 1}, {s.deep(), 1}, {s.small(), s.manyKeys()}, {s.deep(), s.manyKeys()}}) {
+            try (BenchDatabase db = BenchDatabase.open(args, 12)) {
+                arms.add(run(db.dataSource(), a[0], a[1], 50, s.run(), s.threads()));
+            }
+        }
+        return arms;
+    }
 
     /**
      * Runs one arm in {@code ds} (Layover's schema is migrated here; the job table must hold no
@@ -74,6 +115,7 @@ public final class BacklogBench {
                 + " 'bk:' || (g % " + keys + "), now() from generate_series(1, " + jobs + ") g");
         exec(ds, "analyze layover.scheduled_tasks");
         long writes0 = writes(ds);
+        String started = rows(ds, "select now()::text");
         long t0 = System.nanoTime();
         layover.start();
         long doneBefore = 0;
@@ -86,6 +128,11 @@ public final class BacklogBench {
             doneBefore = done;
         }
         double secs = (System.nanoTime() - t0) / 1e9;
+        if (count(ds, "select count(*) from layover.scheduled_tasks where task_name = 'backlog'") == 0) {
+            // the backlog ran out: its goodput is over the time it had work
+            secs = Double.parseDouble(rows(ds, "select extract(epoch from max(finished_at) - '" + started
+                    + "'::timestamptz) from layover.job_history where job_type = 'backlog'"));
+        }
         System.out.println("  jobs at the end: " + rows(ds, """
                 select state || '=' || n from (
                     select coalesce(last_reschedule_reason, 'new') || case when permit_at is null then '' else '+permit' end

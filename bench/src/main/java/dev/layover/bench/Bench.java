@@ -34,7 +34,7 @@ import java.util.Set;
  * </ol>
  *
  * <p>Usage: {@code mvn -q -pl bench -am -DskipTests package exec:java -Dexec.args="[--quick]
- * [--jdbc-url URL] [--only throughput,latency,tail,enqueue,etiquette,recovery,console,tokens,inflight,fairness,batch] [--poll-ms 200]"}. Without a URL (or
+ * [--jdbc-url URL] [--only throughput,latency,tail,enqueue,etiquette,recovery,console,tokens,inflight,fairness,batch,backlog] [--poll-ms 200]"}. Without a URL (or
  * {@code LAYOVER_JDBC_URL}) an embedded Postgres is started; with one, a scratch database is
  * created on that server and dropped afterwards. {@code --quick} runs small sizes in under a
  * minute: a smoke test, no figure worth quoting.
@@ -52,7 +52,7 @@ public final class Bench {
 
     /** The sections, in the order they run. */
     static final List<String> SECTIONS = List.of("throughput", "latency", "tail", "enqueue", "etiquette", "recovery", "console",
-            "tokens", "inflight", "fairness", "batch");
+            "tokens", "inflight", "fairness", "batch", "backlog");
 
     /** Everything one run measured (null where a section was not run). */
     public static final class Report {
@@ -68,7 +68,13 @@ public final class Bench {
         List<FairnessBench.Arm> fairness;
         List<InflightBench.Result> inflight;
         BatchBench.Result batch;
+        List<BacklogBench.Arm> backlog;
         double seconds;
+
+        /** @return the deep backlog arms (small and deep, one key and many), or null */
+        public List<BacklogBench.Arm> backlog() {
+            return backlog;
+        }
 
         /** @return the batch routing figures, or null */
         public BatchBench.Result batch() {
@@ -270,6 +276,12 @@ public final class Bench {
                 BatchBench.Settings s = quick ? BatchBench.Settings.quick() : BatchBench.Settings.full();
                 report.batch = BatchBench.measure(db.dataSource(), db.jdbcUrl(), s);
                 batch(out, report.batch, s, t);
+            }
+            if (only.contains("backlog")) {
+                long t = System.nanoTime();
+                BacklogBench.Settings s = quick ? BacklogBench.Settings.quick() : BacklogBench.Settings.full();
+                report.backlog = BacklogBench.measure(args, s);
+                backlog(out, report.backlog, s, t);
             }
         }
         report.seconds = (System.nanoTime() - start) / 1e9;
@@ -516,6 +528,23 @@ public final class Bench {
         for (String n : notes) {
             out.println();
             out.println("note: " + n);
+        }
+        took(out, t);
+    }
+
+    private static void backlog(PrintStream out, List<BacklogBench.Arm> arms, BacklogBench.Settings s, long t) {
+        out.printf(Locale.ROOT, "### Deep backlog: jobs enqueued at once behind keys of 50 requests/s each, one worker of %d threads, "
+                + "%d s per arm, each arm in its own database%n%n", s.threads(), s.run().toSeconds());
+        out.println("| arm | goodput | job-row writes per success | parked | job table |");
+        out.println("|---|---|---|---|---|");
+        arms.forEach(a -> out.println(a.row()));
+        out.println();
+        for (int k = 0; k < 2; k++) {
+            BacklogBench.Arm small = arms.get(2 * k);
+            BacklogBench.Arm deep = arms.get(2 * k + 1);
+            out.printf(Locale.ROOT, "**%d key%s: deep / small goodput %.2f, writes per success %.2f×**%n%n", small.keys(),
+                    small.keys() == 1 ? "" : "s", deep.goodputShare() / small.goodputShare(),
+                    deep.writesPerSuccess() / small.writesPerSuccess());
         }
         took(out, t);
     }

@@ -31,7 +31,7 @@ class BenchSmokeTest {
         String printed = buffer.toString(StandardCharsets.UTF_8);
         System.out.println(printed);
         for (String table : new String[] {"### Throughput", "### Wake-up latency", "### Tail latency", "### Enqueue", "### Provider etiquette",
-                "### Recovery", "### Console API", "### Token limits", "### Slow calls in flight", "### Batch routing",
+                "### Recovery", "### Console API", "### Token limits", "### Slow calls in flight", "### Batch routing", "### Deep backlog",
                 "### Goals of issue 11"}) {
             assertTrue(printed.contains(table), "missing " + table + " in:\n" + printed);
         }
@@ -69,6 +69,7 @@ class BenchSmokeTest {
         assertFalse(r.inflight().isEmpty(), "platform threads, and virtual threads when a Java 21+ is found");
         r.inflight().forEach(i -> assertEquals(InflightBench.Settings.quick().jobs(), i.providerSuccesses(), i.toString()));
         assertBatch(r.batch());
+        assertBacklog(r.backlog());
     }
 
     /** The batch section alone ({@code --only batch}), quick: the one to run while changing batch routing. */
@@ -85,6 +86,17 @@ class BenchSmokeTest {
         assertTrue(printed.contains("batch routing (issue 24), cost relative to all-direct"), printed);
         assertFalse(printed.contains("NaN"), printed);
         assertBatch(r.batch());
+    }
+
+    /** The deep backlog arms: every arm ran at its keys' rate, none parked a job for waiting in line. */
+    private static void assertBacklog(java.util.List<BacklogBench.Arm> arms) {
+        assertNotNull(arms);
+        assertEquals(4, arms.size(), "small and deep, one key and many: " + arms);
+        for (BacklogBench.Arm a : arms) {
+            assertEquals(0, a.parked(), "no job parked for waiting in line: " + a);
+            // a 15 s smoke run at 50/s per key: the deep arm runs at the keys' rate as the small one does
+            assertTrue(a.goodputShare() > 0.5, "goodput at the keys' rate: " + a);
+        }
     }
 
     /** Every deferrable job done once by a batch line, every urgent one in time, the killed submit rejoined. */
