@@ -81,7 +81,7 @@ public final class BacklogBench {
     public static List<Arm> measure(String[] args, Settings s) throws Exception {
         List<Arm> arms = new ArrayList<>();
         for (int[] a : new int[][] {{s.small(), 1}, {s.deep(), 1}, {s.small(), s.manyKeys()}, {s.deep(), s.manyKeys()}}) {
-            try (BenchDatabase db = BenchDatabase.open(args, 12)) {
+            try (BenchDatabase db = BenchDatabase.open(args, 12, "_backlog")) {
                 arms.add(run(db.dataSource(), a[0], a[1], 50, s.run(), s.threads()));
             }
         }

@@ -30,6 +30,15 @@ final class BenchDatabase implements AutoCloseable {
     }
 
     static BenchDatabase open(String[] args, int poolSize) throws Exception {
+        return open(args, poolSize, "");
+    }
+
+    /**
+     * A scratch database of its own beside the runner's (a section that needs a fresh database per arm).
+     *
+     * @param suffix appended to the scratch database's name, so it never meets the runner's own
+     */
+    static BenchDatabase open(String[] args, int poolSize, String suffix) throws Exception {
         String url = System.getenv("LAYOVER_JDBC_URL");
         for (int i = 0; i < args.length - 1; i++) {
             if (args[i].equals("--jdbc-url")) {
@@ -46,7 +55,7 @@ final class BenchDatabase implements AutoCloseable {
             description = "embedded Postgres (zonky) " + version(url);
         } else {
             adminUrl = url;
-            scratch = "layover_bench_" + ProcessHandle.current().pid();
+            scratch = "layover_bench_" + ProcessHandle.current().pid() + suffix;
             admin(adminUrl, "DROP DATABASE IF EXISTS " + scratch);
             admin(adminUrl, "CREATE DATABASE " + scratch);
             url = url.replaceFirst("(jdbc:postgresql://[^/?]+)/[^?]*", "$1/" + scratch);
