@@ -1,9 +1,10 @@
 package dev.layover.core.internal.batch;
 
 import dev.layover.core.batch.BatchSettings;
+import dev.layover.core.internal.keys.KeyPatterns;
 import java.util.Map;
 
-/** The batch settings of each provider key: an exact key, else the longest matching {@code prefix*} pattern. */
+/** The batch settings of each provider key: an exact key, else the longest matching {@code prefix*} pattern ({@link KeyPatterns}). */
 public final class BatchKeys {
 
     private final Map<String, BatchSettings> byKeyOrPattern;
@@ -26,22 +27,6 @@ public final class BatchKeys {
         if (key == null || byKeyOrPattern.isEmpty()) {
             return null;
         }
-        BatchSettings exact = byKeyOrPattern.get(key);
-        if (exact != null) {
-            return exact;
-        }
-        BatchSettings best = null;
-        int bestLength = -1;
-        for (Map.Entry<String, BatchSettings> e : byKeyOrPattern.entrySet()) {
-            String k = e.getKey();
-            if (k.endsWith("*")) {
-                String prefix = k.substring(0, k.length() - 1);
-                if (key.startsWith(prefix) && prefix.length() > bestLength) {
-                    best = e.getValue();
-                    bestLength = prefix.length();
-                }
-            }
-        }
-        return best;
+        return KeyPatterns.lookup(byKeyOrPattern, key);
     }
 }

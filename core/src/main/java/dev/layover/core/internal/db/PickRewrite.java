@@ -30,6 +30,7 @@ public final class PickRewrite {
                     + "\\)(\\s*RETURNING\\b.*)$");
 
     private final String knownTasks;
+    private final java.util.concurrent.ConcurrentHashMap<String, String> rewritten = new java.util.concurrent.ConcurrentHashMap<>();
 
     /** @param taskNames the tasks this worker runs: the only ones its permit branch may pick */
     public PickRewrite(Collection<String> taskNames) {
@@ -42,6 +43,14 @@ public final class PickRewrite {
      * @return its lock-and-fetch with due permit holders first; any other statement unchanged
      */
     public String rewrite(String sql) {
+        if (!sql.contains("locked_executions")) {
+            return sql; // every statement db-scheduler prepares passes here; only its pick is rewritten
+        }
+        // the pick differs only by its row count: each form is rewritten once
+        return rewritten.computeIfAbsent(sql, this::rewritePick);
+    }
+
+    private String rewritePick(String sql) {
         Matcher m = PICK.matcher(sql);
         if (!m.matches()) {
             return sql;

@@ -155,10 +155,10 @@ public final class Engine {
             backlog.add(new ProviderGate.BacklogType(e.type().name(), p.maxReschedules(), p.maxDeferral(),
                     config.tokenCosts().containsKey(e.type().name()) || e.type().tokenEstimate() != null));
         }
+        ProviderClassifier classifier = ProviderClassifier.builder().clock(clock).build();
         this.taskParts = new JobTask.Parts(writer, admission, gate, List.copyOf(backlog), observability, clock,
-                new HandlerRunner(config.classifier() != null ? config.classifier()
-                        : ProviderClassifier.builder().clock(clock).build()::outcomeOf), lifeline, pickLimit,
-                new BatchStep(batchStore, batchKeys, writer, ProviderClassifier.builder().clock(clock).build()));
+                new HandlerRunner(config.classifier() != null ? config.classifier() : classifier::outcomeOf), lifeline,
+                pickLimit, new BatchStep(batchStore, batchKeys, writer, classifier));
     }
 
     /** The batch loop's tick: half the shortest poll interval or gather age of any key, 50 ms to 1 s. */

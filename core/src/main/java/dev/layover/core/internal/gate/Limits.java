@@ -1,5 +1,6 @@
 package dev.layover.core.internal.gate;
 
+import dev.layover.core.internal.keys.KeyPatterns;
 import dev.layover.core.internal.time.Backoff;
 import dev.layover.core.spi.Db;
 import java.sql.PreparedStatement;
@@ -306,33 +307,17 @@ public final class Limits {
      * @param map settings by exact key or {@code prefix*} pattern
      * @param key a key
      * @param <T> the settings type
-     * @return the exact key's settings, else those of the longest pattern the key matches, else null
+     * @return {@link KeyPatterns#lookup}'s answer
      */
     public static <T> T lookup(Map<String, T> map, String key) {
-        T exact = map.get(key);
-        if (exact != null || map.isEmpty()) {
-            return exact;
-        }
-        T best = null;
-        int bestLength = -1;
-        for (Map.Entry<String, T> e : map.entrySet()) {
-            String k = e.getKey();
-            if (isPattern(k)) {
-                String prefix = k.substring(0, k.length() - 1);
-                if (key.startsWith(prefix) && prefix.length() > bestLength) {
-                    best = e.getValue();
-                    bestLength = prefix.length();
-                }
-            }
-        }
-        return best;
+        return KeyPatterns.lookup(map, key);
     }
 
     /**
      * @param key a configured key
-     * @return whether it is a pattern ({@code prefix*})
+     * @return whether it is a pattern ({@link KeyPatterns#isPattern})
      */
     public static boolean isPattern(String key) {
-        return key.endsWith("*");
+        return KeyPatterns.isPattern(key);
     }
 }
