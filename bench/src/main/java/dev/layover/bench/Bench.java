@@ -30,11 +30,13 @@ import java.util.Set;
  *   <li>1,000 slow calls in flight in one worker JVM, platform against virtual threads ({@link InflightBench});
  *   <li>fair share among the tenants of one provider key ({@link FairnessBench});
  *   <li>batch routing: deferrable jobs by batch, urgent ones directly, a worker JVM killed
- *       mid-submit ({@link BatchBench}).
+ *       mid-submit ({@link BatchBench});
+ *   <li>a deep backlog behind rate-limited keys ({@link BacklogBench});
+ *   <li>10,000 provider keys with buckets or concurrency limits against one ({@link KeysBench}).
  * </ol>
  *
  * <p>Usage: {@code mvn -q -pl bench -am -DskipTests package exec:java -Dexec.args="[--quick]
- * [--jdbc-url URL] [--only throughput,latency,tail,enqueue,etiquette,recovery,console,tokens,inflight,fairness,batch,backlog] [--poll-ms 200]"}. Without a URL (or
+ * [--jdbc-url URL] [--only throughput,latency,tail,enqueue,etiquette,recovery,console,tokens,inflight,fairness,batch,backlog,keys] [--poll-ms 200]"}. Without a URL (or
  * {@code LAYOVER_JDBC_URL}) an embedded Postgres is started; with one, a scratch database is
  * created on that server and dropped afterwards. {@code --quick} runs small sizes in under a
  * minute: a smoke test, no figure worth quoting.
@@ -52,7 +54,7 @@ public final class Bench {
 
     /** The sections, in the order they run. */
     static final List<String> SECTIONS = List.of("throughput", "latency", "tail", "enqueue", "etiquette", "recovery", "console",
-            "tokens", "inflight", "fairness", "batch", "backlog");
+            "tokens", "inflight", "fairness", "batch", "backlog", "keys");
 
     /** Everything one run measured (null where a section was not run). */
     public static final class Report {
@@ -69,7 +71,13 @@ public final class Bench {
         List<InflightBench.Result> inflight;
         BatchBench.Result batch;
         List<BacklogBench.Arm> backlog;
+        List<KeysBench.Arm> keys;
         double seconds;
+
+        /** @return the many-keys arms (bucket and concurrency limit, one key and many), or null */
+        public List<KeysBench.Arm> keys() {
+            return keys;
+        }
 
         /** @return the deep backlog arms (small and deep, one key and many), or null */
         public List<BacklogBench.Arm> backlog() {
@@ -282,6 +290,12 @@ public final class Bench {
                 BacklogBench.Settings s = quick ? BacklogBench.Settings.quick() : BacklogBench.Settings.full();
                 report.backlog = BacklogBench.measure(args, s);
                 backlog(out, report.backlog, s, t);
+            }
+            if (only.contains("keys")) {
+                long t = System.nanoTime();
+                KeysBench.Settings s = quick ? KeysBench.Settings.quick() : KeysBench.Settings.full();
+                report.keys = KeysBench.measure(args, s);
+                keys(out, report.keys, s, t);
             }
         }
         report.seconds = (System.nanoTime() - start) / 1e9;
@@ -549,6 +563,25 @@ public final class Bench {
         took(out, t);
     }
 
+    private static void keys(PrintStream out, List<KeysBench.Arm> arms, KeysBench.Settings s, long t) {
+        out.printf(Locale.ROOT, "### Many provider keys: %,d due jobs over 1 and over %,d keys, each key with a bucket "
+                + "(a pattern, far from binding) or a concurrency limit of %d, one worker of %d threads, no-op handler, "
+                + "each arm in its own database%n%n", s.jobs(), s.manyKeys(), s.threads(), s.threads());
+        out.println("| arm | jobs done | database time per admitted job | idle just after | idle after 70 s | heap after the run |");
+        out.println("|---|---|---|---|---|---|");
+        arms.forEach(a -> out.println(a.row()));
+        out.println();
+        for (int k = 0; k + 1 < arms.size(); k += 2) {
+            out.printf(Locale.ROOT, "**%s: database time per job, %,d keys / 1 key: %.2f×**%n%n",
+                    arms.get(k).limit().name().toLowerCase(Locale.ROOT), arms.get(k + 1).keys(), keysRatio(arms, k));
+        }
+        took(out, t);
+    }
+
+    private static double keysRatio(List<KeysBench.Arm> arms, int k) {
+        return arms.get(k + 1).msPerJob() / arms.get(k).msPerJob();
+    }
+
     private static void batch(PrintStream out, BatchBench.Result r, BatchBench.Settings s, long t) {
         BatchWorker.Timing tm = s.timing();
         out.printf(Locale.ROOT, "### Batch routing: %,d deferrable jobs (deadline 2 h) and %d urgent ones (deadline 2 min, "
@@ -757,6 +790,15 @@ public final class Bench {
             row(out, "batch routing, the killed submit rejoined, each batch created once", "≥ 1 rejoined, created = submitted",
                     String.format(Locale.ROOT, "%d rejoined, %d created / %d submitted", b.rejoined(), b.providerBatches(),
                             b.submitted()), b.rejoined() >= 1 && b.providerBatches() == b.submitted());
+        }
+        if (r.keys != null) {
+            for (int k = 0; k + 1 < r.keys.size(); k += 2) {
+                double ratio = keysRatio(r.keys, k);
+                row(out, String.format(Locale.ROOT, "many keys (issue 23 part 4), %s: database time per admitted job, %,d keys / 1",
+                        r.keys.get(k).limit().name().toLowerCase(Locale.ROOT), r.keys.get(k + 1).keys()), "≤ 2×",
+                        String.format(Locale.ROOT, "%.2f× (%.3f / %.3f ms)", ratio, r.keys.get(k + 1).msPerJob(),
+                                r.keys.get(k).msPerJob()), ratio <= 2);
+            }
         }
         if (r.enqueue != null) {
             StringBuilder b = new StringBuilder();

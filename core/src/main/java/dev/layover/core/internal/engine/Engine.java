@@ -123,8 +123,10 @@ public final class Engine {
         String worker = config.workerName();
         Duration twoPolls = config.pollInterval().multipliedBy(2);
         Duration grace = Duration.ofSeconds(ProviderGate.Config.DEFAULT_PERMIT_GRACE_SECONDS);
+        Map<String, BucketSettings> allBuckets = new LinkedHashMap<>(config.buckets());
+        allBuckets.putAll(config.patternBuckets()); // a provider key matching a pattern has its own bucket, as an exact one
         this.gate = new ProviderGate(db, clock, worker, new ProviderGate.Config(config.breakers(),
-                config.perKeyBreakers(), config.cooldowns(), config.buckets(), config.breakerListeners(),
+                config.perKeyBreakers(), config.cooldowns(), allBuckets, config.breakerListeners(),
                 twoPolls.compareTo(grace) > 0 ? twoPolls : grace, config.notifications()), metrics);
         this.providerStates = new ProviderStateHandle(gate);
         this.sampler = new StateSampler(db, metrics, worker);
@@ -144,10 +146,8 @@ public final class Engine {
         this.batchLoop = batchKeys.any() ? new BatchLoop(batchStore, batchKeys, worker, batchTick(config), metrics) : null;
         // operators' cancels write without waiting for a lost database: the caller sees the error
         this.control = new Controls(store, clock, new JobMover(store, clock, observability, WriteRetry.ONCE));
-        Map<String, BucketSettings> limitBuckets = new LinkedHashMap<>(config.buckets());
-        limitBuckets.putAll(config.patternBuckets());
         Limits limits = new Limits(db, clock, worker,
-                new Limits.Config(config.concurrencyLimits(), limitBuckets, config.deadAfter()));
+                new Limits.Config(config.concurrencyLimits(), allBuckets, config.deadAfter()));
         this.admission = new AdmissionControl(db, clock, worker, writer, gate, limits);
         List<ProviderGate.BacklogType> backlog = new ArrayList<>();
         for (Registry.Entry<?> e : registry.entries()) {

@@ -88,7 +88,7 @@ final class Breakers {
     /** A call succeeded: counted (flushed later), or, as the trial, the breaker closed. */
     void success(KeyState ks, String trialToken, Instant now) {
         if (trialToken == null) {
-            ks.successes.increment();
+            cache.keyState(ks.key).successes.increment(); // the live state, should the cache have forgotten ks
             return;
         }
         BreakerState from = gdb.inline("closing the breaker of " + ks.key, c -> {
@@ -100,7 +100,7 @@ final class Breakers {
             }
         });
         if (from == null) {
-            ks.successes.increment();
+            cache.keyState(ks.key).successes.increment(); // the live state, should the cache have forgotten ks
             return;
         }
         cache.update(ks, s -> s.withBreaker(BreakerState.CLOSED, null, false, null, null, "trial call succeeded"));

@@ -37,6 +37,11 @@ final class Cooldowns {
         this.settings = settings;
     }
 
+    /** Drops what this instance keeps of a key the cache forgot. */
+    void forget(String key) {
+        written.remove(key);
+    }
+
     /** @return the key's cooldown end after this outcome, when the outcome set one; else null */
     Instant after(String key, Outcome o, Instant now) {
         CooldownSettings cs = settings;

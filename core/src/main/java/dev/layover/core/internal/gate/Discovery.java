@@ -14,6 +14,7 @@ import java.time.Instant;
 import dev.layover.core.internal.jobs.JobStore;
 import java.util.ArrayList;
 import java.util.List;
+import dev.layover.core.internal.keys.KeyPatterns;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
@@ -59,6 +60,13 @@ final class Discovery {
         this.settings = settings;
         this.configured = configured;
         this.buckets = buckets;
+    }
+
+    /** Drops what this instance keeps of a key the cache forgot. */
+    void forget(String key) {
+        increaseTried.remove(key);
+        decreaseTried.remove(key);
+        backlogPlaced.remove(key);
     }
 
     /** @return whether the key's calls pass a discovered pace now (as this instance knows) */
@@ -152,7 +160,7 @@ final class Discovery {
      *     write the usual one
      */
     Duration after429(KeyState ks, Duration retryAfter, Instant now) {
-        if (!settings.enabled() || configured.containsKey(ks.key)) {
+        if (!settings.enabled() || KeyPatterns.lookup(configured, ks.key) != null) {
             return null;
         }
         KeyState.Learned l = ks.learned;

@@ -79,7 +79,9 @@ public final class Limits {
     private final Config config;
     private final boolean anyConcurrency;
     private final boolean anyPatternBucket;
+    /** Keys whose limit rows this instance wrote; forgotten wholesale past {@link #MAX_CONFIGURED}. */
     private final ConcurrentHashMap<String, Boolean> configured = new ConcurrentHashMap<>();
+    private static final int MAX_CONFIGURED = 100_000;
 
     /**
      * @param db the database
@@ -286,6 +288,9 @@ public final class Limits {
             }
             return null;
         });
+        if (configured.size() >= MAX_CONFIGURED) {
+            configured.clear(); // writing a key's limits again is harmless (an upsert); memory is not
+        }
         configured.put(key, Boolean.TRUE);
     }
 

@@ -13,6 +13,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
+import dev.layover.core.internal.keys.KeyPatterns;
 import java.util.Map;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -42,9 +43,14 @@ final class Paces {
         this.configured = configured;
     }
 
+    /** @return whether the key has a configured bucket, exact or by a {@code prefix*} pattern */
+    boolean hasConfigured(String key) {
+        return KeyPatterns.lookup(configured, key) != null;
+    }
+
     /** @return the bucket the key's calls pass now: configured, else a learned pace in force, else null */
     BucketSettings bucketOf(KeyState ks, Instant now) {
-        BucketSettings b = configured.get(ks.key);
+        BucketSettings b = KeyPatterns.lookup(configured, ks.key);
         if (b != null) {
             return b;
         }
@@ -55,12 +61,12 @@ final class Paces {
     /** @return whether {@code bucket} (from {@link #bucketOf}) is the key's discovered pace */
     boolean isDiscovered(KeyState ks, BucketSettings bucket) {
         KeyState.Learned l = ks.learned;
-        return bucket != null && l != null && l.discovered() && l.bucket() == bucket && !configured.containsKey(ks.key);
+        return bucket != null && l != null && l.discovered() && l.bucket() == bucket && !hasConfigured(ks.key);
     }
 
     /** @return the pace learned for a key and in force now; null when none, or when the key has a configured bucket */
     BucketSettings learnedBucket(String key) {
-        if (configured.containsKey(key)) {
+        if (hasConfigured(key)) {
             return null;
         }
         KeyState ks = cache.known(key);
@@ -70,7 +76,7 @@ final class Paces {
 
     /** A 429 stated the key's limit: learn (or renew) its pace, unless a bucket is configured. */
     void learnFrom(KeyState ks, double limitPerSecond, Duration retryAfter, Instant now) {
-        if (settings.learnedPaceFor().isZero() || configured.containsKey(ks.key)) {
+        if (settings.learnedPaceFor().isZero() || hasConfigured(ks.key)) {
             return;
         }
         double rpm = limitPerSecond * 60 * settings.learnedPaceShare();
@@ -183,7 +189,7 @@ final class Paces {
      * @return whether a statement ran
      */
     boolean learnTokens(KeyState ks, RateLimitHeaders h, Instant now) {
-        if (settings.learnedPaceFor().isZero() || configured.containsKey(ks.key)) {
+        if (settings.learnedPaceFor().isZero() || hasConfigured(ks.key)) {
             return false;
         }
         double share = settings.learnedPaceShare();

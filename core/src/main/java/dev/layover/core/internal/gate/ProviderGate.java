@@ -20,6 +20,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import dev.layover.core.internal.keys.KeyPatterns;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
@@ -174,6 +175,8 @@ public final class ProviderGate {
         this.fairness = new Fairness(gdb, config.permitGrace());
         this.buckets = new Buckets(gdb, store, config.permitGrace(), this.metrics, fairness);
         this.discovery = new Discovery(gdb, config.cooldowns().discovery(), config.buckets(), buckets, store);
+        cache.onForget(cooldowns::forget);
+        cache.onForget(discovery::forget);
     }
 
     // ---- lifecycle ------------------------------------------------------------------------
@@ -184,6 +187,9 @@ public final class ProviderGate {
             return;
         }
         for (Map.Entry<String, BucketSettings> e : config.buckets().entrySet()) {
+            if (KeyPatterns.isPattern(e.getKey())) {
+                continue; // a pattern's key gets its row when a worker first takes a permit of it
+            }
             buckets.configure(e.getKey(), e.getValue());
         }
         cache.start();

@@ -139,4 +139,46 @@ class BucketTest {
         LOG.info("MEASURED backlog of {} at {}/s: {}/s", jobs, limit, String.format("%.2f", rate));
         assertTrue(rate <= limit * 1.03, "average " + rate + "/s is within 3 % of the limit " + limit + "/s");
     }
+
+    /** A {@code prefix*} bucket gives each provider key it matches a bucket of its own; other keys run unlimited. */
+    @Test
+    void aPatternBucketPacesEachProviderKeyItMatchesOnItsOwn(TestDatabase db) {
+        ConcurrentHashMap<String, List<Instant>> starts = new ConcurrentHashMap<>();
+        JobType<Chat> chat = JobType.builder("chat", Chat.class)
+                .providerKey(a -> a.text().substring(0, a.text().indexOf(' ')))
+                .handler((args, ctx) -> {
+                    starts.computeIfAbsent(args.text().substring(0, args.text().indexOf(' ')),
+                            k -> java.util.Collections.synchronizedList(new ArrayList<>())).add(Instant.now());
+                    return Outcome.done();
+                })
+                .build();
+        Layover layover = Workers.builder(db.newDataSource(16), "worker-a").register(chat).threads(8)
+                .bucket("org:*", BucketSettings.requestsPerSecond(LIMIT).withBurst(BURST)).start();
+        instances.add(layover);
+        int perKey = 20;
+        List<Chat> args = new ArrayList<>();
+        for (int i = 0; i < perKey; i++) {
+            for (String key : new String[] {"org:a", "org:b", "solo"}) {
+                args.add(new Chat(key + " " + i));
+            }
+        }
+        layover.enqueueBatch(chat, args);
+        Await.equal(Duration.ofSeconds(60), "job rows", 0L, () -> db.count("select count(*) from layover.jobs"));
+
+        for (String key : new String[] {"org:a", "org:b"}) {
+            List<Instant> s = starts.get(key).stream().sorted().toList();
+            assertEquals(perKey, s.size(), key);
+            double span = Duration.between(s.get(0), s.get(s.size() - 1)).toNanos() / 1e9;
+            // GCRA: after the capacity, one call per 1/LIMIT s, the key's own line and not the other's
+            double least = (perKey - CAPACITY - 1) / (double) LIMIT;
+            assertTrue(span >= least, key + "'s " + perKey + " calls spread over " + span + " s, at least " + least);
+            assertEquals(LIMIT * 60.0, ((Number) db.value(
+                    "select requests_per_minute from layover.buckets where provider_key = ?", key)).doubleValue(), 1e-9,
+                    key + " has a bucket row of its own");
+        }
+        assertEquals(perKey, starts.get("solo").size());
+        assertEquals(0L, db.count("select count(*) from layover.buckets where provider_key = 'solo'"), "no pattern, no bucket");
+        assertTrue(db.count("select count(*) from layover.job_history where reschedules > 0 and provider_key like 'org:%'") > 0,
+                "jobs of the matched keys waited for permits");
+    }
 }

@@ -1,0 +1,232 @@
+package dev.layover.bench;
+
+import dev.layover.core.JobType;
+import dev.layover.core.Layover;
+import dev.layover.core.outcome.Outcome;
+import dev.layover.core.provider.state.BucketSettings;
+import java.lang.management.ManagementFactory;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import javax.sql.DataSource;
+
+/**
+ * Many provider keys (issue 23, part 4): the same due jobs spread over one key and over
+ * {@code manyKeys} keys, each key with a bucket (a {@code prefix*} pattern, one bucket row per key)
+ * or a concurrency limit (one limit row per key), none of them binding, run by one worker with a
+ * no-op handler. Measured from the database ({@code pg_stat_database} of the arm's own database):
+ * its active time per admitted job while the jobs run (every statement of every connection:
+ * pick, admission, completion, history, the provider-state refresh), and while the worker idles
+ * afterwards, the database time and transactions per second (the refresh of every key it met).
+ * Heap after a full collection, with the worker still running, against before it met a key.
+ */
+public final class KeysBench {
+
+    /** What limits each key. */
+    public enum Limit {
+        /** a bucket per key, far above what the worker runs */
+        BUCKET,
+        /** a concurrency limit per key, at the worker's thread count */
+        CONCURRENCY
+    }
+
+    /**
+     * One arm's figures.
+     *
+     * @param limit what limits each key
+     * @param keys the keys the jobs were spread over
+     * @param jobs the jobs
+     * @param done jobs completed
+     * @param seconds from the worker's start to the last completion
+     * @param activeMs database active time while the jobs ran
+     * @param idleActiveMsPerSecond database active time per second while idle afterwards, just after the run
+     * @param idleXactsPerSecond transactions per second while idle, just after the run
+     * @param laterActiveMsPerSecond the same, after the keys were idle for the cache's refresh window (or NaN when not measured)
+     * @param heapBytes heap in use after the run minus before it (after a full collection each time)
+     */
+    public record Arm(Limit limit, int keys, int jobs, long done, double seconds, double activeMs,
+            double idleActiveMsPerSecond, double idleXactsPerSecond, double laterActiveMsPerSecond, long heapBytes) {
+
+        /** @return database active time per admitted job, ms */
+        public double msPerJob() {
+            return done == 0 ? Double.NaN : activeMs / done;
+        }
+
+        String row() {
+            return String.format(Locale.ROOT, "| %s, %,d key%s | %,d in %.1f s (%.0f/s) | %.3f ms | %.1f ms/s, %.1f tx/s | %s | %.1f MB |",
+                    limit.name().toLowerCase(Locale.ROOT), keys, keys == 1 ? "" : "s", done, seconds, done / seconds,
+                    msPerJob(), idleActiveMsPerSecond, idleXactsPerSecond,
+                    Double.isNaN(laterActiveMsPerSecond) ? "-" : String.format(Locale.ROOT, "%.1f ms/s", laterActiveMsPerSecond),
+                    heapBytes / 1e6);
+        }
+    }
+
+    /**
+     * @param jobs jobs per arm
+     * @param manyKeys the keys of the many-keys arms
+     * @param threads the worker's threads
+     * @param idle how long the idle figures are measured over
+     * @param later whether to wait out the cache's refresh window and measure the idle cost again
+     */
+    public record Settings(int jobs, int manyKeys, int threads, Duration idle, boolean later) {
+        /** @return the full run: 20,000 jobs over 1 and over 10,000 keys */
+        public static Settings full() {
+            return new Settings(20_000, 10_000, 8, Duration.ofSeconds(10), true);
+        }
+
+        /** @return a smoke run: 2,000 jobs over 1 and over 500 keys */
+        public static Settings quick() {
+            return new Settings(2_000, 500, 4, Duration.ofSeconds(3), false);
+        }
+    }
+
+    record Noop(int n) {}
+
+    private KeysBench() {}
+
+    /**
+     * Runs the four arms (bucket and concurrency limit, one key and many), each in a scratch
+     * database of its own on the server of {@code args}' {@code --jdbc-url} (else an embedded Postgres).
+     *
+     * @param args the runner's arguments (for the database)
+     * @param s the settings
+     * @return bucket 1 key, bucket many, concurrency 1 key, concurrency many
+     * @throws Exception on failure
+     */
+    public static List<Arm> measure(String[] args, Settings s) throws Exception {
+        List<Arm> arms = new ArrayList<>();
+        for (Limit limit : Limit.values()) {
+            for (int keys : new int[] {1, s.manyKeys()}) {
+                try (BenchDatabase db = BenchDatabase.open(args, 12, "_keys")) {
+                    arms.add(run(db.dataSource(), limit, keys, s));
+                }
+            }
+        }
+        return arms;
+    }
+
+    /**
+     * Runs one arm in {@code ds}, a database of its own (its statistics are the arm's figures).
+     *
+     * @param ds the database
+     * @param limit what limits each key
+     * @param keys the keys
+     * @param s the settings
+     * @return the arm's figures
+     * @throws Exception on failure
+     */
+    public static Arm run(DataSource ds, Limit limit, int keys, Settings s) throws Exception {
+        JobType<Noop> type = JobType.builder("keys", Noop.class).providerKey(n -> "kk:" + (n.n() % keys))
+                .handler((a, ctx) -> Outcome.done()).build();
+        Layover.Builder b = Layover.builder(ds).register(type).threads(s.threads());
+        if (limit == Limit.BUCKET) {
+            b.bucket("kk:*", BucketSettings.requestsPerSecond(1_000_000));
+        } else {
+            b.concurrencyLimit("kk:*", s.threads());
+        }
+        Layover layover = b.build(); // migrates
+        exec(ds, "insert into layover.scheduled_tasks (task_name, task_instance, task_data, execution_time, picked,"
+                + " version, provider_key, first_enqueued_at)"
+                + " select 'keys', 'k' || g, convert_to('{\"n\":' || g || '}', 'UTF8'), now(), false, 1,"
+                + " 'kk:' || (g % " + keys + "), now() from generate_series(1, " + s.jobs() + ") g");
+        exec(ds, "analyze layover.scheduled_tasks");
+        long heap0 = heapAfterGc();
+        double[] stat0 = stats(ds);
+        long t0 = System.nanoTime();
+        layover.start();
+        long deadline = t0 + Duration.ofMinutes(10).toNanos();
+        while (count(ds, "select count(*) from layover.scheduled_tasks where task_name = 'keys'") > 0
+                && System.nanoTime() < deadline) {
+            Thread.sleep(200);
+        }
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        double[] stat1 = stats(ds);
+        long heap = heapAfterGc() - heap0;
+        double[] idle = idle(ds, s.idle());
+        double later = Double.NaN;
+        if (s.later()) {
+            Thread.sleep(70_000); // past the cache's refresh window (60 s without use)
+            later = idle(ds, s.idle())[0];
+        }
+        layover.stop();
+        long done = count(ds, "select count(*) from layover.job_history where job_type = 'keys' and outcome = 'completed'");
+        return new Arm(limit, keys, s.jobs(), done, seconds, stat1[0] - stat0[0], idle[0], idle[1], later, heap);
+    }
+
+    /** Database active time (ms) and transactions per second over {@code d}. */
+    private static double[] idle(DataSource ds, Duration d) throws Exception {
+        double[] a = stats(ds);
+        long t = System.nanoTime();
+        Thread.sleep(d.toMillis());
+        double[] b = stats(ds);
+        double secs = (System.nanoTime() - t) / 1e9;
+        return new double[] {(b[0] - a[0]) / secs, (b[1] - a[1]) / secs};
+    }
+
+    /** This database's active time (ms) and committed transactions, as the statistics collector has them. */
+    private static double[] stats(DataSource ds) throws Exception {
+        Thread.sleep(600); // backends report their counters at most every 500 ms
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement();
+                ResultSet rs = st.executeQuery("select active_time, xact_commit from pg_stat_database"
+                        + " where datname = current_database()")) {
+            rs.next();
+            return new double[] {rs.getDouble(1), rs.getDouble(2)};
+        }
+    }
+
+    private static long heapAfterGc() throws InterruptedException {
+        System.gc();
+        Thread.sleep(200);
+        System.gc();
+        return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
+    }
+
+    private static long count(DataSource ds, String sql) throws Exception {
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement(); ResultSet rs = st.executeQuery(sql)) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
+    private static void exec(DataSource ds, String sql) throws Exception {
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
+            st.execute(sql);
+        }
+    }
+
+    /**
+     * Runs arms from the command line: {@code --jdbc-url URL [--jobs N] [--keys K] [--limit bucket|concurrency]}.
+     *
+     * @param args the arguments
+     * @throws Exception on failure
+     */
+    public static void main(String[] args) throws Exception {
+        Settings s = Settings.full();
+        int keys = s.manyKeys();
+        List<Limit> limits = List.of(Limit.values());
+        for (int i = 0; i < args.length - 1; i++) {
+            switch (args[i]) {
+                case "--jobs" -> s = new Settings(Integer.parseInt(args[i + 1]), s.manyKeys(), s.threads(), s.idle(), s.later());
+                case "--keys" -> keys = Integer.parseInt(args[i + 1]);
+                case "--limit" -> limits = List.of(Limit.valueOf(args[i + 1].toUpperCase(Locale.ROOT)));
+                default -> { }
+            }
+        }
+        s = new Settings(s.jobs(), keys, s.threads(), s.idle(), !List.of(args).contains("--no-later"));
+        List<Arm> results = new ArrayList<>();
+        for (Limit limit : limits) {
+            for (int k : new int[] {1, keys}) {
+                try (BenchDatabase db = BenchDatabase.open(args, 12, "_keys")) {
+                    results.add(run(db.dataSource(), limit, k, s));
+                    System.out.println(results.get(results.size() - 1).row());
+                }
+            }
+        }
+        System.out.println("| arm | jobs done | database time per job | idle after | idle after 70 s | heap |");
+        results.forEach(r -> System.out.println(r.row()));
+    }
+}
