@@ -115,6 +115,39 @@ class TimeSeriesTest {
         assertTrue(!start.isAfter(((Timestamp) row.get("db_now")).toInstant()));
     }
 
+    /** Thousands of tenant keys would write a row per key each flush: past the 100 busiest, the rest are summed as '*'. */
+    @Test
+    void aFlushWritesTheHundredBusiestKeysOfAJobTypeAndSumsTheRestAsStar(TestDatabase db) {
+        JobType<Work> many = JobType.builder("many", Work.class)
+                .providerKey(w -> w.script().substring(0, w.script().indexOf(' ')))
+                .handler((args, ctx) -> Outcome.done())
+                .build();
+        layover = ObservabilityFixtures.builder(db).register(many).timeSeriesFlushInterval(Duration.ofHours(1)).start();
+        int keys = 130;
+        for (int k = 0; k < keys; k++) {
+            layover.enqueue(many, new Work("k:" + k + " now"));
+            layover.enqueue(many, new Work("k:" + k + " later"), EnqueueOptions.after(Duration.ofHours(1)));
+        }
+        for (int i = 0; i < 5; i++) {
+            layover.enqueue(many, new Work("k:129 now"));
+        }
+        Await.equal(WAIT, "every due job finished", (long) keys + 5,
+                () -> db.count("select count(*) from layover.job_history where job_type = 'many'"));
+        layover.stop();
+        layover = null;
+
+        for (String counter : new String[] {"completed", "waiting"}) {
+            assertEquals(101L, db.count("SELECT count(DISTINCT provider_key) FROM layover.time_series WHERE bucket_seconds = 10"
+                    + " AND job_type = 'many' AND counter = ?", counter), counter + ": 100 keys and '*'");
+            assertEquals(keys - 100, ((Number) db.value("SELECT amount FROM layover.time_series WHERE bucket_seconds = 10"
+                    + " AND job_type = 'many' AND counter = ? AND provider_key = '*'", counter)).longValue(), counter);
+        }
+        assertEquals(keys + 5, sum(db, 10, "many", "completed", null), "nothing lost by the sum");
+        assertEquals(6L, ((Number) db.value("SELECT amount FROM layover.time_series WHERE bucket_seconds = 10"
+                + " AND job_type = 'many' AND counter = 'completed' AND provider_key = 'k:129'")).longValue(),
+                "the busiest key keeps its own row");
+    }
+
     @Test
     void theFlushRunsByItselfWhileRunningAndReplaysAreCountedByTheirStatement(TestDatabase db) throws Exception {
         JobType<Work> ts = type("ts", "fake:ts");

@@ -6,10 +6,14 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -20,16 +24,26 @@ import org.slf4j.LoggerFactory;
  * samples the queue's depth. Rows past their retention are deleted about once a minute. A flush
  * that fails keeps its counts for the next one. Off ({@link #OFF}, or settings off): counts nothing,
  * runs nothing.
+ *
+ * <p>Bounded with many keys (thousands of tenant keys): a flush writes at most
+ * {@link #KEYS_PER_FLUSH} provider keys per job type, those that counted the most since the last
+ * flush (the sample: the deepest queues); the others are summed under provider key {@code '*'}. A
+ * cell that counted nothing since the last flush is dropped from memory.
  */
 public final class TimeSeries {
 
     private static final Logger LOG = LoggerFactory.getLogger(TimeSeries.class);
     private static final long PURGE_EVERY_NANOS = 60_000_000_000L;
 
+    /** The most provider keys a flush writes per job type; the rest are summed as {@code '*'}. */
+    static final int KEYS_PER_FLUSH = 100;
+    /** The provider key of the keys past {@link #KEYS_PER_FLUSH}, summed. */
+    static final String OTHER_KEYS = "*";
+
     /** Counts nothing, writes nothing. */
     public static final TimeSeries OFF = new TimeSeries(null, new TimeSeriesSettings(false, null, null, null));
 
-    private record Cell(String jobType, String providerKey, String counter, String detail) {}
+    record Cell(String jobType, String providerKey, String counter, String detail) {}
 
     private final Db db;
     private final TimeSeriesSettings settings;
@@ -84,8 +98,13 @@ public final class TimeSeries {
         if (!on() || jobType == null) {
             return;
         }
-        counts.computeIfAbsent(new Cell(jobType, providerKey == null ? "" : providerKey, counter,
-                detail == null ? "" : detail), c -> new LongAdder()).increment();
+        // incremented inside compute: a flush dropping an idle cell (computeIfPresent) never loses a count
+        counts.compute(new Cell(jobType, providerKey == null ? "" : providerKey, counter, detail == null ? "" : detail),
+                (c, n) -> {
+                    LongAdder a = n == null ? new LongAdder() : n;
+                    a.increment();
+                    return a;
+                });
     }
 
     /** Starts the flushing thread (when on). */
@@ -169,14 +188,18 @@ public final class TimeSeries {
             for (Map.Entry<Cell, LongAdder> e : counts.entrySet()) {
                 long n = e.getValue().sumThenReset();
                 if (n != 0) {
-                    Cell c = e.getKey();
-                    types.add(c.jobType());
-                    keys.add(c.providerKey());
-                    counters.add(c.counter());
-                    details.add(c.detail());
-                    amounts.add(n);
-                    taken.add(Map.entry(c, n));
+                    taken.add(Map.entry(e.getKey(), n));
+                } else {
+                    counts.computeIfPresent(e.getKey(), (c, a) -> a.sum() == 0 ? null : a);
                 }
+            }
+            for (Map.Entry<Cell, Long> t : folded(taken)) {
+                Cell c = t.getKey();
+                types.add(c.jobType());
+                keys.add(c.providerKey());
+                counters.add(c.counter());
+                details.add(c.detail());
+                amounts.add(t.getValue());
             }
             try {
                 long written = db.autocommit("writing the time series", c -> write(c, types, keys, counters, details, amounts));
@@ -189,6 +212,37 @@ public final class TimeSeries {
                 throw e;
             }
         }
+    }
+
+    /** The counts to write: per job type, the keys past the {@link #KEYS_PER_FLUSH} busiest summed as {@code '*'}. */
+    static List<Map.Entry<Cell, Long>> folded(List<Map.Entry<Cell, Long>> taken) {
+        Map<String, Map<String, Long>> perKey = new HashMap<>();
+        for (Map.Entry<Cell, Long> t : taken) {
+            perKey.computeIfAbsent(t.getKey().jobType(), k -> new HashMap<>()).merge(t.getKey().providerKey(), t.getValue(), Long::sum);
+        }
+        Map<String, Set<String>> kept = new HashMap<>();
+        boolean any = false;
+        for (Map.Entry<String, Map<String, Long>> e : perKey.entrySet()) {
+            if (e.getValue().size() <= KEYS_PER_FLUSH) {
+                continue;
+            }
+            any = true;
+            kept.put(e.getKey(), e.getValue().entrySet().stream()
+                    .sorted(Map.Entry.<String, Long>comparingByValue().reversed().thenComparing(Map.Entry.comparingByKey()))
+                    .limit(KEYS_PER_FLUSH).map(Map.Entry::getKey).collect(Collectors.toSet()));
+        }
+        if (!any) {
+            return taken;
+        }
+        Map<Cell, Long> out = new LinkedHashMap<>();
+        for (Map.Entry<Cell, Long> t : taken) {
+            Cell c = t.getKey();
+            Set<String> keep = kept.get(c.jobType());
+            Cell to = keep == null || keep.contains(c.providerKey()) ? c
+                    : new Cell(c.jobType(), OTHER_KEYS, c.counter(), c.detail());
+            out.merge(to, t.getValue(), Long::sum);
+        }
+        return new ArrayList<>(out.entrySet());
     }
 
     private long write(Connection c, List<String> types, List<String> keys, List<String> counters, List<String> details,

@@ -13,11 +13,13 @@ final class TimeSeriesSql {
      * amounts) and a sample of the queue's depth per job type and provider key, in one call of
      * {@code layover.time_series_add()}. The sample (a grouped count of the job table) is skipped
      * when this 10-second bucket already has one (another instance's; a race only samples twice,
-     * and the gauges keep the larger). Layover's own recurring tasks are not jobs. Parameters:
+     * and the gauges keep the larger). Layover's own recurring tasks are not jobs. A job type's
+     * keys beyond the {@link TimeSeries#KEYS_PER_FLUSH} deepest are summed as provider key
+     * {@code '*'}. Parameters:
      * the five arrays. Returns the rows written.
      */
     static final String FLUSH = """
-            WITH sample AS (
+            WITH depth AS (
                 SELECT j.task_name AS job_type, coalesce(j.provider_key, '') AS provider_key,
                        count(*) FILTER (WHERE NOT j.picked AND j.execution_time <= now()) AS due,
                        count(*) FILTER (WHERE j.execution_time > now()) AS waiting
@@ -26,6 +28,14 @@ final class TimeSeriesSql {
                   AND NOT EXISTS (SELECT 1 FROM layover.time_series_counts c
                                   WHERE c.bucket_seconds = 10 AND c.counter = 'due'
                                     AND c.bucket = to_timestamp(floor(extract(epoch FROM now()) / 10) * 10))
+                GROUP BY 1, 2
+            ), sample AS (
+                -- past the deepest keys of a job type, the rest are summed under '*'
+                SELECT job_type, CASE WHEN rank <= """ + TimeSeries.KEYS_PER_FLUSH + """
+             THEN provider_key ELSE '*' END AS provider_key,
+                       sum(due)::bigint AS due, sum(waiting)::bigint AS waiting
+                FROM (SELECT d.*, row_number() OVER (PARTITION BY job_type ORDER BY due + waiting DESC, provider_key) AS rank
+                      FROM depth d) ranked
                 GROUP BY 1, 2
             ), counted AS (
                 SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[])
