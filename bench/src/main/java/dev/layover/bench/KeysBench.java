@@ -21,7 +21,9 @@ import javax.sql.DataSource;
  * no-op handler. Measured from the database ({@code pg_stat_database} of the arm's own database):
  * its active time per admitted job while the jobs run (every statement of every connection:
  * pick, admission, completion, history, the provider-state refresh), and while the worker idles
- * afterwards, the database time and transactions per second (the refresh of every key it met).
+ * afterwards (after a vacuum, so that autovacuum's clean-up is not counted), the database time and
+ * transactions per second (the refresh of every key in use), and again once the keys went unused
+ * past the cache's refresh window.
  * Heap after a full collection, with the worker still running, against before it met a key.
  */
 public final class KeysBench {
@@ -42,24 +44,26 @@ public final class KeysBench {
      * @param jobs the jobs
      * @param done jobs completed
      * @param seconds from the worker's start to the last completion
-     * @param activeMs database active time while the jobs ran
+     * @param activeMs database active time while the jobs ran (every key met before, by a first pass of one job per key)
+     * @param firstMsPerJob database active time per job of the first pass (each job meets its key for the first time)
      * @param idleActiveMsPerSecond database active time per second while idle afterwards, just after the run
      * @param idleXactsPerSecond transactions per second while idle, just after the run
      * @param laterActiveMsPerSecond the same, after the keys were idle for the cache's refresh window (or NaN when not measured)
      * @param heapBytes heap in use after the run minus before it (after a full collection each time)
      */
-    public record Arm(Limit limit, int keys, int jobs, long done, double seconds, double activeMs,
+    public record Arm(Limit limit, int keys, int jobs, long done, double seconds, double activeMs, double firstMsPerJob,
             double idleActiveMsPerSecond, double idleXactsPerSecond, double laterActiveMsPerSecond, long heapBytes) {
 
-        /** @return database active time per admitted job, ms */
+        /** @return database active time per admitted job, ms, once every key was met */
         public double msPerJob() {
             return done == 0 ? Double.NaN : activeMs / done;
         }
 
         String row() {
-            return String.format(Locale.ROOT, "| %s, %,d key%s | %,d in %.1f s (%.0f/s) | %.3f ms | %.1f ms/s, %.1f tx/s | %s | %.1f MB |",
+            return String.format(Locale.ROOT, "| %s, %,d key%s | %,d in %.1f s (%.0f/s) | %.3f ms | %s | %.1f ms/s, %.1f tx/s | %s | %.1f MB |",
                     limit.name().toLowerCase(Locale.ROOT), keys, keys == 1 ? "" : "s", done, seconds, done / seconds,
-                    msPerJob(), idleActiveMsPerSecond, idleXactsPerSecond,
+                    msPerJob(), keys == 1 ? "–" : String.format(Locale.ROOT, "%.3f ms", firstMsPerJob),
+                    idleActiveMsPerSecond, idleXactsPerSecond,
                     Double.isNaN(laterActiveMsPerSecond) ? "-" : String.format(Locale.ROOT, "%.1f ms/s", laterActiveMsPerSecond),
                     heapBytes / 1e6);
         }
@@ -71,16 +75,18 @@ public final class KeysBench {
      * @param threads the worker's threads
      * @param idle how long the idle figures are measured over
      * @param later whether to wait out the cache's refresh window and measure the idle cost again
+     * @param statsWait how long to wait before each read of the statistics: a busy backend reports
+     *     its counters at most every second, an idle one within 10 s (PostgreSQL 15)
      */
-    public record Settings(int jobs, int manyKeys, int threads, Duration idle, boolean later) {
+    public record Settings(int jobs, int manyKeys, int threads, Duration idle, boolean later, Duration statsWait) {
         /** @return the full run: 20,000 jobs over 1 and over 10,000 keys */
         public static Settings full() {
-            return new Settings(20_000, 10_000, 8, Duration.ofSeconds(10), true);
+            return new Settings(20_000, 10_000, 8, Duration.ofSeconds(10), true, Duration.ofSeconds(11));
         }
 
         /** @return a smoke run: 2,000 jobs over 1 and over 500 keys */
         public static Settings quick() {
-            return new Settings(2_000, 500, 4, Duration.ofSeconds(3), false);
+            return new Settings(2_000, 500, 4, Duration.ofSeconds(3), false, Duration.ofMillis(600));
         }
     }
 
@@ -129,47 +135,64 @@ public final class KeysBench {
             b.concurrencyLimit("kk:*", s.threads());
         }
         Layover layover = b.build(); // migrates
-        exec(ds, "insert into layover.scheduled_tasks (task_name, task_instance, task_data, execution_time, picked,"
-                + " version, provider_key, first_enqueued_at)"
-                + " select 'keys', 'k' || g, convert_to('{\"n\":' || g || '}', 'UTF8'), now(), false, 1,"
-                + " 'kk:' || (g % " + keys + "), now() from generate_series(1, " + s.jobs() + ") g");
-        exec(ds, "analyze layover.scheduled_tasks");
         long heap0 = heapAfterGc();
-        double[] stat0 = stats(ds);
-        long t0 = System.nanoTime();
+        // the first pass: one job per key, each meeting its key for the first time (rows created, state read)
+        insert(ds, "w", keys, keys);
+        double[] first0 = stats(ds, s.statsWait());
         layover.start();
-        long deadline = t0 + Duration.ofMinutes(10).toNanos();
-        while (count(ds, "select count(*) from layover.scheduled_tasks where task_name = 'keys'") > 0
-                && System.nanoTime() < deadline) {
-            Thread.sleep(200);
-        }
+        awaitDone(ds);
+        double[] first1 = stats(ds, s.statsWait());
+        insert(ds, "k", s.jobs(), keys);
+        double[] stat0 = stats(ds, s.statsWait());
+        long t0 = System.nanoTime();
+        awaitDone(ds);
         double seconds = (System.nanoTime() - t0) / 1e9;
-        double[] stat1 = stats(ds);
+        double[] stat1 = stats(ds, s.statsWait());
         long heap = heapAfterGc() - heap0;
-        double[] idle = idle(ds, s.idle());
+        exec(ds, "vacuum analyze"); // else autovacuum, cleaning up after the run, is most of the idle figure
+        double[] idle = idle(ds, s);
         double later = Double.NaN;
         if (s.later()) {
             Thread.sleep(70_000); // past the cache's refresh window (60 s without use)
-            later = idle(ds, s.idle())[0];
+            later = idle(ds, s)[0];
         }
         layover.stop();
         long done = count(ds, "select count(*) from layover.job_history where job_type = 'keys' and outcome = 'completed'");
-        return new Arm(limit, keys, s.jobs(), done, seconds, stat1[0] - stat0[0], idle[0], idle[1], later, heap);
+        return new Arm(limit, keys, s.jobs(), done - keys, seconds, stat1[0] - stat0[0], (first1[0] - first0[0]) / keys,
+                idle[0], idle[1], later, heap);
     }
 
-    /** Database active time (ms) and transactions per second over {@code d}. */
-    private static double[] idle(DataSource ds, Duration d) throws Exception {
-        double[] a = stats(ds);
+    private static void insert(DataSource ds, String prefix, int jobs, int keys) throws Exception {
+        exec(ds, "insert into layover.scheduled_tasks (task_name, task_instance, task_data, execution_time, picked,"
+                + " version, provider_key, first_enqueued_at)"
+                + " select 'keys', '" + prefix + "' || g, convert_to('{\"n\":' || g || '}', 'UTF8'), now(), false, 1,"
+                + " 'kk:' || (g % " + keys + "), now() from generate_series(1, " + jobs + ") g");
+        exec(ds, "analyze layover.scheduled_tasks");
+    }
+
+    private static void awaitDone(DataSource ds) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
+        while (count(ds, "select count(*) from layover.scheduled_tasks where task_name = 'keys'") > 0) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("the jobs did not finish within 10 minutes");
+            }
+            Thread.sleep(200);
+        }
+    }
+
+    /** Database active time (ms) and transactions per second over the idle window (the reads' own waits included). */
+    private static double[] idle(DataSource ds, Settings s) throws Exception {
+        double[] a = stats(ds, s.statsWait());
         long t = System.nanoTime();
-        Thread.sleep(d.toMillis());
-        double[] b = stats(ds);
+        Thread.sleep(s.idle().toMillis());
+        double[] b = stats(ds, s.statsWait());
         double secs = (System.nanoTime() - t) / 1e9;
         return new double[] {(b[0] - a[0]) / secs, (b[1] - a[1]) / secs};
     }
 
     /** This database's active time (ms) and committed transactions, as the statistics collector has them. */
-    private static double[] stats(DataSource ds) throws Exception {
-        Thread.sleep(600); // backends report their counters at most every 500 ms
+    private static double[] stats(DataSource ds, Duration wait) throws Exception {
+        Thread.sleep(wait.toMillis()); // until the backends have reported their counters
         try (Connection c = ds.getConnection(); Statement st = c.createStatement();
                 ResultSet rs = st.executeQuery("select active_time, xact_commit from pg_stat_database"
                         + " where datname = current_database()")) {
@@ -210,13 +233,14 @@ public final class KeysBench {
         List<Limit> limits = List.of(Limit.values());
         for (int i = 0; i < args.length - 1; i++) {
             switch (args[i]) {
-                case "--jobs" -> s = new Settings(Integer.parseInt(args[i + 1]), s.manyKeys(), s.threads(), s.idle(), s.later());
+                case "--jobs" -> s = new Settings(Integer.parseInt(args[i + 1]), s.manyKeys(), s.threads(), s.idle(), s.later(),
+                        s.statsWait());
                 case "--keys" -> keys = Integer.parseInt(args[i + 1]);
                 case "--limit" -> limits = List.of(Limit.valueOf(args[i + 1].toUpperCase(Locale.ROOT)));
                 default -> { }
             }
         }
-        s = new Settings(s.jobs(), keys, s.threads(), s.idle(), !List.of(args).contains("--no-later"));
+        s = new Settings(s.jobs(), keys, s.threads(), s.idle(), !List.of(args).contains("--no-later"), s.statsWait());
         List<Arm> results = new ArrayList<>();
         for (Limit limit : limits) {
             for (int k : new int[] {1, keys}) {
@@ -226,7 +250,7 @@ public final class KeysBench {
                 }
             }
         }
-        System.out.println("| arm | jobs done | database time per job | idle after | idle after 70 s | heap |");
+        System.out.println("| arm | jobs done | database time per job | per job meeting its key | idle after | idle after 70 s | heap |");
         results.forEach(r -> System.out.println(r.row()));
     }
 }

@@ -32,7 +32,7 @@ class BenchSmokeTest {
         System.out.println(printed);
         for (String table : new String[] {"### Throughput", "### Wake-up latency", "### Tail latency", "### Enqueue", "### Provider etiquette",
                 "### Recovery", "### Console API", "### Token limits", "### Slow calls in flight", "### Batch routing", "### Deep backlog",
-                "### Goals of issue 11"}) {
+                "### Many provider keys", "### Goals of issue 11"}) {
             assertTrue(printed.contains(table), "missing " + table + " in:\n" + printed);
         }
         assertFalse(printed.contains("NaN"), printed);
@@ -70,6 +70,17 @@ class BenchSmokeTest {
         r.inflight().forEach(i -> assertEquals(InflightBench.Settings.quick().jobs(), i.providerSuccesses(), i.toString()));
         assertBatch(r.batch());
         assertBacklog(r.backlog());
+        assertKeys(r.keys());
+    }
+
+    /** The many-keys arms: every job of every arm done, each arm's database time measured. */
+    private static void assertKeys(java.util.List<KeysBench.Arm> arms) {
+        assertNotNull(arms);
+        assertEquals(4, arms.size(), "bucket and concurrency limit, one key and many: " + arms);
+        for (KeysBench.Arm a : arms) {
+            assertEquals(KeysBench.Settings.quick().jobs(), a.done(), "every job done: " + a);
+            assertTrue(a.msPerJob() > 0 && Double.isFinite(a.msPerJob()), a.toString());
+        }
     }
 
     /** The batch section alone ({@code --only batch}), quick: the one to run while changing batch routing. */

@@ -149,8 +149,8 @@ final class Breakers {
             ks.successes.add(ok);
             throw e;
         }
-        if (row == null) {
-            cache.wakeUp();
+        if (row == null) { // no breaker row to count on: the key's next use creates it
+            cache.breakerRowMissing(ks);
             return;
         }
         if ("open".equals(row[0])) {

@@ -14,6 +14,8 @@ final class KeyState {
     volatile Snapshot snapshot;
     /** {@link System#nanoTime()} of the last successful read from the database. */
     volatile long loadedAt;
+    /** A write found no breaker row: the next {@link StateCache#fresh} reads inline, creating it. */
+    volatile boolean rowMissing;
     /** The ticker's reading when the key was last used ({@link StateCache#keyState}). */
     volatile long usedAt;
     /** The key's learned pace as last read or written, or null. */

@@ -7,6 +7,7 @@ import static dev.layover.core.internal.gate.GateDb.ts;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.layover.core.provider.state.BreakerState;
+import dev.layover.core.spi.Db;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.time.Clock;
@@ -149,17 +150,23 @@ final class StateCache {
     /** The key's snapshot, read from the database when missing or older than the staleness bound. */
     Snapshot fresh(KeyState ks) {
         Snapshot s = ks.snapshot;
-        if (s != null && System.nanoTime() - ks.loadedAt < MAX_STALENESS.toNanos()) {
+        if (s != null && !ks.rowMissing && System.nanoTime() - ks.loadedAt < MAX_STALENESS.toNanos()) {
             return s;
         }
         synchronized (ks.loadLock) {
             s = ks.snapshot;
-            if (s != null && System.nanoTime() - ks.loadedAt < MAX_STALENESS.toNanos()) {
+            if (s != null && !ks.rowMissing && System.nanoTime() - ks.loadedAt < MAX_STALENESS.toNanos()) {
                 return s;
             }
-            load(List.of(ks.key), false);
+            ks.rowMissing = false;
+            load(List.of(ks.key), Read.INLINE);
             return ks.snapshot;
         }
+    }
+
+    /** A write found no breaker row for the key (an operator deleted it): its next use reads it inline, creating it. */
+    void breakerRowMissing(KeyState ks) {
+        ks.rowMissing = true;
     }
 
     /** Changes the cached snapshot of a key after this instance wrote it. */
@@ -172,15 +179,37 @@ final class StateCache {
         }
     }
 
+    /** How a read is made: which statement, and whether it runs on a worker thread. */
+    private enum Read {
+        /** on a worker thread, for keys met for the first time or again: creates their breakers ({@link StateSql#LOAD_ENSURING}) */
+        INLINE(StateSql.LOAD_ENSURING),
+        /** after another instance's change ({@link StateSql#LOAD}) */
+        NOTIFIED(StateSql.LOAD),
+        /** the background refresh of the keys in use: only keys not plain come back ({@link StateSql#REFRESH}) */
+        REFRESH(StateSql.REFRESH);
+
+        final String sql;
+
+        Read(String sql) {
+            this.sql = sql;
+        }
+    }
+
     /** Reads the keys' breakers, cooldowns and learned paces in one query; creates missing breaker rows. */
-    private void load(List<String> keyList, boolean background) {
+    private void load(List<String> keyList, Read how) {
         long started = System.nanoTime();
+        boolean background = how != Read.INLINE;
         List<String> missing = new ArrayList<>();
         Map<String, Object[]> paces = new HashMap<>();
         Map<String, Snapshot> read = gdb.run(background, "reading the provider state of " + keyList.size() + " keys", c -> {
             Map<String, Snapshot> out = new HashMap<>();
-            try (PreparedStatement ps = c.prepareStatement(StateSql.LOAD)) {
-                ps.setArray(1, c.createArrayOf("text", keyList.toArray()));
+            try (PreparedStatement ps = c.prepareStatement(how.sql)) {
+                java.sql.Array keys = c.createArrayOf("text", keyList.toArray());
+                if (how == Read.INLINE) {
+                    Db.bind(ps, gdb.workerName, gdb.origin, keys, keys);
+                } else {
+                    ps.setArray(1, keys);
+                }
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
                         boolean has = rs.getBoolean("has_breaker");
@@ -200,20 +229,30 @@ final class StateCache {
             }
             return out;
         });
-        for (Map.Entry<String, Snapshot> e : read.entrySet()) {
-            KeyState ks = keyState(e.getKey());
-            if (ks.snapshot != null && ks.loadedAt - started > 0) {
-                continue; // a read that started later (a notification's) landed first: this one is older
+        for (String key : how == Read.REFRESH ? keyList : read.keySet()) {
+            KeyState ks = keys.get(key);
+            if (ks == null || (ks.snapshot != null && ks.loadedAt - started > 0)) {
+                continue; // forgotten, or a read that started later (a notification's) landed first: this one is older
             }
-            ks.snapshot = e.getValue();
+            Snapshot s = read.get(key);
+            if (s == null) { // the refresh: not marked, so plain
+                ks.snapshot = isPlain(ks.snapshot) ? ks.snapshot : Snapshot.CLOSED;
+                ks.learned = null;
+            } else {
+                ks.snapshot = s;
+                Object[] pace = paces.get(key);
+                ks.learned = Paces.learned((Paces.Rates) pace[0], (Instant) pace[1], (Boolean) pace[2], ks.learned);
+            }
             ks.loadedAt = started;
-            Object[] pace = paces.get(e.getKey());
-            ks.learned = pace == null ? null : Paces.learned((Paces.Rates) pace[0], (Instant) pace[1], (Boolean) pace[2],
-                    ks.learned);
         }
         if (!missing.isEmpty()) {
             ensureBreakers(missing, background);
         }
+    }
+
+    /** @return whether a snapshot says what a plain key's does: closed, no trial, no cooldown */
+    private static boolean isPlain(Snapshot s) {
+        return s != null && s.hasBreakerRow() && s.state() == BreakerState.CLOSED && !s.trialClaimed() && s.cooldownUntil() == null;
     }
 
     /** Creates closed breakers for keys seen for the first time. */
@@ -262,7 +301,7 @@ final class StateCache {
                 }
             }
             if (!inUse.isEmpty()) {
-                load(inUse, true);
+                load(inUse, Read.REFRESH);
             }
             if (refreshFailing) {
                 refreshFailing = false;
@@ -348,7 +387,7 @@ final class StateCache {
                 // read the change before telling anyone of it: a job admitted after a listener heard
                 // of a forced opening must not pass on the snapshot from before it
                 try {
-                    load(List.of(key), true);
+                    load(List.of(key), Read.NOTIFIED);
                 } catch (RuntimeException e) {
                     LOG.debug("Layover: could not read {} after its notification (the refresh will): {}", key, e.toString());
                 }

@@ -17,20 +17,55 @@ final class StateSql {
 
     static final String NOTIFY_CHANNEL = "layover_provider_state";
 
-    /** The cached state of many keys at once. Parameter: the keys (text[]). */
-    static final String LOAD = """
-            SELECT k.key,
+    private static final String STATE_COLUMNS = """
                    b.provider_key IS NOT NULL AS has_breaker,
                    b.state, b.open_until, b.trial_token IS NOT NULL AS trial_claimed,
                    b.trial_claimed_at, b.trial_expires_at, b.reason,
                    c.until, c.reason AS cooldown_reason, c.detail AS cooldown_detail,
                    bk.requests_per_minute AS learned_rpm, bk.tokens_per_minute AS learned_tpm,
                    bk.input_tokens_per_minute AS learned_itpm, bk.output_tokens_per_minute AS learned_otpm,
-                   bk.learned_until, coalesce(bk.discovered, false) AS discovered
-            FROM unnest(?::text[]) AS k(key)
+                   bk.learned_until, coalesce(bk.discovered, false) AS discovered""";
+
+    private static final String STATE_JOINS = """
             LEFT JOIN layover.breakers b ON b.provider_key = k.key
             LEFT JOIN layover.cooldowns c ON c.provider_key = k.key
             LEFT JOIN layover.buckets bk ON bk.provider_key = k.key AND bk.learned_until > now()""";
+
+    /** The cached state of some keys (a notification's, or keys met again). Parameter: the keys (text[]). */
+    static final String LOAD = "SELECT k.key, " + STATE_COLUMNS + "\nFROM unnest(?::text[]) AS k(key)\n" + STATE_JOINS;
+
+    /**
+     * The background refresh of the keys in use, at a cost that follows what is not plain rather
+     * than how many keys there are: only keys whose breaker is not closed, whose cooldown is in
+     * force or whose learned pace is in force come back (a few rows out of 10,000 tenant keys,
+     * found through V2's and V24's partial indexes); every other key in use is closed, cooling
+     * down never and paced only by its configured bucket, as read now. A breaker row that went
+     * missing is found when a failure cannot be counted on it ({@link StateCache#breakerRowMissing}).
+     * Parameter: the keys (text[], distinct).
+     */
+    static final String REFRESH = """
+            WITH marked AS (
+                SELECT provider_key AS key FROM layover.breakers WHERE state <> 'closed'
+                UNION SELECT provider_key FROM layover.cooldowns WHERE until > now()
+                UNION SELECT provider_key FROM layover.buckets WHERE learned_until > now()
+            )
+            SELECT k.key, """ + STATE_COLUMNS + "\nFROM unnest(?::text[]) AS k(key) JOIN marked m ON m.key = k.key\n"
+            + STATE_JOINS;
+
+    /**
+     * The state of keys met for the first time (or read inline again), creating their closed
+     * breakers in the same statement. Parameters: worker, origin, the keys (text[]), the keys again.
+     */
+    static final String LOAD_ENSURING = """
+            WITH ensured AS (
+                INSERT INTO layover.breakers (provider_key, changed_by, change_origin)
+                SELECT DISTINCT u.key, ?, ? FROM unnest(?::text[]) AS u(key)
+                ON CONFLICT (provider_key) DO NOTHING
+                RETURNING provider_key
+            )
+            SELECT k.key, """ + STATE_COLUMNS.replace("b.provider_key IS NOT NULL AS has_breaker",
+            "(b.provider_key IS NOT NULL OR k.key IN (SELECT provider_key FROM ensured)) AS has_breaker")
+            + "\nFROM unnest(?::text[]) AS k(key)\n" + STATE_JOINS;
 
     /** Creates closed breakers for keys seen for the first time. Parameters: keys, worker, origin. */
     static final String ENSURE_BREAKERS = """

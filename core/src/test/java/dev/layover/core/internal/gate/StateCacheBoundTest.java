@@ -45,6 +45,8 @@ class StateCacheBoundTest {
         StateCache cache = cache(db);
         KeyState busy = cache.keyState("k:busy");
         KeyState idle = cache.keyState("k:idle");
+        cache.fresh(busy); // as an admission does: the first read creates the breaker rows
+        cache.fresh(idle);
         cache.refreshOnce();
         assertNotNull(idle.snapshot, "both read while in use");
         assertEquals(2L, db.count("select count(*) from layover.breakers where provider_key like 'k:%'"));
@@ -60,6 +62,42 @@ class StateCacheBoundTest {
         assertSame(idle, cache.keyState("k:idle"), "its next use finds it");
         cache.refreshOnce();
         assertEquals(BreakerState.OPEN, idle.snapshot.state(), "and the refresh reads it again");
+
+        advance(Duration.ofSeconds(30));
+        cache.refreshOnce(); // a refresh is not a use: the key's minute runs from its last use
+        advance(Duration.ofSeconds(31));
+        db.execute("update layover.breakers set state = 'closed', open_until = null where provider_key = 'k:idle'");
+        cache.refreshOnce();
+        assertEquals(BreakerState.OPEN, idle.snapshot.state(), "61 s after its use, refreshed 31 s ago: no longer re-read");
+    }
+
+    @Test
+    void theRefreshReadsBackOnlyKeysThatAreNotPlainAndResetsTheRest(TestDatabase db) {
+        StateCache cache = cache(db);
+        KeyState a = cache.keyState("k:a");
+        KeyState b = cache.keyState("k:b");
+        cache.fresh(a);
+        cache.fresh(b);
+        db.execute("update layover.breakers set state = 'open', open_until = now() + interval '1 hour' where provider_key = 'k:a'");
+        db.execute("insert into layover.cooldowns (provider_key, until, reason, started_at, updated_at) values ('k:b', now() + interval '1 hour', 'rate_limited', now(), now())");
+        cache.refreshOnce();
+        assertEquals(BreakerState.OPEN, a.snapshot.state());
+        assertNotNull(b.snapshot.cooldownUntil(), "a cooldown in force is read");
+
+        db.execute("update layover.breakers set state = 'closed', open_until = null where provider_key = 'k:a'");
+        db.execute("update layover.cooldowns set until = now() - interval '1 second' where provider_key = 'k:b'");
+        cache.refreshOnce();
+        assertEquals(BreakerState.CLOSED, a.snapshot.state(), "closed again: not marked, so reset to plain");
+        assertEquals(null, b.snapshot.cooldownUntil(), "the cooldown over: reset to plain");
+
+        db.execute("delete from layover.breakers where provider_key = 'k:a'");
+        cache.refreshOnce();
+        assertEquals(BreakerState.CLOSED, a.snapshot.state(), "a missing row is not looked for by the refresh");
+        cache.breakerRowMissing(a); // what a failure that could not be counted says
+        cache.refreshOnce();
+        assertNotNull(cache.fresh(a));
+        assertEquals(1L, db.count("select count(*) from layover.breakers where provider_key = 'k:a'"),
+                "a breaker row gone missing is created again by the key's next use");
     }
 
     @Test
@@ -68,7 +106,8 @@ class StateCacheBoundTest {
         List<String> forgotten = new CopyOnWriteArrayList<>();
         cache.onForget(forgotten::add);
         KeyState old = cache.keyState("k:old");
-        cache.keyState("k:new");
+        cache.fresh(old);
+        cache.fresh(cache.keyState("k:new"));
         cache.refreshOnce();
         old.successes.add(3);
 
