@@ -344,13 +344,21 @@ final class StateSql {
      * extra, token rate, token capacity, token need, token extra, may wait, task name, task id,
      * version (the job; nulls for none), permit grace (s), book by (the latest slot that may be
      * reserved; null: any).
+     *
+     * <p>The take commits asynchronously ({@code synchronous_commit = off} for its transaction
+     * alone): every admission of a key updates the key's one bucket row, whose lock is held until
+     * commit, so with a synchronous commit the takes of a busy key queue behind one WAL flush
+     * each (8 worker threads waiting on a row lock, one in {@code WALSync}). What a crash or a
+     * failover can lose is the last few hundred milliseconds of takes: that many permits are
+     * handed out again, a short burst the provider's 429 (rescheduled without an attempt) answers.
      */
     static final String TAKE_PERMITS = """
             WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now,
                               ?::float8 AS rr, ?::float8 AS rc, ?::float8 AS rn, ?::float8 AS rx,
                               ?::float8 AS tr, ?::float8 AS tc, ?::float8 AS tn, ?::float8 AS tx,
                               ?::boolean AS may_wait, ?::text AS task_name, ?::text AS task_id, ?::bigint AS version,
-                              ?::float8 AS grace_s, ?::timestamptz AS book_by),
+                              ?::float8 AS grace_s, ?::timestamptz AS book_by,
+                              set_config('synchronous_commit', 'off', true) AS async_commit),
             carried AS (
                 SELECT layover.spend_held_permit(p.task_name, p.task_id, p.version, p.now, p.grace_s) AS spent FROM p
             ), taken AS (

@@ -53,6 +53,7 @@ final class TokenSql {
      * input rate, capacity, need; output rate, capacity, need; may wait, task name, task id,
      * version (the job; nulls for none), permit grace (s).
      */
+    // Like StateSql.TAKE_PERMITS, the take commits without waiting for its WAL flush (see there).
     static final String TAKE = """
             WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now,
                               ?::float8 AS rr, ?::float8 AS rc, ?::float8 AS rn,
@@ -60,7 +61,8 @@ final class TokenSql {
                               ?::float8 AS ir, ?::float8 AS ic, ?::float8 AS inn,
                               ?::float8 AS orr, ?::float8 AS oc, ?::float8 AS onn,
                               ?::boolean AS may_wait, ?::text AS task_name, ?::text AS task_id, ?::bigint AS version,
-                              ?::float8 AS grace_s),
+                              ?::float8 AS grace_s,
+                              set_config('synchronous_commit', 'off', true) AS async_commit),
             carried AS (
                 SELECT layover.spend_held_permit(p.task_name, p.task_id, p.version, p.now, p.grace_s) AS spent FROM p
             ), cur AS (
