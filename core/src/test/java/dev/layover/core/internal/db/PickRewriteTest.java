@@ -77,6 +77,40 @@ class PickRewriteTest {
         assertTrue(sql.contains("st0.execution_time = st0.permit_at") && sql.contains("UNION ALL"), sql);
     }
 
+    /**
+     * A pick planned while the queue was empty (a generic plan: PostgreSQL's choice for a statement
+     * prepared on the server once it ran five times) may join the job table to the pick's
+     * subquery with a nested loop that runs the subquery again for every row; each run of a
+     * {@code SKIP LOCKED} subquery then locks further rows. db-scheduler's own statement, planned
+     * so, took every due row of a 20,000-job burst in one pick (half a minute, one worker holding
+     * them all); the rewrite chooses its rows once, in a materialized CTE.
+     */
+    @Test
+    void aPickPlannedOnAnEmptyQueueStillTakesNoMoreThanItsLimit(TestDatabase db) {
+        String url = db.jdbcUrl() + (db.jdbcUrl().contains("?") ? "&" : "?")
+                + "prepareThreshold=1&options=-c%20plan_cache_mode%3Dforce_generic_plan";
+        com.zaxxer.hikari.HikariConfig cfg = new com.zaxxer.hikari.HikariConfig();
+        cfg.setJdbcUrl(url);
+        cfg.setMaximumPoolSize(1);
+        try (com.zaxxer.hikari.HikariDataSource generic = new com.zaxxer.hikari.HikariDataSource(cfg)) {
+            OneTimeTask<Void> task = Tasks.oneTime("pick").execute((i, c) -> {});
+            TaskResolver resolver = new TaskResolver(SchedulerListeners.NOOP, new SystemClock(), List.of(task));
+            JdbcTaskRepository repo = new JdbcTaskRepository(rewriting(generic), false,
+                    new PostgreSqlJdbcCustomization(false, false), "layover.scheduled_tasks", resolver,
+                    new SchedulerName.Fixed("pick-test"), false, new SystemClock());
+            Instant now = ((Timestamp) db.value("SELECT now()")).toInstant();
+            db.execute("VACUUM ANALYZE layover.scheduled_tasks"); // known to be empty: the planner's smallest plans
+            for (int i = 0; i < 3; i++) {
+                assertEquals(0, repo.lockAndGetDue(now, 10).size(), "the queue is empty: planned on it");
+            }
+            db.update("INSERT INTO layover.scheduled_tasks (task_name, task_instance, execution_time, picked, version)"
+                    + " SELECT 'pick', 'burst-' || g, now() - interval '1 second', false, 1 FROM generate_series(1, 300) g");
+            assertEquals(10, repo.lockAndGetDue(now, 10).size());
+            assertEquals(10L, db.count("SELECT count(*) FROM layover.scheduled_tasks WHERE picked"),
+                    "one pick locks at most its limit");
+        }
+    }
+
     @Test
     void otherStatementsAreLeftAlone() {
         String dead = "select * from layover.scheduled_tasks where picked = ? and last_heartbeat <= ? order by last_heartbeat asc";
