@@ -235,6 +235,9 @@ final class StateCache {
                 continue; // forgotten, or a read that started later (a notification's) landed first: this one is older
             }
             Snapshot s = read.get(key);
+            if (s == null && ks.snapshot == null) {
+                continue; // never read inline: its first use does, and creates its breaker row
+            }
             if (s == null) { // the refresh: not marked, so plain
                 ks.snapshot = isPlain(ks.snapshot) ? ks.snapshot : Snapshot.CLOSED;
                 ks.learned = null;

@@ -98,6 +98,13 @@ class StateCacheBoundTest {
         assertNotNull(cache.fresh(a));
         assertEquals(1L, db.count("select count(*) from layover.breakers where provider_key = 'k:a'"),
                 "a breaker row gone missing is created again by the key's next use");
+
+        KeyState unread = cache.keyState("k:unread"); // met (a fair queue's key, say) but never admitted here
+        cache.refreshOnce();
+        assertEquals(null, unread.snapshot, "the refresh does not take a key never read for a plain one");
+        cache.fresh(unread);
+        assertEquals(1L, db.count("select count(*) from layover.breakers where provider_key = 'k:unread'"),
+                "its first inline read creates its breaker row");
     }
 
     @Test
