@@ -109,11 +109,11 @@ public final class BacklogBench {
             b.bucket("bk:" + k, BucketSettings.requestsPerSecond(rate));
         }
         Layover layover = b.build(); // migrates
-        exec(ds, "insert into layover.scheduled_tasks (task_name, task_instance, task_data, execution_time, picked,"
+        BenchDatabase.exec(ds, "insert into layover.scheduled_tasks (task_name, task_instance, task_data, execution_time, picked,"
                 + " version, provider_key, first_enqueued_at)"
                 + " select 'backlog', 'b' || g, convert_to('{\"n\":' || g || '}', 'UTF8'), now(), false, 1,"
                 + " 'bk:' || (g % " + keys + "), now() from generate_series(1, " + jobs + ") g");
-        exec(ds, "analyze layover.scheduled_tasks");
+        BenchDatabase.exec(ds, "analyze layover.scheduled_tasks");
         long writes0 = writes(ds);
         String started = rows(ds, "select now()::text");
         long t0 = System.nanoTime();
@@ -123,12 +123,12 @@ public final class BacklogBench {
         long end = t0 + run.toNanos();
         while (System.nanoTime() < end) {
             Thread.sleep(Math.min(10_000, Math.max(1, (end - System.nanoTime()) / 1_000_000)));
-            long done = count(ds, "select count(*) from layover.job_history where job_type = 'backlog' and outcome = 'completed'");
+            long done = BenchDatabase.count(ds, "select count(*) from layover.job_history where job_type = 'backlog' and outcome = 'completed'");
             trace.add(String.format(Locale.ROOT, "%.0fs:%d", (System.nanoTime() - t0) / 1e9, done - doneBefore));
             doneBefore = done;
         }
         double secs = (System.nanoTime() - t0) / 1e9;
-        if (count(ds, "select count(*) from layover.scheduled_tasks where task_name = 'backlog'") == 0) {
+        if (BenchDatabase.count(ds, "select count(*) from layover.scheduled_tasks where task_name = 'backlog'") == 0) {
             // the backlog ran out: its goodput is over the time it had work
             secs = Double.parseDouble(rows(ds, "select extract(epoch from max(finished_at) - '" + started
                     + "'::timestamptz) from layover.job_history where job_type = 'backlog'"));
@@ -143,11 +143,11 @@ public final class BacklogBench {
         System.out.println("  bucket: " + rows(ds, "select provider_key || ' tat ' || round(extract(epoch from request_tat - now()))"
                 + " || 's ahead' from layover.buckets where provider_key like 'bk:%' order by 1 limit 3"));
         layover.stop();
-        long done = count(ds, "select count(*) from layover.job_history where job_type = 'backlog' and outcome = 'completed'");
-        long parked = count(ds, "select count(*) from layover.dead_letters where job_type = 'backlog'");
+        long done = BenchDatabase.count(ds, "select count(*) from layover.job_history where job_type = 'backlog' and outcome = 'completed'");
+        long parked = BenchDatabase.count(ds, "select count(*) from layover.dead_letters where job_type = 'backlog'");
         long writes = writes(ds) - writes0;
-        long table = count(ds, "select pg_table_size('layover.scheduled_tasks')");
-        long index = count(ds, "select pg_indexes_size('layover.scheduled_tasks')");
+        long table = BenchDatabase.count(ds, "select pg_table_size('layover.scheduled_tasks')");
+        long index = BenchDatabase.count(ds, "select pg_indexes_size('layover.scheduled_tasks')");
         System.out.println("  done per 10 s: " + String.join(" ", trace));
         return new Arm(jobs, keys, rate, secs, done, parked, writes, table, index);
     }
@@ -155,7 +155,7 @@ public final class BacklogBench {
     /** Updates and deletes of the job table so far (the statistics collector's counters). */
     private static long writes(DataSource ds) throws Exception {
         Thread.sleep(600); // the counters reach pg_stat after the backend reports (at most every 500 ms)
-        return count(ds, "select n_tup_upd + n_tup_del from pg_stat_user_tables where schemaname = 'layover'"
+        return BenchDatabase.count(ds, "select n_tup_upd + n_tup_del from pg_stat_user_tables where schemaname = 'layover'"
                 + " and relname = 'scheduled_tasks'");
     }
 
@@ -167,19 +167,6 @@ public final class BacklogBench {
             }
         }
         return String.join(", ", out);
-    }
-
-    private static long count(DataSource ds, String sql) throws Exception {
-        try (Connection c = ds.getConnection(); Statement st = c.createStatement(); ResultSet rs = st.executeQuery(sql)) {
-            rs.next();
-            return rs.getLong(1);
-        }
-    }
-
-    private static void exec(DataSource ds, String sql) throws Exception {
-        try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
-            st.execute(sql);
-        }
     }
 
     /**

@@ -83,6 +83,21 @@ final class BenchDatabase implements AutoCloseable {
         }
     }
 
+    /** @return the first column of the first row of {@code sql}, as a long */
+    static long count(DataSource ds, String sql) throws Exception {
+        try (var c = ds.getConnection(); var st = c.createStatement(); var rs = st.executeQuery(sql)) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
+    /** Runs {@code sql} (autocommit). */
+    static void exec(DataSource ds, String sql) throws Exception {
+        try (var c = ds.getConnection(); var st = c.createStatement()) {
+            st.execute(sql);
+        }
+    }
+
     String jdbcUrl() {
         return url;
     }

@@ -149,7 +149,7 @@ public final class KeysBench {
         double seconds = (System.nanoTime() - t0) / 1e9;
         double[] stat1 = stats(ds, s.statsWait());
         long heap = heapAfterGc() - heap0;
-        exec(ds, "vacuum analyze"); // else autovacuum, cleaning up after the run, is most of the idle figure
+        BenchDatabase.exec(ds, "vacuum analyze"); // else autovacuum, cleaning up after the run, is most of the idle figure
         double[] idle = idle(ds, s);
         double later = Double.NaN;
         if (s.later()) {
@@ -157,22 +157,22 @@ public final class KeysBench {
             later = idle(ds, s)[0];
         }
         layover.stop();
-        long done = count(ds, "select count(*) from layover.job_history where job_type = 'keys' and outcome = 'completed'");
+        long done = BenchDatabase.count(ds, "select count(*) from layover.job_history where job_type = 'keys' and outcome = 'completed'");
         return new Arm(limit, keys, s.jobs(), done - keys, seconds, stat1[0] - stat0[0], (first1[0] - first0[0]) / keys,
                 idle[0], idle[1], later, heap);
     }
 
     private static void insert(DataSource ds, String prefix, int jobs, int keys) throws Exception {
-        exec(ds, "insert into layover.scheduled_tasks (task_name, task_instance, task_data, execution_time, picked,"
+        BenchDatabase.exec(ds, "insert into layover.scheduled_tasks (task_name, task_instance, task_data, execution_time, picked,"
                 + " version, provider_key, first_enqueued_at)"
                 + " select 'keys', '" + prefix + "' || g, convert_to('{\"n\":' || g || '}', 'UTF8'), now(), false, 1,"
                 + " 'kk:' || (g % " + keys + "), now() from generate_series(1, " + jobs + ") g");
-        exec(ds, "analyze layover.scheduled_tasks");
+        BenchDatabase.exec(ds, "analyze layover.scheduled_tasks");
     }
 
     private static void awaitDone(DataSource ds) throws Exception {
         long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
-        while (count(ds, "select count(*) from layover.scheduled_tasks where task_name = 'keys'") > 0) {
+        while (BenchDatabase.count(ds, "select count(*) from layover.scheduled_tasks where task_name = 'keys'") > 0) {
             if (System.nanoTime() > deadline) {
                 throw new IllegalStateException("the jobs did not finish within 10 minutes");
             }
@@ -206,19 +206,6 @@ public final class KeysBench {
         Thread.sleep(200);
         System.gc();
         return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
-    }
-
-    private static long count(DataSource ds, String sql) throws Exception {
-        try (Connection c = ds.getConnection(); Statement st = c.createStatement(); ResultSet rs = st.executeQuery(sql)) {
-            rs.next();
-            return rs.getLong(1);
-        }
-    }
-
-    private static void exec(DataSource ds, String sql) throws Exception {
-        try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
-            st.execute(sql);
-        }
     }
 
     /**
