@@ -71,7 +71,7 @@ final class BatchStep {
         } catch (RuntimeException e) {
             // never call a job that may be in a batch: it would be charged twice
             String why = "batch state unreadable: " + Errors.safeMessage(e);
-            return new Step((c, o) -> writer.hold(run, key, "batch_state_unavailable", why), false);
+            return new Step((c, o) -> writer.hold(run, key, "batch_state_unavailable", why, null), false);
         }
         if (st == null) {
             return new Step((c, o) -> { }, false); // the row is gone (cancelled, parked): nothing to run or write
@@ -88,7 +88,7 @@ final class BatchStep {
                     }
                 } catch (RuntimeException e) {
                     String why = "batch state unreadable: " + Errors.safeMessage(e);
-                    return new Step((c, o) -> writer.hold(run, key, "batch_state_unavailable", why), false);
+                    return new Step((c, o) -> writer.hold(run, key, "batch_state_unavailable", why, null), false);
                 }
             }
             Instant until = BatchRoute.waitUntil(st.now(), st.latest(), s);

@@ -116,7 +116,7 @@ public final class Engine {
                         + "', which is not registered");
             }
         }
-        this.enqueuer = new Enqueuer(store, clock);
+        this.enqueuer = new Enqueuer(store, clock, config.tokenCosts());
         this.metrics = SafeMetrics.of(config.metrics());
         this.observability = new Observability(metrics, config.history(), config.historyArgs(),
                 new TimeSeries(db, config.timeSeries()));

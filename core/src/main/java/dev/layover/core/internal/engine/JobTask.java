@@ -164,7 +164,7 @@ final class JobTask<A> extends CustomTask<byte[]> {
                 run.attemptsSpent() + 1).fairnessKey(fairnessKey(args));
         Admission admission = p.control().admit(check, pr); // gate.admit(pr) unless the job has limits of its own
         if (admission instanceof Admission.Wait w && AdmissionControl.isHold(w)) {
-            return Next.of((complete, ops) -> writer.hold(run, key, w.reason(), w.detail()));
+            return Next.of((complete, ops) -> writer.hold(run, key, w.reason(), w.detail(), w.runAt()));
         }
         if (admission instanceof Admission.Wait w) {
             return Next.waiting((complete, ops) -> {

@@ -213,11 +213,13 @@ final class OutcomeWriter {
      * attempt and without counting as a reschedule (a busy limit never parks a job).
      *
      * @param key the job's provider key, or null
+     * @param from when the hold's delay starts (a fair queue's estimate of the job's turn), or null: now
      */
-    void hold(JobRun run, String key, String reason, String detail) {
+    void hold(JobRun run, String key, String reason, String detail, Instant from) {
         guard(run, () -> {
             Instant now = clock.instant();
-            int updated = retry.write(() -> store.hold(run, now, HOLD_CAP, HOLD_BASE, reason, StoredText.cut(detail)));
+            Instant base = from != null && from.isAfter(now) ? from : now;
+            int updated = retry.write(() -> store.hold(run, base, HOLD_CAP, HOLD_BASE, reason, StoredText.cut(detail)));
             if (updated > 0) {
                 observability.metrics().jobRescheduled(run.taskName(), reason);
                 observability.timeSeries().rescheduled(run.taskName(), key, reason);

@@ -6,7 +6,6 @@ import static dev.layover.core.internal.gate.GateDb.ts;
 
 import dev.layover.core.spi.Db;
 import dev.layover.core.internal.jobs.JobStore;
-import dev.layover.core.metrics.LayoverMetrics;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.tokens.TokenEstimate;
 import dev.layover.core.tokens.TokenUsage;
@@ -62,14 +61,14 @@ final class Buckets {
     /**
      * @param permitGrace how late a job may come back for the bucket permit it holds before the
      *     permit lapses
-     * @param metrics where the token ledger counts reserved, used, refunded and charged tokens
+     * @param ledger the token side of the buckets
      * @param fairness the fair queues, for jobs with a fairness key
      */
-    Buckets(GateDb gdb, JobStore store, Duration permitGrace, LayoverMetrics metrics, Fairness fairness) {
+    Buckets(GateDb gdb, JobStore store, Duration permitGrace, TokenLedger ledger, Fairness fairness) {
         this.gdb = gdb;
         this.store = store;
         this.permitGrace = permitGrace;
-        this.ledger = new TokenLedger(gdb, permitGrace, metrics);
+        this.ledger = ledger;
         this.fairness = fairness;
     }
 
@@ -100,19 +99,21 @@ final class Buckets {
      */
     Admission permit(KeyState ks, BucketSettings b, long tokens, Instant now, ProviderRun run, boolean mayWait,
             Instant bookBy) {
-        if (b.limitsTokens()) { // requests and every token dimension in one statement, no lease (TokenLedger)
-            TokenEstimate e = run != null ? run.estimate() : TokenEstimate.total(Math.min(tokens, TokenUsage.MAX_COUNT));
-            KeyState.Learned l = ks.learned;
-            boolean learned = l != null && l.bucket() == b; // a missing learned row is forgotten, never configured
-            return ledger.take(ks, b, e, now, run, mayWait, learned ? null : () -> configure(ks.key, b));
-        }
+        KeyState.Learned l = ks.learned;
+        boolean learned = l != null && l.bucket() == b; // a missing learned row is forgotten, never configured
         if (run != null && run.fairnessKey() != null && mayWait && bookBy == null && Fairness.fair(b)) {
-            KeyState.Learned l = ks.learned;
-            boolean learned = l != null && l.bucket() == b;
+            String big = b.limitsTokens() ? TokenLedger.tooLarge(ks.key, b, run.estimate()) : null;
+            if (big != null) {
+                return new Admission.TooLarge(GateDb.cut(big));
+            }
             Admission fair = fairness.admit(ks, b, now, run, learned ? null : () -> configure(ks.key, b));
             if (fair != null) {
                 return fair; // else: not in the queue (no fairness key on the row), admitted as a job without one
             }
+        }
+        if (b.limitsTokens()) { // requests and every token dimension in one statement, no lease (TokenLedger)
+            TokenEstimate e = run != null ? run.estimate() : TokenEstimate.total(Math.min(tokens, TokenUsage.MAX_COUNT));
+            return ledger.take(ks, b, e, now, run, mayWait, learned ? null : () -> configure(ks.key, b));
         }
         boolean limitsRequests = b.requestRate() > 0;
         boolean limitsTokens = b.tokenRate() > 0 && tokens > 0;
@@ -140,8 +141,7 @@ final class Buckets {
                 return ProviderGate.GO;
             }
             if (p.slot() == null) {
-                KeyState.Learned l = ks.learned;
-                if (l != null && l.bucket() == b) {
+                if (learned) {
                     return null;
                 }
                 configure(ks.key, b);

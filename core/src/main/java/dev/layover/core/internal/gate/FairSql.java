@@ -1,23 +1,28 @@
 package dev.layover.core.internal.gate;
 
 /**
- * The SQL of {@link Fairness}: V20's {@code layover.fair_round} (a round of a key's fair queue)
- * and the configured weights ({@code layover.fairness_weights}).
+ * The SQL of {@link Fairness}: V25's {@code layover.fair_round_limit} (a round of a key's fair
+ * queue) and the configured weights ({@code layover.fairness_weights}).
  */
 final class FairSql {
 
     private FairSql() {}
 
     /**
-     * One round of a key's fair queue ({@code layover.fair_round}, V20: spends the caller's held
-     * permit, tags new waiting jobs, books the next permits in tag order). Parameters: key, now,
-     * request rate (/s), capacity, horizon (s), low-priority share, max jobs to tag, the caller's
+     * One round of a key's fair queue ({@code layover.fair_round_limit}, V25: V20's round for a
+     * bucket of any dimensions, the jobs' token estimates as their costs, or for a concurrency
+     * limit, its free slots as the permits: spends the caller's held permit, tags new waiting jobs,
+     * books the next permits in tag order). Parameters: key, now, mode ({@code bucket} or
+     * {@code slots}), request rate (/s) and capacity, combined, input and output token rates (/s)
+     * and capacities (0: not limited), slots, dead-worker limit (s), the limit's rate in cost
+     * units a second (estimates), horizon (s), low-priority share, max jobs to tag, the caller's
      * task name, id and version (nulls: a pump round), permit grace (s). Returns carried, slot,
-     * estimate, booked, tagged, waiting (all null: the key has no request bucket row).
+     * estimate, booked, tagged, waiting and the key's token shares (all null: the key has no row
+     * of that limit).
      */
     static final String ROUND = """
-            SELECT carried, slot, estimate, booked, tagged, waiting
-            FROM layover.fair_round(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""";
+            SELECT carried, slot, estimate, booked, tagged, waiting, token_share, input_share, output_share
+            FROM layover.fair_round_limit(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""";
 
     /**
      * A configured weight, written by a worker at start: replaces a configured row, never an

@@ -4,6 +4,7 @@ import static dev.layover.core.internal.gate.GateDb.instant;
 import static dev.layover.core.internal.gate.GateDb.seconds;
 import static dev.layover.core.internal.gate.GateDb.ts;
 
+import dev.layover.core.provider.TokenDimension;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.provider.state.FairnessSettings;
 import dev.layover.core.spi.Db;
@@ -28,6 +29,9 @@ import org.slf4j.LoggerFactory;
  * to have waiting jobs gets a round every half horizon from the pump thread, so that permits
  * are booked in tag order while the queue lasts. Rounds of one key are serial fleet-wide (the
  * key's rows are locked for each), so any number of instances may pump.
+ *
+ * <p>The permit is a bucket's (requests, and tokens at each job's estimated cost) or, for a key
+ * with a concurrency limit, a free slot ({@link #admitSlot}).
  */
 final class Fairness {
 
@@ -36,19 +40,41 @@ final class Fairness {
     /** Jobs one round tags at most. */
     static final int MAX_TAG = 10_000;
 
-    /** The round's answer. {@code carried} null: the key has no request bucket row. */
-    record Round(Boolean carried, Instant slot, Instant estimate, int booked, int tagged, boolean waiting) {}
+    /** The round's answer. {@code carried} null: the key has no row of the limit; {@code shares} null: none read. */
+    record Round(Boolean carried, Instant slot, Instant estimate, int booked, int tagged, boolean waiting,
+            double[] shares) {}
+
+    /**
+     * What a key's fair queue shares: its bucket, or (slots above 0) its concurrency limit, whose
+     * free slots are the permits; a slot counts as free when its holder's heartbeat is older than
+     * {@code deadAfter}.
+     */
+    record Limit(BucketSettings bucket, int slots, Duration deadAfter) {
+
+        static Limit of(BucketSettings b) {
+            return new Limit(b, 0, null);
+        }
+
+        boolean isSlots() {
+            return slots > 0;
+        }
+    }
 
     private final GateDb gdb;
     private final Duration permitGrace;
+    private final TokenLedger ledger;
     private volatile FairnessSettings settings = FairnessSettings.defaults();
     private final Set<String> pumped = ConcurrentHashMap.newKeySet();
+    /** Keys whose fair queue shares a concurrency limit, met by {@link #admitSlot}: their limit. */
+    private final Map<String, Limit> slotKeys = new ConcurrentHashMap<>();
     private volatile ScheduledExecutorService pump;
     private volatile long lastWarned;
 
-    Fairness(GateDb gdb, Duration permitGrace) {
+    /** @param ledger where a booking of a bucket that limits tokens becomes the run's reservation */
+    Fairness(GateDb gdb, Duration permitGrace, TokenLedger ledger) {
         this.gdb = gdb;
         this.permitGrace = permitGrace;
+        this.ledger = ledger;
     }
 
     void configure(FairnessSettings s) {
@@ -96,6 +122,7 @@ final class Fairness {
             pump = null;
         }
         pumped.clear();
+        slotKeys.clear();
     }
 
     /** @return the keys this instance pumps now (for tests and the console) */
@@ -110,12 +137,16 @@ final class Fairness {
                 continue; // cooling down or breaker not closed: permits booked now would only be refused
             }
             try {
-                BucketSettings b = bucketOf.apply(key);
-                if (!fair(b)) {
-                    pumped.remove(key);
-                    continue;
+                Limit limit = slotKeys.get(key);
+                if (limit == null) {
+                    BucketSettings b = bucketOf.apply(key);
+                    if (!fair(b)) {
+                        pumped.remove(key);
+                        continue;
+                    }
+                    limit = Limit.of(b);
                 }
-                Round r = round(key, b, now.get(), null);
+                Round r = round(key, limit, now.get(), null);
                 if (r.carried() == null || !r.waiting()) {
                     pumped.remove(key);
                 }
@@ -130,14 +161,16 @@ final class Fairness {
         }
     }
 
-    /** @return whether a job with a fairness key passes {@code b} through its fair queue */
+    /** @return whether a job with a fairness key passes {@code b} through its fair queue (requests or tokens limited) */
     static boolean fair(BucketSettings b) {
-        return b != null && b.requestRate() > 0 && !b.limitsTokens();
+        return b != null && (b.requestRate() > 0 || b.limitsTokens());
     }
 
     /**
      * A job's permit from its key's fair queue: the held permit spent, a permit booked in its turn
-     * (now: go), or its place in the queue (wait, holding no permit).
+     * (now: go), or its place in the queue (wait, holding no permit). When the bucket limits
+     * tokens, the booking (the job's estimate times the key's shares) becomes the run's token
+     * reservation, settled after the call.
      *
      * @param configure writes the bucket row when it is missing; null for a learned pace
      * @return go or wait; null when the job is not in the queue (its row has no fairness key: it
@@ -145,8 +178,34 @@ final class Fairness {
      *     admits it as a job without a fairness key
      */
     Admission admit(KeyState ks, BucketSettings b, Instant now, ProviderRun run, Runnable configure) {
+        Turn t = turn(ks.key, Limit.of(b), now, run, configure);
+        if (t != null && t.admission() instanceof Admission.Go && b.limitsTokens()) {
+            ledger.reserveBooked(ks.key, b, run, t.shares());
+        }
+        return t == null ? null : t.admission();
+    }
+
+    /**
+     * A job's turn at a free slot of its key's concurrency limit ({@code docs/fairness.md}): go
+     * (the caller then claims the slot as every job does), or its place in the queue (wait,
+     * holding no slot; a round calls it when a slot is free in its turn).
+     *
+     * @param configure writes the limit's rows when they are missing
+     * @return go or wait; null when the job is not in the queue (as {@link #admit})
+     */
+    Admission admitSlot(String key, int slots, Duration deadAfter, Instant now, ProviderRun run, Runnable configure) {
+        Limit limit = new Limit(null, slots, deadAfter);
+        slotKeys.put(key, limit);
+        Turn t = turn(key, limit, now, run, configure);
+        return t == null ? null : t.admission();
+    }
+
+    /** A job's answer from its fair queue, with the key's token shares the round read (null: none). */
+    private record Turn(Admission admission, double[] shares) {}
+
+    private Turn turn(String key, Limit limit, Instant now, ProviderRun run, Runnable configure) {
         for (int tries = 0; tries < 2; tries++) {
-            Round r = round(ks.key, b, now, run);
+            Round r = round(key, limit, now, run);
             if (r.carried() == null) {
                 if (configure == null) {
                     return null;
@@ -155,25 +214,28 @@ final class Fairness {
                 continue;
             }
             if (r.waiting()) {
-                pumped.add(ks.key);
+                pumped.add(key);
             }
-            if (r.carried()) {
-                return ProviderGate.GO;
+            String what = limit.isSlots() ? "a slot of its concurrency limit (" + limit.slots() + ")"
+                    : "a permit of its bucket (" + Buckets.describe(limit.bucket()) + ")";
+            if (r.carried() || (r.slot() != null && !r.slot().isAfter(now))) {
+                return new Turn(ProviderGate.GO, r.shares());
             }
+            // a wait for a slot is a hold (no reschedule counted, never parked), as any wait for a concurrency slot
+            String reason = limit.isSlots() ? Limits.CONCURRENCY : "fair";
             if (r.slot() != null) {
-                if (!r.slot().isAfter(now)) {
-                    return ProviderGate.GO;
-                }
-                return new Admission.Wait(r.slot(), "fair", "fair share of " + ks.key + ": a permit of its bucket ("
-                        + Buckets.describe(b) + ") booked in the turn of " + run.fairnessKey() + " at " + r.slot(), r.slot());
+                return new Turn(new Admission.Wait(r.slot(), reason, "fair share of " + key + ": " + what
+                        + " booked in the turn of " + run.fairnessKey() + " at " + r.slot(), r.slot()), null);
             }
             if (r.estimate() != null) {
-                return new Admission.Wait(r.estimate(), "fair", "fair share of " + ks.key + ": " + run.fairnessKey()
-                        + " waits its turn among the key's fairness keys (about " + r.estimate() + ")", null);
+                return new Turn(new Admission.Wait(r.estimate(), reason, "fair share of " + key + ": " + run.fairnessKey()
+                        + " waits its turn among the key's fairness keys for " + what + " (about " + r.estimate() + ")",
+                        null), null);
             }
             return null;
         }
-        throw new IllegalStateException("the bucket row of " + ks.key + " could not be created");
+        throw new IllegalStateException("the " + (limit.isSlots() ? "concurrency limit" : "bucket") + " row of " + key
+                + " could not be created");
     }
 
     /**
@@ -212,20 +274,50 @@ final class Fairness {
     }
 
     /** One {@link FairSql#ROUND}; {@code run} null: a pump round. */
-    Round round(String key, BucketSettings b, Instant now, ProviderRun run) {
+    Round round(String key, Limit limit, Instant now, ProviderRun run) {
         FairnessSettings s = settings;
+        BucketSettings b = limit.bucket();
+        boolean slots = limit.isSlots();
+        double rr = slots ? 0 : b.requestRate();
+        // cost units a second the limit serves: request permits, seconds when only tokens are limited, a guess of
+        // one call a second per slot for a concurrency limit (estimates only: rounds book in tag order whatever they say)
+        double rate = slots ? limit.slots() : rr > 0 ? rr : 1;
         return gdb.inline("a round of the fair queue of " + key, c -> {
             try (PreparedStatement ps = c.prepareStatement(FairSql.ROUND)) {
-                Db.bind(ps, key, ts(now), b.requestRate(), b.requestCapacity(), seconds(s.horizon()), s.lowPriorityShare(),
-                        MAX_TAG, run == null ? null : run.taskName(), run == null ? null : run.jobId(),
+                Db.bind(ps, key, ts(now), slots ? "slots" : "bucket", rr, slots ? 0 : b.requestCapacity(),
+                        dimension(b, TokenDimension.TOKENS, false), dimension(b, TokenDimension.TOKENS, true),
+                        dimension(b, TokenDimension.INPUT_TOKENS, false), dimension(b, TokenDimension.INPUT_TOKENS, true),
+                        dimension(b, TokenDimension.OUTPUT_TOKENS, false), dimension(b, TokenDimension.OUTPUT_TOKENS, true),
+                        limit.slots(), slots ? seconds(limit.deadAfter()) : 0.0, rate, seconds(s.horizon()),
+                        s.lowPriorityShare(), MAX_TAG, run == null ? null : run.taskName(), run == null ? null : run.jobId(),
                         run == null ? null : run.version(), seconds(permitGrace));
                 try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
                     Object carried = rs.getObject("carried");
+                    double[] shares = null;
+                    if (rs.getObject("token_share") != null || rs.getObject("input_share") != null
+                            || rs.getObject("output_share") != null) {
+                        shares = new double[] {share(rs, "token_share"), share(rs, "input_share"), share(rs, "output_share")};
+                    }
                     return new Round(carried == null ? null : (Boolean) carried, instant(rs, "slot"),
-                            instant(rs, "estimate"), rs.getInt("booked"), rs.getInt("tagged"), rs.getBoolean("waiting"));
+                            instant(rs, "estimate"), rs.getInt("booked"), rs.getInt("tagged"), rs.getBoolean("waiting"),
+                            shares);
                 }
             }
         });
+    }
+
+    /** A token dimension's rate (/s) or capacity; 0 when the bucket does not limit it (or there is no bucket). */
+    private static double dimension(BucketSettings b, TokenDimension d, boolean capacity) {
+        if (b == null || b.rate(d) <= 0) {
+            return 0;
+        }
+        return capacity ? b.capacity(d) : b.rate(d);
+    }
+
+    /** A share as V19's bookings use it: clamped to [0.05, 1], none learned: 1. */
+    private static double share(ResultSet rs, String column) throws java.sql.SQLException {
+        double v = rs.getDouble(column);
+        return rs.wasNull() ? 1 : Math.min(1, Math.max(0.05, v));
     }
 }

@@ -146,9 +146,22 @@ public final class Limits {
             return state;
         }
         String trial = go.trialToken();
-        Admission limits;
+        Admission limits = null;
+        int slots = run.providerKey() == null || run.fairnessKey() == null ? 0 : concurrencyOf(run.providerKey());
+        if (slots > 0) { // a fair share of the provider key's slots: the job's turn first (docs/fairness.md)
+            String key = run.providerKey();
+            Admission turn = gate.admitFairSlot(run, slots, config.deadAfter(), () -> {
+                configured.remove(key);
+                configure(key, bucketOf(key), slots);
+            });
+            if (turn != null && !(turn instanceof Admission.Go)) {
+                limits = turn;
+            }
+        }
         try {
-            limits = claim(gate, run, limitKeys);
+            if (limits == null) {
+                limits = claim(gate, run, limitKeys);
+            }
         } catch (RuntimeException e) {
             Instant now = clock.instant();
             LOG.warn("Layover fails closed: cannot claim the limits of job {}/{} ({}); the job waits {} s without "

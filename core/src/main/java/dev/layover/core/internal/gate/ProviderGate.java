@@ -172,8 +172,9 @@ public final class ProviderGate {
         this.cooldowns = new Cooldowns(gdb, cache, config.cooldowns());
         this.paces = new Paces(gdb, cache, config.cooldowns(), config.buckets());
         JobStore store = new JobStore(db);
-        this.fairness = new Fairness(gdb, config.permitGrace());
-        this.buckets = new Buckets(gdb, store, config.permitGrace(), this.metrics, fairness);
+        TokenLedger ledger = new TokenLedger(gdb, config.permitGrace(), this.metrics);
+        this.fairness = new Fairness(gdb, config.permitGrace(), ledger);
+        this.buckets = new Buckets(gdb, store, config.permitGrace(), ledger, fairness);
         this.discovery = new Discovery(gdb, config.cooldowns().discovery(), config.buckets(), buckets, store);
         cache.onForget(cooldowns::forget);
         cache.onForget(discovery::forget);
@@ -319,6 +320,26 @@ public final class ProviderGate {
     public Admission admitState(ProviderRun run) {
         String key = run.providerKey();
         return key == null ? GO : admit(key, run.tokens(), run, true, false);
+    }
+
+    /**
+     * A job with a fairness key whose provider key has a concurrency limit: its turn at a free slot
+     * in the key's fair queue ({@code docs/fairness.md}). Go: the caller claims the slot with its
+     * other limits; wait: in the queue, holding nothing. Never throws: a database error gives a
+     * wait of 5 s (fail closed), logged.
+     *
+     * @param slots the key's concurrency limit
+     * @param deadAfter how old a slot holder's heartbeat may be before the slot counts as free
+     * @param configure writes the limit's rows when they are missing
+     * @return go or wait; null when the job's row is not in the queue (admit it as a job without a fairness key)
+     */
+    public Admission admitFairSlot(ProviderRun run, int slots, Duration deadAfter, Runnable configure) {
+        Instant now = cache.now();
+        try {
+            return fairness.admitSlot(run.providerKey(), slots, deadAfter, now, run, configure);
+        } catch (RuntimeException e) {
+            return failClosed(run.providerKey(), "take a turn in the fair queue of", e, now);
+        }
     }
 
     private Admission admit(String key, long tokens, ProviderRun run, boolean forJob, boolean withBucket) {

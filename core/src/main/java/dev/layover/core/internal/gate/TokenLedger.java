@@ -121,12 +121,8 @@ final class TokenLedger {
         if (big != null) {
             return new Admission.TooLarge(GateDb.cut(big));
         }
-        double[] rates = new double[DIMENSIONS.length];
-        long[] need = new long[DIMENSIONS.length];
-        for (TokenDimension d : DIMENSIONS) {
-            rates[d.ordinal()] = b.rate(d);
-            need[d.ordinal()] = rates[d.ordinal()] > 0 ? e.tokensFor(d) : 0;
-        }
+        double[] rates = rates(b);
+        long[] need = need(rates, e);
         for (int tries = 0; tries < 2; tries++) {
             Taken row = gdb.inline("taking a permit and tokens from the bucket of " + ks.key, c -> {
                 try (PreparedStatement ps = c.prepareStatement(TokenSql.TAKE)) {
@@ -157,12 +153,8 @@ final class TokenLedger {
             boolean taken = row.carried() || mayWait || fitsNow;
             if (taken && run != null) {
                 // a held permit's booking took the key's share of the need then; its share now is about that
-                double[] took = row.carried() ? scaled(need, row.shares()) : row.tokens();
-                long[] t = new long[DIMENSIONS.length];
-                for (int k = 0; k < t.length; k++) {
-                    t[k] = Math.round(took[k]);
-                }
-                run.reserved(new Reservation(ks.key, rates, t, need));
+                run.reserved(new Reservation(ks.key, rates, rounded(row.carried() ? scaled(need, row.shares())
+                        : row.tokens()), need));
             }
             if (taken && !row.carried()) {
                 count(ks.key, "reserved", Math.round(row.tokens()[0] > 0 ? row.tokens()[0] : row.tokens()[1] + row.tokens()[2]));
@@ -175,6 +167,45 @@ final class TokenLedger {
             return new Admission.Wait(row.slot(), "bucket", detail, mayWait ? row.slot() : null);
         }
         throw new IllegalStateException("the bucket row of " + ks.key + " could not be created");
+    }
+
+    /**
+     * A call admitted by its key's fair queue (V25's {@code layover.fair_round_limit} booked its
+     * permit, taking the estimate's need times the key's shares of every token dimension): that
+     * booking becomes the run's reservation, settled after the call like a take's.
+     *
+     * @param shares the key's shares {combined, input, output} as the round read them (null: 1)
+     */
+    void reserveBooked(String key, BucketSettings b, ProviderRun run, double[] shares) {
+        double[] rates = rates(b);
+        long[] need = need(rates, run.estimate());
+        long[] took = rounded(scaled(need, shares));
+        run.reserved(new Reservation(key, rates, took, need));
+        count(key, "reserved", took[0] > 0 ? took[0] : took[1] + took[2]);
+    }
+
+    private static double[] rates(BucketSettings b) {
+        double[] rates = new double[DIMENSIONS.length];
+        for (TokenDimension d : DIMENSIONS) {
+            rates[d.ordinal()] = b.rate(d);
+        }
+        return rates;
+    }
+
+    private static long[] need(double[] rates, TokenEstimate e) {
+        long[] need = new long[DIMENSIONS.length];
+        for (TokenDimension d : DIMENSIONS) {
+            need[d.ordinal()] = rates[d.ordinal()] > 0 ? e.tokensFor(d) : 0;
+        }
+        return need;
+    }
+
+    private static long[] rounded(double[] d) {
+        long[] t = new long[d.length];
+        for (int k = 0; k < t.length; k++) {
+            t[k] = Math.round(d[k]);
+        }
+        return t;
     }
 
     /**

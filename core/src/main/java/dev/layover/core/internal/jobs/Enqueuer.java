@@ -11,9 +11,13 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.function.Function;
+import java.util.function.ToLongFunction;
+import dev.layover.core.tokens.EstimateGuard;
+import dev.layover.core.tokens.TokenEstimate;
 
 /** Inserts jobs: one, or many per statement, on Layover's connection or the caller's. */
 public final class Enqueuer {
@@ -24,14 +28,18 @@ public final class Enqueuer {
 
     private final JobStore store;
     private final Clock clock;
+    private final Map<String, ToLongFunction<Object>> tokenCosts;
 
     /**
      * @param store the job table
      * @param clock the clock run times are counted from
+     * @param tokenCosts token costs by job type name ({@code Layover.Builder#tokenCost}), for the
+     *     token estimate a job with a fairness key is stored with
      */
-    public Enqueuer(JobStore store, Clock clock) {
+    public Enqueuer(JobStore store, Clock clock, Map<String, ToLongFunction<Object>> tokenCosts) {
         this.store = store;
         this.clock = clock;
+        this.tokenCosts = Map.copyOf(tokenCosts);
     }
 
     /**
@@ -49,8 +57,10 @@ public final class Enqueuer {
         Instant runAt = options.runTime(now);
         Instant deadline = options.deadlineTime(now);
         String[] limitKeys = limitKeys(entry, args);
+        String fairnessKey = fairnessKey(entry, args);
         int rows = store.insert(caller, new JobStore.NewJob(name, id, data, runAt, options.priority(), providerKey,
-                deadline, limitKeys, entry.codec().shape(), fairnessKey(entry, args)), options.key() != null);
+                deadline, limitKeys, entry.codec().shape(), fairnessKey, tokenEstimate(entry, args, fairnessKey)),
+                options.key() != null);
         return new Enqueued(name, id, rows == 1);
     }
 
@@ -72,6 +82,7 @@ public final class Enqueuer {
         String[] deadlines = new String[n];
         String[] limitKeys = new String[n];
         String[] fairnessKeys = new String[n];
+        String[] estimates = new String[n];
         for (int i = 0; i < n; i++) {
             A a = args.get(i);
             EnqueueOptions o = options.apply(a);
@@ -84,6 +95,8 @@ public final class Enqueuer {
             deadlines[i] = deadline == null ? null : deadline.toString();
             limitKeys[i] = arrayLiteral(limitKeys(entry, a));
             fairnessKeys[i] = fairnessKey(entry, a);
+            Double[] e = tokenEstimate(entry, a, fairnessKeys[i]);
+            estimates[i] = e == null ? null : "{" + e[0] + "," + e[1] + "," + e[2] + "}";
         }
         Set<String> created = new HashSet<>();
         for (int from = 0; from < n; from += BATCH) {
@@ -92,7 +105,8 @@ public final class Enqueuer {
                     Arrays.copyOfRange(data, from, to), Arrays.copyOfRange(runAts, from, to),
                     Arrays.copyOfRange(priorities, from, to), Arrays.copyOfRange(keys, from, to),
                     Arrays.copyOfRange(deadlines, from, to), Arrays.copyOfRange(limitKeys, from, to),
-                    entry.codec().shape(), Arrays.copyOfRange(fairnessKeys, from, to)));
+                    entry.codec().shape(), Arrays.copyOfRange(fairnessKeys, from, to),
+                    Arrays.copyOfRange(estimates, from, to)));
         }
         List<Enqueued> out = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
@@ -140,6 +154,35 @@ public final class Enqueuer {
             b.append('"').append(keys[i].replace("\\", "\\\\").replace("\"", "\\\"")).append('"');
         }
         return b.append('}').toString();
+    }
+
+    /**
+     * The token estimate a job with a fairness key is stored with ({combined, input, output}: its
+     * cost in a fair queue whose bucket limits tokens, V25): its type's {@code tokenEstimate},
+     * else the builder's {@code tokenCost}; null without a fairness key, without an estimate, or
+     * when the estimate fails (the worker logs that when it runs the job; the fair queue then
+     * counts the line's mean cost).
+     */
+    private <A> Double[] tokenEstimate(Registry.Entry<A> entry, A args, String fairnessKey) {
+        if (fairnessKey == null) {
+            return null;
+        }
+        Function<? super A, TokenEstimate> f = entry.type().tokenEstimate();
+        if (f != null) {
+            try {
+                TokenEstimate e = f.apply(args);
+                return e == null ? null : new Double[] {(double) e.totalTokens(), (double) e.inputTokens(),
+                        (double) e.outputCeiling()};
+            } catch (RuntimeException | StackOverflowError e) {
+                return null;
+            }
+        }
+        ToLongFunction<Object> cost = tokenCosts.get(entry.type().name());
+        if (cost == null) {
+            return null;
+        }
+        EstimateGuard.Checked c = EstimateGuard.apply(cost, args, 0);
+        return c.ok() ? new Double[] {(double) c.tokens(), (double) c.tokens(), (double) c.tokens()} : null;
     }
 
     /** The job's fairness key ({@code JobType.Builder#fairnessKey}), checked like a provider key; null when none. */

@@ -25,21 +25,23 @@ final class JobSql {
                             WHERE h.job_type = %1$s AND h.job_id = %2$s AND h.outcome = 'completed')""";
 
     /**
-     * One job with a random id: nothing can conflict. The last four: deadline, limit keys
-     * (text[]), args shape, fairness key (V20).
+     * One job with a random id: nothing can conflict. The last five: deadline, limit keys
+     * (text[]), args shape, fairness key (V20), token estimate (float8[], V25).
      */
     static final String INSERT = """
             INSERT INTO layover.scheduled_tasks
                 (task_name, task_instance, task_data, execution_time, picked, version,
-                 priority, consecutive_failures, provider_key, deadline, limit_keys, args_shape, fairness_key)
-            VALUES (?, ?, ?, ?, false, 1, ?, 0, ?, ?, ?, ?, ?)""";
+                 priority, consecutive_failures, provider_key, deadline, limit_keys, args_shape, fairness_key,
+                 token_estimate)
+            VALUES (?, ?, ?, ?, false, 1, ?, 0, ?, ?, ?, ?, ?, ?)""";
 
     /** One job with an idempotency key: writes nothing if the key names a live job or an unresolved dead letter. */
     static final String INSERT_KEYED = """
             INSERT INTO layover.scheduled_tasks
                 (task_name, task_instance, task_data, execution_time, picked, version,
-                 priority, consecutive_failures, provider_key, deadline, limit_keys, args_shape, fairness_key)
-            SELECT ?, ?, ?, ?, false, 1, ?, 0, ?, ?::timestamptz, ?::text[], ?, ?
+                 priority, consecutive_failures, provider_key, deadline, limit_keys, args_shape, fairness_key,
+                 token_estimate)
+            SELECT ?, ?, ?, ?, false, 1, ?, 0, ?, ?::timestamptz, ?::text[], ?, ?, ?::float8[]
             WHERE %s
             ON CONFLICT (task_name, task_instance) DO NOTHING""".formatted(NOT_PARKED.formatted("?", "?"));
 
@@ -47,17 +49,18 @@ final class JobSql {
      * Many jobs of one type in one statement; returns the ids it inserted. Parameters: job type,
      * then arrays of ids, data, run times (ISO-8601 text), priorities, provider keys, deadlines
      * (ISO-8601 text or null), limit keys (each a text[] literal or null), fairness keys (null
-     * elements: none), then the job type again; the args shape is the second parameter (it comes
-     * first in the text, after the job type).
+     * elements: none), token estimates (each a float8[] literal or null), then the job type again;
+     * the args shape is the second parameter (it comes first in the text, after the job type).
      */
     static final String INSERT_BATCH = """
             INSERT INTO layover.scheduled_tasks
                 (task_name, task_instance, task_data, execution_time, picked, version,
-                 priority, consecutive_failures, provider_key, deadline, limit_keys, args_shape, fairness_key)
+                 priority, consecutive_failures, provider_key, deadline, limit_keys, args_shape, fairness_key,
+                 token_estimate)
             SELECT ?, u.id, u.data, u.run_at::timestamptz, false, 1, u.priority::smallint, 0, u.provider_key,
-                   u.deadline::timestamptz, u.limit_keys::text[], ?, u.fairness_key
-            FROM unnest(?::text[], ?::bytea[], ?::text[], ?::int[], ?::text[], ?::text[], ?::text[], ?::text[])
-                 AS u(id, data, run_at, priority, provider_key, deadline, limit_keys, fairness_key)
+                   u.deadline::timestamptz, u.limit_keys::text[], ?, u.fairness_key, u.token_estimate::float8[]
+            FROM unnest(?::text[], ?::bytea[], ?::text[], ?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
+                 AS u(id, data, run_at, priority, provider_key, deadline, limit_keys, fairness_key, token_estimate)
             WHERE %s
             ON CONFLICT (task_name, task_instance) DO NOTHING
             RETURNING task_instance""".formatted(NOT_PARKED.formatted("?", "u.id"));

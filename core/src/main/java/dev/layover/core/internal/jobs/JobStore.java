@@ -60,7 +60,7 @@ public final class JobStore implements JobWrites {
      * @param fairnessKey its fairness key, or null
      */
     public record NewJob(String type, String id, byte[] data, Instant runAt, int priority, String providerKey,
-            Instant deadline, String[] limitKeys, String argsShape, String fairnessKey) {}
+            Instant deadline, String[] limitKeys, String argsShape, String fairnessKey, Double[] tokenEstimate) {}
 
     /**
      * Inserts one job ({@link JobSql#INSERT}, or {@link JobSql#INSERT_KEYED} when {@code keyed}:
@@ -76,12 +76,12 @@ public final class JobStore implements JobWrites {
                 Db.bind(ps, j.type(), j.id(), j.data(), Timestamp.from(j.runAt()), (short) j.priority(), j.providerKey(),
                         j.deadline() == null ? null : Timestamp.from(j.deadline()),
                         j.limitKeys() == null ? null : c.createArrayOf("text", j.limitKeys()), j.argsShape(),
-                        j.fairnessKey());
+                        j.fairnessKey(), j.tokenEstimate() == null ? null : c.createArrayOf("float8", j.tokenEstimate()));
                 if (keyed) {
-                    ps.setString(11, j.type());
-                    ps.setString(12, j.id());
-                    ps.setString(13, j.type());
-                    ps.setString(14, j.id());
+                    ps.setString(12, j.type());
+                    ps.setString(13, j.id());
+                    ps.setString(14, j.type());
+                    ps.setString(15, j.id());
                 }
                 return ps.executeUpdate();
             }
@@ -103,11 +103,12 @@ public final class JobStore implements JobWrites {
      * @param limitKeys limit keys, each a text[] literal or null
      * @param argsShape the fingerprint of the args type's shape
      * @param fairnessKeys fairness keys (null elements: none)
+     * @param tokenEstimates token estimates, each a float8[] literal or null (V25)
      * @return the ids inserted
      */
     public Set<String> insertBatch(Connection caller, String type, String[] ids, byte[][] data, String[] runAts,
             Integer[] priorities, String[] providerKeys, String[] deadlines, String[] limitKeys, String argsShape,
-            String[] fairnessKeys) {
+            String[] fairnessKeys, String[] tokenEstimates) {
         return run(caller, "enqueueing " + ids.length + " " + type + " jobs", c -> {
             Set<String> created = new HashSet<>();
             try (PreparedStatement ps = c.prepareStatement(JobSql.INSERT_BATCH)) {
@@ -121,8 +122,9 @@ public final class JobStore implements JobWrites {
                 ps.setArray(8, c.createArrayOf("text", deadlines));
                 ps.setArray(9, c.createArrayOf("text", limitKeys));
                 ps.setArray(10, c.createArrayOf("text", fairnessKeys));
-                ps.setString(11, type);
+                ps.setArray(11, c.createArrayOf("text", tokenEstimates));
                 ps.setString(12, type);
+                ps.setString(13, type);
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
                         created.add(rs.getString(1));
