@@ -656,6 +656,20 @@ public final class Bench {
                 fair.jain() >= 0.95 ? "yes" : "**no**");
         out.printf(Locale.ROOT, "| a round's cost per booked job, 10,000 fairness keys / 10 | ≤ 2× | %.2f× | %s |%n", scaleRatio,
                 scaleRatio <= 2 ? "yes" : "**no**");
+        for (FairnessBench.Arm a : arms) {
+            if (!a.label().endsWith("fair share of tokens") && !a.label().endsWith("fair share of slots")) {
+                continue;
+            }
+            double off = 0;
+            for (FairnessBench.Tenant t : a.tenants()) {
+                off = Math.max(off, Math.abs(t.share() / Math.max(1e-9, t.idealShare()) - 1));
+            }
+            String what = a.label().startsWith("token") ? "tokens" : "slots";
+            out.printf(Locale.ROOT, "| %s: each tenant's share of the %s while active / its fair share | within ±10 %% | worst %.1f %% off | %s |%n",
+                    a.label(), what, 100 * off, off <= 0.10 ? "yes" : "**no**");
+            out.printf(Locale.ROOT, "| %s: Jain's index, goodput | ≥ 0.95, ≥ 0.95 | %.3f, %.3f | %s |%n", a.label(), a.jain(),
+                    a.goodput(), a.jain() >= 0.95 && a.goodput() >= 0.95 ? "yes" : "**no**");
+        }
         out.println();
     }
 

@@ -5,6 +5,7 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.state.BucketSettings;
+import dev.layover.core.tokens.TokenEstimate;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
@@ -26,6 +27,10 @@ import javax.sql.DataSource;
  * takes {@code callMs}. Arms: fair share with equal weights; the same with fairness off (first
  * come, first served: today's behaviour, the jobs have no fairness key); weights 3:1:1 for the
  * first three tenants; and a priority run (the second tenant's jobs interactive, priority 5).
+ * Then the same tenants where the key's limit is not a request rate (V25), fair and off: a bucket
+ * of T = 300 x R tokens a second (one second of burst) whose tenants' calls take 900, 100, 300
+ * and 900 tokens (shares and goodput counted in tokens), and a concurrency limit of 8 slots with
+ * calls of 8 / R seconds (R calls a second when every slot is busy).
  *
  * <p>Per tenant: its share of the permits while it was active (from its enqueue to its last
  * start within the window) against its share over its own active time in the ideal weighted fair
@@ -75,6 +80,25 @@ public final class FairnessBench {
      */
     public record Arm(String label, List<Tenant> tenants, double goodput, double jain, long fairRounds, int[][] perSecond) {}
 
+    /** What the key's limit counts. */
+    enum Limit {
+        /** a bucket of R requests a second */
+        REQUESTS,
+        /** a bucket of {@link #TOKENS_PER_PERMIT} x R tokens a second; the tenants' calls cost {@link #TOKEN_COSTS} */
+        TOKENS,
+        /** a concurrency limit of {@link #SLOTS} slots, calls of SLOTS / R seconds */
+        SLOTS
+    }
+
+    /** The token arm's tokens per second, per permit of R: its bucket admits T = this x R tokens a second. */
+    static final int TOKENS_PER_PERMIT = 300;
+
+    /** The tokens of one call of each tenant in the token arm (a: big prompts, b: small, c: medium, d: big). */
+    static final int[] TOKEN_COSTS = {900, 100, 300, 900};
+
+    /** The concurrency arm's slots. */
+    static final int SLOTS = 8;
+
     /** A job: its tenant and number. */
     public record Work(String tenant, int n) {}
 
@@ -89,28 +113,37 @@ public final class FairnessBench {
      */
     public static List<Arm> measure(DataSource ds, Settings s) throws Exception {
         List<Arm> out = new ArrayList<>();
-        out.add(arm(ds, s, "fair share, equal weights", true, new double[] {1, 1, 1, 1}, -1));
+        double[] equal = {1, 1, 1, 1};
+        out.add(arm(ds, s, "fair share, equal weights", Limit.REQUESTS, true, equal, -1));
         if (Boolean.getBoolean("layover.bench.fairness.firstArmOnly")) { // while tuning: the fair arm alone
             return out;
         }
-        out.add(arm(ds, s, "fairness off (first come, first served)", false, new double[] {1, 1, 1, 1}, -1));
-        out.add(arm(ds, s, "fair share, weights 3:1:1 (late tenant 1)", true, new double[] {3, 1, 1, 1}, -1));
-        out.add(arm(ds, s, "fair share, tenant b interactive (priority 5)", true, new double[] {1, 1, 1, 1}, 1));
+        out.add(arm(ds, s, "fairness off (first come, first served)", Limit.REQUESTS, false, equal, -1));
+        out.add(arm(ds, s, "fair share, weights 3:1:1 (late tenant 1)", Limit.REQUESTS, true, new double[] {3, 1, 1, 1}, -1));
+        out.add(arm(ds, s, "fair share, tenant b interactive (priority 5)", Limit.REQUESTS, true, equal, 1));
+        out.add(arm(ds, s, "token limit, fair share of tokens", Limit.TOKENS, true, equal, -1));
+        out.add(arm(ds, s, "token limit, fairness off (first come, first served)", Limit.TOKENS, false, equal, -1));
+        out.add(arm(ds, s, "concurrency limit, fair share of slots", Limit.SLOTS, true, equal, -1));
+        out.add(arm(ds, s, "concurrency limit, fairness off (first come, first served)", Limit.SLOTS, false, equal, -1));
         return out;
     }
 
-    private static Arm arm(DataSource ds, Settings s, String label, boolean fair, double[] weights, int interactive)
-            throws Exception {
+    private static Arm arm(DataSource ds, Settings s, String label, Limit limit, boolean fair, double[] weights,
+            int interactive) throws Exception {
         clean(ds);
         String[] names = {"a", "b", "c", "d"};
         ConcurrentLinkedQueue<long[]> starts = new ConcurrentLinkedQueue<>(); // tenant index, nanoTime
         String typeName = "fair-bench-" + (fair ? "fair" : "fifo");
+        int callMs = limit == Limit.SLOTS ? SLOTS * 1000 / s.rate() : s.callMs();
         JobType.Builder<Work> b = JobType.builder(typeName, Work.class).providerKey(KEY)
                 .handler((w, ctx) -> {
                     starts.add(new long[] {w.tenant().charAt(0) - 'a', System.nanoTime()});
-                    Thread.sleep(s.callMs()); // the provider call
+                    Thread.sleep(callMs); // the provider call
                     return Outcome.done();
                 });
+        if (limit == Limit.TOKENS) {
+            b.tokenEstimate(w -> TokenEstimate.total(TOKEN_COSTS[w.tenant().charAt(0) - 'a']));
+        }
         if (fair) {
             b.fairnessKey(w -> "tenant:" + w.tenant());
         }
@@ -119,8 +152,13 @@ public final class FairnessBench {
         try {
             for (String name : new String[] {"fair-a", "fair-b"}) {
                 Layover.Builder lb = Layover.builder(ds).workerName(name).register(type).threads(s.threads())
-                        .pollInterval(s.poll()).history(false).migrate(false).shutdownMaxWait(Duration.ofSeconds(2))
-                        .bucket(KEY, BucketSettings.requestsPerSecond(s.rate()));
+                        .pollInterval(s.poll()).history(false).migrate(false).shutdownMaxWait(Duration.ofSeconds(2));
+                switch (limit) {
+                    case REQUESTS -> lb.bucket(KEY, BucketSettings.requestsPerSecond(s.rate()));
+                    case TOKENS -> lb.bucket(KEY, BucketSettings.tokensPerMinute(60.0 * TOKENS_PER_PERMIT * s.rate())
+                            .withTokenBurst(Duration.ofSeconds(1)));
+                    case SLOTS -> lb.concurrencyLimit(KEY, SLOTS);
+                }
                 for (int i = 0; i < 3; i++) {
                     if (weights[i] != 1) {
                         lb.fairnessWeight("tenant:" + names[i], weights[i]);
@@ -159,14 +197,23 @@ public final class FairnessBench {
             long rounds = fairRounds(ds);
             long[] arrivals = {enqueued0, enqueued0, enqueued0, lateEnqueued};
             int[] jobs = {s.sizes()[0], s.sizes()[1], s.sizes()[2], s.lateJobs()};
-            return summarize(label, starts, arrivals, jobs, weights, t0, end, s, rounds);
+            double[] costs = limit == Limit.TOKENS ? Arrays.stream(TOKEN_COSTS).asDoubleStream().toArray()
+                    : new double[] {1, 1, 1, 1};
+            double rate = limit == Limit.TOKENS ? (double) TOKENS_PER_PERMIT * s.rate() : s.rate();
+            double capacity = limit == Limit.SLOTS ? SLOTS : rate; // a bucket holds one second; slots start at once
+            return summarize(label, starts, arrivals, jobs, weights, costs, rate, capacity, t0, end, rounds);
         } finally {
             instances.forEach(Layover::stop);
         }
     }
 
+    /**
+     * @param costs what one job of each tenant takes of the limit (1: a permit or slot; tokens)
+     * @param rate what the limit admits a second, in those units
+     * @param capacity what it admits at once at the start
+     */
     private static Arm summarize(String label, ConcurrentLinkedQueue<long[]> starts, long[] arrivals, int[] jobs,
-            double[] weights, long t0, long end, Settings s, long rounds) {
+            double[] weights, double[] costs, double rate, double capacity, long t0, long end, long rounds) {
         List<long[]> all = new ArrayList<>(starts);
         all.removeIf(x -> x[1] > end);
         double endS = (end - t0) / 1e9;
@@ -177,15 +224,15 @@ public final class FairnessBench {
             measured[i] = Arrays.copyOf(at, jobs[i]);
             Arrays.fill(measured[i], at.length, jobs[i], Double.NaN);
         }
-        double[][] ideal = idealStarts(arrivals, jobs, weights, t0, end, s.rate());
+        double[][] ideal = idealStarts(arrivals, jobs, weights, costs, t0, end, rate, capacity);
         String[] names = {"a", "b", "c", "d"};
         List<Tenant> tenants = new ArrayList<>();
         double[] x = new double[4];
         for (int i = 0; i < 4; i++) {
             double arrival = (arrivals[i] - t0) / 1e9;
             int started = (int) Arrays.stream(measured[i]).filter(v -> !Double.isNaN(v)).count();
-            double share = share(measured, i, arrival, endS);
-            double idealShare = share(ideal, i, arrival, endS);
+            double share = share(measured, costs, i, arrival, endS);
+            double idealShare = share(ideal, costs, i, arrival, endS);
             double[] w = waits(measured[i], arrival, endS);
             double[] iw = waits(ideal[i], arrival, endS);
             tenants.add(new Tenant(names[i], weights[i], jobs[i], started, share, idealShare, pct(w, 0.5), pct(w, 0.95),
@@ -195,7 +242,7 @@ public final class FairnessBench {
         double sum = Arrays.stream(x).sum();
         double sq = Arrays.stream(x).map(v -> v * v).sum();
         double jain = sq == 0 ? 0 : sum * sum / (4 * sq);
-        double goodput = all.size() / endS / s.rate();
+        double goodput = all.stream().mapToDouble(v -> costs[(int) v[0]]).sum() / endS / rate;
         int[][] perSecond = new int[(int) Math.ceil(endS)][4];
         for (long[] v : all) {
             int sec = (int) Math.min(perSecond.length - 1, (v[1] - t0) / 1_000_000_000L);
@@ -205,13 +252,14 @@ public final class FairnessBench {
     }
 
     /**
-     * The ideal weighted fair schedule of the permits the key's bucket has: its capacity (one
-     * second of R) at t0, then one every 1 / R; each to the tenant that has arrived, has jobs left
-     * and the fewest permits per weight (a tenant arriving starts at the clock: no credit for the
-     * time before). Returns each tenant's start times in seconds from t0, NaN for a job the window
-     * did not serve.
+     * The ideal weighted fair schedule of what the key's limit admits: {@code capacity} at t0, then
+     * {@code rate} a second (a job of cost c starts once the limit has admitted c more); each job
+     * to the tenant that has arrived, has jobs left and the least cost served per weight (a tenant
+     * arriving starts at the clock: no credit for the time before). Returns each tenant's start
+     * times in seconds from t0, NaN for a job the window did not serve.
      */
-    static double[][] idealStarts(long[] arrivals, int[] jobs, double[] weights, long t0, long end, int rate) {
+    static double[][] idealStarts(long[] arrivals, int[] jobs, double[] weights, double[] costs, long t0, long end,
+            double rate, double capacity) {
         int n = arrivals.length;
         int[] served = new int[n];
         double[][] out = new double[n][];
@@ -222,30 +270,49 @@ public final class FairnessBench {
         double[] vt = new double[n];
         double clock = 0;
         boolean[] joined = new boolean[n];
-        int capacity = rate; // BucketSettings' default burst: one second of the rate
-        for (long k = 0;; k++) {
-            long at = t0 + (k < capacity ? 0 : (long) ((k - capacity + 1) * 1e9 / rate));
-            if (at > end) {
+        double tat = 0; // GCRA: seconds from t0; a job of cost c fits at max(now, tat + (c - capacity) / rate)
+        double last = 0;
+        while (true) {
+            // the moment the limit has room again (for anything): who has arrived by then competes
+            double free = Math.max(last, tat - capacity / rate);
+            if (t0 + free * 1e9 > end) {
                 break;
             }
             int best = -1;
+            double nextArrival = Double.MAX_VALUE;
             for (int i = 0; i < n; i++) {
-                if (arrivals[i] <= at && served[i] < jobs[i]) {
-                    if (!joined[i]) {
-                        joined[i] = true;
-                        vt[i] = Math.max(vt[i], clock);
-                    }
-                    if (best < 0 || vt[i] < vt[best]) {
-                        best = i;
-                    }
+                if (served[i] >= jobs[i]) {
+                    continue;
+                }
+                double arrival = (arrivals[i] - t0) / 1e9;
+                if (arrival > free) {
+                    nextArrival = Math.min(nextArrival, arrival);
+                    continue;
+                }
+                if (!joined[i]) {
+                    joined[i] = true;
+                    vt[i] = Math.max(vt[i], clock);
+                }
+                if (best < 0 || vt[i] < vt[best]) {
+                    best = i;
                 }
             }
             if (best < 0) {
+                if (nextArrival == Double.MAX_VALUE) {
+                    break;
+                }
+                last = nextArrival; // idle until the next tenant arrives: nothing is banked beyond the capacity
                 continue;
             }
-            out[best][served[best]++] = (at - t0) / 1e9;
+            double at = Math.max(free, tat + (Math.min(costs[best], capacity) - capacity) / rate);
+            if (t0 + at * 1e9 > end) {
+                break;
+            }
+            out[best][served[best]++] = at;
+            tat = Math.max(tat, at) + costs[best] / rate;
+            last = at;
             clock = vt[best];
-            vt[best] += 1 / weights[best];
+            vt[best] += costs[best] / weights[best];
         }
         return out;
     }
@@ -260,31 +327,32 @@ public final class FairnessBench {
     }
 
     /**
-     * A tenant's share of all permits from its arrival to its last start (the window's end when
-     * it had jobs left), in a schedule of start times (s from t0, NaN: not started).
+     * A tenant's share of all that was started (permits, or tokens by {@code costs}) from its
+     * arrival to its last start (the window's end when it had jobs left), in a schedule of start
+     * times (s from t0, NaN: not started).
      */
-    static double share(double[][] starts, int i, double arrivalFromT0, double endFromT0) {
+    static double share(double[][] starts, double[] costs, int i, double arrivalFromT0, double endFromT0) {
         double last = arrivalFromT0;
-        int mine = 0;
+        double mine = 0;
         boolean done = true;
         for (double at : starts[i]) {
             if (Double.isNaN(at)) {
                 done = false;
             } else {
-                mine++;
+                mine += costs[i];
                 last = Math.max(last, at);
             }
         }
         double until = done ? last : endFromT0;
-        int total = 0;
-        for (double[] tenant : starts) {
-            for (double at : tenant) {
+        double total = 0;
+        for (int t = 0; t < starts.length; t++) {
+            for (double at : starts[t]) {
                 if (!Double.isNaN(at) && at >= arrivalFromT0 - 1e-9 && at <= until + 1e-9) {
-                    total++;
+                    total += costs[t];
                 }
             }
         }
-        return total == 0 ? 0 : (double) mine / total;
+        return total == 0 ? 0 : mine / total;
     }
 
     static double pct(double[] v, double q) {

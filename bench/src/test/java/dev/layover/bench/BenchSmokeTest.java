@@ -61,11 +61,15 @@ class BenchSmokeTest {
         r.console().small().forEach((call, t) -> assertEquals(200, t.status(), call));
         assertEquals(TokenBench.Arm.values().length, r.tokens().size(), "every token arm");
         r.tokens().forEach(t -> assertTrue(Double.isFinite(t.usefulPerT()) && t.usefulPerT() >= 0, t.toString()));
-        assertEquals(4, r.fairness().size(), "fair, first come first served, weighted, priority");
+        assertEquals(8, r.fairness().size(), "fair, first come first served, weighted, priority; tokens and slots, fair and off");
         r.fairness().forEach(a -> assertTrue(a.tenants().stream().mapToInt(FairnessBench.Tenant::started).sum() > 0,
                 a.label() + ": no job started"));
         assertEquals(0, r.fairness().get(1).fairRounds(), "fairness off: no fair queue");
         assertTrue(r.fairness().get(0).fairRounds() > 0, "fairness on: rounds ran");
+        assertTrue(r.fairness().get(4).fairRounds() > 0, "a token limit's fair queue ran rounds");
+        assertEquals(0, r.fairness().get(5).fairRounds(), "a token limit without fairness: no fair queue");
+        assertTrue(r.fairness().get(6).fairRounds() > 0, "a concurrency limit's fair queue ran rounds");
+        assertEquals(0, r.fairness().get(7).fairRounds(), "a concurrency limit without fairness: no fair queue");
         assertFalse(r.inflight().isEmpty(), "platform threads, and virtual threads when a Java 21+ is found");
         r.inflight().forEach(i -> assertEquals(InflightBench.Settings.quick().jobs(), i.providerSuccesses(), i.toString()));
         assertBatch(r.batch());

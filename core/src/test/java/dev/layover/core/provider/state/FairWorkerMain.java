@@ -10,10 +10,11 @@ import java.time.Duration;
 
 /**
  * A Layover worker in its own JVM for {@link FairnessTwoJvmTest}: runs job type {@code fair-work}
- * (fairness key {@code tenant:<tenant>}) under a 20/s bucket of the test's key, history on. Runs
- * until killed.
+ * (fairness key {@code tenant:<tenant>}) under a 20/s bucket of the test's key, history on; with
+ * a third argument {@code slots}, job type {@code fair-slot-work} (calls of 40 ms) under a
+ * concurrency limit of 2 of another key instead. Runs until killed.
  *
- * <p>Arguments: JDBC URL, worker name.
+ * <p>Arguments: JDBC URL, worker name, optionally {@code slots}.
  */
 public final class FairWorkerMain {
 
@@ -31,6 +32,23 @@ public final class FairWorkerMain {
             .handler((w, ctx) -> Outcome.done())
             .build();
 
+    static final String SLOT_KEY = "anthropic:fair-two-jvms";
+
+    /** The job type of the concurrency case: each call takes 40 ms. */
+    static final JobType<Work> SLOT_TYPE = JobType.builder("fair-slot-work", Work.class)
+            .providerKey(SLOT_KEY)
+            .fairnessKey(w -> "tenant:" + w.tenant())
+            .handler((w, ctx) -> {
+                Thread.sleep(40); // the provider call
+                return Outcome.done();
+            })
+            .build();
+
+    static Layover.Builder slotWorker(javax.sql.DataSource ds, String name) {
+        return Layover.builder(ds).register(SLOT_TYPE).workerName(name).threads(4).pollInterval(Duration.ofMillis(50))
+                .shutdownMaxWait(Duration.ofSeconds(5)).historyArgs(true).concurrencyLimit(SLOT_KEY, 2);
+    }
+
     static Layover.Builder worker(javax.sql.DataSource ds, String name) {
         return Layover.builder(ds).register(TYPE).workerName(name).threads(4).pollInterval(Duration.ofMillis(50))
                 .shutdownMaxWait(Duration.ofSeconds(5)).historyArgs(true).bucket(KEY, BucketSettings.requestsPerSecond(20));
@@ -42,7 +60,7 @@ public final class FairWorkerMain {
         cfg.setJdbcUrl(args[0]);
         cfg.setMaximumPoolSize(10);
         HikariDataSource ds = new HikariDataSource(cfg);
-        Layover layover = worker(ds, args[1]).start();
+        Layover layover = (args.length > 2 && args[2].equals("slots") ? slotWorker(ds, args[1]) : worker(ds, args[1])).start();
         System.out.println("started " + args[1]);
         Thread.sleep(Long.MAX_VALUE);
         layover.stop();

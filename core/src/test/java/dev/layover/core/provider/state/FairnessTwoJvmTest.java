@@ -22,8 +22,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Fair share across two worker JVMs: a child process and this one run the same fairness-keyed job
- * type under one 20/s bucket; the tenants' permits interleave whichever process runs them, because
- * the fair queue (its tags, its clock, its bookings) lives in Postgres.
+ * type under one 20/s bucket (or one concurrency limit of 2); the tenants' permits interleave
+ * whichever process runs them, because the fair queue (its tags, its clock, its bookings) lives in
+ * Postgres.
  */
 @ExtendWith(LayoverPostgresExtension.class)
 class FairnessTwoJvmTest {
@@ -67,20 +68,45 @@ class FairnessTwoJvmTest {
         Await.equal(WAIT, "all done", 150L,
                 () -> db.count("select count(*) from layover.job_history where job_type = 'fair-work'"));
 
-        List<Map<String, Object>> first = db.rows("select job_id, worker from layover.job_history where job_type = 'fair-work'"
-                + " order by started_at, job_id limit 30");
-        Map<String, Integer> perTenant = new HashMap<>();
-        for (Map<String, Object> r : first) {
-            String tenant = db.value("select args->>'tenant' from layover.job_history where job_id = ?", r.get("job_id"))
-                    .toString();
-            perTenant.merge(tenant, 1, Integer::sum);
-        }
-        for (String t : List.of("a", "b", "c")) {
-            int got = perTenant.getOrDefault(t, 0);
-            assertTrue(got >= 7 && got <= 13, "tenant " + t + " had " + got + " of the first 30 permits: " + perTenant);
-        }
+        assertFairFirst30(db, "fair-work");
         assertEquals(2L, db.count("select count(distinct worker) from layover.job_history where job_type = 'fair-work'"),
                 "both processes ran jobs");
         assertEquals(0L, db.count("select count(*) from layover.job_history where job_type = 'fair-work' and attempts > 0"));
+    }
+
+    @Test
+    void twoProcessesShareAConcurrencyLimitsSlotsAmongTheTenants(TestDatabase db) throws Exception {
+        child = JvmProcess.start(FairWorkerMain.class, "fair-slot-child", db.jdbcUrl(), "worker-child", "slots");
+        child.awaitOutput("started worker-child", WAIT);
+        Layover here = FairWorkerMain.slotWorker(db.newDataSource(6), "worker-here").start();
+        instances.add(here);
+        List<Work> all = jobs("a", 60);
+        all.addAll(jobs("b", 20));
+        all.addAll(jobs("c", 10));
+        try (Connection c = db.dataSource().getConnection()) {
+            c.setAutoCommit(false);
+            here.enqueueBatch(c, FairWorkerMain.SLOT_TYPE, all, w -> dev.layover.core.EnqueueOptions.now());
+            c.commit();
+        }
+        Await.equal(WAIT, "all done", 90L,
+                () -> db.count("select count(*) from layover.job_history where job_type = 'fair-slot-work'"));
+        assertFairFirst30(db, "fair-slot-work");
+        assertEquals(2L, db.count("select count(distinct worker) from layover.job_history where job_type = 'fair-slot-work'"),
+                "both processes ran jobs");
+        assertEquals(0L, db.count("select count(*) from layover.job_history where job_type = 'fair-slot-work' and attempts > 0"));
+    }
+
+    /** Of the first 30 runs (by start), each of the three tenants had 7 to 13. */
+    private static void assertFairFirst30(TestDatabase db, String jobType) {
+        List<Map<String, Object>> first = db.rows("select args->>'tenant' as tenant from layover.job_history"
+                + " where job_type = ? order by started_at, job_id limit 30", jobType);
+        Map<String, Integer> perTenant = new HashMap<>();
+        for (Map<String, Object> r : first) {
+            perTenant.merge(r.get("tenant").toString(), 1, Integer::sum);
+        }
+        for (String t : List.of("a", "b", "c")) {
+            int got = perTenant.getOrDefault(t, 0);
+            assertTrue(got >= 7 && got <= 13, "tenant " + t + " had " + got + " of the first 30 runs: " + perTenant);
+        }
     }
 }
