@@ -68,6 +68,21 @@ $$
     END
 $$;
 
+-- The slot of the k-th job a round books (V25), GCRA in every limited dimension: the request
+-- dimension's k-th permit from p_start (k - capacity) / rate later; with token dimensions
+-- (p_tok: rate and capacity of combined, input, output tokens; NULL: none), each dimension's
+-- cumulated need p_cum from its start p_tstarts; the latest of them, never before p_now.
+CREATE FUNCTION layover.fair_slot(p_now timestamptz, p_rr float8, p_rc float8, p_start timestamptz, p_k bigint,
+        p_tok float8[], p_tstarts timestamptz[], p_cum float8[])
+    RETURNS timestamptz LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$
+    SELECT greatest(p_now,
+        CASE WHEN p_rr > 0 THEN p_start + make_interval(secs => (p_k - p_rc) / p_rr) END,
+        CASE WHEN p_tok[1] > 0 THEN p_tstarts[1] + make_interval(secs => (p_cum[1] - p_tok[2]) / p_tok[1]) END,
+        CASE WHEN p_tok[3] > 0 THEN p_tstarts[2] + make_interval(secs => (p_cum[2] - p_tok[4]) / p_tok[3]) END,
+        CASE WHEN p_tok[5] > 0 THEN p_tstarts[3] + make_interval(secs => (p_cum[3] - p_tok[6]) / p_tok[5]) END)
+$$;
+
 -- ---------------------------------------------------------------------------
 -- layover.fair_round_limit: one round of a key's fair queue, V20's round generalised (see V20 for
 -- the discipline: tags, the service frontier, the reserved low-priority share, the estimates).
@@ -160,6 +175,27 @@ BEGIN
         WHERE f.provider_key = p_key AND f.vfinish > layover.fair_class_clock(v_clocks, f.priority);
         UPDATE layover.fair_lines l SET active_weight = v_weight, active_weight_at = p_now WHERE l.provider_key = p_key;
     END IF;
+
+    -- 1b. bookings that lapsed unpicked (their permit is past the grace: the workers were busy, or
+    -- gone) go back to the line, keeping their tags, so the next bookings are theirs again; left
+    -- booked, a pick would take them first (due permit holders first) only to book them anew, one
+    -- locked round each, while the fresh bookings behind them lapse in turn
+    WITH lapsed AS (
+        SELECT t.task_name, t.task_instance
+        FROM layover.scheduled_tasks t
+        WHERE t.provider_key = p_key AND t.fair_tag IS NOT NULL AND t.permit_at IS NOT NULL AND NOT t.picked
+          AND t.permit_at < p_now - make_interval(secs => p_grace_s)
+        ORDER BY t.fair_tag
+        LIMIT 1000
+        FOR UPDATE OF t SKIP LOCKED
+    )
+    UPDATE layover.scheduled_tasks t
+    SET permit_at = NULL, execution_time = v_hend + interval '2 seconds', version = t.version + 1,
+        last_reschedule_reason = 'fair',
+        last_reschedule_detail = 'fair share of ' || p_key || ': its booked turn lapsed unpicked; it waits for the next',
+        last_rescheduled_at = p_now
+    FROM lapsed l
+    WHERE t.task_name = l.task_name AND t.task_instance = l.task_instance;
 
     -- 2. tags (start + the flow's costs so far / its weight), and the new jobs moved to the
     -- estimate of their turn (the caller's row its worker writes)
@@ -316,10 +352,17 @@ BEGIN
     -- p_max_jobs candidates when only tokens are limited; of them, in booking order, those whose
     -- slot (the latest over the limited dimensions, cumulated) is within the horizon. Slots: the
     -- free slots, each called now.
+    v_unit := coalesce(v_mean, 1) * CASE WHEN p_rr > 0 THEN 1 / p_rr ELSE 1 END;
     IF p_mode = 'bucket' THEN
         v_slots := CASE WHEN p_rr > 0
                         THEN greatest(0, floor(extract(epoch FROM v_hend - v_start) * p_rr + p_rc))::int
-                        ELSE least(p_max_jobs, 1000) END;
+                        ELSE least(p_max_jobs, 500) END;
+        IF v_tokens AND v_slots > 0 THEN -- candidates: four times the jobs of the line's mean cost the tokens left by the horizon end admit
+            v_slots := least(v_slots, greatest(5, ceil(4 * least(
+                CASE WHEN p_tr > 0 THEN (extract(epoch FROM v_hend - v_tstart) * p_tr + p_tc) / (v_unit * p_tr) END,
+                CASE WHEN p_ir > 0 THEN (extract(epoch FROM v_hend - v_istart) * p_ir + p_ic) / (v_unit * p_ir) END,
+                CASE WHEN p_or > 0 THEN (extract(epoch FROM v_hend - v_ostart) * p_or + p_oc) / (v_unit * p_or) END)))::int);
+        END IF;
     ELSE
         SELECT greatest(0, p_slots
                    - (SELECT count(*) FROM layover.concurrency_slots s
@@ -334,12 +377,15 @@ BEGIN
                         AND NOT t.picked AND t.permit_at >= p_now - make_interval(secs => p_grace_s)))::int
         INTO v_slots;
     END IF;
-    v_unit := coalesce(v_mean, 1) * CASE WHEN p_rr > 0 THEN 1 / p_rr ELSE 1 END;
     IF v_slots > 0 THEN
         SELECT t.priority INTO v_top FROM layover.scheduled_tasks t
         WHERE t.provider_key = p_key AND t.fair_tag IS NOT NULL AND t.permit_at IS NULL AND NOT t.picked
         ORDER BY t.priority DESC, t.fair_tag LIMIT 1;
-        v_credit := v_credit + v_slots * p_low_share;
+        -- the reserved share counts the jobs a round books: a token-only bucket's candidates are many
+        -- more, so it counts the horizon's worth of jobs at the line's mean cost (seconds) instead
+        v_credit := v_credit + p_low_share * CASE WHEN p_mode = 'bucket' AND p_rr <= 0
+                                                  THEN least(v_slots, greatest(1, p_horizon_s / greatest(coalesce(v_mean, 1), 1e-6)))
+                                                  ELSE v_slots END;
         v_reserve := floor(v_credit)::int;
         WITH chosen AS (
             (SELECT t.task_name, t.task_instance, t.fair_tag, t.priority, 0 AS cls FROM layover.scheduled_tasks t
@@ -359,35 +405,42 @@ BEGIN
             ORDER BY c.task_name, c.task_instance, c.cls
         ), first AS (
             SELECT o.* FROM once o ORDER BY o.cls, o.priority DESC, o.fair_tag LIMIT v_slots
-        ), locked AS (
-            SELECT f.task_name, f.task_instance, f.fair_tag, f.priority, f.cls, t.token_estimate AS est
+        ), each_need AS ( -- per job: what each token dimension takes of it (its need times the key's share,
+            -- at most the dimension's capacity, as GCRA admits a need: a job too large for the bucket is
+            -- booked like a full one, and parked as too large when picked); a job without an estimate
+            -- takes the line's mean cost of every dimension
+            SELECT f.*,
+                   least(p_tc, CASE WHEN t.token_estimate IS NULL THEN v_unit * p_tr
+                       ELSE t.token_estimate[1] * least(1, greatest(0.05, coalesce(v_ts, 1))) END) AS nt,
+                   least(p_ic, CASE WHEN t.token_estimate IS NULL THEN v_unit * p_ir
+                       ELSE t.token_estimate[2] * least(1, greatest(0.05, coalesce(v_is, 1))) END) AS ni,
+                   least(p_oc, CASE WHEN t.token_estimate IS NULL THEN v_unit * p_or
+                       ELSE t.token_estimate[3] * least(1, greatest(0.05, coalesce(v_os, 1))) END) AS no
             FROM first f
             JOIN layover.scheduled_tasks t ON t.task_name = f.task_name AND t.task_instance = f.task_instance
+        ), may_fit AS ( -- the prefix that fits within the horizon, before any row is locked (a token bucket's
+            -- candidates are many more than fit: locking them all would hold rows the workers pick)
+            SELECT e.* FROM (
+                SELECT e.*, layover.fair_slot(p_now, p_rr, p_rc, v_start, row_number() OVER w,
+                           CASE WHEN v_tokens THEN ARRAY[p_tr, p_tc, p_ir, p_ic, p_or, p_oc] END,
+                           ARRAY[v_tstart, v_istart, v_ostart],
+                           ARRAY[sum(e.nt) OVER w, sum(e.ni) OVER w, sum(e.no) OVER w]) AS at
+                FROM each_need e
+                WINDOW w AS (ORDER BY e.cls, e.priority DESC, e.fair_tag ROWS UNBOUNDED PRECEDING)) e
+            WHERE p_mode = 'slots' OR NOT v_tokens OR e.at <= v_hend
+        ), locked AS (
+            SELECT m.task_name, m.task_instance, m.fair_tag, m.priority, m.cls, m.nt, m.ni, m.no
+            FROM may_fit m
+            JOIN layover.scheduled_tasks t ON t.task_name = m.task_name AND t.task_instance = m.task_instance
             FOR UPDATE OF t SKIP LOCKED
-        ), needs AS ( -- per job, in booking order: what each dimension takes of it (its need times the key's
-            -- share, at most the dimension's capacity, as GCRA admits a need: a job too large for the
-            -- bucket is booked like a full one, and parked as too large when picked); a job without an
-            -- estimate takes the line's mean cost of every dimension
-            SELECT l.*, row_number() OVER w AS k,
-                   sum(least(p_tc, CASE WHEN l.est IS NULL THEN v_unit * p_tr
-                            ELSE l.est[1] * least(1, greatest(0.05, coalesce(v_ts, 1))) END)) OVER w AS tn,
-                   sum(least(p_ic, CASE WHEN l.est IS NULL THEN v_unit * p_ir
-                            ELSE l.est[2] * least(1, greatest(0.05, coalesce(v_is, 1))) END)) OVER w AS inn,
-                   sum(least(p_oc, CASE WHEN l.est IS NULL THEN v_unit * p_or
-                            ELSE l.est[3] * least(1, greatest(0.05, coalesce(v_os, 1))) END)) OVER w AS onn
+        ), fitting AS ( -- the slots of the rows locked, in booking order (no more than may_fit gave them)
+            SELECT l.*, CASE WHEN p_mode = 'slots' THEN p_now
+                        ELSE layover.fair_slot(p_now, p_rr, p_rc, v_start, row_number() OVER w,
+                           CASE WHEN v_tokens THEN ARRAY[p_tr, p_tc, p_ir, p_ic, p_or, p_oc] END,
+                           ARRAY[v_tstart, v_istart, v_ostart],
+                           ARRAY[sum(l.nt) OVER w, sum(l.ni) OVER w, sum(l.no) OVER w]) END AS at
             FROM locked l
             WINDOW w AS (ORDER BY l.cls, l.priority DESC, l.fair_tag ROWS UNBOUNDED PRECEDING)
-        ), slots AS (
-            SELECT n.*,
-                   CASE WHEN p_mode = 'slots' THEN p_now ELSE greatest(p_now,
-                       CASE WHEN p_rr > 0 THEN v_start + make_interval(secs => (n.k - p_rc) / p_rr) END,
-                       CASE WHEN v_tokens AND p_tr > 0 THEN v_tstart + make_interval(secs => (n.tn - p_tc) / p_tr) END,
-                       CASE WHEN v_tokens AND p_ir > 0 THEN v_istart + make_interval(secs => (n.inn - p_ic) / p_ir) END,
-                       CASE WHEN v_tokens AND p_or > 0 THEN v_ostart + make_interval(secs => (n.onn - p_oc) / p_or) END)
-                   END AS at
-            FROM needs n
-        ), fitting AS ( -- slots only grow along the order: the booked are a prefix (the first always, when nothing is booked ahead)
-            SELECT s.* FROM slots s WHERE s.at <= v_hend OR (NOT v_tokens AND p_mode = 'bucket')
         ), moved AS (
             UPDATE layover.scheduled_tasks t
             SET execution_time = s.at, permit_at = s.at, version = t.version + 1, last_reschedule_reason = 'fair',
@@ -414,7 +467,7 @@ BEGIN
                (SELECT coalesce(jsonb_object_agg(x.priority::text,
                            greatest(x.tag, layover.fair_class_clock(v_clocks, x.priority))), '{}'::jsonb)
                 FROM (SELECT priority, max(fair_tag) AS tag FROM fitting GROUP BY priority) x),
-               (SELECT ARRAY[max(f2.tn), max(f2.inn), max(f2.onn)] FROM fitting f2),
+               (SELECT ARRAY[sum(f2.nt), sum(f2.ni), sum(f2.no)] FROM fitting f2),
                (SELECT count(*) FROM fitting f3 WHERE f3.at <= p_now)
         INTO v_booked, v_max_tag, v_my_slot, v_low, v_clocks, v_sums, v_due
         FROM (SELECT count(*) FROM moved) m, (SELECT count(*) FROM flow_counts) fc;

@@ -258,7 +258,7 @@ public final class Bench {
                         : FairnessBench.Settings.full(poll);
                 report.fairness = FairnessBench.measure(db.dataSource(), s);
                 FairnessBench.print(out, report.fairness, s);
-                if (report.fairness.size() == 4) { // all arms (-Dlayover.bench.fairness.firstArmOnly runs one)
+                if (report.fairness.size() == 8) { // all arms (-Dlayover.bench.fairness.arms=0,4 runs some)
                     double[] few = FairnessBench.scale(db.dataSource(), 10, quick ? 5 : 200);
                     double[] many = FairnessBench.scale(db.dataSource(), quick ? 1000 : 10_000, quick ? 5 : 200);
                     FairnessBench.printScale(out, few, many);

@@ -78,7 +78,8 @@ public final class FairnessBench {
      *
      * @param perSecond permits started in each second of the window, per tenant ({@code [second][tenant]})
      */
-    public record Arm(String label, List<Tenant> tenants, double goodput, double jain, long fairRounds, int[][] perSecond) {}
+    public record Arm(String label, List<Tenant> tenants, double goodput, double jain, long fairRounds, int[][] perSecond,
+            Map<String, Long> parked) {}
 
     /** What the key's limit counts. */
     enum Limit {
@@ -114,17 +115,25 @@ public final class FairnessBench {
     public static List<Arm> measure(DataSource ds, Settings s) throws Exception {
         List<Arm> out = new ArrayList<>();
         double[] equal = {1, 1, 1, 1};
-        out.add(arm(ds, s, "fair share, equal weights", Limit.REQUESTS, true, equal, -1));
-        if (Boolean.getBoolean("layover.bench.fairness.firstArmOnly")) { // while tuning: the fair arm alone
-            return out;
+        // while tuning, some arms only: -Dlayover.bench.fairness.arms=0,4 (by index, in the order below)
+        String only = System.getProperty("layover.bench.fairness.arms");
+        java.util.function.IntPredicate runs = i -> only == null || Arrays.asList(only.split(",")).contains(String.valueOf(i));
+        Object[][] arms = {
+            {"fair share, equal weights", Limit.REQUESTS, true, equal, -1},
+            {"fairness off (first come, first served)", Limit.REQUESTS, false, equal, -1},
+            {"fair share, weights 3:1:1 (late tenant 1)", Limit.REQUESTS, true, new double[] {3, 1, 1, 1}, -1},
+            {"fair share, tenant b interactive (priority 5)", Limit.REQUESTS, true, equal, 1},
+            {"token limit, fair share of tokens", Limit.TOKENS, true, equal, -1},
+            {"token limit, fairness off (first come, first served)", Limit.TOKENS, false, equal, -1},
+            {"concurrency limit, fair share of slots", Limit.SLOTS, true, equal, -1},
+            {"concurrency limit, fairness off (first come, first served)", Limit.SLOTS, false, equal, -1},
+        };
+        for (int i = 0; i < arms.length; i++) {
+            if (runs.test(i)) {
+                Object[] a = arms[i];
+                out.add(arm(ds, s, (String) a[0], (Limit) a[1], (Boolean) a[2], (double[]) a[3], (Integer) a[4]));
+            }
         }
-        out.add(arm(ds, s, "fairness off (first come, first served)", Limit.REQUESTS, false, equal, -1));
-        out.add(arm(ds, s, "fair share, weights 3:1:1 (late tenant 1)", Limit.REQUESTS, true, new double[] {3, 1, 1, 1}, -1));
-        out.add(arm(ds, s, "fair share, tenant b interactive (priority 5)", Limit.REQUESTS, true, equal, 1));
-        out.add(arm(ds, s, "token limit, fair share of tokens", Limit.TOKENS, true, equal, -1));
-        out.add(arm(ds, s, "token limit, fairness off (first come, first served)", Limit.TOKENS, false, equal, -1));
-        out.add(arm(ds, s, "concurrency limit, fair share of slots", Limit.SLOTS, true, equal, -1));
-        out.add(arm(ds, s, "concurrency limit, fairness off (first come, first served)", Limit.SLOTS, false, equal, -1));
         return out;
     }
 
@@ -195,13 +204,14 @@ public final class FairnessBench {
                 Thread.sleep(50);
             }
             long rounds = fairRounds(ds);
+            Map<String, Long> parked = parked(ds);
             long[] arrivals = {enqueued0, enqueued0, enqueued0, lateEnqueued};
             int[] jobs = {s.sizes()[0], s.sizes()[1], s.sizes()[2], s.lateJobs()};
             double[] costs = limit == Limit.TOKENS ? Arrays.stream(TOKEN_COSTS).asDoubleStream().toArray()
                     : new double[] {1, 1, 1, 1};
             double rate = limit == Limit.TOKENS ? (double) TOKENS_PER_PERMIT * s.rate() : s.rate();
             double capacity = limit == Limit.SLOTS ? SLOTS : rate; // a bucket holds one second; slots start at once
-            return summarize(label, starts, arrivals, jobs, weights, costs, rate, capacity, t0, end, rounds);
+            return summarize(label, starts, arrivals, jobs, weights, costs, rate, capacity, t0, end, rounds, parked);
         } finally {
             instances.forEach(Layover::stop);
         }
@@ -213,7 +223,8 @@ public final class FairnessBench {
      * @param capacity what it admits at once at the start
      */
     private static Arm summarize(String label, ConcurrentLinkedQueue<long[]> starts, long[] arrivals, int[] jobs,
-            double[] weights, double[] costs, double rate, double capacity, long t0, long end, long rounds) {
+            double[] weights, double[] costs, double rate, double capacity, long t0, long end, long rounds,
+            Map<String, Long> parked) {
         List<long[]> all = new ArrayList<>(starts);
         all.removeIf(x -> x[1] > end);
         double endS = (end - t0) / 1e9;
@@ -248,7 +259,7 @@ public final class FairnessBench {
             int sec = (int) Math.min(perSecond.length - 1, (v[1] - t0) / 1_000_000_000L);
             perSecond[sec][(int) v[0]]++;
         }
-        return new Arm(label, tenants, goodput, jain, rounds, perSecond);
+        return new Arm(label, tenants, goodput, jain, rounds, perSecond, parked);
     }
 
     /**
@@ -398,6 +409,19 @@ public final class FairnessBench {
         }
     }
 
+    /** Dead letters of the arm by failure type (none expected: a wait for a fair turn never parks). */
+    private static Map<String, Long> parked(DataSource ds) throws Exception {
+        Map<String, Long> out = new LinkedHashMap<>();
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement();
+                ResultSet rs = st.executeQuery("select failure_type, count(*) from layover.dead_letters"
+                        + " where job_type like 'fair-bench-%' group by 1 order by 1")) {
+            while (rs.next()) {
+                out.put(rs.getString(1), rs.getLong(2));
+            }
+        }
+        return out;
+    }
+
     private static long fairRounds(DataSource ds) throws Exception {
         try (Connection c = ds.getConnection(); Statement st = c.createStatement();
                 ResultSet rs = st.executeQuery("select coalesce(sum(rounds), 0) from layover.fair_lines")) {
@@ -410,6 +434,7 @@ public final class FairnessBench {
         try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
             st.execute("select layover.forget_provider_keys(array['" + KEY + "'])");
             st.execute("delete from layover.scheduled_tasks where task_name like 'fair-bench-%'");
+            st.execute("delete from layover.dead_letters where job_type like 'fair-bench-%'");
             st.execute("delete from layover.fair_lines");
             st.execute("delete from layover.fair_flows");
             st.execute("delete from layover.fairness_weights");
@@ -434,8 +459,8 @@ public final class FairnessBench {
                 s.rate(), s.sizes()[0], s.sizes()[1], s.sizes()[2], s.lateJobs(), s.lateAfter().toSeconds(),
                 s.window().toSeconds(), s.threads());
         for (Arm a : arms) {
-            out.printf(java.util.Locale.ROOT, "#### %s: goodput %.3f R, Jain's index %.3f, fair rounds %,d%n%n", a.label(),
-                    a.goodput(), a.jain(), a.fairRounds());
+            out.printf(java.util.Locale.ROOT, "#### %s: goodput %.3f R, Jain's index %.3f, fair rounds %,d, parked %s%n%n",
+                    a.label(), a.goodput(), a.jain(), a.fairRounds(), a.parked().isEmpty() ? "0" : a.parked());
             out.println("| tenant | weight | jobs | started | share while active | ideal share | ratio | wait p50 / p95 (s) | ideal p50 / p95 (s) | p95 / ideal |");
             out.println("|---|---|---|---|---|---|---|---|---|---|");
             for (Tenant t : a.tenants()) {

@@ -152,9 +152,13 @@ final class AdmissionControl {
         return c.limited ? limits.admit(gate, pr, c.limitKeys) : gate.admit(pr);
     }
 
-    /** @return whether a wait is a hold (no free concurrency slot): no cap, no attempt */
+    /**
+     * @return whether a wait is a hold: no free concurrency slot, or a turn in a fair queue that
+     *     holds no permit yet (queueing within the key's own limit, docs/fairness.md); no cap, no
+     *     attempt, never parked
+     */
     static boolean isHold(Admission.Wait w) {
-        return Limits.CONCURRENCY.equals(w.reason());
+        return Limits.CONCURRENCY.equals(w.reason()) || (Limits.FAIR.equals(w.reason()) && w.permitAt() == null);
     }
 
     /** @return the handler's context, which also answers {@link JobContext#isCancelled()} */

@@ -164,7 +164,8 @@ final class JobTask<A> extends CustomTask<byte[]> {
                 run.attemptsSpent() + 1).fairnessKey(fairnessKey(args));
         Admission admission = p.control().admit(check, pr); // gate.admit(pr) unless the job has limits of its own
         if (admission instanceof Admission.Wait w && AdmissionControl.isHold(w)) {
-            return Next.of((complete, ops) -> writer.hold(run, key, w.reason(), w.detail(), w.runAt()));
+            CompletionHandler<byte[]> hold = (complete, ops) -> writer.hold(run, key, w.reason(), w.detail(), w.runAt());
+            return w.runAt().isAfter(p.clock().instant()) ? Next.waiting(hold) : Next.of(hold); // a turn ahead: a waiting run
         }
         if (admission instanceof Admission.Wait w) {
             return Next.waiting((complete, ops) -> {

@@ -221,8 +221,8 @@ final class Fairness {
             if (r.carried() || (r.slot() != null && !r.slot().isAfter(now))) {
                 return new Turn(ProviderGate.GO, r.shares());
             }
-            // a wait for a slot is a hold (no reschedule counted, never parked), as any wait for a concurrency slot
-            String reason = limit.isSlots() ? Limits.CONCURRENCY : "fair";
+            // a wait for a slot, or for a turn without a permit, is a hold (no reschedule counted, never parked)
+            String reason = limit.isSlots() ? Limits.CONCURRENCY : Limits.FAIR;
             if (r.slot() != null) {
                 return new Turn(new Admission.Wait(r.slot(), reason, "fair share of " + key + ": " + what
                         + " booked in the turn of " + run.fairnessKey() + " at " + r.slot(), r.slot()), null);

@@ -42,6 +42,9 @@ public final class Limits {
     /** The reason of a wait for a concurrency slot: a hold, not a reschedule (no cap, no attempt). */
     public static final String CONCURRENCY = "concurrency";
 
+    /** The reason of a wait for a turn in a provider key's fair queue (docs/fairness.md). */
+    public static final String FAIR = "fair";
+
     private static final Duration FAIL_CLOSED_DELAY = Duration.ofSeconds(5);
 
     /**
