@@ -342,6 +342,14 @@ public final class ProviderGate {
         }
     }
 
+    /**
+     * Finished jobs of this instance left the job table: a concurrency slot they held is free, so
+     * a fair queue that shares one calls its next job at once ({@code docs/fairness.md}). Never blocks.
+     */
+    public void jobsLeft() {
+        fairness.nudge();
+    }
+
     private Admission admit(String key, long tokens, ProviderRun run, boolean forJob, boolean withBucket) {
         Instant now = cache.now();
         KeyState ks = cache.keyState(key);
