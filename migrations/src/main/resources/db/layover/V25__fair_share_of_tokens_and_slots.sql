@@ -32,6 +32,8 @@
 -- of earlier versions during a rolling deploy) is now that function for a request-only bucket:
 -- one implementation of the discipline runs.
 --
+-- And layover.limit_overrides (below): an operator's limits for a key at run time.
+--
 -- Forward-only: nothing here changes what earlier versions stored.
 
 ALTER TABLE layover.scheduled_tasks ADD COLUMN token_estimate float8[];
@@ -533,3 +535,54 @@ $$;
 
 COMMENT ON FUNCTION layover.fair_round(text, timestamptz, float8, float8, float8, float8, int, text, text, bigint, float8) IS
     'For workers before V25: layover.fair_round_limit on a request-only bucket (one implementation, V25).';
+
+-- ---------------------------------------------------------------------------
+-- layover.limit_overrides: an operator's limits for a key at run time (ProviderStates#setLimit,
+-- the console's key page; issue 19: "change a weight or a limit at run time, audited, reverted on
+-- request"). Every worker uses a row's dimensions for its key in place of the ones it configured
+-- (Layover.Builder#bucket, #concurrencyLimit), within about a second: a change NOTIFYs
+-- layover_provider_state, and the one-second provider-state refresh reads the table too. A NULL
+-- dimension keeps the configured one. Deleting the row (ProviderStates#revertLimit) gives the
+-- configured limits back. The console records both in layover.audit_log.
+--   limit_key           a provider key or a limit key (exact; no patterns)
+--   requests_per_minute, tokens_per_minute, input_tokens_per_minute, output_tokens_per_minute
+--                       the key's bucket dimensions (NULL: as configured)
+--   max_in_flight       the key's concurrency limit (NULL: as configured)
+--   set_by, set_at, reason   who set it, when, why
+-- Written by core's internal.gate.Overrides only.
+-- ---------------------------------------------------------------------------
+CREATE TABLE layover.limit_overrides (
+    limit_key                text        PRIMARY KEY,
+    requests_per_minute      float8,
+    tokens_per_minute        float8,
+    input_tokens_per_minute  float8,
+    output_tokens_per_minute float8,
+    max_in_flight            int,
+    set_by                   text        NOT NULL,
+    set_at                   timestamptz NOT NULL DEFAULT now(),
+    reason                   text,
+    CONSTRAINT limit_overrides_key_check CHECK (length(limit_key) BETWEEN 1 AND 200),
+    CONSTRAINT limit_overrides_some_check CHECK (coalesce(requests_per_minute, tokens_per_minute, input_tokens_per_minute,
+        output_tokens_per_minute, max_in_flight) IS NOT NULL),
+    CONSTRAINT limit_overrides_rates_check CHECK (coalesce(requests_per_minute, 1) > 0 AND coalesce(tokens_per_minute, 1) > 0
+        AND coalesce(input_tokens_per_minute, 1) > 0 AND coalesce(output_tokens_per_minute, 1) > 0),
+    CONSTRAINT limit_overrides_in_flight_check CHECK (coalesce(max_in_flight, 1) BETWEEN 1 AND 100000)
+);
+
+COMMENT ON TABLE layover.limit_overrides IS
+    'Operators'' limits for a key at run time (V25): in place of the configured ones in every worker until deleted.';
+
+CREATE FUNCTION layover.notify_limit_override() RETURNS trigger
+    LANGUAGE plpgsql AS
+$$
+BEGIN
+    PERFORM pg_notify('layover_provider_state', json_build_object(
+            'table', 'limit_overrides',
+            'key', coalesce(NEW.limit_key, OLD.limit_key),
+            'by', coalesce(NEW.set_by, OLD.set_by))::text);
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER limit_overrides_notify AFTER INSERT OR UPDATE OR DELETE ON layover.limit_overrides
+    FOR EACH ROW EXECUTE FUNCTION layover.notify_limit_override();

@@ -44,6 +44,7 @@ class TableOwnersTest {
             Map.entry("audit_log", Set.of(DLQ + "DlqSql.java")),
             Map.entry("time_series_counts", Set.of(CORE + "internal/observe/TimeSeriesSql.java")),
             Map.entry("fairness_weights", Set.of(CORE + "internal/gate/FairSql.java")),
+            Map.entry("limit_overrides", Set.of(CORE + "internal/gate/OverrideSql.java")),
             Map.entry("batches", Set.of(CORE + "internal/batch/BatchSql.java")),
             Map.entry("batch_items", Set.of(CORE + "internal/batch/BatchSql.java")));
 

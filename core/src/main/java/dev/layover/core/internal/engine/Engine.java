@@ -150,7 +150,7 @@ public final class Engine {
         // operators' cancels write without waiting for a lost database: the caller sees the error
         this.control = new Controls(store, clock, new JobMover(store, clock, observability, WriteRetry.ONCE));
         Limits limits = new Limits(db, clock, worker,
-                new Limits.Config(config.concurrencyLimits(), allBuckets, config.deadAfter()));
+                new Limits.Config(config.concurrencyLimits(), allBuckets, config.deadAfter()), gate);
         this.admission = new AdmissionControl(db, clock, worker, writer, gate, limits);
         List<ProviderGate.BacklogType> backlog = new ArrayList<>();
         for (Registry.Entry<?> e : registry.entries()) {

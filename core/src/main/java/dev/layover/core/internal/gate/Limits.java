@@ -80,6 +80,7 @@ public final class Limits {
     private final Clock clock;
     private final String workerName;
     private final Config config;
+    private final ProviderGate gate;
     private final boolean anyConcurrency;
     private final boolean anyPatternBucket;
     /** Keys whose limit rows this instance wrote; forgotten wholesale past {@link #MAX_CONFIGURED}. */
@@ -93,10 +94,23 @@ public final class Limits {
      * @param config the limits
      */
     public Limits(Db db, Clock clock, String workerName, Config config) {
+        this(db, clock, workerName, config, null);
+    }
+
+    /**
+     * @param db the database
+     * @param clock the clock
+     * @param workerName this instance's worker name (written with a claimed slot)
+     * @param config the limits
+     * @param gate whose operators' overrides ({@code layover.limit_overrides}) replace configured
+     *     limits; null: none
+     */
+    public Limits(Db db, Clock clock, String workerName, Config config, ProviderGate gate) {
         this.db = db;
         this.clock = clock;
         this.workerName = workerName;
         this.config = config;
+        this.gate = gate;
         this.anyConcurrency = !config.concurrency().isEmpty();
         this.anyPatternBucket = config.buckets().keySet().stream().anyMatch(Limits::isPattern);
     }
@@ -115,7 +129,7 @@ public final class Limits {
      * @return true when the job must be admitted here rather than by {@link ProviderGate#admit}
      */
     public boolean applies(String providerKey, List<String> limitKeys) {
-        if (!anyConcurrency && limitKeys.isEmpty()) {
+        if (!anyConcurrency && limitKeys.isEmpty() && (gate == null || !gate.anyConcurrencyOverride())) {
             return false;
         }
         if (providerKey != null && concurrencyOf(providerKey) > 0) {
@@ -313,15 +327,14 @@ public final class Limits {
     /** @return the concurrency limit of a key (exact, else the longest matching pattern), or 0 */
     public int concurrencyOf(String key) {
         Integer n = lookup(config.concurrency(), key);
-        return n == null ? 0 : n;
+        int configured = n == null ? 0 : n;
+        return gate == null ? configured : gate.concurrencyOf(key, configured);
     }
 
     /** @return the bucket of a key (exact, else the longest matching pattern), or null */
     BucketSettings bucketOf(String key) {
-        if (!anyPatternBucket) {
-            return config.buckets().get(key);
-        }
-        return lookup(config.buckets(), key);
+        BucketSettings configured = anyPatternBucket ? lookup(config.buckets(), key) : config.buckets().get(key);
+        return gate == null ? configured : gate.bucketOf(key, configured);
     }
 
     /**

@@ -6,6 +6,7 @@ import static dev.layover.core.internal.gate.GateDb.ts;
 import dev.layover.core.provider.RateLimitHeaders;
 import dev.layover.core.provider.TokenDimension;
 import dev.layover.core.provider.state.BucketSettings;
+import dev.layover.core.provider.state.LimitOverride;
 import dev.layover.core.spi.Db;
 import dev.layover.core.provider.state.CooldownSettings;
 import java.sql.PreparedStatement;
@@ -36,21 +37,32 @@ final class Paces {
     private final CooldownSettings settings;
     private final Map<String, BucketSettings> configured;
 
-    Paces(GateDb gdb, StateCache cache, CooldownSettings settings, Map<String, BucketSettings> configured) {
+    Paces(GateDb gdb, StateCache cache, CooldownSettings settings, Map<String, BucketSettings> configured,
+            Overrides overrides) {
         this.gdb = gdb;
         this.cache = cache;
         this.settings = settings;
         this.configured = configured;
+        this.overrides = overrides;
     }
 
-    /** @return whether the key has a configured bucket, exact or by a {@code prefix*} pattern */
+    private final Overrides overrides;
+
+    /** @return whether the key has a configured bucket, exact or by a {@code prefix*} pattern, or an operator's */
     boolean hasConfigured(String key) {
-        return KeyPatterns.lookup(configured, key) != null;
+        if (KeyPatterns.lookup(configured, key) != null) {
+            return true;
+        }
+        LimitOverride o = overrides.of(key);
+        return o != null && o.setsBucket();
     }
 
-    /** @return the bucket the key's calls pass now: configured, else a learned pace in force, else null */
+    /**
+     * @return the bucket the key's calls pass now: configured (with an operator's override
+     *     applied), else a learned pace in force, else null
+     */
     BucketSettings bucketOf(KeyState ks, Instant now) {
-        BucketSettings b = KeyPatterns.lookup(configured, ks.key);
+        BucketSettings b = overrides.bucket(ks.key, KeyPatterns.lookup(configured, ks.key));
         if (b != null) {
             return b;
         }

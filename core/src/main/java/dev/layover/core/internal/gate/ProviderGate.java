@@ -13,6 +13,7 @@ import dev.layover.core.provider.state.BreakerSettings;
 import dev.layover.core.provider.state.BreakerState;
 import dev.layover.core.provider.RateLimitHeaders;
 import dev.layover.core.provider.state.BucketSettings;
+import dev.layover.core.provider.state.LimitOverride;
 import dev.layover.core.provider.state.CooldownSettings;
 import dev.layover.core.tokens.TokenEstimate;
 import dev.layover.core.tokens.TokenUsage;
@@ -136,6 +137,7 @@ public final class ProviderGate {
     private final Buckets buckets;
     private final Discovery discovery;
     private final Fairness fairness;
+    private final Overrides overrides;
     private volatile long lastStackLogged = System.nanoTime() - TimeUnit.MINUTES.toNanos(2);
 
     /**
@@ -170,13 +172,15 @@ public final class ProviderGate {
                 config.notifications());
         this.breakers = new Breakers(gdb, cache, events, config.breakers(), perKey);
         this.cooldowns = new Cooldowns(gdb, cache, config.cooldowns());
-        this.paces = new Paces(gdb, cache, config.cooldowns(), config.buckets());
+        this.overrides = new Overrides(gdb);
+        this.paces = new Paces(gdb, cache, config.cooldowns(), config.buckets(), overrides);
         JobStore store = new JobStore(db);
         TokenLedger ledger = new TokenLedger(gdb, config.permitGrace(), this.metrics);
         this.fairness = new Fairness(gdb, config.permitGrace(), ledger);
         this.buckets = new Buckets(gdb, store, config.permitGrace(), ledger, fairness);
         this.discovery = new Discovery(gdb, config.cooldowns().discovery(), config.buckets(), buckets, store);
         cache.onForget(cooldowns::forget);
+        cache.onRefresh(overrides::refresh);
         cache.onForget(discovery::forget);
     }
 
@@ -340,6 +344,38 @@ public final class ProviderGate {
         } catch (RuntimeException e) {
             return failClosed(run.providerKey(), "take a turn in the fair queue of", e, now);
         }
+    }
+
+    /** @return operators' limits at run time ({@code layover.limit_overrides}), as last read */
+    public LimitOverride limitOverride(String key) {
+        return overrides.of(key);
+    }
+
+    /** @return whether an operator's override sets a concurrency limit of some key */
+    public boolean anyConcurrencyOverride() {
+        return overrides.anyConcurrency();
+    }
+
+    /** @return a key's concurrency limit with an operator's override applied ({@code configured}: 0 for none) */
+    public int concurrencyOf(String key, int configured) {
+        return overrides.concurrency(key, configured);
+    }
+
+    /** @return a key's bucket with an operator's override applied ({@code configured}: null for none) */
+    public BucketSettings bucketOf(String key, BucketSettings configured) {
+        return overrides.bucket(key, configured);
+    }
+
+    LimitOverride setLimit(String key, LimitOverride limit, String by, String reason) {
+        return overrides.set(key, limit, by, reason);
+    }
+
+    LimitOverride revertLimit(String key) {
+        return overrides.revert(key);
+    }
+
+    LimitOverride readLimitOverride(String key) {
+        return overrides.read(key);
     }
 
     /**

@@ -4,6 +4,7 @@ import dev.layover.core.internal.db.DatabaseClock;
 import dev.layover.core.spi.Db;
 import dev.layover.core.provider.state.BreakerListener;
 import dev.layover.core.provider.state.BreakerState;
+import dev.layover.core.provider.state.LimitOverride;
 import dev.layover.core.provider.state.ProviderStates;
 import java.net.InetAddress;
 import java.time.Clock;
@@ -66,6 +67,29 @@ public final class ProviderStateHandle implements ProviderStates {
     @Override
     public Double revertFairnessWeight(String pattern) {
         return gate.revertFairnessWeight(Objects.requireNonNull(pattern, "pattern"), gate.workerName());
+    }
+
+    @Override
+    public LimitOverride setLimit(String key, LimitOverride limit, String reason) {
+        return gate.setLimit(checkedKey(key), Objects.requireNonNull(limit, "limit"), gate.workerName(), reason);
+    }
+
+    @Override
+    public LimitOverride revertLimit(String key) {
+        return gate.revertLimit(checkedKey(key));
+    }
+
+    @Override
+    public LimitOverride limitOverride(String key) {
+        return gate.readLimitOverride(checkedKey(key));
+    }
+
+    private static String checkedKey(String key) {
+        Objects.requireNonNull(key, "key");
+        if (key.isEmpty() || key.length() > 200 || dev.layover.core.internal.db.StoredText.unstorable(key)) {
+            throw new dev.layover.core.ConfigurationException("a key must be 1-200 characters without a NUL character");
+        }
+        return key;
     }
 
     @Override

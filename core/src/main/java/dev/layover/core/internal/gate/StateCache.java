@@ -61,6 +61,7 @@ final class StateCache {
     private final ConcurrentHashMap<String, KeyState> keys = new ConcurrentHashMap<>();
     private final CopyOnWriteArrayList<Runnable> notificationHooks = new CopyOnWriteArrayList<>();
     private final CopyOnWriteArrayList<Consumer<String>> forgetHooks = new CopyOnWriteArrayList<>();
+    private final CopyOnWriteArrayList<Runnable> refreshHooks = new CopyOnWriteArrayList<>();
     private final LongSupplier ticker;
     private final Object wake = new Object();
     private volatile boolean running;
@@ -306,6 +307,9 @@ final class StateCache {
             if (!inUse.isEmpty()) {
                 load(inUse, Read.REFRESH);
             }
+            for (Runnable hook : refreshHooks) {
+                hook.run();
+            }
             if (refreshFailing) {
                 refreshFailing = false;
                 LOG.info("Layover: provider state readable again");
@@ -410,6 +414,11 @@ final class StateCache {
         for (Runnable hook : notificationHooks) {
             hook.run();
         }
+    }
+
+    /** Runs {@code hook} at every background refresh, on its thread (a notification wakes it); it may throw. */
+    void onRefresh(Runnable hook) {
+        refreshHooks.add(Objects.requireNonNull(hook, "hook"));
     }
 
     /** Runs {@code hook} for every notification on the provider state channel (pauses and cancels use it too). */

@@ -81,6 +81,40 @@ public interface ProviderStates {
     Double revertFairnessWeight(String pattern);
 
     /**
+     * Sets a key's limits at run time ({@code docs/provider-state.md}, "Limits at run time"): every
+     * worker of the fleet uses the override's dimensions for the key in place of the ones it
+     * configured, within about a second (NOTIFY, else the one-second provider-state refresh), until
+     * {@link #revertLimit}; a dimension the override leaves null stays as configured. For a
+     * provider key or a limit key (exact). Database: upserts the key's row of
+     * {@code layover.limit_overrides} (V25). Not audited here: a console records it in
+     * {@code layover.audit_log}.
+     *
+     * @param key the key, 1-200 characters
+     * @param limit the limits
+     * @param reason why, stored in {@code reason} (may be null)
+     * @return the override it replaced; {@code null} when the key had none
+     * @throws dev.layover.core.ConfigurationException when the key is empty, too long or holds a NUL
+     */
+    LimitOverride setLimit(String key, LimitOverride limit, String reason);
+
+    /**
+     * Removes a key's override: its configured limits apply again in every worker within about a
+     * second. Database: deletes the key's row of {@code layover.limit_overrides}.
+     *
+     * @param key the key
+     * @return the override removed; {@code null} when the key had none
+     */
+    LimitOverride revertLimit(String key);
+
+    /**
+     * Reads a key's override from the database (not the workers' memory).
+     *
+     * @param key the key
+     * @return its override, or {@code null}
+     */
+    LimitOverride limitOverride(String key);
+
+    /**
      * Reads a breaker from the database (not the cache).
      *
      * @param providerKey the key

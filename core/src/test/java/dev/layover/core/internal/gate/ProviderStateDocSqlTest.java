@@ -42,6 +42,8 @@ class ProviderStateDocSqlTest {
         gate.afterCall("gemini:gemini-2.5-flash", null, Outcome.rateLimited(null)); // a 429 stating nothing: a discovered pace
         states.forceOpen("anthropic:claude-haiku", null, "maintenance");
         states.forceClose("anthropic:claude-haiku", "done");
+        states.setLimit("openai:gpt-4o-mini", dev.layover.core.provider.state.LimitOverride.requestsPerMinute(600),
+                "the provider lowered our tier");
         gate.start();
         for (int i = 0; i < 3; i++) { // books the bucket ahead
             gate.admit(gate.newRun("azure:gpt-4o-mini@westeurope", "t", "j" + i, 1, 0, 1));
