@@ -250,6 +250,11 @@ final class Fairness {
             // a wait for a slot, or for a turn without a permit, is a hold (no reschedule counted, never parked)
             String reason = limit.isSlots() ? Limits.CONCURRENCY : Limits.FAIR;
             if (r.slot() != null) {
+                // a permit within the horizon: wait for it here rather than be written back and picked again at it
+                // (a late tenant's first job would lose the pick's delay too)
+                if (Duration.between(now, r.slot()).compareTo(settings.horizon()) <= 0 && awaitSlot(now, r.slot())) {
+                    return new Turn(ProviderGate.GO, r.shares());
+                }
                 return new Turn(new Admission.Wait(r.slot(), reason, "fair share of " + key + ": " + what
                         + " booked in the turn of " + run.fairnessKey() + " at " + r.slot(), r.slot()), null);
             }
@@ -297,6 +302,21 @@ final class Fairness {
                 }
             }
         });
+    }
+
+    /** Sleeps until {@code slot} ({@code now} on the gate's clock); false when interrupted (the worker stops). */
+    private static boolean awaitSlot(Instant now, Instant slot) {
+        long ms = Duration.between(now, slot).toMillis();
+        if (ms <= 0) {
+            return true;
+        }
+        try {
+            Thread.sleep(ms);
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
     }
 
     /** One {@link FairSql#ROUND}; {@code run} null: a pump round. */
