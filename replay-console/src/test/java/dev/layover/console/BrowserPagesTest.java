@@ -135,11 +135,12 @@ class BrowserPagesTest {
     @Test
     void pagesRefreshByThemselvesAndAnEndedCooldownOrBreakerReadsAsEnded(TestDatabase db) throws IOException {
         start(db);
-        layover.providerStates().forceOpen("lapsing:breaker", Duration.ofSeconds(3), "short incident");
-        db.update("INSERT INTO layover.cooldowns (provider_key, until, reason, started_at, updated_at) VALUES "
-                + "('lapsing:cooldown', now() + interval '3 seconds', 'rate_limited', now(), now())");
-
+        // The browser starts before the states that lapse are written: on a loaded machine its start alone
+        // has taken longer than a short cooldown, and the page then never saw it live.
         browser = new Browser(1400, 1000);
+        layover.providerStates().forceOpen("lapsing:breaker", Duration.ofSeconds(6), "short incident");
+        db.update("INSERT INTO layover.cooldowns (provider_key, until, reason, started_at, updated_at) VALUES "
+                + "('lapsing:cooldown', now() + interval '6 seconds', 'rate_limited', now(), now())");
         browser.driver.get(console.loginUrl().toString());
         browser.visible("#provider-keys");
         WebElement cooldown = browser.driver.findElement(By.cssSelector("tr[data-key='lapsing:cooldown']"));
