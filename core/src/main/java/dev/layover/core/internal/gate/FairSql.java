@@ -19,10 +19,19 @@ final class FairSql {
      * task name, id and version (nulls: a pump round), permit grace (s). Returns carried, slot,
      * estimate, booked, tagged, waiting and the key's token shares (all null: the key has no row
      * of that limit).
+     *
+     * <p>The round commits asynchronously ({@code synchronous_commit = off} for its transaction
+     * alone), as a bucket take does ({@link StateSql#TAKE_PERMITS}): every round of a key holds the
+     * key's limit row until commit, so synchronous rounds queue behind one WAL flush each (seen:
+     * a concurrency limit's rounds waiting in {@code WALSync} on a loaded machine, 0.44-0.66 R). What
+     * a crash or a failover can lose is the last few hundred milliseconds of rounds: their calls
+     * and bookings are made again by the next round (the jobs wait in the line as before them).
      */
     static final String ROUND = """
-            SELECT carried, slot, estimate, booked, tagged, waiting, token_share, input_share, output_share
-            FROM layover.fair_round_limit(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""";
+            SELECT r.carried, r.slot, r.estimate, r.booked, r.tagged, r.waiting, r.token_share, r.input_share,
+                   r.output_share
+            FROM (SELECT set_config('synchronous_commit', 'off', true) AS async_commit) a,
+                 layover.fair_round_limit(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) r""";
 
     /**
      * A configured weight, written by a worker at start: replaces a configured row, never an

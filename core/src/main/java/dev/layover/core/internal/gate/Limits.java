@@ -86,6 +86,8 @@ public final class Limits {
     /** Keys whose limit rows this instance wrote; forgotten wholesale past {@link #MAX_CONFIGURED}. */
     private final ConcurrentHashMap<String, Boolean> configured = new ConcurrentHashMap<>();
     private static final int MAX_CONFIGURED = 100_000;
+    /** A lock per key while its rows are written (single flight). */
+    private final ConcurrentHashMap<String, Object> configuring = new ConcurrentHashMap<>();
 
     /**
      * @param db the database
@@ -167,6 +169,7 @@ public final class Limits {
         int slots = run.providerKey() == null || run.fairnessKey() == null ? 0 : concurrencyOf(run.providerKey());
         if (slots > 0) { // a fair share of the provider key's slots: the job's turn first (docs/fairness.md)
             String key = run.providerKey();
+            configure(key, bucketOf(key), slots); // once per key: a round finding no row would have every thread write it
             Admission turn = gate.admitFairSlot(run, slots, config.deadAfter(), () -> {
                 configured.remove(key);
                 configure(key, bucketOf(key), slots);
@@ -306,6 +309,19 @@ public final class Limits {
         if (configured.containsKey(key)) {
             return;
         }
+        Object lock = configuring.computeIfAbsent(key, k -> new Object());
+        try {
+            synchronized (lock) { // threads meeting a new key at once write its rows once, not each in turn on its row lock
+                if (!configured.containsKey(key)) {
+                    write(key, b, max);
+                }
+            }
+        } finally {
+            configuring.remove(key, lock);
+        }
+    }
+
+    private void write(String key, BucketSettings b, int max) {
         db.autocommit("configuring the limits of " + key, c -> {
             if (max > 0) {
                 try (PreparedStatement ps = c.prepareStatement(LimitSql.CONFIGURE_CONCURRENCY)) {
