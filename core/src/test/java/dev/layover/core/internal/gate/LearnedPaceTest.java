@@ -163,13 +163,13 @@ class LearnedPaceTest {
 
     @Test
     void aLearnedPaceLapsesAndCanBeTurnedOff(TestDatabase db) {
-        ProviderGate brief = gate(db, "worker-a", CooldownSettings.defaults().withLearnedPace(Duration.ofMillis(300), 0.5),
+        ProviderGate brief = gate(db, "worker-a", CooldownSettings.defaults().withLearnedPace(Duration.ofSeconds(2), 0.5),
                 Map.of());
         brief.afterCall(KEY, null, new Outcome.RateLimited(Duration.ofMillis(1), "429", 10.0));
         BucketSettings learned = brief.learnedBucket(KEY);
         assertNotNull(learned);
         assertEquals(300.0, learned.requestsPerMinute(), 1e-9, "half of 10/s");
-        Await.until(Duration.ofSeconds(5), "the pace lapsed", () -> {
+        Await.until(Duration.ofSeconds(15), "the pace lapsed", () -> {
             brief.refreshOnce();
             return brief.learnedBucket(KEY) == null;
         });
