@@ -1108,19 +1108,27 @@ final class ConsoleApi {
 
     /** The body's {@code pattern}: a fairness key or a pattern with {@code *}, 1-200 characters. */
     private static String fairnessPattern(ConsoleRequest r) {
-        JsonNode v = r.body().get("pattern");
+        return requiredName(r, "pattern", "a fairness key or a pattern with *",
+                "a fairness key (e.g. tenant:42) or a pattern with * (e.g. tenant:premium-*)");
+    }
+
+    /**
+     * A required text field of the body naming a key or pattern: a string, not blank, at most 200
+     * characters (the tables' checks), no text the database cannot store; 400 naming it otherwise.
+     */
+    private static String requiredName(ConsoleRequest r, String field, String what, String examples) {
+        JsonNode v = r.body().get(field);
         if (v != null && !v.isNull() && !v.isTextual()) {
-            throw ApiException.badRequest("pattern must be a string: a fairness key or a pattern with *", "pattern");
+            throw ApiException.badRequest(field + " must be a string: " + what, field);
         }
-        String pattern = v == null || v.isNull() ? "" : v.asText();
-        if (pattern.isBlank()) {
-            throw ApiException.badRequest("pattern is required: a fairness key (e.g. tenant:42) or a pattern with * "
-                    + "(e.g. tenant:premium-*)", "pattern");
+        String s = v == null || v.isNull() ? "" : v.asText();
+        if (s.isBlank()) {
+            throw ApiException.badRequest(field + " is required: " + examples, field);
         }
-        if (pattern.length() > 200) {
-            throw ApiException.badRequest("pattern must be at most 200 characters, was " + pattern.length(), "pattern");
+        if (s.length() > 200) {
+            throw ApiException.badRequest(field + " must be at most 200 characters, was " + s.length(), field);
         }
-        return InputText.check(pattern, "pattern");
+        return InputText.check(s, field);
     }
 
     private JsonNode setFairnessWeight(ConsoleRequest r) {
@@ -1145,15 +1153,7 @@ final class ConsoleApi {
         ObjectNode details = F.objectNode();
         putWeight(details, "before", before);
         details.put("after", weight);
-        long auditId = store.auditLog().record(operator, "set_fairness_weight", "fairness:" + pattern, 1, reason,
-                details.toString());
-        ObjectNode out = F.objectNode();
-        out.put("pattern", pattern);
-        out.put("action", "set_fairness_weight");
-        putWeight(out, "before", before);
-        out.put("after", weight);
-        out.put("auditId", auditId);
-        return out;
+        return audited(operator, "set_fairness_weight", "pattern", pattern, "fairness:", reason, details);
     }
 
     private JsonNode revertFairnessWeight(ConsoleRequest r) {
@@ -1168,13 +1168,22 @@ final class ConsoleApi {
         ObjectNode details = F.objectNode();
         details.put("removed", removed);
         details.put("now", now);
-        long auditId = store.auditLog().record(operator, "revert_fairness_weight", "fairness:" + pattern, 1, reason,
-                details.toString());
+        return audited(operator, "revert_fairness_weight", "pattern", pattern, "fairness:", reason, details);
+    }
+
+    /**
+     * Records an operator's change of one weight or limit in the audit log (subject
+     * {@code <subjectPrefix><name>}, the details as they are).
+     *
+     * @return the answer: {@code field}: the name, the action, the details' fields, {@code auditId}
+     */
+    private ObjectNode audited(String operator, String action, String field, String name, String subjectPrefix,
+            String reason, ObjectNode details) {
+        long auditId = store.auditLog().record(operator, action, subjectPrefix + name, 1, reason, details.toString());
         ObjectNode out = F.objectNode();
-        out.put("pattern", pattern);
-        out.put("action", "revert_fairness_weight");
-        out.put("removed", removed);
-        out.put("now", now);
+        out.put(field, name);
+        out.put("action", action);
+        out.setAll(details);
         out.put("auditId", auditId);
         return out;
     }
@@ -1245,19 +1254,8 @@ final class ConsoleApi {
 
     /** The body's {@code key}: a provider key or a limit key, 1-200 characters. */
     private static String limitKey(ConsoleRequest r) {
-        JsonNode v = r.body().get("key");
-        if (v != null && !v.isNull() && !v.isTextual()) {
-            throw ApiException.badRequest("key must be a string: a provider key or a limit key", "key");
-        }
-        String key = v == null || v.isNull() ? "" : v.asText();
-        if (key.isBlank()) {
-            throw ApiException.badRequest("key is required: a provider key (e.g. openai:gpt-4o) or a limit key "
-                    + "(e.g. tenant:42)", "key");
-        }
-        if (key.length() > 200) {
-            throw ApiException.badRequest("key must be at most 200 characters, was " + key.length(), "key");
-        }
-        return InputText.check(key, "key");
+        return requiredName(r, "key", "a provider key or a limit key",
+                "a provider key (e.g. openai:gpt-4o) or a limit key (e.g. tenant:42)");
     }
 
     /** A field the endpoint does not take is refused: a misspelt dimension would silently be left as configured. */
@@ -1337,14 +1335,7 @@ final class ConsoleApi {
         ObjectNode details = F.objectNode();
         details.set("before", limitJson(before));
         details.set("after", limitJson(limit));
-        long auditId = store.auditLog().record(operator, "set_limit", "limit:" + key, 1, reason, details.toString());
-        ObjectNode out = F.objectNode();
-        out.put("key", key);
-        out.put("action", "set_limit");
-        out.set("before", limitJson(before));
-        out.set("after", limitJson(limit));
-        out.put("auditId", auditId);
-        return out;
+        return audited(operator, "set_limit", "key", key, "limit:", reason, details);
     }
 
     private JsonNode revertLimit(ConsoleRequest r) {
@@ -1358,13 +1349,7 @@ final class ConsoleApi {
         }
         ObjectNode details = F.objectNode();
         details.set("removed", limitJson(removed));
-        long auditId = store.auditLog().record(operator, "revert_limit", "limit:" + key, 1, reason, details.toString());
-        ObjectNode out = F.objectNode();
-        out.put("key", key);
-        out.put("action", "revert_limit");
-        out.set("removed", limitJson(removed));
-        out.put("auditId", auditId);
-        return out;
+        return audited(operator, "revert_limit", "key", key, "limit:", reason, details);
     }
 
     /** An override's five dimensions ({@code null}: as configured), or a null node for no override. */
