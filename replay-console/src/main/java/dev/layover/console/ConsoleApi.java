@@ -8,8 +8,10 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.layover.core.ConfigurationException;
 import dev.layover.core.control.CancelResult;
 import dev.layover.core.control.Pause;
+import dev.layover.core.provider.state.LimitOverride;
 import dev.layover.dlq.ActionOptions;
 import dev.layover.dlq.AuditEntry;
 import dev.layover.dlq.BulkResult;
@@ -109,6 +111,9 @@ final class ConsoleApi {
         s.get("/fairness", this::fairness);
         s.post("/fairness/weights", "setting a fairness weight", this::setFairnessWeight);
         s.post("/fairness/weights/revert", "reverting a fairness weight", this::revertFairnessWeight);
+        s.get("/limits", this::limits);
+        s.post("/limits", "setting a key's limits", this::setLimit);
+        s.post("/limits/revert", "reverting a key's limits", this::revertLimit);
         s.get("/batches", this::batches);
         s.get("/batches/{id}", this::batch);
         s.get("/time-series", r -> timeSeries(r).toJson(r.param("providerKey"), r.param("jobType")));
@@ -891,6 +896,8 @@ final class ConsoleApi {
             maskField(p, "reason");
         }
         out.setAll(state);
+        ArrayNode overrides = sql.limitOverrides(key, 1);
+        out.set("limitOverride", overrides.isEmpty() ? F.nullNode() : limitRow((ObjectNode) overrides.get(0)));
 
         ObjectNode jobs = out.putObject("jobs");
         long total = 0;
@@ -1101,19 +1108,27 @@ final class ConsoleApi {
 
     /** The body's {@code pattern}: a fairness key or a pattern with {@code *}, 1-200 characters. */
     private static String fairnessPattern(ConsoleRequest r) {
-        JsonNode v = r.body().get("pattern");
+        return requiredName(r, "pattern", "a fairness key or a pattern with *",
+                "a fairness key (e.g. tenant:42) or a pattern with * (e.g. tenant:premium-*)");
+    }
+
+    /**
+     * A required text field of the body naming a key or pattern: a string, not blank, at most 200
+     * characters (the tables' checks), no text the database cannot store; 400 naming it otherwise.
+     */
+    private static String requiredName(ConsoleRequest r, String field, String what, String examples) {
+        JsonNode v = r.body().get(field);
         if (v != null && !v.isNull() && !v.isTextual()) {
-            throw ApiException.badRequest("pattern must be a string: a fairness key or a pattern with *", "pattern");
+            throw ApiException.badRequest(field + " must be a string: " + what, field);
         }
-        String pattern = v == null || v.isNull() ? "" : v.asText();
-        if (pattern.isBlank()) {
-            throw ApiException.badRequest("pattern is required: a fairness key (e.g. tenant:42) or a pattern with * "
-                    + "(e.g. tenant:premium-*)", "pattern");
+        String s = v == null || v.isNull() ? "" : v.asText();
+        if (s.isBlank()) {
+            throw ApiException.badRequest(field + " is required: " + examples, field);
         }
-        if (pattern.length() > 200) {
-            throw ApiException.badRequest("pattern must be at most 200 characters, was " + pattern.length(), "pattern");
+        if (s.length() > 200) {
+            throw ApiException.badRequest(field + " must be at most 200 characters, was " + s.length(), field);
         }
-        return InputText.check(pattern, "pattern");
+        return InputText.check(s, field);
     }
 
     private JsonNode setFairnessWeight(ConsoleRequest r) {
@@ -1138,15 +1153,7 @@ final class ConsoleApi {
         ObjectNode details = F.objectNode();
         putWeight(details, "before", before);
         details.put("after", weight);
-        long auditId = store.auditLog().record(operator, "set_fairness_weight", "fairness:" + pattern, 1, reason,
-                details.toString());
-        ObjectNode out = F.objectNode();
-        out.put("pattern", pattern);
-        out.put("action", "set_fairness_weight");
-        putWeight(out, "before", before);
-        out.put("after", weight);
-        out.put("auditId", auditId);
-        return out;
+        return audited(operator, "set_fairness_weight", "pattern", pattern, "fairness:", reason, details);
     }
 
     private JsonNode revertFairnessWeight(ConsoleRequest r) {
@@ -1161,13 +1168,22 @@ final class ConsoleApi {
         ObjectNode details = F.objectNode();
         details.put("removed", removed);
         details.put("now", now);
-        long auditId = store.auditLog().record(operator, "revert_fairness_weight", "fairness:" + pattern, 1, reason,
-                details.toString());
+        return audited(operator, "revert_fairness_weight", "pattern", pattern, "fairness:", reason, details);
+    }
+
+    /**
+     * Records an operator's change of one weight or limit in the audit log (subject
+     * {@code <subjectPrefix><name>}, the details as they are).
+     *
+     * @return the answer: {@code field}: the name, the action, the details' fields, {@code auditId}
+     */
+    private ObjectNode audited(String operator, String action, String field, String name, String subjectPrefix,
+            String reason, ObjectNode details) {
+        long auditId = store.auditLog().record(operator, action, subjectPrefix + name, 1, reason, details.toString());
         ObjectNode out = F.objectNode();
-        out.put("pattern", pattern);
-        out.put("action", "revert_fairness_weight");
-        out.put("removed", removed);
-        out.put("now", now);
+        out.put(field, name);
+        out.put("action", action);
+        out.setAll(details);
         out.put("auditId", auditId);
         return out;
     }
@@ -1178,6 +1194,176 @@ final class ConsoleApi {
         } else {
             o.put(name, w);
         }
+    }
+
+    // ---------------------------------------------------------------- limits at run time (issue 19)
+
+    /** The most override rows {@code GET /api/limits} lists ({@code more}: there are more). */
+    static final int MAX_LIMIT_ROWS = 200;
+    /** A limit's dimensions, as the body and the answers name them. */
+    static final List<String> LIMIT_DIMENSIONS = List.of("requestsPerMinute", "tokensPerMinute", "inputTokensPerMinute",
+            "outputTokensPerMinute", "maxInFlight");
+    private static final Set<String> SET_LIMIT_FIELDS = Set.of("key", "requestsPerMinute", "tokensPerMinute",
+            "inputTokensPerMinute", "outputTokensPerMinute", "maxInFlight", "reason");
+    private static final Set<String> REVERT_LIMIT_FIELDS = Set.of("key", "reason");
+
+    /**
+     * Operators' limits at run time ({@code layover.limit_overrides}), newest first, at most
+     * {@link #MAX_LIMIT_ROWS}, or only {@code key}'s; each with the key's bucket and concurrency
+     * rows as the database holds them now (the workers write them), {@code null} when it has none.
+     */
+    private JsonNode limits(ConsoleRequest r) {
+        String key = r.param("key");
+        if (key != null && key.length() > 200) {
+            throw ApiException.badRequest("key must be at most 200 characters, was " + key.length(), "key");
+        }
+        ObjectNode out = F.objectNode();
+        out.put("at", sql.dbNow());
+        ArrayNode rows = sql.limitOverrides(key, MAX_LIMIT_ROWS + 1);
+        out.put("more", rows.size() > MAX_LIMIT_ROWS);
+        ArrayNode items = out.putArray("items");
+        for (int i = 0; i < rows.size() && i < MAX_LIMIT_ROWS; i++) {
+            items.add(limitRow((ObjectNode) rows.get(i)));
+        }
+        return out;
+    }
+
+    /** An override row of {@link ConsoleSql#LIMIT_OVERRIDES} with its bucket and concurrency columns nested. */
+    private static ObjectNode limitRow(ObjectNode row) {
+        ObjectNode o = F.objectNode();
+        for (String name : List.of("key", "requestsPerMinute", "tokensPerMinute", "inputTokensPerMinute",
+                "outputTokensPerMinute", "maxInFlight", "setBy", "setAt", "reason")) {
+            o.set(name, row.get(name));
+        }
+        maskField(o, "reason");
+        ObjectNode bucket = F.objectNode();
+        for (String d : LIMIT_DIMENSIONS.subList(0, 4)) {
+            bucket.set(d, row.get("bucket" + Character.toUpperCase(d.charAt(0)) + d.substring(1)));
+        }
+        boolean hasBucket = LIMIT_DIMENSIONS.subList(0, 4).stream().anyMatch(d -> !bucket.get(d).isNull());
+        o.set("bucket", hasBucket ? bucket : F.nullNode());
+        if (row.get("concurrencyMaxInFlight").isNull()) {
+            o.putNull("concurrency");
+        } else {
+            ObjectNode c = o.putObject("concurrency");
+            c.set("maxInFlight", row.get("concurrencyMaxInFlight"));
+            c.set("inFlight", row.get("concurrencyInFlight"));
+        }
+        return o;
+    }
+
+    /** The body's {@code key}: a provider key or a limit key, 1-200 characters. */
+    private static String limitKey(ConsoleRequest r) {
+        return requiredName(r, "key", "a provider key or a limit key",
+                "a provider key (e.g. openai:gpt-4o) or a limit key (e.g. tenant:42)");
+    }
+
+    /** A field the endpoint does not take is refused: a misspelt dimension would silently be left as configured. */
+    private static void onlyFields(ConsoleRequest r, Set<String> allowed) {
+        for (java.util.Iterator<String> it = r.body().fieldNames(); it.hasNext();) {
+            String name = it.next();
+            if (!allowed.contains(name)) {
+                throw ApiException.badRequest("unknown field '" + name + "': the body takes "
+                        + String.join(", ", allowed.stream().sorted().toList()), name);
+            }
+        }
+    }
+
+    /** A rate dimension of the body: absent or null, else a JSON number above 0, at most {@link LimitOverride#MAX_PER_MINUTE}. */
+    private static Double rate(ConsoleRequest r, String name) {
+        JsonNode v = r.body().get(name);
+        if (v == null || v.isNull()) {
+            return null;
+        }
+        String range = " above 0, at most " + String.format(java.util.Locale.ROOT, "%,d", (long) LimitOverride.MAX_PER_MINUTE)
+                + " a minute";
+        if (!v.isNumber()) {
+            throw ApiException.badRequest(name + " must be a number" + range + ", was a "
+                    + v.getNodeType().toString().toLowerCase(java.util.Locale.ROOT), name);
+        }
+        double d = v.asDouble();
+        if (!(d > 0) || !Double.isFinite(d) || d > LimitOverride.MAX_PER_MINUTE) {
+            throw ApiException.badRequest(name + " must be" + range + ", was " + v, name);
+        }
+        return d;
+    }
+
+    /** The body's {@code maxInFlight}: absent or null, else a whole number 1 to {@link LimitOverride#MAX_IN_FLIGHT}. */
+    private static Integer maxInFlight(ConsoleRequest r) {
+        JsonNode v = r.body().get("maxInFlight");
+        if (v == null || v.isNull()) {
+            return null;
+        }
+        String range = " 1 to " + String.format(java.util.Locale.ROOT, "%,d", LimitOverride.MAX_IN_FLIGHT);
+        if (!v.isNumber()) {
+            throw ApiException.badRequest("maxInFlight must be a whole number" + range + ", was a "
+                    + v.getNodeType().toString().toLowerCase(java.util.Locale.ROOT), "maxInFlight");
+        }
+        boolean whole = v.isIntegralNumber() || (Double.isFinite(v.asDouble()) && v.asDouble() == Math.rint(v.asDouble()));
+        if (!whole) {
+            throw ApiException.badRequest("maxInFlight must be a whole number" + range + ", was " + v, "maxInFlight");
+        }
+        java.math.BigDecimal n = v.decimalValue();
+        if (n.compareTo(java.math.BigDecimal.ONE) < 0 || n.compareTo(java.math.BigDecimal.valueOf(LimitOverride.MAX_IN_FLIGHT)) > 0) {
+            throw ApiException.badRequest("maxInFlight must be" + range + ", was " + v, "maxInFlight");
+        }
+        return n.intValueExact();
+    }
+
+    private JsonNode setLimit(ConsoleRequest r) {
+        onlyFields(r, SET_LIMIT_FIELDS);
+        String key = limitKey(r);
+        Double rpm = rate(r, "requestsPerMinute");
+        Double tpm = rate(r, "tokensPerMinute");
+        Double itpm = rate(r, "inputTokensPerMinute");
+        Double otpm = rate(r, "outputTokensPerMinute");
+        Integer mif = maxInFlight(r);
+        if (rpm == null && tpm == null && itpm == null && otpm == null && mif == null) {
+            throw ApiException.badRequest("set at least one of " + String.join(", ", LIMIT_DIMENSIONS)
+                    + " (to give the key its configured limits back, revert)");
+        }
+        LimitOverride limit;
+        try {
+            limit = new LimitOverride(rpm, tpm, itpm, otpm, mif);
+        } catch (ConfigurationException e) {
+            throw ApiException.badRequest(e.getMessage());
+        }
+        String reason = r.bodyText("reason", 500);
+        String operator = r.operator();
+        String why = "by " + operator + (reason == null ? "" : ": " + reason);
+        LimitOverride before = store.providerStates().setLimit(key, limit, why);
+        ObjectNode details = F.objectNode();
+        details.set("before", limitJson(before));
+        details.set("after", limitJson(limit));
+        return audited(operator, "set_limit", "key", key, "limit:", reason, details);
+    }
+
+    private JsonNode revertLimit(ConsoleRequest r) {
+        onlyFields(r, REVERT_LIMIT_FIELDS);
+        String key = limitKey(r);
+        String reason = r.bodyText("reason", 500);
+        String operator = r.operator();
+        LimitOverride removed = store.providerStates().revertLimit(key);
+        if (removed == null) {
+            throw ApiException.notFound("key '" + key + "' has no limits set by an operator (nothing to revert)");
+        }
+        ObjectNode details = F.objectNode();
+        details.set("removed", limitJson(removed));
+        return audited(operator, "revert_limit", "key", key, "limit:", reason, details);
+    }
+
+    /** An override's five dimensions ({@code null}: as configured), or a null node for no override. */
+    private static JsonNode limitJson(LimitOverride o) {
+        if (o == null) {
+            return F.nullNode();
+        }
+        ObjectNode n = F.objectNode();
+        n.put("requestsPerMinute", o.requestsPerMinute());
+        n.put("tokensPerMinute", o.tokensPerMinute());
+        n.put("inputTokensPerMinute", o.inputTokensPerMinute());
+        n.put("outputTokensPerMinute", o.outputTokensPerMinute());
+        n.put("maxInFlight", o.maxInFlight());
+        return n;
     }
 
     // ---------------------------------------------------------------- cancel, pause, resume

@@ -395,6 +395,26 @@ final class ConsoleSql {
                         ELSE layover.fairness_weight(?) END AS weight""";
 
     /**
+     * Operators' limits at run time ({@code layover.limit_overrides}, V25), newest first, at most
+     * {@code ?} rows, or one key's ({@code ?} not null), each with what the key's bucket and
+     * concurrency rows hold now ({@code layover.buckets}, {@code layover.concurrency}: the limits
+     * the workers last wrote for the key; null: no row). Parameters: key or null, key or null, limit.
+     */
+    static final String LIMIT_OVERRIDES = """
+            SELECT o.limit_key AS key, o.requests_per_minute, o.tokens_per_minute, o.input_tokens_per_minute,
+                   o.output_tokens_per_minute, o.max_in_flight, o.set_by, o.set_at, o.reason,
+                   bk.requests_per_minute AS bucket_requests_per_minute, bk.tokens_per_minute AS bucket_tokens_per_minute,
+                   bk.input_tokens_per_minute AS bucket_input_tokens_per_minute,
+                   bk.output_tokens_per_minute AS bucket_output_tokens_per_minute,
+                   c.max_in_flight AS concurrency_max_in_flight, c.in_flight AS concurrency_in_flight
+            FROM layover.limit_overrides o
+            LEFT JOIN layover.buckets bk ON bk.provider_key = o.limit_key
+            LEFT JOIN layover.concurrency c ON c.limit_key = o.limit_key
+            WHERE (?::text IS NULL OR o.limit_key = ?::text)
+            ORDER BY o.set_at DESC, o.limit_key
+            LIMIT ?""";
+
+    /**
      * Batches ({@code layover.batch_status}, V22), newest first (by id: ids are given in creation
      * order); filters are appended as {@code AND} fragments on {@code b}. {@code age_ms}: the view's
      * {@code age} in milliseconds; {@code last_error} cut to 2,000 characters.
@@ -711,6 +731,11 @@ final class ConsoleSql {
     double weightInForce(String pattern) {
         return query("reading a fairness weight", WEIGHT_IN_FORCE, pattern, pattern, pattern).get(0).get("weight")
                 .asDouble();
+    }
+
+    /** @return operators' limit overrides, newest first, at most {@code limit}; only {@code key}'s unless null */
+    ArrayNode limitOverrides(String key, int limit) {
+        return query("reading limit overrides", LIMIT_OVERRIDES, key, key, limit);
     }
 
     /**

@@ -20,8 +20,8 @@ import java.util.regex.Pattern;
  *       and without {@code - _ .} and spaces, it contains {@code secret}, {@code password},
  *       {@code passwd}, {@code apikey}, {@code authorization}, {@code credential},
  *       {@code privatekey}, {@code accesskey}, {@code cookie}, or {@code token} (but not token
- *       counts: names ending in {@code tokens} or starting with {@code max}, like
- *       {@code max_tokens}), or is {@code auth}.
+ *       counts and rates: names ending in {@code tokens}, starting with {@code max} or holding
+ *       {@code tokensper}, like {@code max_tokens} or {@code tokensPerMinute}), or is {@code auth}.
  *   <li>In text (error messages, provider details): {@code Bearer xxx}, {@code Basic xxx},
  *       OpenAI/Anthropic style {@code sk-...} keys, Google {@code AIza...} keys, AWS
  *       {@code AKIA...} ids, JWTs, and {@code key=value} / {@code "key": "value"} pairs whose key
@@ -70,7 +70,7 @@ final class Masking {
         }
         if (k.contains("token")) {
             return !(k.endsWith("tokens") || k.startsWith("max") || k.contains("tokencount")
-                    || k.contains("tokenlimit") || k.contains("tokenusage"));
+                    || k.contains("tokenlimit") || k.contains("tokenusage") || k.contains("tokensper"));
         }
         return false;
     }

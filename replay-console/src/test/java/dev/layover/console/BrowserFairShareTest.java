@@ -17,7 +17,8 @@ import org.openqa.selenium.WebElement;
 
 /**
  * A provider key's Fair share section (issue 19) in a real headless Chromium: its fairness keys
- * with their backlog and share, a weight set through the form and reverted, both audited.
+ * with their backlog and share, a weight set through the form and reverted, both audited; and its
+ * limits at run time set from the key page, shown, and reverted.
  * Screenshots go to {@code target/screenshots/}.
  */
 @ExtendWith(LayoverPostgresExtension.class)
@@ -107,6 +108,40 @@ class BrowserFairShareTest {
         assertEquals(0, browser.driver.findElements(By.cssSelector("#fair-weights tr[data-pattern='tenant:acme']")).size());
         assertEquals(0, db.count("select count(*) from layover.fairness_weights"));
         assertEquals("plan ended", db.value("select note from layover.audit_log where action = 'revert_fairness_weight'"));
+    }
+
+    @Test
+    void aKeysLimitIsSetFromItsPageShownAndReverted(TestDatabase db) throws IOException {
+        layover = Fixtures.layover(db, Fixtures.work()).build();
+        console = ReplayConsole.start(db.dataSource(), Fixtures.options());
+        browser = new Browser(1400, 1000);
+        browser.driver.get(console.loginUrl() + "#/provider-keys/openai%3Agpt-4o");
+        browser.waitForText("#key-limit-override", "No operator's limit");
+        WebElement operator = browser.driver.findElement(By.id("operator"));
+        operator.clear();
+        operator.sendKeys("dana");
+        browser.driver.findElement(By.id("limit-requestsPerMinute")).sendKeys("600");
+        browser.driver.findElement(By.id("limit-maxInFlight")).sendKeys("4");
+        browser.driver.findElement(By.id("limit-reason")).sendKeys("tier lowered");
+        browser.driver.findElement(By.id("limit-set")).click();
+        browser.waitForText("#modal-title", "Set the limits of openai:gpt-4o?");
+        assertEquals(0, db.count("select count(*) from layover.limit_overrides"), "nothing before the confirmation");
+        browser.driver.findElement(By.id("modal-confirm")).click();
+        browser.waitForText("#flash", "Limits of openai:gpt-4o set: 600 req/min · 4 in flight");
+        browser.waitForText("#limit-override", "600 req/min · 4 in flight");
+        String card = browser.driver.findElement(By.id("key-limit-override")).getText();
+        assertTrue(card.contains("by dana: tier lowered") && card.contains("as configured"), card);
+        assertEquals(600.0, ((Number) db.value("select requests_per_minute from layover.limit_overrides")).doubleValue());
+        assertEquals("dana", db.value("select actor from layover.audit_log where action = 'set_limit'"));
+        browser.screenshot("limit-override.png");
+
+        browser.driver.findElement(By.id("key-limit-revert")).click();
+        browser.visible("#limit-revert-reason").sendKeys("tier back");
+        browser.driver.findElement(By.id("modal-confirm")).click();
+        browser.waitForText("#flash", "Limits of openai:gpt-4o reverted");
+        browser.visible("#limit-none");
+        assertEquals(0, db.count("select count(*) from layover.limit_overrides"));
+        assertEquals("tier back", db.value("select note from layover.audit_log where action = 'revert_limit'"));
     }
 
     @Test

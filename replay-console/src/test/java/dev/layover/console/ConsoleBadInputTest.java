@@ -85,6 +85,7 @@ class ConsoleBadInputTest {
             {"/api/time-series?resolution=" + n, "resolution"},
             {"/api/time-series/limits.svg?providerKey=" + n, "providerKey"},
             {"/api/fairness?providerKey=" + n, "providerKey"},
+            {"/api/limits?key=" + n, "key"},
             {"/api/batches?state=" + n, "state"},
             {"/api/batches?providerKey=" + n, "providerKey"},
             {"/api/batches?cursor=" + n, "cursor"},
@@ -166,6 +167,10 @@ class ConsoleBadInputTest {
             assertRefused(api.post("/api/fairness/weights", "{\"pattern\": \"t\", \"weight\": 2, \"reason\": \"" + bad
                     + "\"}"), "reason", bad);
             assertRefused(api.post("/api/fairness/weights/revert", "{\"pattern\": \"" + bad + "\"}"), "pattern", bad);
+            assertRefused(api.post("/api/limits", "{\"key\": \"" + bad + "\", \"maxInFlight\": 2}"), "key", bad);
+            assertRefused(api.post("/api/limits", "{\"key\": \"k\", \"maxInFlight\": 2, \"reason\": \"" + bad
+                    + "\"}"), "reason", bad);
+            assertRefused(api.post("/api/limits/revert", "{\"key\": \"" + bad + "\"}"), "key", bad);
         }
         assertEquals("parked", db.value("select state from layover.dead_letters where id = ?", id));
         assertEquals(0, db.count("select count(*) from layover.audit_log"));
@@ -173,5 +178,6 @@ class ConsoleBadInputTest {
         assertEquals(0, db.count("select count(*) from layover.breakers"));
         assertEquals(0, db.count("select count(*) from layover.pauses"));
         assertEquals(0, db.count("select count(*) from layover.fairness_weights"));
+        assertEquals(0, db.count("select count(*) from layover.limit_overrides"));
     }
 }

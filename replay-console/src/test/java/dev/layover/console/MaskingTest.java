@@ -22,6 +22,7 @@ class MaskingTest {
             assertTrue(Masking.isSensitiveKey(k), k);
         }
         for (String k : List.of("max_tokens", "maxTokens", "prompt_tokens", "tokens", "token_count", "author",
+                "tokensPerMinute", "inputTokensPerMinute", "output_tokens_per_minute",
                 "name", "model", "keywords", "passage", "secretary_name".substring(0, 4))) {
             assertFalse(Masking.isSensitiveKey(k), k);
         }

@@ -1135,6 +1135,7 @@
       el('div', { class: 'page-head' }, el('h1', null, 'Provider key ', el('code', null, key)),
         el('span', { class: 'muted' }, 'Database time ' + fmtTime(k.at))),
       el('div', { class: 'cards' }, breakerCard, cooldownCard, bucketCard, extraCard, finishedCard),
+      limitSection(key, k.limitOverride, ro),
       chartsSection(key),
       el('section', { class: 'card' }, el('h2', null, 'Jobs waiting on it and why'), whys,
         table(['Job', 'Type', 'State', 'Run at', 'Why'], jobs, { id: 'key-jobs' },
@@ -1148,6 +1149,84 @@
           'None: jobs of this key that fail for good would be listed here.'),
         k.deadLetters.total ? el('p', null, link('#/dead-letters?providerKey=' + encodeURIComponent(key), 'All on the dead letters page →')) : null),
       poolSec);
+  }
+
+  // ------------------------------------------------------------------ limits at run time (an operator's override of a key's limits)
+
+  const LIMIT_DIMS = [
+    ['requestsPerMinute', 'requests / min', 'req/min'],
+    ['tokensPerMinute', 'tokens / min', 'tokens/min'],
+    ['inputTokensPerMinute', 'input tokens / min', 'input tokens/min'],
+    ['outputTokensPerMinute', 'output tokens / min', 'output tokens/min'],
+    ['maxInFlight', 'in flight at most', 'in flight'],
+  ];
+
+  // "600 req/min · 4 in flight": the dimensions an override sets (the others stay as configured).
+  function limitText(o) {
+    return LIMIT_DIMS.filter(d => o[d[0]] !== null && o[d[0]] !== undefined).map(d => num(o[d[0]]) + ' ' + d[2]).join(' · ');
+  }
+
+  function limitSection(key, o, ro) {
+    const shown = o ? [
+      el('div', { id: 'limit-override' }, badge('operator', 'st-parked'), ' ', el('strong', null, limitText(o)),
+        el('span', { class: 'muted' }, ' in place of the configured limits')),
+      el('dl', { class: 'counts' },
+        LIMIT_DIMS.map(d => [el('dt', null, d[1]), el('dd', { 'data-dim': d[0] }, o[d[0]] === null ? 'as configured' : num(o[d[0]]))]),
+        el('dt', null, 'set'), el('dd', null, timeCell(o.setAt), o.setBy ? el('span', { class: 'muted' }, ' by ' + o.setBy) : null),
+        o.bucket ? [el('dt', null, 'bucket row now'), el('dd', null, limitText(o.bucket) || '–')] : null,
+        o.concurrency ? [el('dt', null, 'in flight / limit now'), el('dd', null, num(o.concurrency.inFlight) + ' / ' + num(o.concurrency.maxInFlight))] : null),
+      o.reason ? el('div', { class: 'small' }, fold(o.reason, 'lo-reason')) : null,
+      ro ? null : el('div', { class: 'actions left' },
+        el('button', { type: 'button', class: 'small-btn', id: 'key-limit-revert', onclick: () => revertLimit(key, o) }, 'Revert…'))]
+      : el('p', { class: 'muted', id: 'limit-none' }, 'No operator\'s limit: the limits configured in the workers apply (Layover.Builder bucket, concurrencyLimit).');
+    let form = null;
+    if (!ro) {
+      const inputs = LIMIT_DIMS.map(d => el('input', { id: 'limit-' + d[0], type: 'number', min: d[0] === 'maxInFlight' ? '1' : '0.000001',
+        max: d[0] === 'maxInFlight' ? '100000' : '1000000000000', step: d[0] === 'maxInFlight' ? '1' : 'any', placeholder: 'as configured' }));
+      const reason = el('input', { id: 'limit-reason', maxlength: '500', placeholder: 'why (goes to the audit log)' });
+      const err = el('div', { class: 'field-error', id: 'limit-error' });
+      form = el('form', { class: 'inline-form', id: 'limit-form', novalidate: true },
+        LIMIT_DIMS.map((d, i) => el('label', null, d[1] + ' ', inputs[i])),
+        el('label', null, 'Reason ', reason),
+        el('button', { type: 'submit', class: 'primary', id: 'limit-set' }, 'Set limit…'), err);
+      form.addEventListener('submit', e => {
+        e.preventDefault();
+        clear(err);
+        const body = { key: key };
+        LIMIT_DIMS.forEach((d, i) => { if (inputs[i].value.trim() !== '') body[d[0]] = Number(inputs[i].value); });
+        if (LIMIT_DIMS.every(d => body[d[0]] === undefined)) {
+          err.textContent = 'Enter at least one limit.';
+          return;
+        }
+        if (reason.value.trim()) body.reason = reason.value.trim();
+        modal('Set the limits of ' + key + '?', [el('p', null, el('strong', null, limitText(body)),
+          ' in every worker within about a second, in place of the configured ones, until reverted.'),
+        el('p', { class: 'small muted' }, o ? 'It replaces the operator\'s limits in force (' + limitText(o) + '): a limit left empty is as configured again.'
+          : 'A limit left empty stays as configured.')],
+        'Set limits', async () => {
+          const res = await api('POST', '/limits', body);
+          flash('Limits of ' + res.key + ' set: ' + limitText(res.after) + (res.before ? ' (was ' + limitText(res.before) + ').' : '.'), 'ok');
+          inputs.forEach(x => x.blur()); reason.blur();
+          render();
+        });
+      });
+    }
+    return el('section', { class: 'card', id: 'key-limit-override' }, el('h2', null, 'Limits at run time'),
+      el('p', { class: 'muted small' }, 'An operator\'s limits for this key (a provider key or a limit key such as tenant:42) replace the configured bucket and concurrency dimensions they set in every worker within about a second, until reverted. Audited; the table layover.limit_overrides.'),
+      shown, form ? [el('h3', null, 'Set limit at run time'), form] : null);
+  }
+
+  function revertLimit(key, o) {
+    const reason = el('input', { id: 'limit-revert-reason', maxlength: '500', placeholder: 'why (goes to the audit log)' });
+    modal('Revert the limits of ' + key + '?', [el('p', null, 'The operator\'s limits (' + limitText(o) + ') go; the limits configured in the workers apply again within about a second.'),
+      el('label', { class: 'block' }, 'Reason', reason)],
+    'Revert', async () => {
+      const body = { key: key };
+      if (reason.value.trim()) body.reason = reason.value.trim();
+      const res = await api('POST', '/limits/revert', body);
+      flash('Limits of ' + res.key + ' reverted: the configured ones apply again (was ' + limitText(res.removed) + ').', 'ok');
+      render();
+    });
   }
 
   // ------------------------------------------------------------------ fair share (a provider key's fairness keys)
