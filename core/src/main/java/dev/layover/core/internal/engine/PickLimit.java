@@ -23,10 +23,12 @@ import java.util.concurrent.atomic.AtomicInteger;
  * the factor rises with the logarithm of the duration from 1 to {@link #SHORT_FACTOR}; below, it
  * holds the same work per thread as there ({@code SHORT_FACTOR × SHORT_NANOS}, 60 ms of handlers),
  * up to {@link #MAX_FACTOR} and {@link #MAX_ROWS} rows (a no-op job, tens of microseconds, is at
- * the ceiling). The duration is a moving average of the handlers that ended, or, when every thread
- * is busy and the youngest running handler is older than that average, its age (a burst of slow
- * calls after short jobs is known for slow a second into the calls, not when the first of them
- * ends). Nothing observed yet (a fresh worker): 1, and the first short jobs raise it at once.
+ * the ceiling), and no more rows than the runs in a row that did not wait for their provider (a
+ * slow start: a limited key's backlog, whose runs wait, is then placed by one statement, {@code
+ * ProviderGate#reserveBacklog}, not picked a thousand at a time and rescheduled job by job). The
+ * duration is a moving average of the handlers that ended, or, when every thread is busy and the
+ * youngest running handler is older than that average, its age (a burst of slow calls after short
+ * jobs is known for slow a second into the calls, not when the first of them ends). Nothing observed yet (a fresh worker): 1, and the first short jobs raise it at once.
  *
  * <p>db-scheduler fixes its pick limit ({@code pollUsingLockAndFetch}'s upper limit) when it is
  * built, so the engine builds it with the largest factor and this class, as the JDBC customization
@@ -81,6 +83,8 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
     /** Rows the last adaptive pick took. */
     private volatile int lastPicked;
     private final AtomicInteger endedSincePick = new AtomicInteger();
+    /** Runs that ended without waiting for their provider since the last one that waited (at most {@link #MAX_ROWS}). */
+    private final AtomicInteger unwaited = new AtomicInteger();
     private volatile Runnable wakeUp = () -> { };
     private volatile ThreadPoolExecutor pool;
 
@@ -138,7 +142,14 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
             return fixedFactor;
         }
         double avg = averageNanos;
-        return avg < 0 ? 1.0 : Math.min(ceiling, factorFor(Math.max(avg, youngestAgeWhenBusy())));
+        if (avg < 0) {
+            return 1.0;
+        }
+        double f = factorFor(Math.max(avg, youngestAgeWhenBusy()));
+        if (f <= SHORT_FACTOR) {
+            return f;
+        }
+        return Math.max(SHORT_FACTOR, Math.min(Math.min(ceiling, f), (double) unwaited.get() / threads));
     }
 
     /** @return the youngest running handler's age when every thread runs one, else -1 */
@@ -198,6 +209,11 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
      */
     void ended(Object run, boolean waited) {
         Long since = running.remove(run);
+        if (waited) {
+            unwaited.set(0);
+        } else if (unwaited.get() < MAX_ROWS) {
+            unwaited.incrementAndGet();
+        }
         if (since != null) {
             observe(waited ? Math.max(LONG_NANOS, System.nanoTime() - since) : System.nanoTime() - since);
         }

@@ -38,9 +38,16 @@ class PickLimitTest {
     void subMillisecondJobsArePickedByTheHundredsAndTheCeilingIsBoundedInRows() {
         PickLimit sixteen = new PickLimit(16, 0);
         assertEquals(PickLimit.MAX_FACTOR, sixteen.upperFactor(), "16 threads: the ceiling is 64 per thread");
-        sixteen.observe(30_000L); // a no-op job: 30 µs
+        endShort(sixteen, 10);
+        assertEquals(96, sixteen.limit(), "a slow start: 6 per thread until more runs than that ended without waiting");
+        endShort(sixteen, 490);
+        assertEquals(500, sixteen.limit(), "as many as ran in a row");
+        endShort(sixteen, 2_000);
         assertEquals(1024, sixteen.limit(), "no-op jobs: the ceiling");
+        sixteen.ended(sixteen.started(), true);
+        assertTrue(sixteen.limit() <= 96, "a run that waited for its provider: 6 per thread at most, was " + sixteen.limit());
         sixteen.observe(5_000_000_000L);
+        endShort(sixteen, 2_000);
         for (int i = 0; i < 80; i++) {
             sixteen.observe(1_000_000L); // 1 ms
         }
@@ -48,7 +55,7 @@ class PickLimitTest {
         PickLimit many = new PickLimit(1000, 0);
         assertEquals(PickLimit.SHORT_FACTOR, many.upperFactor(), "1,000 threads: 6 per thread, as at 10 ms");
         PickLimit hundred = new PickLimit(100, 0);
-        hundred.observe(30_000L);
+        endShort(hundred, 2_000);
         assertEquals(PickLimit.MAX_ROWS, hundred.limit(), "100 threads: at most 1,024 rows");
     }
 
@@ -66,6 +73,13 @@ class PickLimitTest {
             double f = PickLimit.factorFor(us * 1_000.0);
             assertTrue(f <= previous && f >= 1.0 && f <= PickLimit.MAX_FACTOR, us + " µs: " + f);
             previous = f;
+        }
+    }
+
+    /** {@code n} runs of no-op jobs end (tens of microseconds each), none waiting for its provider. */
+    private static void endShort(PickLimit limit, int n) {
+        for (int i = 0; i < n; i++) {
+            limit.ended(limit.started(), false);
         }
     }
 }
