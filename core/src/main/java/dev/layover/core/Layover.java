@@ -588,11 +588,13 @@ public final class Layover implements AutoCloseable {
         /**
          * How many jobs a worker holds at a time (running, or picked and waiting for a thread), as
          * a multiple of its threads, fixed. Default: not fixed but adaptive, following the handler
-         * durations this worker observes (a moving average): up to 6 × {@code threads} while jobs
-         * take 10 ms or less, falling with the logarithm of the duration to 1 × {@code threads}
-         * for jobs of 1 s and more; 1 before the first job has ended. Picking ahead is what makes
-         * short jobs fast (fewer, larger picks: 2.2–2.6× raw db-scheduler's no-op throughput with
-         * the defaults, 1.3–1.6× a fixed 2, docs/benchmarks.md); for multi-second calls a job
+         * durations this worker observes (a moving average): below 10 ms, 60 ms of jobs per
+         * thread, up to 64 × {@code threads} and 1,024 jobs (unless 6 × {@code threads} is more)
+         * and no more than the jobs run in a row without waiting for their provider;
+         * 6 × {@code threads} for jobs of 10 ms, falling with the logarithm of the duration to 1 ×
+         * {@code threads} for jobs of 1 s and more; 1 before the first job has ended. Picking ahead
+         * is what makes short jobs fast (fewer, larger picks, the next one taken while half of the
+         * last is still to run: docs/benchmarks.md); for multi-second calls a job
          * waiting in memory behind a busy thread waits that call's duration while another worker
          * may be idle, so the adaptive factor holds none beyond the threads (and a burst picked
          * while the last jobs were short is given back as soon as every thread has run a call for
@@ -600,10 +602,11 @@ public final class Layover implements AutoCloseable {
          * worker's bulk heartbeat (never taken for dead), and those still waiting after {@link
          * #giveBackAfter} are given back. Database effect: the size of each pick (one {@code
          * UPDATE .. RETURNING} of up to {@code factor × threads − held} rows), and, while the
-         * factor is below its ceiling, a pick as threads free instead of when half of them are.
+         * adaptive picks come back full, a pick as threads free (or as half of a full pick has
+         * run) instead of when half of the threads are idle.
          * Fixed 1: an idle JVM never waits for jobs another holds; fixed 4 to 6: short jobs only.
          *
-         * @param factor 1 to 10; default adaptive (1 to 6)
+         * @param factor 1 to 10; default adaptive (1 to 64)
          * @return this builder
          */
         public Builder prefetch(double factor) {

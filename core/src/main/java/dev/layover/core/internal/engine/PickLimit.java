@@ -16,35 +16,52 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * How many jobs a worker holds at a time (picked: running or waiting for a thread), as a multiple
  * of its threads: fixed when the application set {@code prefetch}, else adaptive, following how
- * long handlers take. Many rows per pick while jobs are short (up to {@link #MAX_FACTOR} × threads:
- * a pick costs a round trip, so for short jobs rows per pick are throughput); one per thread when
- * they take a second or more (a job waiting in memory behind a multi-second call waits that call's
- * duration while another worker may be idle). Between, the factor falls with the logarithm of the
- * duration: {@code MAX_FACTOR} at {@link #SHORT_NANOS} and below, 1 at {@link #LONG_NANOS} and
- * above. The duration is a moving average of the handlers that ended, or, when every thread is busy
- * and the youngest running handler is older than that average, its age (a burst of slow calls after
- * short jobs is known for slow a second into the calls, not when the first of them ends). Nothing
- * observed yet (a fresh worker): 1, and the first short jobs raise it at once.
+ * long handlers take. Many rows per pick while jobs are short (a pick costs a round trip and a
+ * commit, so for short jobs rows per pick are throughput); one per thread when they take a second
+ * or more (a job waiting in memory behind a multi-second call waits that call's duration while
+ * another worker may be idle). From {@link #LONG_NANOS} (1 s) down to {@link #SHORT_NANOS} (10 ms)
+ * the factor rises with the logarithm of the duration from 1 to {@link #SHORT_FACTOR}; below, it
+ * holds the same work per thread as there ({@code SHORT_FACTOR × SHORT_NANOS}, 60 ms of handlers),
+ * up to {@link #MAX_FACTOR} and {@link #MAX_ROWS} rows (a no-op job, tens of microseconds, is at
+ * the ceiling), and no more rows than the runs in a row that did not wait for their provider (a
+ * slow start: a limited key's backlog, whose runs wait, is then placed by one statement, {@code
+ * ProviderGate#reserveBacklog}, not picked a thousand at a time and rescheduled job by job). The
+ * duration is a moving average of the handlers that ended, or, when every thread is busy and the
+ * youngest running handler is older than that average, its age (a burst of slow calls after short
+ * jobs is known for slow a second into the calls, not when the first of them ends). Nothing observed yet (a fresh worker): 1, and the first short jobs raise it at once.
  *
  * <p>db-scheduler fixes its pick limit ({@code pollUsingLockAndFetch}'s upper limit) when it is
  * built, so the engine builds it with the largest factor and this class, as the JDBC customization
  * of its single-statement lock-and-fetch, lowers each pick's row count: db-scheduler asks for
- * {@code upper − held} rows, the pick takes {@code limit − held}. A pick lowered this way does not
- * tell db-scheduler that more may be due (it only knows when a pick returns all it asked for), so
- * while picks are lowered and came back full, runs leaving the pool ({@link #pool}, after
- * db-scheduler counted them out) wake the poll themselves: every one at factor 1, every {@code
- * (factor − 1) × threads / 2} above, at most every half of the last pick's rows. When the adaptive
- * factor is 1 the worker holds nothing ahead, and {@link Lifeline} gives back what it holds beyond
- * its threads without waiting {@code giveBackAfter} ({@link #holdsNoneAhead}). Only the number of
- * rows per pick changes; the pick's statement, and what any outcome writes, are db-scheduler's and
- * Layover's as before.
+ * {@code upper − held} rows, the pick takes {@code limit − held}. db-scheduler itself picks again
+ * only when fewer than half the threads' worth of jobs is left, which with hundreds of sub-millisecond
+ * jobs held leaves threads idle for the pick's round trip; and a lowered pick does not tell it that
+ * more may be due. So while an adaptive pick came back full, runs leaving the pool ({@link #pool},
+ * after db-scheduler counted them out) wake the poll themselves: every one at factor 1, every
+ * {@code (factor − 1) × threads / 2} above, at most every half of the last pick's rows (the next
+ * pick overlaps the runs of the rest). When the adaptive factor is 1 the worker holds nothing ahead,
+ * and {@link Lifeline} gives back what it holds beyond its threads without waiting {@code
+ * giveBackAfter} ({@link #holdsNoneAhead}). Only the number of rows per pick and when a pick
+ * happens change; the pick's statement, and what any outcome writes, are db-scheduler's and
+ * Layover's as before. A fixed prefetch picks as db-scheduler does.
  */
 final class PickLimit extends PostgreSqlJdbcCustomization {
 
-    /** The adaptive factor's ceiling: rows held per thread while jobs are short. */
-    static final double MAX_FACTOR = 6.0;
-    /** Handler durations at or below which the adaptive factor is {@link #MAX_FACTOR}: 10 ms. */
+    /** The adaptive factor for handlers of {@link #SHORT_NANOS}: rows held per thread. */
+    static final double SHORT_FACTOR = 6.0;
+    /** Handler durations at which the adaptive factor is {@link #SHORT_FACTOR}: 10 ms. */
     static final long SHORT_NANOS = 10_000_000L;
+    /**
+     * The adaptive factor's ceiling, for handlers far shorter than {@link #SHORT_NANOS}: 64 × the
+     * threads (measured with no-op jobs and 16 threads: about twice the throughput of a ceiling of
+     * 6, docs/benchmarks.md, and a pick of 1,024 rows still takes milliseconds).
+     */
+    static final double MAX_FACTOR = 64.0;
+    /**
+     * The rows the ceiling holds at most, whatever the threads (unless {@link #SHORT_FACTOR} ×
+     * threads is more): many threads (virtual ones) do not make a pick of tens of thousands of rows.
+     */
+    static final int MAX_ROWS = 1024;
     /** Handler durations at or above which the adaptive factor is 1: 1 s. */
     static final long LONG_NANOS = 1_000_000_000L;
     /** Weight of the newest duration in the moving average. */
@@ -53,17 +70,21 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
     private final int threads;
     private final boolean adaptive;
     private final double fixedFactor;
+    /** The adaptive factor's ceiling for these threads. */
+    private final double ceiling;
     /** db-scheduler's upper limit, {@code (int) (upperFactor() × threads)}, as it computes it. */
     private final int upper;
     /** Moving average of handler durations in nanoseconds; negative: nothing observed. */
     private volatile double averageNanos = -1;
     /** The running handlers' start ({@link System#nanoTime}), by run. */
     private final ConcurrentHashMap<Object, Long> running = new ConcurrentHashMap<>();
-    /** Whether the last pick was lowered and came back full (more may be due). */
+    /** Whether the last adaptive pick came back full (more may be due). */
     private volatile boolean wakeOnEnd;
-    /** Rows the last lowered pick took. */
+    /** Rows the last adaptive pick took. */
     private volatile int lastPicked;
     private final AtomicInteger endedSincePick = new AtomicInteger();
+    /** Runs that ended without waiting for their provider since the last one that waited (at most {@link #MAX_ROWS}). */
+    private final AtomicInteger unwaited = new AtomicInteger();
     private volatile Runnable wakeUp = () -> { };
     private volatile ThreadPoolExecutor pool;
 
@@ -76,12 +97,13 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
         this.threads = threads;
         this.adaptive = prefetch == 0;
         this.fixedFactor = prefetch;
+        this.ceiling = Math.max(SHORT_FACTOR, Math.min(MAX_FACTOR, (double) MAX_ROWS / threads));
         this.upper = (int) (upperFactor() * threads);
     }
 
     /** @return the factor db-scheduler is built with: the fixed one, or the adaptive ceiling */
     double upperFactor() {
-        return adaptive ? MAX_FACTOR : fixedFactor;
+        return adaptive ? ceiling : fixedFactor;
     }
 
     /** @param wakeUp asks the scheduler to look for due jobs (set once the scheduler exists) */
@@ -120,7 +142,14 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
             return fixedFactor;
         }
         double avg = averageNanos;
-        return avg < 0 ? 1.0 : factorFor(Math.max(avg, youngestAgeWhenBusy()));
+        if (avg < 0) {
+            return 1.0;
+        }
+        double f = factorFor(Math.max(avg, youngestAgeWhenBusy()));
+        if (f <= SHORT_FACTOR) {
+            return f;
+        }
+        return Math.max(SHORT_FACTOR, Math.min(Math.min(ceiling, f), (double) unwaited.get() / threads));
     }
 
     /** @return the youngest running handler's age when every thread runs one, else -1 */
@@ -139,13 +168,13 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
     /** @return the adaptive factor for handlers taking {@code nanos} on average */
     static double factorFor(double nanos) {
         if (nanos <= SHORT_NANOS) {
-            return MAX_FACTOR;
+            return Math.min(MAX_FACTOR, SHORT_FACTOR * SHORT_NANOS / Math.max(nanos, 1.0));
         }
         if (nanos >= LONG_NANOS) {
             return 1.0;
         }
         double f = Math.log((double) LONG_NANOS / nanos) / Math.log((double) LONG_NANOS / SHORT_NANOS);
-        return 1.0 + (MAX_FACTOR - 1.0) * f;
+        return 1.0 + (SHORT_FACTOR - 1.0) * f;
     }
 
     /** @return jobs this worker holds at most now */
@@ -180,6 +209,11 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
      */
     void ended(Object run, boolean waited) {
         Long since = running.remove(run);
+        if (waited) {
+            unwaited.set(0);
+        } else if (unwaited.get() < MAX_ROWS) {
+            unwaited.incrementAndGet();
+        }
         if (since != null) {
             observe(waited ? Math.max(LONG_NANOS, System.nanoTime() - since) : System.nanoTime() - since);
         }
@@ -210,7 +244,7 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
         endedSincePick.set(0);
         int held = upper - limit; // db-scheduler asks for upper − (queued + running)
         int lowered = Math.min(limit, limit() - held);
-        if (lowered >= limit) {
+        if (lowered >= limit && !adaptive) {
             wakeOnEnd = false;
             return super.lockAndFetchSingleStatement(ctx, now, limit, orderByPriority);
         }
