@@ -1,12 +1,16 @@
 package dev.layover.core.internal.gate;
 
+import static dev.layover.core.internal.gate.GateDb.instant;
 import static dev.layover.core.internal.gate.GateDb.seconds;
 import static dev.layover.core.internal.gate.GateDb.ts;
 
+import dev.layover.core.spi.Db;
 import dev.layover.core.internal.jobs.JobStore;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.tokens.TokenEstimate;
 import dev.layover.core.tokens.TokenUsage;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -18,8 +22,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Rate buckets ({@code layover.buckets}, GCRA): permits taken in one statement, a few leased at a
- * time and spent from memory within the burst (the takes of different keys that threads ask for at
- * the same moment share a statement: {@link Takes}); a job that finds none is given the future slot at
+ * time and spent from memory within the burst; a job that finds none is given the future slot at
  * which its permit will exist (it is rescheduled once, to that slot, holding the permit); a key's
  * due backlog is given its slots together in one statement.
  */
@@ -54,7 +57,6 @@ final class Buckets {
     private final java.util.concurrent.atomic.AtomicBoolean placing = new java.util.concurrent.atomic.AtomicBoolean();
     private final TokenLedger ledger;
     private final Fairness fairness;
-    private final Takes takes;
 
     /**
      * @param permitGrace how late a job may come back for the bucket permit it holds before the
@@ -68,13 +70,14 @@ final class Buckets {
         this.permitGrace = permitGrace;
         this.ledger = ledger;
         this.fairness = fairness;
-        this.takes = new Takes(gdb);
     }
 
     /** @return the token side of the buckets */
     TokenLedger ledger() {
         return ledger;
     }
+
+    private record Permit(boolean carried, Instant slot, double requests, double tokens) {}
 
     /**
      * Takes a permit for one call of the key: a leased one from memory, the one the job holds from
@@ -120,10 +123,20 @@ final class Buckets {
         for (int tries = 0; tries < 2; tries++) {
             double extraRequests = b.lease() - 1;
             double extraTokens = limitsTokens ? (double) tokens * (b.lease() - 1) : 0;
-            Takes.Permit p = takes.take(new Takes.Take(ks.key, ts(now), b.requestRate(), b.requestCapacity(), 1.0,
-                    extraRequests, b.tokenRate(), b.tokenCapacity(), (double) tokens, extraTokens, mayWait,
-                    run == null ? null : run.taskName(), run == null ? null : run.jobId(), run == null ? null : run.version(),
-                    seconds(permitGrace), bookBy == null ? null : ts(bookBy)));
+            Permit p = gdb.inline("taking a permit from the bucket of " + ks.key, c -> {
+                try (PreparedStatement ps = c.prepareStatement(StateSql.TAKE_PERMITS)) {
+                    Db.bind(ps, ks.key, ts(now),
+                            b.requestRate(), b.requestCapacity(), 1.0, extraRequests,
+                            b.tokenRate(), b.tokenCapacity(), (double) tokens, extraTokens,
+                            mayWait, run == null ? null : run.taskName(), run == null ? null : run.jobId(),
+                            run == null ? null : run.version(), seconds(permitGrace), bookBy == null ? null : ts(bookBy));
+                    try (ResultSet rs = ps.executeQuery()) {
+                        rs.next();
+                        return new Permit(rs.getLong("carried") > 0, instant(rs, "last_slot"),
+                                rs.getDouble("last_granted_requests"), rs.getDouble("last_granted_tokens"));
+                    }
+                }
+            });
             if (p.carried()) {
                 return ProviderGate.GO;
             }

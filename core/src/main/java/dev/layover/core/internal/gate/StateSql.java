@@ -332,20 +332,18 @@ final class StateSql {
             + T_FREE + ")) ELSE p.tx END WHEN " + MAY_BOOK + " THEN p.tn ELSE 0 END)";
 
     /**
-     * Takes permits from the buckets of several keys, in one statement ({@link Takes}: the takes
-     * this instance's threads ask for at the same moment), each key's row as by a statement of its
-     * own. For each take: when the job already holds a permit for about now ({@code permit_at},
-     * kept from the reschedule that gave it), that permit is spent (V10's
-     * {@code layover.spend_held_permit}, the job store's; PL/pgSQL since V26) and the bucket is
-     * left alone. Otherwise: when the need fits now, it is taken plus up to the extra asked for (a
-     * lease); when it does not fit and the caller may wait, the next future slot is reserved;
-     * when it may not wait, nothing is taken. Returns per key: carried, and, when the bucket row
-     * exists, the slot (= now when it fits) and what was taken. The keys must be distinct.
+     * Takes permits from a bucket, in one statement. When the job already holds a permit for
+     * about now ({@code permit_at}, kept from the reschedule that gave it), that permit is spent
+     * (V10's {@code layover.spend_held_permit}, the job store's) and the bucket is left alone.
+     * Otherwise: when the need fits now, it is taken plus up to the extra asked for (a lease); when
+     * it does not fit and the caller may wait, the next future slot is reserved; when it may not
+     * wait, nothing is taken. Returns carried (0/1), and, when the bucket row exists, the slot
+     * (= now when it fits) and what was taken.
      *
-     * <p>Parameters, arrays of one element per take: key, now, request rate (/s, 0 none), request
-     * capacity, request need, request extra, token rate, token capacity, token need, token extra,
-     * may wait, task name, task id, version (the job; nulls for none), permit grace (s), book by
-     * (the latest slot that may be reserved; null: any).
+     * <p>Parameters: key, now, request rate (/s, 0 none), request capacity, request need, request
+     * extra, token rate, token capacity, token need, token extra, may wait, task name, task id,
+     * version (the job; nulls for none), permit grace (s), book by (the latest slot that may be
+     * reserved; null: any).
      *
      * <p>The take commits asynchronously ({@code synchronous_commit = off} for its transaction
      * alone): every admission of a key updates the key's one bucket row, whose lock is held until
@@ -355,14 +353,14 @@ final class StateSql {
      * handed out again, a short burst the provider's 429 (rescheduled without an attempt) answers.
      */
     static final String TAKE_PERMITS = """
-            WITH p AS MATERIALIZED (
-                SELECT u.*, set_config('synchronous_commit', 'off', true) AS async_commit
-                FROM unnest(?::text[], ?::timestamptz[], ?::float8[], ?::float8[], ?::float8[], ?::float8[],
-                            ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::boolean[], ?::text[], ?::text[],
-                            ?::bigint[], ?::float8[], ?::timestamptz[])
-                     AS u(key, now, rr, rc, rn, rx, tr, tc, tn, tx, may_wait, task_name, task_id, version, grace_s, book_by)
-            ), carried AS MATERIALIZED (
-                SELECT p.key, layover.spend_held_permit(p.task_name, p.task_id, p.version, p.now, p.grace_s) AS spent FROM p
+            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now,
+                              ?::float8 AS rr, ?::float8 AS rc, ?::float8 AS rn, ?::float8 AS rx,
+                              ?::float8 AS tr, ?::float8 AS tc, ?::float8 AS tn, ?::float8 AS tx,
+                              ?::boolean AS may_wait, ?::text AS task_name, ?::text AS task_id, ?::bigint AS version,
+                              ?::float8 AS grace_s, ?::timestamptz AS book_by,
+                              set_config('synchronous_commit', 'off', true) AS async_commit),
+            carried AS (
+                SELECT layover.spend_held_permit(p.task_name, p.task_id, p.version, p.now, p.grace_s) AS spent FROM p
             ), taken AS (
                 UPDATE layover.buckets b
                 SET request_tat = layover.gcra_take(b.request_tat, p.now, p.rr, %1$s),
@@ -370,12 +368,13 @@ final class StateSql {
                     last_slot = %3$s,
                     last_granted_requests = %1$s,
                     last_granted_tokens = %2$s
-                FROM p JOIN carried c ON c.key = p.key
-                WHERE b.provider_key = p.key AND NOT c.spent
-                RETURNING b.provider_key, b.last_slot, b.last_granted_requests, b.last_granted_tokens
+                FROM p
+                WHERE b.provider_key = p.key AND NOT (SELECT spent FROM carried)
+                RETURNING b.last_slot, b.last_granted_requests, b.last_granted_tokens
             )
-            SELECT c.key, c.spent AS carried, t.last_slot, t.last_granted_requests, t.last_granted_tokens
-            FROM carried c LEFT JOIN taken t ON t.provider_key = c.key""".formatted(R_TAKE, T_TAKE, SLOT);
+            SELECT CASE WHEN (SELECT spent FROM carried) THEN 1 ELSE 0 END AS carried, taken.last_slot,
+                   taken.last_granted_requests, taken.last_granted_tokens
+            FROM (SELECT 1) one LEFT JOIN taken ON true""".formatted(R_TAKE, T_TAKE, SLOT);
 
     // ---- discovered paces (V15; Discovery): every change a conditional UPDATE on the database's clock ----
 
