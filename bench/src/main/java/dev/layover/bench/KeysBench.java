@@ -45,23 +45,29 @@ public final class KeysBench {
      * @param done jobs completed
      * @param seconds from the worker's start to the last completion
      * @param activeMs database active time while the jobs ran (every key met before, by a first pass of one job per key)
+     * @param xacts transactions committed in the database while the jobs ran (a count the machine's load does not change)
      * @param firstMsPerJob database active time per job of the first pass (each job meets its key for the first time)
      * @param idleActiveMsPerSecond database active time per second while idle afterwards, just after the run
      * @param idleXactsPerSecond transactions per second while idle, just after the run
      * @param laterActiveMsPerSecond the same, after the keys were idle for the cache's refresh window (or NaN when not measured)
      * @param heapBytes heap in use after the run minus before it (after a full collection each time)
      */
-    public record Arm(Limit limit, int keys, int jobs, long done, double seconds, double activeMs, double firstMsPerJob,
-            double idleActiveMsPerSecond, double idleXactsPerSecond, double laterActiveMsPerSecond, long heapBytes) {
+    public record Arm(Limit limit, int keys, int jobs, long done, double seconds, double activeMs, double xacts,
+            double firstMsPerJob, double idleActiveMsPerSecond, double idleXactsPerSecond, double laterActiveMsPerSecond, long heapBytes) {
 
         /** @return database active time per admitted job, ms, once every key was met */
         public double msPerJob() {
             return done == 0 ? Double.NaN : activeMs / done;
         }
 
+        /** @return transactions per admitted job, once every key was met */
+        public double xactsPerJob() {
+            return done == 0 ? Double.NaN : xacts / done;
+        }
+
         String row() {
-            return String.format(Locale.ROOT, "| %s, %,d key%s | %,d in %.1f s (%.0f/s) | %.3f ms | %s | %.1f ms/s, %.1f tx/s | %s | %.1f MB |",
-                    limit.name().toLowerCase(Locale.ROOT), keys, keys == 1 ? "" : "s", done, seconds, done / seconds,
+            return String.format(Locale.ROOT, "| %s, %,d key%s | %,d in %.1f s (%.0f/s), %.2f tx/job | %.3f ms | %s | %.1f ms/s, %.1f tx/s | %s | %.1f MB |",
+                    limit.name().toLowerCase(Locale.ROOT), keys, keys == 1 ? "" : "s", done, seconds, done / seconds, xactsPerJob(),
                     msPerJob(), keys == 1 ? "–" : String.format(Locale.ROOT, "%.3f ms", firstMsPerJob),
                     idleActiveMsPerSecond, idleXactsPerSecond,
                     Double.isNaN(laterActiveMsPerSecond) ? "-" : String.format(Locale.ROOT, "%.1f ms/s", laterActiveMsPerSecond),
@@ -158,7 +164,8 @@ public final class KeysBench {
         }
         layover.stop();
         long done = BenchDatabase.count(ds, "select count(*) from layover.job_history where job_type = 'keys' and outcome = 'completed'");
-        return new Arm(limit, keys, s.jobs(), done - keys, seconds, stat1[0] - stat0[0], (first1[0] - first0[0]) / keys,
+        return new Arm(limit, keys, s.jobs(), done - keys, seconds, stat1[0] - stat0[0], stat1[1] - stat0[1],
+                (first1[0] - first0[0]) / keys,
                 idle[0], idle[1], later, heap);
     }
 
