@@ -28,10 +28,9 @@ final class FairSql {
      * and bookings are made again by the next round (the jobs wait in the line as before them).
      */
     static final String ROUND = """
-            SELECT r.carried, r.slot, r.estimate, r.booked, r.tagged, r.waiting, r.token_share, r.input_share,
-                   r.output_share
-            FROM (SELECT set_config('synchronous_commit', 'off', true) AS async_commit) a,
-                 layover.fair_round_limit(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) r""";
+            SELECT carried, slot, estimate, booked, tagged, waiting, token_share, input_share, output_share
+            FROM layover.fair_round_limit(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?),
+                 (SELECT set_config('synchronous_commit', 'off', true) AS async_commit) a""";
 
     /**
      * A configured weight, written by a worker at start: replaces a configured row, never an

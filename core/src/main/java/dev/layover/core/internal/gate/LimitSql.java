@@ -24,11 +24,11 @@ final class LimitSql {
      * permits are handed out again.
      */
     static final String ADMIT = """
-            SELECT r.admitted, r.reason, r.limit_key, r.retry_at
-            FROM (SELECT set_config('synchronous_commit', 'off', true) AS async_commit) a,
-                 layover.admit_tokens(?::timestamptz, ?::text, ?::text, ?::bigint, ?::text, ?::text[], ?::float8[],
+            SELECT admitted, reason, limit_key, retry_at
+            FROM layover.admit_tokens(?::timestamptz, ?::text, ?::text, ?::bigint, ?::text, ?::text[], ?::float8[],
                                       ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::float8[],
-                                      ?::float8[], ?::int[], ?::float8, ?::float8, ?::float8, ?::float8) r""";
+                                      ?::float8[], ?::int[], ?::float8, ?::float8, ?::float8, ?::float8),
+                 (SELECT set_config('synchronous_commit', 'off', true) AS async_commit) a""";
 
     /** Writes a key's concurrency limit and makes sure its slots exist. Parameters: key, limit, worker. */
     static final String CONFIGURE_CONCURRENCY = "SELECT layover.configure_concurrency(?::text, ?::int, ?::text)";
