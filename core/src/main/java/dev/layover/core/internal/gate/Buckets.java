@@ -208,10 +208,7 @@ final class Buckets {
             gdb.countInline();
             Map<String, Integer> reserved = new java.util.LinkedHashMap<>(store.reserveBacklog(key, now, b.requestRate(),
                     b.requestCapacity(), BACKLOG_BATCH, horizonSeconds, names, caps));
-            // the line starts at the bucket's tat, which the reservation just moved past what it booked: not at the
-            // horizon's end, where a job the reservation skipped (locked by a pick at that moment) waited a minute
-            // while the bucket stood idle (BreakerTest: 12 jobs at 2/s, the last one placed 61 s ahead)
-            placeBacklog(key, b, now, t, 0, names, caps, reserved);
+            placeBacklog(key, b, now, t, names, caps, reserved);
             if (!reserved.isEmpty()) {
                 LOG.debug("Reserved bucket permits of {} for waiting jobs, or places in its waiting line: {}", key, reserved);
             }
@@ -229,7 +226,7 @@ final class Buckets {
      * one thread of this instance at a time, whatever the key. None of these statements holds the
      * bucket row.
      */
-    private void placeBacklog(String key, BucketSettings b, Instant now, long t0, double aheadSeconds, List<String> names,
+    private void placeBacklog(String key, BucketSettings b, Instant now, long t0, List<String> names,
             List<Integer> caps, Map<String, Integer> moved) {
         // one placement at a time in this instance, whatever the key: it runs on a worker thread, and ten keys
         // with deep backlogs placing at once took every thread of the worker (measured: 0 jobs for 80 s)
@@ -241,7 +238,7 @@ final class Buckets {
             for (int round = 0; round < BACKLOG_MAX_ROUNDS; round++) {
                 gdb.countInline();
                 Map<String, Integer> r = store.placeBacklog(key, now.plusNanos(System.nanoTime() - t0), b.requestRate(),
-                        BACKLOG_BATCH, aheadSeconds, names, caps);
+                        BACKLOG_BATCH, names, caps);
                 r.forEach((type, n) -> moved.merge(type, n, Integer::sum));
                 if (r.values().stream().mapToInt(Integer::intValue).sum() < BACKLOG_BATCH
                         || System.nanoTime() - t0 > BACKLOG_ROUNDS_BUDGET.toNanos()) {

@@ -452,23 +452,25 @@ final class JobSql {
      * unpicked jobs of the key that {@link #RESERVE_BACKLOG} left (oldest first, at most
      * {@code max_jobs}, skipping rows another transaction holds) are rescheduled, holding no
      * permit, one request's time apart at the bucket's rate, from the line's end: the latest of
-     * the bucket's tat, {@code now + ahead}, and the last job placed before (the key's latest
+     * the bucket's tat (just past the permits {@link #RESERVE_BACKLOG} booked), now, and the last job placed before (the key's latest
      * unpicked job rescheduled for its bucket without a permit). So a deep backlog comes due about
      * when permits are there for it, instead of staying due ahead of the jobs that hold permits
-     * (which a pick then let lapse: docs/benchmarks.md, "Deep backlog"). Placements of one key are
+     * (which a pick then let lapse: docs/benchmarks.md, "Deep backlog"); and a job the reservation
+     * skipped (a pick held its row at that moment) is placed right behind the booked permits, not
+     * a booking horizon ahead while the bucket stands idle. Placements of one key are
      * serialized by a transaction-scoped advisory lock. A reschedule of each (reason
      * {@code bucket}), no attempt spent; same job filter as the reservation.
      *
-     * <p>Parameters: key, now, request rate (/s), max jobs, ahead (s), job type names (text[]),
+     * <p>Parameters: key, now, request rate (/s), max jobs, job type names (text[]),
      * their reschedule caps (int[]). Returns the jobs placed per job type ({@code task_name},
      * {@code reserved}).
      */
     static final String PLACE_BACKLOG = """
             WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS rate, ?::int AS max_jobs,
-                              ?::float8 AS ahead_s, ?::text[] AS types, ?::int[] AS caps),
+                              ?::text[] AS types, ?::int[] AS caps),
             serial AS (SELECT pg_advisory_xact_lock(hashtext('layover.backlog_line:' || p.key)) FROM p),
             b AS (
-                SELECT greatest(bk.request_tat, p.now + make_interval(secs => p.ahead_s),
+                SELECT greatest(bk.request_tat, p.now,
                                 (SELECT max(t.execution_time) + make_interval(secs => 1 / p.rate) FROM layover.scheduled_tasks t
                                  WHERE t.provider_key = p.key AND NOT t.picked AND t.permit_at IS NULL
                                    AND t.last_reschedule_reason = 'bucket' AND t.execution_time > p.now)) AS line_start

@@ -599,16 +599,15 @@ public final class JobStore implements JobWrites {
      *
      * @param requestRate the bucket's request rate (/s): the spacing of places
      * @param maxJobs jobs placed at most
-     * @param aheadSeconds the line starts at least this far ahead
      * @param types job type names whose jobs may be placed
      * @param caps their reschedule caps
      * @return jobs placed per job type (empty when none)
      */
-    public Map<String, Integer> placeBacklog(String key, Instant now, double requestRate, int maxJobs, double aheadSeconds,
+    public Map<String, Integer> placeBacklog(String key, Instant now, double requestRate, int maxJobs,
             List<String> types, List<Integer> caps) {
         return db.autocommit("placing the backlog of " + key + " in its waiting line", c -> {
             try (PreparedStatement ps = c.prepareStatement(JobSql.PLACE_BACKLOG)) {
-                Db.bind(ps, key, OffsetDateTime.ofInstant(now, ZoneOffset.UTC), requestRate, maxJobs, aheadSeconds,
+                Db.bind(ps, key, OffsetDateTime.ofInstant(now, ZoneOffset.UTC), requestRate, maxJobs,
                         c.createArrayOf("text", types.toArray()), c.createArrayOf("integer", caps.toArray()));
                 Map<String, Integer> byType = new LinkedHashMap<>();
                 try (ResultSet rs = ps.executeQuery()) {
