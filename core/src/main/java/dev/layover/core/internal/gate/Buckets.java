@@ -39,7 +39,7 @@ final class Buckets {
      * How far ahead a backlog's permits are booked at most: the statement that books them holds
      * the bucket row, so it stays short; the rest of the backlog waits in the key's line.
      */
-    static final Duration BOOK_AHEAD = Duration.ofSeconds(60);
+    static final Duration BOOK_AHEAD = dev.layover.core.internal.jobs.Enqueuer.BOOK_AHEAD;
 
     /** Statements one backlog placement runs at most while each comes back full. */
     static final int BACKLOG_MAX_ROUNDS = 50;
@@ -128,7 +128,7 @@ final class Buckets {
                     Db.bind(ps, ks.key, ts(now),
                             b.requestRate(), b.requestCapacity(), 1.0, extraRequests,
                             b.tokenRate(), b.tokenCapacity(), (double) tokens, extraTokens,
-                            mayWait, run == null ? null : run.taskName(), run == null ? null : run.jobId(),
+                            mayWait, run == null ? null : run.heldPermitTask(), run == null ? null : run.jobId(),
                             run == null ? null : run.version(), seconds(permitGrace), bookBy == null ? null : ts(bookBy));
                     try (ResultSet rs = ps.executeQuery()) {
                         rs.next();
@@ -138,6 +138,9 @@ final class Buckets {
                 }
             });
             if (p.carried()) {
+                if (run != null) {
+                    run.permitCarried();
+                }
                 return ProviderGate.GO;
             }
             if (p.slot() == null) {

@@ -34,6 +34,7 @@ public final class ProviderRun implements ProviderCalls {
     private final int attempt;
     private final List<FallbackStep> trail = new ArrayList<>();
     private volatile String trialToken;
+    private volatile boolean permitCarried;
     private volatile String fairnessKey;
     // the token ledger of this run (TokenLedger): its estimate, the reservations it took, the usage its call reported
     private TokenEstimate estimate;
@@ -118,6 +119,20 @@ public final class ProviderRun implements ProviderCalls {
 
     String taskName() {
         return taskName;
+    }
+
+    /**
+     * The job's task name for a take that may carry the permit the job holds (V27's
+     * {@code layover.holds_permit}), or null once a take of this run carried it: the held permit
+     * is not cleared from the row when spent, so this run's next take pays as any call does.
+     */
+    String heldPermitTask() {
+        return permitCarried ? null : taskName;
+    }
+
+    /** A take of this run carried the permit the job held. */
+    void permitCarried() {
+        permitCarried = true;
     }
 
     String jobId() {

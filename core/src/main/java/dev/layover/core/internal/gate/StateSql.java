@@ -334,7 +334,8 @@ final class StateSql {
     /**
      * Takes permits from a bucket, in one statement. When the job already holds a permit for
      * about now ({@code permit_at}, kept from the reschedule that gave it), that permit is spent
-     * (V10's {@code layover.spend_held_permit}, the job store's) and the bucket is left alone.
+     * (V27's {@code layover.holds_permit}: the job's row is not written; its
+     * run remembers the carry, {@code ProviderRun#heldPermitTask}) and the bucket is left alone.
      * Otherwise: when the need fits now, it is taken plus up to the extra asked for (a lease); when
      * it does not fit and the caller may wait, the next future slot is reserved; when it may not
      * wait, nothing is taken. Returns carried (0/1), and, when the bucket row exists, the slot
@@ -360,7 +361,7 @@ final class StateSql {
                               ?::float8 AS grace_s, ?::timestamptz AS book_by,
                               set_config('synchronous_commit', 'off', true) AS async_commit),
             carried AS (
-                SELECT layover.spend_held_permit(p.task_name, p.task_id, p.version, p.now, p.grace_s) AS spent FROM p
+                SELECT layover.holds_permit(p.task_name, p.task_id, p.version, p.now, p.grace_s) AS spent FROM p
             ), taken AS (
                 UPDATE layover.buckets b
                 SET request_tat = layover.gcra_take(b.request_tat, p.now, p.rr, %1$s),

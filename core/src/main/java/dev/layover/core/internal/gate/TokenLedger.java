@@ -131,7 +131,7 @@ final class TokenLedger {
                             rates[0], b.capacity(DIMENSIONS[0]), (double) need[0],
                             rates[1], b.capacity(DIMENSIONS[1]), (double) need[1],
                             rates[2], b.capacity(DIMENSIONS[2]), (double) need[2],
-                            mayWait, run == null ? null : run.taskName(), run == null ? null : run.jobId(),
+                            mayWait, run == null ? null : run.heldPermitTask(), run == null ? null : run.jobId(),
                             run == null ? null : run.version(), seconds(permitGrace));
                     try (ResultSet rs = ps.executeQuery()) {
                         rs.next();
@@ -148,6 +148,9 @@ final class TokenLedger {
                 }
                 configure.run(); // the row is missing (deleted by an operator, or not written yet)
                 continue;
+            }
+            if (row.carried() && run != null) {
+                run.permitCarried();
             }
             boolean fitsNow = !row.carried() && !row.slot().isAfter(now);
             boolean taken = row.carried() || mayWait || fitsNow;

@@ -40,8 +40,8 @@ final class TokenSql {
     /**
      * Takes one call's request permit and its token reservation in every limited dimension, or
      * nothing. When the job already holds a permit for about now ({@code permit_at}, kept from the
-     * reschedule that reserved it) that permit is spent (V10's {@code layover.spend_held_permit})
-     * and the bucket is left alone. Otherwise: when every dimension admits the whole need now,
+     * reschedule that reserved it) that permit is spent (V27's {@code layover.holds_permit}, no
+     * write) and the bucket is left alone. Otherwise: when every dimension admits the whole need now,
      * each takes it; when one does not and the caller may wait, the call books the first moment
      * at which every dimension admits what the key's calls have been using of such a need (V19's
      * shares: need x share per dimension, the job waits for that slot holding the booking); when
@@ -64,7 +64,7 @@ final class TokenSql {
                               ?::float8 AS grace_s,
                               set_config('synchronous_commit', 'off', true) AS async_commit),
             carried AS (
-                SELECT layover.spend_held_permit(p.task_name, p.task_id, p.version, p.now, p.grace_s) AS spent FROM p
+                SELECT layover.holds_permit(p.task_name, p.task_id, p.version, p.now, p.grace_s) AS spent FROM p
             ), cur AS (
                 SELECT bk.provider_key, %1$s <= p.now AS fits,
                        %2$s AS ts, %3$s AS ins, %4$s AS ons

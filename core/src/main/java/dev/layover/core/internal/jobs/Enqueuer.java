@@ -6,6 +6,7 @@ import dev.layover.core.InvalidArgsException;
 import dev.layover.core.internal.db.StoredText;
 import java.sql.Connection;
 import java.time.Clock;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -25,6 +26,13 @@ public final class Enqueuer {
     /** Rows per batch statement. */
     static final int BATCH = 5000;
     private static final int MAX_PROVIDER_KEY = 200;
+
+    /**
+     * How far ahead a job may book its bucket permit at enqueue at most, as a worker books a
+     * backlog's permits (the gate's {@code Buckets.BOOK_AHEAD}): the rest of a deeper backlog is
+     * inserted due and placed in its key's waiting line by a worker.
+     */
+    public static final Duration BOOK_AHEAD = Duration.ofSeconds(60);
 
     private final JobStore store;
     private final Clock clock;
@@ -59,7 +67,8 @@ public final class Enqueuer {
         String[] limitKeys = limitKeys(entry, args);
         String fairnessKey = fairnessKey(entry, args);
         int rows = store.insert(caller, new JobStore.NewJob(name, id, data, runAt, options.priority(), providerKey,
-                deadline, limitKeys, entry.codec().shape(), fairnessKey, tokenEstimate(entry, args, fairnessKey)),
+                deadline, limitKeys, entry.codec().shape(), fairnessKey, tokenEstimate(entry, args, fairnessKey),
+                bookable(entry), bookAhead(entry)),
                 options.key() != null);
         return new Enqueued(name, id, rows == 1);
     }
@@ -106,7 +115,7 @@ public final class Enqueuer {
                     Arrays.copyOfRange(priorities, from, to), Arrays.copyOfRange(keys, from, to),
                     Arrays.copyOfRange(deadlines, from, to), Arrays.copyOfRange(limitKeys, from, to),
                     entry.codec().shape(), Arrays.copyOfRange(fairnessKeys, from, to),
-                    Arrays.copyOfRange(estimates, from, to)));
+                    Arrays.copyOfRange(estimates, from, to), bookable(entry), bookAhead(entry)));
         }
         List<Enqueued> out = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
@@ -114,6 +123,20 @@ public final class Enqueuer {
             out.add(new Enqueued(name, ids[i], created.remove(ids[i])));
         }
         return out;
+    }
+
+    /**
+     * Whether jobs of the type may book their bucket permits at enqueue (V27): not a batchable
+     * type, whose jobs a worker may gather for a provider batch instead.
+     */
+    private static boolean bookable(Registry.Entry<?> entry) {
+        return entry.type().batching() == null;
+    }
+
+    /** How far ahead a job of the type may book its permit at enqueue: its {@code maxDeferral}, at most {@link #BOOK_AHEAD}. */
+    private static Duration bookAhead(Registry.Entry<?> entry) {
+        Duration max = entry.type().policy().maxDeferral();
+        return max.compareTo(BOOK_AHEAD) < 0 ? max : BOOK_AHEAD;
     }
 
     /** The job's limit keys ({@code JobType.Builder#limitKeys}), checked like a provider key; null when none. */

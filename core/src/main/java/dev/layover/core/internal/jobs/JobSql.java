@@ -25,45 +25,105 @@ final class JobSql {
                             WHERE h.job_type = %1$s AND h.job_id = %2$s AND h.outcome = 'completed')""";
 
     /**
-     * One job with a random id: nothing can conflict. The last five: deadline, limit keys
-     * (text[]), args shape, fairness key (V20), token estimate (float8[], V25).
+     * Whether a job may book its bucket permit at enqueue (V27): its type and the enqueue allow it
+     * (the insert's {@code bookable} parameter: not batchable, on Layover's own connection), it has
+     * a provider key, no deadline, limit keys or fairness key (they wait their own ways), no raised
+     * priority (it goes ahead of the booked jobs when picked), and it is due at its run time.
+     * Column names of the insert's row source {@code j}.
      */
-    static final String INSERT = """
-            INSERT INTO layover.scheduled_tasks
-                (task_name, task_instance, task_data, execution_time, picked, version,
-                 priority, consecutive_failures, provider_key, deadline, limit_keys, args_shape, fairness_key,
-                 token_estimate)
-            VALUES (?, ?, ?, ?, false, 1, ?, 0, ?, ?, ?, ?, ?, ?)""";
+    private static final String BOOKABLE = """
+            j.bookable AND j.provider_key IS NOT NULL AND j.deadline IS NULL AND j.limit_keys IS NULL
+            AND j.fairness_key IS NULL AND j.priority <= 0 AND j.run_at <= now()""";
 
-    /** One job with an idempotency key: writes nothing if the key names a live job or an unresolved dead letter. */
-    static final String INSERT_KEYED = """
+    /** The columns every insert writes; the last three are a permit booked at enqueue. */
+    private static final String INSERT_INTO = """
             INSERT INTO layover.scheduled_tasks
                 (task_name, task_instance, task_data, execution_time, picked, version,
                  priority, consecutive_failures, provider_key, deadline, limit_keys, args_shape, fairness_key,
-                 token_estimate)
-            SELECT ?, ?, ?, ?, false, 1, ?, 0, ?, ?::timestamptz, ?::text[], ?, ?, ?::float8[]
-            WHERE %s
-            ON CONFLICT (task_name, task_instance) DO NOTHING""".formatted(NOT_PARKED.formatted("?", "?"));
+                 token_estimate, permit_at, last_reschedule_reason, last_reschedule_detail)
+            """;
+
+    /** The values after task name, id and data: {@code j} the row source, {@code pl.slot} its booked permit or null. */
+    private static final String BOOKED_VALUES = """
+            coalesce(pl.slot, j.run_at), false, 1, j.priority, 0, j.provider_key, j.deadline, j.limit_keys,
+                   j.args_shape, j.fairness_key, j.token_estimate, pl.slot,
+                   CASE WHEN pl.slot IS NOT NULL THEN 'bucket' END,
+                   CASE WHEN pl.slot IS NOT NULL THEN 'bucket of ' || j.provider_key || ': a permit booked at enqueue' END""";
+
+    /** One job as the row source {@code j}, with its booked permit {@code pl}: the parameters of {@link #INSERT}, in order. */
+    private static final String ONE_JOB = """
+            (VALUES (?::text, ?::text, ?::bytea, ?::timestamptz, ?::smallint, ?::text, ?::timestamptz, ?::text[], ?::text,
+                     ?::text, ?::float8[], ?::boolean, ?::float8))
+                AS j(task_name, task_instance, task_data, run_at, priority, provider_key, deadline, limit_keys, args_shape,
+                     fairness_key, token_estimate, bookable, horizon_s)
+            LEFT JOIN LATERAL (
+                SELECT x.slot FROM (SELECT (layover.enqueue_permits(j.provider_key, 1, j.horizon_s))[1] AS slot
+                                    WHERE %s
+                                      AND EXISTS (SELECT 1 FROM layover.buckets bk WHERE bk.provider_key = j.provider_key)) x
+                WHERE x.slot IS NOT NULL) pl ON true""".formatted(BOOKABLE);
 
     /**
-     * Many jobs of one type in one statement; returns the ids it inserted. Parameters: job type,
-     * then arrays of ids, data, run times (ISO-8601 text), priorities, provider keys, deadlines
-     * (ISO-8601 text or null), limit keys (each a text[] literal or null), fairness keys (null
-     * elements: none), token estimates (each a float8[] literal or null), then the job type again;
-     * the args shape is the second parameter (it comes first in the text, after the job type).
+     * One job with a random id: nothing can conflict. Parameters: job type, id, data, run time,
+     * priority, provider key, deadline, limit keys (text[]), args shape, fairness key (V20), token
+     * estimate (float8[], V25), whether it may book its permit at enqueue, the booking horizon (s).
+     * A job whose key's bucket has a permit for it within the horizon is inserted holding it (V27's
+     * {@code layover.enqueue_permits}: run time and {@code permit_at} at the permit, reason
+     * {@code bucket}, no reschedule counted); any other at its run time.
+     */
+    static final String INSERT = INSERT_INTO + "SELECT j.task_name, j.task_instance, j.task_data, " + BOOKED_VALUES
+            + "\nFROM " + ONE_JOB;
+
+    /**
+     * One job with an idempotency key: writes nothing if the key names a live job or an unresolved
+     * dead letter. The parameters of {@link #INSERT}, then job type, id, job type, id. A permit
+     * booked for a job that the key then skips is not given back (one request's time of the
+     * bucket).
+     */
+    static final String INSERT_KEYED = INSERT_INTO + "SELECT j.task_name, j.task_instance, j.task_data, "
+            + BOOKED_VALUES + "\nFROM " + ONE_JOB + "\nWHERE " + NOT_PARKED.formatted("?", "?")
+            + "\nON CONFLICT (task_name, task_instance) DO NOTHING";
+
+    /**
+     * Many jobs of one type in one statement; returns the ids it inserted. Parameters: whether the
+     * jobs may book their permits at enqueue, the booking horizon (s); arrays of ids, data, run
+     * times (ISO-8601 text), priorities, provider keys, deadlines (ISO-8601 text or null), limit
+     * keys (each a text[] literal or null), fairness keys (null elements: none), token estimates
+     * (each a float8[] literal or null); the job type, the args shape, the job type twice. Like
+     * {@link #INSERT}, in the batch's order, one {@code layover.enqueue_permits} call per key
+     * with a bucket row, the keys in order (each call holds its bucket row to the statement's end).
      */
     static final String INSERT_BATCH = """
-            INSERT INTO layover.scheduled_tasks
-                (task_name, task_instance, task_data, execution_time, picked, version,
-                 priority, consecutive_failures, provider_key, deadline, limit_keys, args_shape, fairness_key,
-                 token_estimate)
-            SELECT ?, u.id, u.data, u.run_at::timestamptz, false, 1, u.priority::smallint, 0, u.provider_key,
-                   u.deadline::timestamptz, u.limit_keys::text[], ?, u.fairness_key, u.token_estimate::float8[]
-            FROM unnest(?::text[], ?::bytea[], ?::text[], ?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
-                 AS u(id, data, run_at, priority, provider_key, deadline, limit_keys, fairness_key, token_estimate)
+            WITH u AS (
+                SELECT u.*, ?::boolean AS bookable, ?::float8 AS horizon_s
+                FROM unnest(?::text[], ?::bytea[], ?::text[], ?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
+                     WITH ORDINALITY AS u(id, data, run_at_text, priority_int, provider_key, deadline_text, limit_keys_text,
+                                          fairness_key, token_estimate_text, ord)
+            ), j AS (
+                SELECT u.ord, u.id, u.data, u.run_at_text::timestamptz AS run_at, u.priority_int::smallint AS priority,
+                       u.provider_key, u.deadline_text::timestamptz AS deadline, u.limit_keys_text::text[] AS limit_keys,
+                       u.fairness_key, u.token_estimate_text::float8[] AS token_estimate, u.bookable, u.horizon_s
+                FROM u
+            ), queued AS (
+                SELECT j.ord, j.provider_key, j.horizon_s, row_number() OVER (PARTITION BY j.provider_key ORDER BY j.ord) AS rn
+                FROM j WHERE %s
+            ), slots AS MATERIALIZED (
+                SELECT k.provider_key, layover.enqueue_permits(k.provider_key, k.n, k.horizon_s) AS slots
+                FROM (SELECT q.provider_key, count(*)::int AS n, min(q.horizon_s) AS horizon_s
+                      FROM queued q
+                      WHERE EXISTS (SELECT 1 FROM layover.buckets bk WHERE bk.provider_key = q.provider_key)
+                      GROUP BY q.provider_key ORDER BY q.provider_key) k
+            ), pl AS (
+                SELECT q.ord, s.slots[q.rn] AS slot
+                FROM queued q JOIN slots s ON s.provider_key = q.provider_key
+                WHERE s.slots[q.rn] IS NOT NULL
+            )
+            """.formatted(BOOKABLE) + INSERT_INTO + "SELECT ?, j.id, j.data, " + BOOKED_VALUES.replace("j.args_shape", "?")
+            + """
+
+            FROM j LEFT JOIN pl ON pl.ord = j.ord
             WHERE %s
             ON CONFLICT (task_name, task_instance) DO NOTHING
-            RETURNING task_instance""".formatted(NOT_PARKED.formatted("?", "u.id"));
+            RETURNING task_instance""".formatted(NOT_PARKED.formatted("?", "j.id"));
 
     /**
      * One heartbeat for every job this worker has picked, running or still waiting for a thread, so
@@ -140,10 +200,15 @@ final class JobSql {
                 batch_item = CASE WHEN batch_item = ?::bigint THEN NULL ELSE batch_item END
             WHERE task_name = ? AND task_instance = ? AND version = ? AND reschedules < ?""";
 
-    /** A retry: spends an attempt and records its error and the run's fallback trail. */
+    /**
+     * A retry: spends an attempt and records its error and the run's fallback trail. The bucket
+     * permit the job held, if any, is gone (spent by this run, or lapsed): {@code permit_at}
+     * cleared, as by every write that moves a job off its permit's run time (V27: a take spends a
+     * held permit without writing the row).
+     */
     static final String RETRY = """
             UPDATE layover.scheduled_tasks
-            SET execution_time = ?, picked = false, picked_by = NULL, last_heartbeat = NULL,
+            SET execution_time = ?, picked = false, picked_by = NULL, last_heartbeat = NULL, permit_at = NULL,
                 version = version + 1, consecutive_failures = ?, last_failure = ?,
                 errors = errors || ?::jsonb, provider_trail = layover.trail_append(provider_trail, ?::jsonb),
                 batch_item = CASE WHEN batch_item = ?::bigint THEN NULL ELSE batch_item END
@@ -156,7 +221,7 @@ final class JobSql {
      */
     static final String WAIT_FOR_BATCH = """
             UPDATE layover.scheduled_tasks
-            SET execution_time = ?, picked = false, picked_by = NULL, last_heartbeat = NULL,
+            SET execution_time = ?, picked = false, picked_by = NULL, last_heartbeat = NULL, permit_at = NULL,
                 version = version + 1, last_reschedule_reason = 'batched', last_reschedule_detail = ?
             WHERE task_name = ? AND task_instance = ? AND version = ?""";
 
@@ -255,7 +320,8 @@ final class JobSql {
     /**
      * A hold: no concurrency slot was free. Moves the run time a little forward (full jitter over
      * a delay doubling with the job's holds, from the base up to the cap), counts it in {@code
-     * holds}, never in {@code reschedules} (no cap, no attempt). Parameters: now, cap (s), base (s),
+     * holds}, never in {@code reschedules} (no cap, no attempt); a bucket permit the job held is
+     * gone ({@code permit_at} cleared, as by {@link #RETRY}). Parameters: now, cap (s), base (s),
      * reason, detail, task name, id, version.
      */
     static final String HOLD = """
@@ -263,7 +329,7 @@ final class JobSql {
             SET execution_time = ?::timestamptz
                     + make_interval(secs => least(?::float8, ?::float8 * power(2, least(holds, 16))) * (0.5 + random() / 2)),
                 picked = false, picked_by = NULL, last_heartbeat = NULL, version = version + 1, holds = holds + 1,
-                last_reschedule_reason = ?, last_reschedule_detail = ?
+                permit_at = NULL, last_reschedule_reason = ?, last_reschedule_detail = ?
             WHERE task_name = ? AND task_instance = ? AND version = ?""";
 
     /**

@@ -58,9 +58,16 @@ public final class JobStore implements JobWrites {
      * @param limitKeys its limit keys, or null
      * @param argsShape the fingerprint of its args type's shape ({@code ArgsCodec#shape})
      * @param fairnessKey its fairness key, or null
+     * @param tokenEstimate its stored token estimate, or null (V25)
+     * @param bookable whether its type lets it book its bucket permit at enqueue (V27: not
+     *     batchable); only an insert on Layover's own connection books (a caller's open transaction
+     *     would hold the key's bucket row)
+     * @param bookAhead how far ahead its permit may be booked at most (its type's
+     *     {@code maxDeferral}, at most {@link Enqueuer#BOOK_AHEAD})
      */
     public record NewJob(String type, String id, byte[] data, Instant runAt, int priority, String providerKey,
-            Instant deadline, String[] limitKeys, String argsShape, String fairnessKey, Double[] tokenEstimate) {}
+            Instant deadline, String[] limitKeys, String argsShape, String fairnessKey, Double[] tokenEstimate,
+            boolean bookable, Duration bookAhead) {}
 
     /**
      * Inserts one job ({@link JobSql#INSERT}, or {@link JobSql#INSERT_KEYED} when {@code keyed}:
@@ -76,12 +83,13 @@ public final class JobStore implements JobWrites {
                 Db.bind(ps, j.type(), j.id(), j.data(), Timestamp.from(j.runAt()), (short) j.priority(), j.providerKey(),
                         j.deadline() == null ? null : Timestamp.from(j.deadline()),
                         j.limitKeys() == null ? null : c.createArrayOf("text", j.limitKeys()), j.argsShape(),
-                        j.fairnessKey(), j.tokenEstimate() == null ? null : c.createArrayOf("float8", j.tokenEstimate()));
+                        j.fairnessKey(), j.tokenEstimate() == null ? null : c.createArrayOf("float8", j.tokenEstimate()),
+                        caller == null && j.bookable(), seconds(j.bookAhead()));
                 if (keyed) {
-                    ps.setString(12, j.type());
-                    ps.setString(13, j.id());
                     ps.setString(14, j.type());
                     ps.setString(15, j.id());
+                    ps.setString(16, j.type());
+                    ps.setString(17, j.id());
                 }
                 return ps.executeUpdate();
             }
@@ -104,16 +112,19 @@ public final class JobStore implements JobWrites {
      * @param argsShape the fingerprint of the args type's shape
      * @param fairnessKeys fairness keys (null elements: none)
      * @param tokenEstimates token estimates, each a float8[] literal or null (V25)
+     * @param bookable whether the type lets its jobs book their bucket permits at enqueue (V27; only
+     *     on Layover's own connection, as {@link NewJob#bookable})
+     * @param bookAhead how far ahead a permit may be booked at most
      * @return the ids inserted
      */
     public Set<String> insertBatch(Connection caller, String type, String[] ids, byte[][] data, String[] runAts,
             Integer[] priorities, String[] providerKeys, String[] deadlines, String[] limitKeys, String argsShape,
-            String[] fairnessKeys, String[] tokenEstimates) {
+            String[] fairnessKeys, String[] tokenEstimates, boolean bookable, Duration bookAhead) {
         return run(caller, "enqueueing " + ids.length + " " + type + " jobs", c -> {
             Set<String> created = new HashSet<>();
             try (PreparedStatement ps = c.prepareStatement(JobSql.INSERT_BATCH)) {
-                ps.setString(1, type);
-                ps.setString(2, argsShape);
+                ps.setBoolean(1, caller == null && bookable);
+                ps.setDouble(2, seconds(bookAhead));
                 ps.setArray(3, c.createArrayOf("text", ids));
                 ps.setArray(4, c.createArrayOf("bytea", data));
                 ps.setArray(5, c.createArrayOf("text", runAts));
@@ -124,7 +135,9 @@ public final class JobStore implements JobWrites {
                 ps.setArray(10, c.createArrayOf("text", fairnessKeys));
                 ps.setArray(11, c.createArrayOf("text", tokenEstimates));
                 ps.setString(12, type);
-                ps.setString(13, type);
+                ps.setString(13, argsShape);
+                ps.setString(14, type);
+                ps.setString(15, type);
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
                         created.add(rs.getString(1));
@@ -133,6 +146,10 @@ public final class JobStore implements JobWrites {
             }
             return created;
         });
+    }
+
+    private static double seconds(Duration d) {
+        return d.toNanos() / 1e9;
     }
 
     // ---- outcomes of a run --------------------------------------------------------------------

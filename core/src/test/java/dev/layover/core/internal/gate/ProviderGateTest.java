@@ -3,6 +3,7 @@ package dev.layover.core.internal.gate;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -327,9 +328,21 @@ class ProviderGateTest {
                     + " values ('t', 'b', ?, true, 7, ?)", Timestamp.from(second.runAt()), Timestamp.from(second.permitAt()));
             Object tatBefore = db.value("select request_tat from layover.buckets");
             clock.advance(Duration.ofSeconds(1));
-            assertInstanceOf(Admission.Go.class, g.admit(g.newRun(KEY, "t", "b", 7, 0, 1)));
+            ProviderRun b = g.newRun(KEY, "t", "b", 7, 0, 1);
+            Object rowBefore = db.value("select xmin::text from layover.scheduled_tasks where task_instance = 'b'");
+            assertInstanceOf(Admission.Go.class, g.admit(b));
             assertEquals(tatBefore, db.value("select request_tat from layover.buckets"), "its permit was spent, no new one taken");
-            assertNull(db.value("select permit_at from layover.scheduled_tasks where task_instance = 'b'"));
+            assertEquals(rowBefore, db.value("select xmin::text from layover.scheduled_tasks where task_instance = 'b'"),
+                    "spent without a write of the job's row (V27)");
+            // the same run asks again (a second call of its key): it has carried its permit, so it pays
+            assertInstanceOf(Admission.Wait.class, g.admit(b));
+            assertNotEquals(tatBefore, db.value("select request_tat from layover.buckets"), "a new permit booked");
+            // a row moved off the permit's run time (a retry, a revival) holds nothing, whatever its version
+            db.update("update layover.scheduled_tasks set execution_time = execution_time + interval '1 ms', version = 8"
+                    + " where task_instance = 'b'");
+            Object tat2 = db.value("select request_tat from layover.buckets");
+            assertInstanceOf(Admission.Wait.class, g.admit(g.newRun(KEY, "t", "b", 8, 0, 1)));
+            assertNotEquals(tat2, db.value("select request_tat from layover.buckets"), "not carried: it booked");
         } finally {
             g.stop();
         }

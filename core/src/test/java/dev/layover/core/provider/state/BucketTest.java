@@ -95,7 +95,9 @@ class BucketTest {
         // in any interval: the permits of that interval, one burst, and those a late pickup pushed into it
         long bound = LIMIT + CAPACITY + (long) Math.ceil(LIMIT * maxLate / 1000.0);
         assertTrue(maxInSecond <= bound, "at most " + bound + " calls in any second, was " + maxInSecond);
-        assertEquals(1, maxReschedules, "a waiting job is rescheduled once, to its permit, not polled");
+        // the enqueue booked the permits within the horizon (V27): those jobs were inserted at their permits; a job
+        // that found none is rescheduled once, to its permit, never polled
+        assertTrue(maxReschedules <= 1, "a waiting job is rescheduled once at most, to its permit, not polled: " + maxReschedules);
     }
 
     @Test
@@ -122,17 +124,20 @@ class BucketTest {
         }
         layover.enqueueBatch(chat, args);
 
-        // one statement gives the waiting jobs their permits: they wait with it, in layover.jobs
-        Await.until(Duration.ofSeconds(10), "the backlog reserved together", () -> db.count(
-                "select count(*) from layover.jobs where reschedule_detail like '%reserved with its backlog'") >= 150);
+        // the enqueue books the permits the bucket has for the batch (V27): each job is inserted at its permit, holding
+        // it, in layover.jobs (no reschedule counted); a job the bucket had no permit for within the horizon would be
+        // inserted due and reserved by a worker with the rest of the backlog
+        assertTrue(db.count("select count(*) from layover.jobs where reschedule_detail like '%booked at enqueue'"
+                + " and reschedules = 0 and run_at = (select permit_at from layover.scheduled_tasks t where t.task_instance = id)")
+                >= 150, "the batch booked its permits at enqueue");
         Await.equal(Duration.ofSeconds(60), "job rows", 0L, () -> db.count("select count(*) from layover.jobs"));
         layover.awaitCompletions(Duration.ofSeconds(10));
 
         assertEquals(jobs, fake.primary().successes());
         assertEquals(0, fake.primary().rateLimited(), "the provider, enforcing the same limit, never had to refuse");
         assertEquals(jobs, calls.get(), "each job called once");
-        assertEquals(1L, db.count("select coalesce(max(reschedules), 0) from layover.job_history where job_type = 'chat'"),
-                "a waiting job is rescheduled once, to its permit");
+        assertTrue(db.count("select coalesce(max(reschedules), 0) from layover.job_history where job_type = 'chat'") <= 1,
+                "a waiting job is rescheduled once at most, to its permit");
         List<Instant> arrivals = fake.primary().arrivals();
         double seconds = Duration.between(arrivals.get(0), arrivals.get(arrivals.size() - 1)).toNanos() / 1e9;
         double rate = (arrivals.size() - 1) / seconds;

@@ -1,0 +1,153 @@
+package dev.layover.core.provider.state;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.layover.core.EnqueueOptions;
+import dev.layover.core.JobPolicy;
+import dev.layover.core.JobType;
+import dev.layover.core.Layover;
+import dev.layover.core.outcome.Outcome;
+import dev.layover.core.provider.state.ChildWorkerMain.Chat;
+import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.TestDatabase;
+import java.sql.Connection;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * A job enqueued behind a bucket books its permit as it is inserted (V27): it is written once
+ * (its insert), picked, and deleted; no worker reschedules it to a permit. Only what may book does.
+ */
+@ExtendWith(LayoverPostgresExtension.class)
+class PermitsAtEnqueueTest {
+
+    private static final String KEY = "fake:booked";
+    private static final int RATE = 10; // requests per second; burst 1 s: capacity 10, half of it kept free
+
+    private final List<Layover> instances = new ArrayList<>();
+
+    @AfterEach
+    void stop() {
+        instances.forEach(Layover::stop);
+    }
+
+    private static JobType<Chat> chat(String name, Duration maxDeferral) {
+        return JobType.builder(name, Chat.class)
+                .providerKey(KEY)
+                .policy(JobPolicy.defaults().withMaxDeferral(maxDeferral))
+                .handler((args, ctx) -> Outcome.done())
+                .build();
+    }
+
+    /** A worker that writes the key's bucket row at start and runs none of these job types; and a client. */
+    private Layover client(TestDatabase db, JobType<?>... types) {
+        JobType<Chat> other = JobType.builder("other", Chat.class).handler((a, c) -> Outcome.done()).build();
+        instances.add(Workers.builder(db.newDataSource(4), "bucket-writer").register(other)
+                .bucket(KEY, BucketSettings.requestsPerSecond(RATE)).start());
+        Layover.Builder b = Layover.builder(db.newDataSource(4)).migrate(false);
+        for (JobType<?> t : types) {
+            b.register(t);
+        }
+        Layover c = b.build();
+        instances.add(c);
+        return c;
+    }
+
+    private static List<Chat> args(int n) {
+        List<Chat> out = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            out.add(new Chat("job " + i));
+        }
+        return out;
+    }
+
+    @Test
+    void aBatchIsInsertedAtItsPermitsInOrderAndTheBucketMovesPastThem(TestDatabase db) {
+        JobType<Chat> chat = chat("chat", Duration.ofHours(1));
+        Layover c = client(db, chat);
+        c.enqueueBatch(chat, args(100));
+
+        assertEquals(100L, db.count("select count(*) from layover.scheduled_tasks where task_name = 'chat'"
+                + " and permit_at = execution_time and reschedules = 0 and last_reschedule_reason = 'bucket'"
+                + " and last_reschedule_detail like '%a permit booked at enqueue'"), "every job holds its permit");
+        // half the burst runs at once (5 of capacity 10), the rest one request's time apart, in enqueue order
+        assertEquals(5L, db.count("select count(*) from layover.scheduled_tasks where task_name = 'chat'"
+                + " and execution_time = (select min(execution_time) from layover.scheduled_tasks where task_name = 'chat')"));
+        double span = ((Number) db.value("select extract(epoch from max(execution_time) - min(execution_time))"
+                + " from layover.scheduled_tasks where task_name = 'chat'")).doubleValue();
+        assertEquals((100 - 5) / (double) RATE, span, 1e-3, "paced at the bucket's rate");
+        assertEquals(0L, db.count("select count(*) from (select run_at, lag(run_at) over (order by"
+                + " split_part(args->>'text', ' ', 2)::int) as prev from layover.jobs where job_type = 'chat') x"
+                + " where run_at < prev"), "in enqueue order");
+        double tat = ((Number) db.value("select extract(epoch from request_tat - now()) from layover.buckets"
+                + " where provider_key = ?", KEY)).doubleValue();
+        assertEquals(100 / (double) RATE, tat, 0.5, "the bucket's tat moved past the 100 booked permits");
+
+        // a later job of the same key books after them: the bucket hands no permit out twice
+        c.enqueue(chat, new Chat("late"));
+        assertEquals(1L, db.count("select count(*) from layover.scheduled_tasks t where t.task_name = 'chat'"
+                + " and t.permit_at > (select max(permit_at) from layover.scheduled_tasks u where u.task_name = 'chat'"
+                + " and u.task_instance <> t.task_instance)"));
+    }
+
+    @Test
+    void jobsBeyondTheHorizonAndJobsThatMayNotBookAreInsertedDue(TestDatabase db) throws Exception {
+        JobType<Chat> shortWait = chat("short-wait", Duration.ofSeconds(3)); // horizon 3 s: 5 + 30 permits
+        JobType<Chat> chat = chat("chat", Duration.ofHours(1));
+        Layover c = client(db, shortWait, chat);
+        c.enqueueBatch(shortWait, args(100));
+        long booked = db.count("select count(*) from layover.scheduled_tasks where task_name = 'short-wait'"
+                + " and permit_at is not null");
+        assertTrue(booked >= 30 && booked <= 36, "the permits within maxDeferral booked, was " + booked);
+        assertEquals(100 - booked, db.count("select count(*) from layover.scheduled_tasks where task_name = 'short-wait'"
+                + " and permit_at is null and last_reschedule_reason is null and execution_time <= now()"),
+                "the rest inserted due, for a worker to place in the key's line");
+
+        // a raised priority, a deadline, the caller's transaction: due at their run time, no permit
+        c.enqueue(chat, new Chat("urgent"), EnqueueOptions.now().withPriority(5));
+        c.enqueue(chat, new Chat("deadline"), EnqueueOptions.now().withDeadline(Duration.ofMinutes(5)));
+        try (Connection con = db.dataSource().getConnection()) {
+            con.setAutoCommit(false);
+            c.enqueue(con, chat, new Chat("in a transaction"), EnqueueOptions.now());
+            c.enqueueBatch(con, chat, args(3), a -> EnqueueOptions.now());
+            con.commit();
+        }
+        assertEquals(6L, db.count("select count(*) from layover.scheduled_tasks where task_name = 'chat'"
+                + " and permit_at is null and execution_time <= now()"));
+        // a job due later keeps its run time
+        c.enqueue(chat, new Chat("later"), EnqueueOptions.after(Duration.ofMinutes(10)));
+        assertEquals(1L, db.count("select count(*) from layover.scheduled_tasks where task_name = 'chat'"
+                + " and permit_at is null and execution_time > now() + interval '9 minutes'"));
+    }
+
+    @Test
+    void aKeyWithoutABucketBooksNothing(TestDatabase db) {
+        JobType<Chat> free = JobType.builder("free", Chat.class).providerKey("fake:no-bucket")
+                .handler((a, ctx) -> Outcome.done()).build();
+        Layover c = client(db, free);
+        c.enqueueBatch(free, args(20));
+        assertEquals(20L, db.count("select count(*) from layover.scheduled_tasks where task_name = 'free'"
+                + " and permit_at is null and last_reschedule_reason is null and execution_time <= now()"));
+    }
+
+    @Test
+    void jobsBookedAtEnqueueRunAtTheRateEachOnItsOwnPermit(TestDatabase db) throws Exception {
+        JobType<Chat> chat = chat("chat", Duration.ofHours(1));
+        Layover c = client(db, chat);
+        c.enqueueBatch(chat, args(30));
+        Object tat = db.value("select request_tat from layover.buckets where provider_key = ?", KEY);
+        instances.add(Workers.builder(db.newDataSource(8), "runner").register(chat).threads(4)
+                .bucket(KEY, BucketSettings.requestsPerSecond(RATE)).start());
+        dev.layover.testing.Await.equal(Duration.ofSeconds(30), "jobs done", 30L,
+                () -> db.count("select count(*) from layover.job_history where job_type = 'chat'"));
+        assertEquals(0L, db.count("select coalesce(max(reschedules), 0) from layover.job_history where job_type = 'chat'"),
+                "none rescheduled: each spent the permit it was inserted with");
+        assertEquals(tat, db.value("select request_tat from layover.buckets where provider_key = ?", KEY),
+                "no permit taken from the bucket beyond those booked at enqueue");
+    }
+}
