@@ -19,14 +19,15 @@ import javax.sql.DataSource;
  * statement, then one Layover worker (no-op handler) runs for a fixed time. Measured from the
  * database: goodput (jobs done per second, against the keys' total rate R), job-row writes per
  * success ({@code pg_stat_user_tables}: updates + deletes of {@code scheduled_tasks} per done job),
- * jobs parked, and the job table's size. The same run with a small backlog is the reference: the
+ * jobs parked, the job table's size, and how long the worker's picks took (p50, p99: each
+ * lock-and-fetch as the worker sent it, {@link PickTimer}). The same run with a small backlog is the reference: the
  * goal is a ratio of at most 1.2 on every figure.
  */
 public final class BacklogBench {
 
     /** One arm's figures. */
     public record Arm(int jobs, int keys, double rate, double seconds, long done, long parked, long writes,
-            long tableBytes, long indexBytes) {
+            long tableBytes, long indexBytes, int picks, double pickP50Ms, double pickP99Ms) {
 
         double goodputShare() {
             return done / seconds / (rate * keys);
@@ -37,9 +38,10 @@ public final class BacklogBench {
         }
 
         String row() {
-            return String.format(Locale.ROOT, "| %,d jobs, %d key%s | %.3f R (%,d done in %.0f s) | %.2f | %,d | %.1f MB + %.1f MB idx |",
-                    jobs, keys, keys == 1 ? "" : "s", goodputShare(), done, seconds, writesPerSuccess(), parked,
-                    tableBytes / 1e6, indexBytes / 1e6);
+            return String.format(Locale.ROOT,
+                    "| %,d jobs, %d key%s | %.3f R (%,d done in %.0f s) | %.2f | %.2f / %.2f ms (%,d picks) | %,d | %.1f MB + %.1f MB idx |",
+                    jobs, keys, keys == 1 ? "" : "s", goodputShare(), done, seconds, writesPerSuccess(), pickP50Ms, pickP99Ms,
+                    picks, parked, tableBytes / 1e6, indexBytes / 1e6);
         }
     }
 
@@ -104,7 +106,8 @@ public final class BacklogBench {
     public static Arm run(DataSource ds, int jobs, int keys, double rate, Duration run, int threads) throws Exception {
         JobType<Noop> type = JobType.builder("backlog", Noop.class).providerKey(n -> "bk:" + (n.n() % keys))
                 .handler((a, ctx) -> Outcome.done()).build();
-        Layover.Builder b = Layover.builder(ds).register(type).threads(threads);
+        PickTimer picks = new PickTimer();
+        Layover.Builder b = Layover.builder(picks.wrap(ds)).register(type).threads(threads);
         for (int k = 0; k < keys; k++) {
             b.bucket("bk:" + k, BucketSettings.requestsPerSecond(rate));
         }
@@ -149,7 +152,8 @@ public final class BacklogBench {
         long table = BenchDatabase.count(ds, "select pg_table_size('layover.scheduled_tasks')");
         long index = BenchDatabase.count(ds, "select pg_indexes_size('layover.scheduled_tasks')");
         System.out.println("  done per 10 s: " + String.join(" ", trace));
-        return new Arm(jobs, keys, rate, secs, done, parked, writes, table, index);
+        return new Arm(jobs, keys, rate, secs, done, parked, writes, table, index, picks.count(), picks.quantile(0.5),
+                picks.quantile(0.99));
     }
 
     /** Updates and deletes of the job table so far (the statistics collector's counters). */
@@ -195,7 +199,7 @@ public final class BacklogBench {
                 System.out.println(results.get(results.size() - 1).row());
             }
         }
-        System.out.println("| arm | goodput | writes/success | parked | job table |");
+        System.out.println("| arm | goodput | writes/success | pick p50 / p99 | parked | job table |");
         results.forEach(r -> System.out.println(r.row()));
     }
 }

@@ -13,6 +13,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.openqa.selenium.By;
+import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.WebElement;
 
 /**
@@ -46,11 +47,16 @@ class BrowserFairShareTest {
         }
     }
 
+    /** The share the page shows for a fairness key; null when not shown, or when the table was redrawn while read. */
     private String shareOf(String fairnessKey) {
-        for (WebElement tr : browser.driver.findElements(By.cssSelector("#fair-keys-table tbody tr[data-fairness-key]"))) {
-            if (fairnessKey.equals(tr.getAttribute("data-fairness-key"))) {
-                return tr.findElement(By.cssSelector("td.fair-share")).getText();
+        try {
+            for (WebElement tr : browser.driver.findElements(By.cssSelector("#fair-keys-table tbody tr[data-fairness-key]"))) {
+                if (fairnessKey.equals(tr.getAttribute("data-fairness-key"))) {
+                    return tr.findElement(By.cssSelector("td.fair-share")).getText();
+                }
             }
+        } catch (StaleElementReferenceException redrawn) {
+            return null; // the page redrew the table (after a set, or its refresh) between the find and the read: ask again
         }
         return null;
     }
@@ -75,7 +81,7 @@ class BrowserFairShareTest {
         assertTrue(section.contains("3 fairness keys") && section.contains("waiting 57"), section);
         assertTrue(section.contains("tenant:<b>initech</b>"), "markup shown as text: " + section);
         assertEquals(0L, browser.js("return document.querySelectorAll('main b').length"));
-        assertEquals("33.3 %", shareOf("tenant:acme"));
+        browser.waiting().until(d -> "33.3 %".equals(shareOf("tenant:acme")));
         assertTrue(!section.contains("tenant:elsewhere"), "another key's tenants are not listed");
 
         WebElement operator = browser.driver.findElement(By.id("operator"));
@@ -87,7 +93,7 @@ class BrowserFairShareTest {
         browser.driver.findElement(By.id("fair-set")).click();
         browser.waitForText("#flash", "Weight of tenant:acme set to 2");
         browser.waiting().until(d -> "50.0 %".equals(shareOf("tenant:acme")));
-        assertEquals("25.0 %", shareOf("tenant:globex"));
+        browser.waiting().until(d -> "25.0 %".equals(shareOf("tenant:globex")));
         browser.visible("#fair-weights tr[data-pattern='tenant:acme'] button.fair-revert");
         assertEquals(2.0, ((Number) db.value("select layover.fairness_weight('tenant:acme')")).doubleValue());
         assertEquals("dana", db.value("select actor from layover.audit_log where action = 'set_fairness_weight'"));
