@@ -195,7 +195,15 @@ public final class Layover implements AutoCloseable {
      * <p>Database: one {@code INSERT} into the job table. With an idempotency key that names a live
      * job, a dead letter still {@code parked} or in {@code review}, or a job that completed within
      * the history's retention, nothing is written and the result says {@code created = false}
-     * ({@link #lookup} tells where that job is).
+     * ({@link #lookup} tells where that job is). A job due now whose provider key has a
+     * configured request bucket (no token limit) books its permit in the same statement, when the
+     * bucket has one within the job type's {@code maxDeferral} and 60 s: the bucket's
+     * {@code request_tat} moves past it, and the job is inserted at the permit, holding it
+     * ({@code permit_at}, {@code reschedule_reason} {@code bucket}, no reschedule counted, no
+     * attempt), so no worker writes it again before it runs. Not for a job with a deadline, limit
+     * keys, a fairness key, a raised priority or a batchable type, and never in the caller's
+     * transaction ({@link #enqueue(Connection, JobType, Object, EnqueueOptions)}), which would hold
+     * the bucket row until it commits.
      *
      * @param type a registered job type
      * @param args its arguments
@@ -232,7 +240,10 @@ public final class Layover implements AutoCloseable {
     }
 
     /**
-     * Enqueues many jobs to run now, with random ids, 5,000 rows per {@code INSERT}.
+     * Enqueues many jobs to run now, with random ids, 5,000 rows per {@code INSERT}. Jobs behind a
+     * configured request bucket book their permits in enqueue order, as with
+     * {@link #enqueue(JobType, Object, EnqueueOptions)}; those beyond the booking horizon are
+     * inserted due.
      *
      * @param type a registered job type
      * @param args the arguments, one job each
