@@ -37,6 +37,9 @@ public final class DatabaseClock extends Clock implements AutoCloseable {
     /** An offset this large is logged at WARN: the JVM's clock is off. */
     public static final Duration SKEW_WARNING = Duration.ofSeconds(1);
 
+    /** How long {@link #close()} waits for a measurement in flight to end. */
+    static final Duration CLOSE_WAIT = Duration.ofSeconds(5);
+
     private static final int SAMPLES = 3;
 
     private final DataSource dataSource;
@@ -157,12 +160,25 @@ public final class DatabaseClock extends Clock implements AutoCloseable {
         }
     }
 
-    /** Stops measuring. */
+    /**
+     * Stops measuring and waits (at most {@link #CLOSE_WAIT}) for the measuring thread to end, so a
+     * stopped instance leaves no thread behind.
+     */
     @Override
-    public synchronized void close() {
-        closed = true;
-        if (thread != null) {
-            thread.interrupt();
+    public void close() {
+        Thread running;
+        synchronized (this) {
+            closed = true;
+            running = thread;
+        }
+        if (running == null || running == Thread.currentThread()) {
+            return;
+        }
+        running.interrupt();
+        try {
+            running.join(CLOSE_WAIT.toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 }
