@@ -14,20 +14,27 @@ import java.util.Locale;
 import javax.sql.DataSource;
 
 /**
- * A deep backlog behind rate-limited keys (issue 23, part 3): {@code jobs} due jobs spread over
- * {@code keys} provider keys, each with a bucket of {@code rate} requests/s, inserted with one
- * statement, then one Layover worker (no-op handler) runs for a fixed time. Measured from the
- * database: goodput (jobs done per second, against the keys' total rate R), job-row writes per
- * success ({@code pg_stat_user_tables}: updates + deletes of {@code scheduled_tasks} per done job),
- * jobs parked, the job table's size, and how long the worker's picks took (p50, p99: each
- * lock-and-fetch as the worker sent it, {@link PickTimer}). The same run with a small backlog is the reference: the
- * goal is a ratio of at most 1.2 on every figure.
+ * A deep backlog behind rate-limited keys (issue 23, part 3): {@code jobs} jobs spread over
+ * {@code keys} provider keys, each with a bucket of {@code rate} requests/s, enqueued at once with
+ * {@code enqueueBatch} ({@value #ENQUEUE_CHUNK} a call, the buckets' rows written before), then one
+ * Layover worker (no-op handler) runs for a fixed time. Measured from the database: goodput (jobs
+ * done per second, against the keys' total rate R), job-row writes per success
+ * ({@code pg_stat_user_tables}: updates + deletes of {@code scheduled_tasks} per done job), jobs
+ * parked, the job table's size and its growth over the run (table and indexes at the end against
+ * right after the enqueue: the table's size itself is its rows), and how long the worker's picks
+ * took (p50, p99: each lock-and-fetch as the worker sent it, {@link PickTimer}). The same run with
+ * a small backlog is the reference: the goal is a ratio of at most 1.2 on every figure.
  */
 public final class BacklogBench {
 
     /** One arm's figures. */
     public record Arm(int jobs, int keys, double rate, double seconds, long done, long parked, long writes,
-            long tableBytes, long indexBytes, int picks, double pickP50Ms, double pickP99Ms) {
+            long tableBytes, long indexBytes, long bytesAtStart, int picks, double pickP50Ms, double pickP99Ms) {
+
+        /** The job table and its indexes at the end, against right after the enqueue: what the run's writes left. */
+        double growth() {
+            return (double) (tableBytes + indexBytes) / bytesAtStart;
+        }
 
         double goodputShare() {
             return done / seconds / (rate * keys);
@@ -39,13 +46,17 @@ public final class BacklogBench {
 
         String row() {
             return String.format(Locale.ROOT,
-                    "| %,d jobs, %d key%s | %.3f R (%,d done in %.0f s) | %.2f | %.2f / %.2f ms (%,d picks) | %,d | %.1f MB + %.1f MB idx |",
+                    "| %,d jobs, %d key%s | %.3f R (%,d done in %.0f s) | %.2f | %.2f / %.2f ms (%,d picks) | %,d"
+                            + " | %.1f MB + %.1f MB idx | %.2f× |",
                     jobs, keys, keys == 1 ? "" : "s", goodputShare(), done, seconds, writesPerSuccess(), pickP50Ms, pickP99Ms,
-                    picks, parked, tableBytes / 1e6, indexBytes / 1e6);
+                    picks, parked, tableBytes / 1e6, indexBytes / 1e6, growth());
         }
     }
 
     record Noop(int n) {}
+
+    /** Jobs per {@code enqueueBatch} call. */
+    static final int ENQUEUE_CHUNK = 5_000;
 
     /**
      * The arms of one run: a small and a deep backlog, behind one key and behind several.
@@ -112,11 +123,31 @@ public final class BacklogBench {
             b.bucket("bk:" + k, BucketSettings.requestsPerSecond(rate));
         }
         Layover layover = b.build(); // migrates
-        BenchDatabase.exec(ds, "insert into layover.scheduled_tasks (task_name, task_instance, task_data, execution_time, picked,"
-                + " version, provider_key, first_enqueued_at)"
-                + " select 'backlog', 'b' || g, convert_to('{\"n\":' || g || '}', 'UTF8'), now(), false, 1,"
-                + " 'bk:' || (g % " + keys + "), now() from generate_series(1, " + jobs + ") g");
+        // the bucket rows exist before the enqueue, as they do once a worker of the keys has run: one that runs
+        // no job of the backlog's type writes them at its start
+        Layover.Builder configurer = Layover.builder(ds).migrate(false).workerName("bucket-configurer")
+                .register(JobType.builder("backlog-none", Noop.class).handler((a, ctx) -> Outcome.done()).build());
+        for (int k = 0; k < keys; k++) {
+            configurer.bucket("bk:" + k, BucketSettings.requestsPerSecond(rate));
+        }
+        configurer.build().start().stop();
+        long e0 = System.nanoTime();
+        List<Noop> chunk = new ArrayList<>(ENQUEUE_CHUNK);
+        for (int i = 1; i <= jobs; i++) {
+            chunk.add(new Noop(i));
+            if (chunk.size() == ENQUEUE_CHUNK || i == jobs) {
+                layover.enqueueBatch(type, chunk);
+                chunk.clear();
+            }
+        }
+        double enqueueSeconds = (System.nanoTime() - e0) / 1e9;
         BenchDatabase.exec(ds, "analyze layover.scheduled_tasks");
+        long bytesAtStart = BenchDatabase.count(ds, "select pg_table_size('layover.scheduled_tasks')"
+                + " + pg_indexes_size('layover.scheduled_tasks')");
+        System.out.println("  enqueued " + jobs + " in " + String.format(Locale.ROOT, "%.1f s", enqueueSeconds) + ": " + rows(ds,
+                "select s || '=' || n from (select coalesce(last_reschedule_reason, 'due')"
+                + " || case when permit_at is null then '' else '+permit' end as s, count(*) as n"
+                + " from layover.scheduled_tasks where task_name = 'backlog' group by 1) x order by 1"));
         long writes0 = writes(ds);
         String started = rows(ds, "select now()::text");
         long t0 = System.nanoTime();
@@ -152,8 +183,8 @@ public final class BacklogBench {
         long table = BenchDatabase.count(ds, "select pg_table_size('layover.scheduled_tasks')");
         long index = BenchDatabase.count(ds, "select pg_indexes_size('layover.scheduled_tasks')");
         System.out.println("  done per 10 s: " + String.join(" ", trace));
-        return new Arm(jobs, keys, rate, secs, done, parked, writes, table, index, picks.count(), picks.quantile(0.5),
-                picks.quantile(0.99));
+        return new Arm(jobs, keys, rate, secs, done, parked, writes, table, index, bytesAtStart, picks.count(),
+                picks.quantile(0.5), picks.quantile(0.99));
     }
 
     /** Updates and deletes of the job table so far (the statistics collector's counters). */
@@ -199,7 +230,7 @@ public final class BacklogBench {
                 System.out.println(results.get(results.size() - 1).row());
             }
         }
-        System.out.println("| arm | goodput | writes/success | pick p50 / p99 | parked | job table |");
+        System.out.println("| arm | goodput | writes/success | pick p50 / p99 | parked | job table | growth |");
         results.forEach(r -> System.out.println(r.row()));
     }
 }

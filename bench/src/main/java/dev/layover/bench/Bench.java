@@ -549,17 +549,18 @@ public final class Bench {
     private static void backlog(PrintStream out, List<BacklogBench.Arm> arms, BacklogBench.Settings s, long t) {
         out.printf(Locale.ROOT, "### Deep backlog: jobs enqueued at once behind keys of 50 requests/s each, one worker of %d threads, "
                 + "%d s per arm, each arm in its own database%n%n", s.threads(), s.run().toSeconds());
-        out.println("| arm | goodput | job-row writes per success | pick p50 / p99 | parked | job table |");
-        out.println("|---|---|---|---|---|---|");
+        out.println("| arm | goodput | job-row writes per success | pick p50 / p99 | parked | job table | growth over the run |");
+        out.println("|---|---|---|---|---|---|---|");
         arms.forEach(a -> out.println(a.row()));
         out.println();
         for (int k = 0; k < 2; k++) {
             BacklogBench.Arm small = arms.get(2 * k);
             BacklogBench.Arm deep = arms.get(2 * k + 1);
             out.printf(Locale.ROOT, "**%d key%s: deep / small goodput %.2f, writes per success %.2f×, pick p50 %.2f×, "
-                    + "p99 %.2f×, table + indexes %.2f×**%n%n", small.keys(), small.keys() == 1 ? "" : "s",
+                    + "p99 %.2f×, growth of table + indexes %.2f× (their size %.1f×: the rows held)**%n%n", small.keys(),
+                    small.keys() == 1 ? "" : "s",
                     deep.goodputShare() / small.goodputShare(), deep.writesPerSuccess() / small.writesPerSuccess(),
-                    deep.pickP50Ms() / small.pickP50Ms(), deep.pickP99Ms() / small.pickP99Ms(),
+                    deep.pickP50Ms() / small.pickP50Ms(), deep.pickP99Ms() / small.pickP99Ms(), deep.growth() / small.growth(),
                     (double) (deep.tableBytes() + deep.indexBytes()) / (small.tableBytes() + small.indexBytes()));
         }
         took(out, t);

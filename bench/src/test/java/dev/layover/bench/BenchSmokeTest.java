@@ -112,6 +112,7 @@ class BenchSmokeTest {
             // a 15 s smoke run at 50/s per key: the deep arm runs at the keys' rate as the small one does
             assertTrue(a.goodputShare() > 0.5, "goodput at the keys' rate: " + a);
             assertTrue(a.picks() > 0 && a.pickP99Ms() >= a.pickP50Ms() && a.pickP50Ms() > 0, "the worker's picks timed: " + a);
+            assertTrue(a.bytesAtStart() > 0 && a.growth() >= 0.5 && Double.isFinite(a.growth()), "the table's growth measured: " + a);
         }
     }
 

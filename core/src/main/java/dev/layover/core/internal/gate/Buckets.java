@@ -169,8 +169,8 @@ final class Buckets {
     }
 
     /**
-     * Gives a key's due, unpicked jobs their permits in one statement
-     * ({@link JobStore#reserveBacklog}), each rescheduled to its slot holding it. At most once per
+     * Gives a key's due, unpicked jobs, then its waiting line's front, their permits in one
+     * statement ({@link JobStore#reserveBacklog}), each rescheduled to its slot holding it. At most once per
      * {@link #BACKLOG_EVERY} per key in this instance; nothing when the bucket limits no requests.
      * Never throws.
      *

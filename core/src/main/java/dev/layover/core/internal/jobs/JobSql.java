@@ -43,32 +43,41 @@ final class JobSql {
                  token_estimate, permit_at, last_reschedule_reason, last_reschedule_detail)
             """;
 
-    /** The values after task name, id and data: {@code j} the row source, {@code pl.slot} its booked permit or null. */
+    /**
+     * The values after task name, id and data: {@code j} the row source, {@code pl} its place behind
+     * the key's bucket or nulls ({@code slot}: the run time; {@code permit}: whether it holds a permit
+     * booked there, else it is a place in the key's waiting line).
+     */
     private static final String BOOKED_VALUES = """
             coalesce(pl.slot, j.run_at), false, 1, j.priority, 0, j.provider_key, j.deadline, j.limit_keys,
-                   j.args_shape, j.fairness_key, j.token_estimate, pl.slot,
+                   j.args_shape, j.fairness_key, j.token_estimate, CASE WHEN pl.permit THEN pl.slot END,
                    CASE WHEN pl.slot IS NOT NULL THEN 'bucket' END,
-                   CASE WHEN pl.slot IS NOT NULL THEN 'bucket of ' || j.provider_key || ': a permit booked at enqueue' END""";
+                   CASE WHEN pl.permit THEN 'bucket of ' || j.provider_key || ': a permit booked at enqueue'
+                        WHEN pl.slot IS NOT NULL
+                        THEN 'bucket of ' || j.provider_key || ': a place in its waiting line (no permit held)' END""";
 
-    /** One job as the row source {@code j}, with its booked permit {@code pl}: the parameters of {@link #INSERT}, in order. */
+    /** One job as the row source {@code j}, with its place {@code pl}: the parameters of {@link #INSERT}, in order. */
     private static final String ONE_JOB = """
             (VALUES (?::text, ?::text, ?::bytea, ?::timestamptz, ?::smallint, ?::text, ?::timestamptz, ?::text[], ?::text,
                      ?::text, ?::float8[], ?::boolean, ?::float8))
                 AS j(task_name, task_instance, task_data, run_at, priority, provider_key, deadline, limit_keys, args_shape,
                      fairness_key, token_estimate, bookable, horizon_s)
             LEFT JOIN LATERAL (
-                SELECT x.slot FROM (SELECT (layover.enqueue_permits(j.provider_key, 1, j.horizon_s))[1] AS slot
-                                    WHERE %s
-                                      AND EXISTS (SELECT 1 FROM layover.buckets bk WHERE bk.provider_key = j.provider_key)) x
-                WHERE x.slot IS NOT NULL) pl ON true""".formatted(BOOKABLE);
+                SELECT ep.slots[1] AS slot, ep.permits >= 1 AS permit
+                FROM layover.enqueue_places(j.provider_key, 1, j.horizon_s) ep
+                WHERE %s
+                  AND EXISTS (SELECT 1 FROM layover.buckets bk WHERE bk.provider_key = j.provider_key)
+                  AND ep.slots IS NOT NULL) pl ON true""".formatted(BOOKABLE);
 
     /**
      * One job with a random id: nothing can conflict. Parameters: job type, id, data, run time,
      * priority, provider key, deadline, limit keys (text[]), args shape, fairness key (V20), token
      * estimate (float8[], V25), whether it may book its permit at enqueue, the booking horizon (s).
-     * A job whose key's bucket has a permit for it within the horizon is inserted holding it (V27's
-     * {@code layover.enqueue_permits}: run time and {@code permit_at} at the permit, reason
-     * {@code bucket}, no reschedule counted); any other at its run time.
+     * A job whose key's bucket has a permit for it within the horizon is inserted holding it (V27:
+     * run time and {@code permit_at} at the permit, reason {@code bucket}, no reschedule counted);
+     * one behind a bucket booked beyond the horizon at its place in the key's waiting line, holding
+     * nothing (V28's {@code layover.enqueue_places}: run time at the place, reason {@code bucket});
+     * any other at its run time.
      */
     static final String INSERT = INSERT_INTO + "SELECT j.task_name, j.task_instance, j.task_data, " + BOOKED_VALUES
             + "\nFROM " + ONE_JOB;
@@ -89,7 +98,7 @@ final class JobSql {
      * times (ISO-8601 text), priorities, provider keys, deadlines (ISO-8601 text or null), limit
      * keys (each a text[] literal or null), fairness keys (null elements: none), token estimates
      * (each a float8[] literal or null); the job type, the args shape, the job type twice. Like
-     * {@link #INSERT}, in the batch's order, one {@code layover.enqueue_permits} call per key
+     * {@link #INSERT}, in the batch's order, one {@code layover.enqueue_places} call per key
      * with a bucket row, the keys in order (each call holds its bucket row to the statement's end).
      */
     static final String INSERT_BATCH = """
@@ -106,16 +115,17 @@ final class JobSql {
             ), queued AS (
                 SELECT j.ord, j.provider_key, j.horizon_s, row_number() OVER (PARTITION BY j.provider_key ORDER BY j.ord) AS rn
                 FROM j WHERE %s
-            ), slots AS MATERIALIZED (
-                SELECT k.provider_key, layover.enqueue_permits(k.provider_key, k.n, k.horizon_s) AS slots
+            ), places AS MATERIALIZED (
+                SELECT k.provider_key, e.rn, e.slot, e.rn <= ep.permits AS permit
                 FROM (SELECT q.provider_key, count(*)::int AS n, min(q.horizon_s) AS horizon_s
                       FROM queued q
                       WHERE EXISTS (SELECT 1 FROM layover.buckets bk WHERE bk.provider_key = q.provider_key)
-                      GROUP BY q.provider_key ORDER BY q.provider_key) k
+                      GROUP BY q.provider_key ORDER BY q.provider_key) k,
+                     LATERAL layover.enqueue_places(k.provider_key, k.n, k.horizon_s) ep,
+                     LATERAL unnest(ep.slots) WITH ORDINALITY AS e(slot, rn)
             ), pl AS (
-                SELECT q.ord, s.slots[q.rn] AS slot
-                FROM queued q JOIN slots s ON s.provider_key = q.provider_key
-                WHERE s.slots[q.rn] IS NOT NULL
+                SELECT q.ord, s.slot, s.permit
+                FROM queued q JOIN places s ON s.provider_key = q.provider_key AND s.rn = q.rn
             )
             """.formatted(BOOKABLE) + INSERT_INTO + "SELECT ?, j.id, j.data, " + BOOKED_VALUES.replace("j.args_shape", "?")
             + """
@@ -436,19 +446,31 @@ final class JobSql {
 
     // ---- provider state
 
+    /** Jobs that are due. */
+    private static final String DUE = "t.execution_time <= p.now";
+
     /**
-     * The due, unpicked jobs of a key that a backlog statement may move, oldest first, locked (never
-     * a job with a batch item: its line, not a permit, is what it waits for):
-     * the CTE {@code locked} of {@link #RESERVE_BACKLOG} and {@link #WAITLIST_BACKLOG}, which
+     * Jobs that are due, and jobs in the key's waiting line whatever their place (a bucket's
+     * reschedule or a place taken at enqueue, holding no permit, V28): the line's front is booked
+     * ahead of its places, so that a permit taken around the line costs its jobs one write each, not
+     * one write and one pick more each, job after job, to the line's end.
+     */
+    private static final String DUE_OR_IN_LINE = "(t.execution_time <= p.now OR t.last_reschedule_reason = 'bucket')";
+
+    /**
+     * The unpicked jobs of a key that a backlog statement may move, oldest first, locked (never
+     * a job with a batch item: its line, not a permit, is what it waits for): those the statement's
+     * {@code %s} selects ({@link #DUE} or {@link #DUE_OR_IN_LINE}). The CTE {@code locked} of
+     * {@link #RESERVE_BACKLOG}, {@link #PLACE_BACKLOG} and {@link #WAITLIST_BACKLOG}, which
      * define {@code p} (key, now, max_jobs, types, caps) and {@code b} (the key's bucket row).
      */
-    private static final String DUE_BACKLOG = """
+    private static final String BACKLOG = """
             locked AS (
                 SELECT t.task_name, t.task_instance, t.execution_time
                 FROM layover.scheduled_tasks t
                 JOIN p ON t.provider_key = p.key
                 JOIN unnest((SELECT types FROM p), (SELECT caps FROM p)) AS ty(name, cap) ON t.task_name = ty.name
-                WHERE NOT t.picked AND t.execution_time <= p.now AND t.permit_at IS NULL AND t.limit_keys IS NULL
+                WHERE NOT t.picked AND %s AND t.permit_at IS NULL AND t.limit_keys IS NULL
                   AND t.deadline IS NULL AND t.cancel_requested_at IS NULL AND t.reschedules < ty.cap
                   AND t.batch_item IS NULL
                   AND EXISTS (SELECT 1 FROM b)
@@ -461,7 +483,8 @@ final class JobSql {
 
     /**
      * Reserves bucket permits for a key's backlog in one statement: the due, unpicked jobs of the
-     * key (oldest first, skipping rows another transaction holds) get the next slots of the bucket,
+     * key and then its waiting line's front, ahead of their places ({@link #DUE_OR_IN_LINE}; oldest
+     * run time first, skipping rows another transaction holds) get the next slots of the bucket,
      * as if each had asked in turn (GCRA: the k-th, from 1, gets {@code greatest(now, start + (k -
      * capacity) / rate)} with {@code start = greatest(tat, now)}), as their run time and their held
      * permit ({@code permit_at}); the bucket's tat moves past them (V10's
@@ -489,7 +512,7 @@ final class JobSql {
                            AS max_jobs
                 FROM p0 LEFT JOIN b ON true
             ), """
-            + DUE_BACKLOG + """
+            + BACKLOG.formatted(DUE_OR_IN_LINE) + """
             slots AS (
                 SELECT l.task_name, l.task_instance,
                        greatest(p.now, layover.gcra_fits_at(b.start + make_interval(secs =>
@@ -543,7 +566,7 @@ final class JobSql {
                 FROM layover.buckets bk JOIN p ON bk.provider_key = p.key, (SELECT count(*) FROM serial) one
                 WHERE bk.request_tat IS NOT NULL
             ), """
-            + DUE_BACKLOG + """
+            + BACKLOG.formatted(DUE) + """
             places AS (
                 SELECT l.task_name, l.task_instance,
                        b.line_start + make_interval(secs => (row_number() OVER (ORDER BY l.execution_time, l.task_instance) - 1)
@@ -580,7 +603,7 @@ final class JobSql {
                 FROM layover.buckets bk JOIN p ON bk.provider_key = p.key
                 WHERE bk.discovered AND bk.requests_per_minute > 0
             ), """
-            + DUE_BACKLOG + """
+            + BACKLOG.formatted(DUE) + """
             places AS (
                 SELECT l.task_name, l.task_instance,
                        p.now + make_interval(secs => least(p.max_s, CASE WHEN b.slow

@@ -1,6 +1,7 @@
 package dev.layover.core.provider.state;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.EnqueueOptions;
@@ -21,7 +22,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * A job enqueued behind a bucket books its permit as it is inserted (V27): it is written once
- * (its insert), picked, and deleted; no worker reschedules it to a permit. Only what may book does.
+ * (its insert), picked, and deleted; no worker reschedules it to a permit. Jobs beyond the booking
+ * horizon take places in the key's waiting line as they are inserted (V28). Only what may book does.
  */
 @ExtendWith(LayoverPostgresExtension.class)
 class PermitsAtEnqueueTest {
@@ -96,7 +98,7 @@ class PermitsAtEnqueueTest {
     }
 
     @Test
-    void jobsBeyondTheHorizonAndJobsThatMayNotBookAreInsertedDue(TestDatabase db) throws Exception {
+    void jobsBeyondTheHorizonTakePlacesInTheLineAndJobsThatMayNotBookAreInsertedDue(TestDatabase db) throws Exception {
         JobType<Chat> shortWait = chat("short-wait", Duration.ofSeconds(3)); // horizon 3 s: 5 + 30 permits
         JobType<Chat> chat = chat("chat", Duration.ofHours(1));
         Layover c = client(db, shortWait, chat);
@@ -104,9 +106,37 @@ class PermitsAtEnqueueTest {
         long booked = db.count("select count(*) from layover.scheduled_tasks where task_name = 'short-wait'"
                 + " and permit_at is not null");
         assertTrue(booked >= 30 && booked <= 36, "the permits within maxDeferral booked, was " + booked);
-        assertEquals(100 - booked, db.count("select count(*) from layover.scheduled_tasks where task_name = 'short-wait'"
-                + " and permit_at is null and last_reschedule_reason is null and execution_time <= now()"),
-                "the rest inserted due, for a worker to place in the key's line");
+        String inLine = "select count(*) from layover.scheduled_tasks where task_name = 'short-wait' and permit_at is null"
+                + " and reschedules = 0 and last_reschedule_reason = 'bucket'"
+                + " and last_reschedule_detail like '%a place in its waiting line (no permit held)'";
+        assertEquals(100 - booked, db.count(inLine), "the rest take places in the key's line as they are inserted");
+        assertEquals(0L, db.count("select count(*) from layover.scheduled_tasks where task_name = 'short-wait'"
+                + " and permit_at is null and execution_time < (select max(permit_at) from layover.scheduled_tasks)"),
+                "the line starts behind the booked permits");
+        double lineSpan = ((Number) db.value("select extract(epoch from max(execution_time) - min(execution_time))"
+                + " from layover.scheduled_tasks where task_name = 'short-wait' and permit_at is null")).doubleValue();
+        assertEquals((100 - booked - 1) / (double) RATE, lineSpan, 1e-3, "one request's time apart");
+        assertEquals(0L, db.count("select count(*) from (select run_at, lag(run_at) over (order by"
+                + " split_part(args->>'text', ' ', 2)::int) as prev from layover.jobs where job_type = 'short-wait') x"
+                + " where run_at < prev"),
+                "in enqueue order");
+
+        // a second batch joins the line at its end, although the horizon may still have a permit
+        Object end = db.value("select max(execution_time) from layover.scheduled_tasks where task_name = 'short-wait'");
+        List<Chat> late = new ArrayList<>();
+        for (int i = 0; i < 10; i++) {
+            late.add(new Chat("late " + i));
+        }
+        c.enqueueBatch(shortWait, late);
+        String lateJobs = "select count(*) from layover.scheduled_tasks where task_name = 'short-wait'"
+                + " and convert_from(task_data, 'UTF8') like '%late%'";
+        long lateInLine = db.count(lateJobs + " and permit_at is null and execution_time > ?::timestamptz"
+                + " and last_reschedule_detail like '%a place in its waiting line (no permit held)'", end);
+        assertEquals(10L, lateInLine, "behind the line's last place, none ahead of it holding a permit");
+        double gap = ((Number) db.value("select extract(epoch from min(execution_time) - ?::timestamptz)"
+                + " from layover.scheduled_tasks where task_name = 'short-wait' and execution_time > ?::timestamptz",
+                end, end)).doubleValue();
+        assertEquals(1.0 / RATE, gap, 1e-3, "right behind the last place");
 
         // a raised priority, a deadline, the caller's transaction: due at their run time, no permit
         c.enqueue(chat, new Chat("urgent"), EnqueueOptions.now().withPriority(5));
@@ -123,6 +153,56 @@ class PermitsAtEnqueueTest {
         c.enqueue(chat, new Chat("later"), EnqueueOptions.after(Duration.ofMinutes(10)));
         assertEquals(1L, db.count("select count(*) from layover.scheduled_tasks where task_name = 'chat'"
                 + " and permit_at is null and execution_time > now() + interval '9 minutes'"));
+    }
+
+    @Test
+    void aLineShiftedByPermitsTakenAroundItIsBookedAHorizonAtATime(TestDatabase db) throws Exception {
+        JobType<Chat> shortWait = chat("short-wait", Duration.ofSeconds(3));
+        Layover c = client(db, shortWait);
+        c.enqueueBatch(shortWait, args(100)); // about 35 permits, 65 places in the line from 3.5 s on
+        // permits taken around the line (a stalled worker, jobs with deadlines): 2 s of them, past the burst
+        db.update("update layover.buckets set request_tat = request_tat + interval '2 seconds' where provider_key = ?", KEY);
+        db.execute("create table public.picks (id text not null)");
+        db.execute("create function public.log_pick() returns trigger language plpgsql as $$ begin"
+                + " insert into public.picks values (new.task_instance); return new; end $$");
+        db.execute("create trigger log_pick after update of picked on layover.scheduled_tasks for each row"
+                + " when (new.picked and not old.picked) execute function public.log_pick()");
+        long lineJobs = db.count("select count(*) from layover.scheduled_tasks where permit_at is null");
+
+        instances.add(Workers.builder(db.newDataSource(8), "runner").register(shortWait).threads(4)
+                .bucket(KEY, BucketSettings.requestsPerSecond(RATE)).start());
+        dev.layover.testing.Await.equal(Duration.ofSeconds(60), "jobs done", 100L,
+                () -> db.count("select count(*) from layover.job_history where job_type = 'short-wait'"));
+
+        long pickedTwice = db.count("select count(*) from (select id from public.picks group by id having count(*) > 1) x");
+        // each refusal books the next horizon of the line (3 s: about 20 jobs); without that, every line job
+        // behind the shift found its permit gone, was picked to be told to wait, and took the next job's permit
+        assertTrue(pickedTwice <= 8, "jobs picked to be told to wait: " + pickedTwice + " of " + lineJobs + " in the line");
+        assertEquals(0L, db.count("select count(*) from layover.job_history where job_type = 'short-wait'"
+                + " and (reschedules > 1 or outcome <> 'completed')"), "each job moved once at most, none parked");
+    }
+
+    @Test
+    void aLineTakesBatchAfterBatchOnOneConnection(TestDatabase db) {
+        JobType<Chat> chat = chat("chat", Duration.ofHours(1));
+        instances.add(Workers.builder(db.newDataSource(2), "bucket-writer")
+                .register(JobType.builder("other", Chat.class).handler((a, c) -> Outcome.done()).build())
+                .bucket(KEY, BucketSettings.requestsPerSecond(RATE)).start());
+        Layover c = Layover.builder(db.newDataSource(1)).migrate(false).register(chat).build();
+        instances.add(c);
+        // a plan made once for any batch took the 10th batch on a connection minutes (a nested loop over
+        // 5,000 rows each way, spilled to disk): each batch is planned with its arrays
+        assertTimeoutPreemptively(Duration.ofSeconds(90), () -> {
+            for (int i = 0; i < 14; i++) {
+                c.enqueueBatch(chat, args(5_000));
+            }
+        });
+        assertEquals(70_000L, db.count("select count(*) from layover.scheduled_tasks where task_name = 'chat'"
+                + " and last_reschedule_reason = 'bucket'"));
+        double span = ((Number) db.value("select extract(epoch from max(execution_time) - min(execution_time))"
+                + " from layover.scheduled_tasks where task_name = 'chat' and permit_at is null")).doubleValue();
+        long line = db.count("select count(*) from layover.scheduled_tasks where task_name = 'chat' and permit_at is null");
+        assertEquals((line - 1) / (double) RATE, span, 1e-3, "one line, one request's time apart, batch after batch");
     }
 
     @Test
