@@ -17,6 +17,13 @@ import java.util.stream.Collectors;
  * (docs/benchmarks.md, "Deep backlog"). The permit holders are read through V23's partial index
  * {@code scheduled_tasks_permit_due_idx}, so the extra branch costs an index probe.
  *
+ * <p>Only permits still within the gate's grace are taken first. A lapsed permit holder (its
+ * workers were away: a batch enqueued while none ran, booked at enqueue, V27) is due like any job
+ * and no longer first: taken first, oldest first, thousands of lapsed holders each picked to be told
+ * to wait let the next permits lapse behind them, faster than one worker could tell them
+ * (measured: 1,000,000 jobs over 10 keys, enqueued in 30 s before the worker started, ran none in
+ * 120 s).
+ *
  * <p>The statement's parameters keep their places: db-scheduler's {@code picked = ?} and
  * {@code execution_time <= ?} are read once, into a one-row derived table both branches use; the
  * unresolved-task filter stays in db-scheduler's branch, and the permit branch takes only the job
@@ -30,12 +37,18 @@ public final class PickRewrite {
                     + "\\)(\\s*RETURNING\\b.*)$");
 
     private final String knownTasks;
+    private final String graceSeconds;
     private final java.util.concurrent.ConcurrentHashMap<String, String> rewritten = new java.util.concurrent.ConcurrentHashMap<>();
 
-    /** @param taskNames the tasks this worker runs: the only ones its permit branch may pick */
-    public PickRewrite(Collection<String> taskNames) {
+    /**
+     * @param taskNames the tasks this worker runs: the only ones its permit branch may pick
+     * @param permitGrace how late a held permit may still be spent (the gate's grace): an older
+     *     one has lapsed, and its job is left to db-scheduler's branch
+     */
+    public PickRewrite(Collection<String> taskNames, java.time.Duration permitGrace) {
         this.knownTasks = taskNames.stream().map(n -> "'" + n.replace("'", "''") + "'")
                 .collect(Collectors.joining(", ", "ARRAY[", "]::text[]"));
+        this.graceSeconds = java.math.BigDecimal.valueOf(permitGrace.toMillis(), 3).toPlainString();
     }
 
     /**
@@ -67,6 +80,7 @@ public final class PickRewrite {
                 + "SELECT * FROM (SELECT st0.task_name, st0.task_instance FROM " + table + " st0"
                 + " WHERE st0.permit_at IS NOT NULL AND st0.picked = prm.picked_p AND st0.execution_time <= prm.now_p"
                 + " AND st0.execution_time = st0.permit_at AND st0.task_name = ANY(" + knownTasks + ")"
+                + " AND st0.execution_time >= prm.now_p - interval '" + graceSeconds + " seconds'"
                 + " ORDER BY st0.execution_time FOR UPDATE SKIP LOCKED " + limit + ") held"
                 + " UNION ALL SELECT * FROM (" + m.group(2) + "picked = prm.picked_p and execution_time <= prm.now_p"
                 + m.group(4) + ") rest) u " + limit + ") SELECT task_name, task_instance FROM pick)" + m.group(6);

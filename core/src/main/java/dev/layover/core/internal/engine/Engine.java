@@ -83,6 +83,8 @@ public final class Engine {
     private final BatchCompleter completer;
     private final Lifeline lifeline;
     private final PickLimit pickLimit;
+    /** How late a held bucket permit may still be spent: two poll intervals, at least the gate's default. */
+    private final Duration permitGrace;
     private final OutcomeWriter writer;
     private final AdmissionControl admission;
     private final JobTask.Parts taskParts;
@@ -123,11 +125,12 @@ public final class Engine {
         String worker = config.workerName();
         Duration twoPolls = config.pollInterval().multipliedBy(2);
         Duration grace = Duration.ofSeconds(ProviderGate.Config.DEFAULT_PERMIT_GRACE_SECONDS);
+        this.permitGrace = twoPolls.compareTo(grace) > 0 ? twoPolls : grace;
         Map<String, BucketSettings> allBuckets = new LinkedHashMap<>(config.buckets());
         allBuckets.putAll(config.patternBuckets()); // a provider key matching a pattern has its own bucket, as an exact one
         this.gate = new ProviderGate(db, clock, worker, new ProviderGate.Config(config.breakers(),
                 config.perKeyBreakers(), config.cooldowns(), allBuckets, config.breakerListeners(),
-                twoPolls.compareTo(grace) > 0 ? twoPolls : grace, config.notifications()), metrics);
+                permitGrace, config.notifications()), metrics);
         this.providerStates = new ProviderStateHandle(gate);
         this.sampler = new StateSampler(db, metrics, worker);
         this.outage = new DatabaseOutage(db.dataSource(), worker, RESUME_DELAY, new OutageHooks());
@@ -225,7 +228,7 @@ public final class Engine {
         List<String> taskNames = new ArrayList<>();
         tasks.forEach(t -> taskNames.add(t.getName()));
         onStartup.forEach(t -> taskNames.add(t.getName()));
-        PickRewrite pickRewrite = new PickRewrite(taskNames);
+        PickRewrite pickRewrite = new PickRewrite(taskNames, permitGrace);
         SchedulerBuilder builder = Scheduler.create(outage.gate(db.dataSource(), pickRewrite::rewrite), tasks)
                 .tableName(JobStore.TABLE)
                 .serializer(new PassThroughSerializer())

@@ -560,9 +560,12 @@ final class JobSql {
             serial AS (SELECT pg_advisory_xact_lock(hashtext('layover.backlog_line:' || p.key)) FROM p),
             b AS (
                 SELECT greatest(bk.request_tat, p.now,
-                                (SELECT max(t.execution_time) + make_interval(secs => 1 / p.rate) FROM layover.scheduled_tasks t
+                                -- the line's last place: one probe of V28's scheduled_tasks_line_idx (max() may be
+                                -- planned as a read of the whole line)
+                                (SELECT t.execution_time + make_interval(secs => 1 / p.rate) FROM layover.scheduled_tasks t
                                  WHERE t.provider_key = p.key AND NOT t.picked AND t.permit_at IS NULL
-                                   AND t.last_reschedule_reason = 'bucket' AND t.execution_time > p.now)) AS line_start
+                                   AND t.last_reschedule_reason = 'bucket' AND t.execution_time > p.now
+                                 ORDER BY t.execution_time DESC LIMIT 1)) AS line_start
                 FROM layover.buckets bk JOIN p ON bk.provider_key = p.key, (SELECT count(*) FROM serial) one
                 WHERE bk.request_tat IS NOT NULL
             ), """

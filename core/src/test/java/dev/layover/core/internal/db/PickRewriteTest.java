@@ -27,13 +27,14 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * Pins {@link PickRewrite} to the lock-and-fetch statement db-scheduler really prepares (its
  * repository with its Postgres customization, through a data source that rewrites and records
  * them): a db-scheduler upgrade that changes the statement fails here instead of silently turning
- * the rewrite off. And what it is for: a due job holding its permit is picked before older due jobs.
+ * the rewrite off. And what it is for: a due job holding its permit is picked before older due jobs
+ * (not one whose permit lapsed).
  */
 @ExtendWith(LayoverPostgresExtension.class)
 class PickRewriteTest {
 
     private final Map<String, String> rewritten = new ConcurrentHashMap<>();
-    private final PickRewrite rewrite = new PickRewrite(List.of("pick"));
+    private final PickRewrite rewrite = new PickRewrite(List.of("pick"), java.time.Duration.ofSeconds(2));
 
     private DataSource rewriting(DataSource raw) {
         return RewritingDataSource.of(raw, rewrite::rewrite, rewritten);
@@ -61,6 +62,7 @@ class PickRewriteTest {
         insert(db, "held", now.minusMillis(200), now.minusMillis(200)); // its booked permit has just come due
         insert(db, "later", now.plusSeconds(60), now.plusSeconds(60)); // booked, not due yet
         insert(db, "retried", now.minusMillis(100), now.minusSeconds(30)); // a spent permit: run time moved on
+        insert(db, "lapsed", now.minusSeconds(10), now.minusSeconds(10)); // a permit past the 2 s grace: due like any job
 
         for (boolean priority : new boolean[] {false, true}) {
             db.update("UPDATE layover.scheduled_tasks SET picked = false, picked_by = NULL, version = 1");
@@ -69,7 +71,7 @@ class PickRewriteTest {
                     .collect(java.util.stream.Collectors.toSet()),
                     "the permit holder first, then db-scheduler's order (priority " + priority + ")");
             List<Execution> rest = repository(db, priority).lockAndGetDue(now, 10);
-            assertEquals(List.of("old-3", "old-2", "old-1", "old-0", "retried"),
+            assertEquals(List.of("old-3", "old-2", "old-1", "old-0", "lapsed", "retried"),
                     rest.stream().map(e -> e.taskInstance.getId()).toList(), "the rest in run-time order, none twice");
         }
         assertTrue(rewritten.size() >= 1, "db-scheduler's lock-and-fetch was rewritten: " + rewritten.keySet());
