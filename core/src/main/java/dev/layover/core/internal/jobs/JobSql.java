@@ -451,11 +451,13 @@ final class JobSql {
 
     /**
      * Jobs that are due, and jobs in the key's waiting line whatever their place (a bucket's
-     * reschedule or a place taken at enqueue, holding no permit, V28): the line's front is booked
+     * reschedule or a place taken at enqueue, holding no permit, V28; never a job of a fair queue,
+     * whose turn its tag decides): the line's front is booked
      * ahead of its places, so that a permit taken around the line costs its jobs one write each, not
      * one write and one pick more each, job after job, to the line's end.
      */
-    private static final String DUE_OR_IN_LINE = "(t.execution_time <= p.now OR t.last_reschedule_reason = 'bucket')";
+    private static final String DUE_OR_IN_LINE =
+            "(t.execution_time <= p.now OR (t.last_reschedule_reason = 'bucket' AND t.fairness_key IS NULL))";
 
     /**
      * The unpicked jobs of a key that a backlog statement may move, oldest first, locked (never
