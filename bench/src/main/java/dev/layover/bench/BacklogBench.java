@@ -142,6 +142,10 @@ public final class BacklogBench {
         }
         double enqueueSeconds = (System.nanoTime() - e0) / 1e9;
         BenchDatabase.exec(ds, "analyze layover.scheduled_tasks");
+        if (!rows(ds, "show autovacuum").equals("on")) {
+            System.out.println("  WARNING: autovacuum is off on this server: the pick latency and table growth of a long run"
+                    + " are not those of a server at its defaults");
+        }
         long bytesAtStart = BenchDatabase.count(ds, "select pg_table_size('layover.scheduled_tasks')"
                 + " + pg_indexes_size('layover.scheduled_tasks')");
         System.out.println("  enqueued " + jobs + " in " + String.format(Locale.ROOT, "%.1f s", enqueueSeconds) + ": " + rows(ds,
@@ -160,6 +164,10 @@ public final class BacklogBench {
             long done = BenchDatabase.count(ds, "select count(*) from layover.job_history where job_type = 'backlog' and outcome = 'completed'");
             trace.add(String.format(Locale.ROOT, "%.0fs:%d", (System.nanoTime() - t0) / 1e9, done - doneBefore));
             doneBefore = done;
+            if (BenchDatabase.count(ds, "select count(*) from (select 1 from layover.scheduled_tasks"
+                    + " where task_name = 'backlog' limit 1) x") == 0) {
+                break; // the backlog ran out: the rest of the run would measure an idle worker
+            }
         }
         double secs = (System.nanoTime() - t0) / 1e9;
         if (BenchDatabase.count(ds, "select count(*) from layover.scheduled_tasks where task_name = 'backlog'") == 0) {
@@ -183,6 +191,9 @@ public final class BacklogBench {
         long table = BenchDatabase.count(ds, "select pg_table_size('layover.scheduled_tasks')");
         long index = BenchDatabase.count(ds, "select pg_indexes_size('layover.scheduled_tasks')");
         System.out.println("  done per 10 s: " + String.join(" ", trace));
+        // how often each job was moved before it ran: its place or permit kept (0), or told to wait (1, 2, ...)
+        System.out.println("  done jobs by reschedules: " + rows(ds, "select reschedules || ': ' || count(*) from layover.job_history"
+                + " where job_type = 'backlog' group by reschedules order by reschedules"));
         return new Arm(jobs, keys, rate, secs, done, parked, writes, table, index, bytesAtStart, picks.count(),
                 picks.quantile(0.5), picks.quantile(0.99));
     }

@@ -77,9 +77,12 @@ final class BenchDatabase implements AutoCloseable {
 
     private static String version(String url) throws Exception {
         try (var c = java.sql.DriverManager.getConnection(url); var st = c.createStatement();
-                var rs = st.executeQuery("show server_version")) {
+                var rs = st.executeQuery("select current_setting('server_version'), current_setting('autovacuum'),"
+                        + " current_setting('synchronous_commit')")) {
             rs.next();
-            return "(PostgreSQL " + rs.getString(1) + ")";
+            // a server's vacuum and commit settings change what a long run measures: they are printed with it
+            return "(PostgreSQL " + rs.getString(1) + ", autovacuum " + rs.getString(2) + ", synchronous_commit "
+                    + rs.getString(3) + ")";
         }
     }
 

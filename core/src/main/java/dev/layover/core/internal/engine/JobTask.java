@@ -161,7 +161,7 @@ final class JobTask<A> extends CustomTask<byte[]> {
             return new Next(batched.write(), batched.done());
         }
         ProviderRun pr = p.gate().newRun(key, run.taskName(), run.id(), run.version(), estimate(args),
-                run.attemptsSpent() + 1).fairnessKey(fairnessKey(args));
+                run.attemptsSpent() + 1).fairnessKey(fairnessKey(args)).joinsLineWithin(run.policy().maxDeferral());
         Admission admission = p.control().admit(check, pr); // gate.admit(pr) unless the job has limits of its own
         if (admission instanceof Admission.Wait w && AdmissionControl.isHold(w)) {
             CompletionHandler<byte[]> hold = (complete, ops) -> writer.hold(run, key, w.reason(), w.detail(), w.runAt());

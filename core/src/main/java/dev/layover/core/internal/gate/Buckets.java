@@ -50,6 +50,9 @@ final class Buckets {
     /** How often one instance reserves a key's backlog at most. */
     static final Duration BACKLOG_EVERY = Duration.ofSeconds(1);
 
+    /** The detail of a job's place in its key's waiting line, as the enqueue and the backlog placement write it. */
+    private static final String LINE_PLACE = "a place in its waiting line (no permit held)";
+
     private final GateDb gdb;
     private final JobStore store;
     private final Duration permitGrace;
@@ -77,7 +80,7 @@ final class Buckets {
         return ledger;
     }
 
-    private record Permit(boolean carried, Instant slot, double requests, double tokens) {}
+    private record Permit(boolean carried, Instant slot, double requests, double tokens, Instant lineEnd) {}
 
     /**
      * Takes a permit for one call of the key: a leased one from memory, the one the job holds from
@@ -120,6 +123,8 @@ final class Buckets {
         if (ks.takeLeased(limitsRequests, limitsTokens, tokens, System.nanoTime())) {
             return ProviderGate.GO;
         }
+        // a job told to wait may take a place at the end of the key's waiting line instead of a permit ahead of it
+        Duration joinsLine = mayWait && bookBy == null && run != null ? run.joinsLineWithin() : null;
         for (int tries = 0; tries < 2; tries++) {
             double extraRequests = b.lease() - 1;
             double extraTokens = limitsTokens ? (double) tokens * (b.lease() - 1) : 0;
@@ -129,11 +134,13 @@ final class Buckets {
                             b.requestRate(), b.requestCapacity(), 1.0, extraRequests,
                             b.tokenRate(), b.tokenCapacity(), (double) tokens, extraTokens,
                             mayWait, run == null ? null : run.heldPermitTask(), run == null ? null : run.jobId(),
-                            run == null ? null : run.version(), seconds(permitGrace), bookBy == null ? null : ts(bookBy));
+                            run == null ? null : run.version(), seconds(permitGrace), bookBy == null ? null : ts(bookBy),
+                            joinsLine == null ? null : seconds(joinsLine));
                     try (ResultSet rs = ps.executeQuery()) {
                         rs.next();
                         return new Permit(rs.getLong("carried") > 0, instant(rs, "last_slot"),
-                                rs.getDouble("last_granted_requests"), rs.getDouble("last_granted_tokens"));
+                                rs.getDouble("last_granted_requests"), rs.getDouble("last_granted_tokens"),
+                                instant(rs, "line_end"));
                     }
                 }
             });
@@ -156,8 +163,13 @@ final class Buckets {
                 ks.lease(p.requests() - 1, p.tokens() - tokens, System.nanoTime(), ttl);
                 return ProviderGate.GO;
             }
-            String detail = "no permit of " + ks.key + "'s bucket (" + describe(b) + ") before " + p.slot();
             boolean booked = mayWait && (p.requests() > 0 || p.tokens() > 0);
+            if (!booked && p.lineEnd() != null) {
+                // a permit booked ahead of the line would shift every place in it: one request's time behind its end
+                Instant place = p.lineEnd().plusNanos(Math.round(1e9 / b.requestRate()));
+                return new Admission.Wait(place, "bucket", "bucket of " + ks.key + ": " + LINE_PLACE, null);
+            }
+            String detail = "no permit of " + ks.key + "'s bucket (" + describe(b) + ") before " + p.slot();
             return new Admission.Wait(p.slot(), "bucket", detail, booked ? p.slot() : null);
         }
         throw new IllegalStateException("the bucket row of " + ks.key + " could not be created");

@@ -12,6 +12,7 @@ import dev.layover.core.internal.jobs.RunTokens;
 import dev.layover.core.tokens.TokenEstimate;
 import dev.layover.core.tokens.TokenUsage;
 import java.time.Clock;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.Objects;
 import java.util.ArrayList;
@@ -36,6 +37,7 @@ public final class ProviderRun implements ProviderCalls {
     private volatile String trialToken;
     private volatile boolean permitCarried;
     private volatile String fairnessKey;
+    private volatile Duration joinsLineWithin;
     // the token ledger of this run (TokenLedger): its estimate, the reservations it took, the usage its call reported
     private TokenEstimate estimate;
     private boolean estimated;
@@ -70,6 +72,24 @@ public final class ProviderRun implements ProviderCalls {
     /** @return the job's fairness key, or null */
     public String fairnessKey() {
         return fairnessKey;
+    }
+
+    /**
+     * How far ahead the job may take a place at the end of its key's waiting line when it is told
+     * to wait for the key's bucket (its {@code maxDeferral}); null (the default, and for a job
+     * with a deadline): it never does, and books the next permit as before.
+     *
+     * @param within the longest wait a place may mean, or null
+     * @return this run
+     */
+    public ProviderRun joinsLineWithin(Duration within) {
+        this.joinsLineWithin = within;
+        return this;
+    }
+
+    /** @return how far ahead the job may take a place at its line's end, or null: never */
+    Duration joinsLineWithin() {
+        return joinsLineWithin;
     }
 
     @Override

@@ -324,8 +324,15 @@ final class StateSql {
     private static final String FITS = "(" + SLOT + " <= p.now)";
     private static final String R_FREE = "(layover.gcra_free(b.request_tat, p.now, p.rr, p.rc) - p.rn)";
     private static final String T_FREE = "(layover.gcra_free(b.token_tat, p.now, p.tr, p.tc) - p.tn)";
-    // a future slot is reserved when the caller may wait, and (a discovered pace) the slot is not past book_by
-    private static final String MAY_BOOK = "(p.may_wait AND (p.book_by IS NULL OR " + SLOT + " <= p.book_by))";
+    // V28's waiting line reaches past the slot a job told to wait would book (booking it would take a
+    // place's permit and shift every job behind it), and a place at the line's end is within the job's reach
+    private static final String JOINS_LINE = "coalesce((SELECT l.line_end FROM line l) >= " + SLOT
+            + " AND (SELECT l.line_end FROM line l) + make_interval(secs => 1 / nullif(p.rr, 0)) <= p.now + make_interval(secs => p.join_s),"
+            + " false)";
+    // a future slot is reserved when the caller may wait, (a discovered pace) the slot is not past book_by,
+    // and the job does not take a place at the end of the key's waiting line instead
+    private static final String MAY_BOOK = "(p.may_wait AND (p.book_by IS NULL OR " + SLOT + " <= p.book_by) AND NOT "
+            + JOINS_LINE + ")";
     private static final String R_TAKE = "(CASE WHEN " + FITS + " THEN p.rn + CASE WHEN p.rr > 0 THEN greatest(0, least(p.rx, floor("
             + R_FREE + "))) ELSE p.rx END WHEN " + MAY_BOOK + " THEN p.rn ELSE 0 END)";
     private static final String T_TAKE = "(CASE WHEN " + FITS + " THEN p.tn + CASE WHEN p.tr > 0 THEN greatest(0, least(p.tx, "
@@ -337,14 +344,20 @@ final class StateSql {
      * (V27's {@code layover.holds_permit}: the job's row is not written; its
      * run remembers the carry, {@code ProviderRun#heldPermitTask}) and the bucket is left alone.
      * Otherwise: when the need fits now, it is taken plus up to the extra asked for (a lease); when
-     * it does not fit and the caller may wait, the next future slot is reserved; when it may not
-     * wait, nothing is taken. Returns carried (0/1), and, when the bucket row exists, the slot
-     * (= now when it fits) and what was taken.
+     * it does not fit and the caller may wait, the next future slot is reserved, unless the key's
+     * waiting line (V28: unpicked jobs rescheduled for the bucket without a permit) reaches past
+     * that slot and a place one request's time behind the line's end is within the job's reach
+     * ({@code join_s}; never for a job with a deadline): then nothing is taken and that place is
+     * returned ({@code line_end}), so the line's jobs keep the permits their places stand for; when
+     * it may not wait, nothing is taken. Returns carried (0/1), and, when the bucket row exists,
+     * the slot (= now when it fits), what was taken, and the line's end when the job takes its place
+     * there.
      *
      * <p>Parameters: key, now, request rate (/s, 0 none), request capacity, request need, request
      * extra, token rate, token capacity, token need, token extra, may wait, task name, task id,
      * version (the job; nulls for none), permit grace (s), book by (the latest slot that may be
-     * reserved; null: any).
+     * reserved; null: any), join within (s: how far ahead a place at the line's end may be; null:
+     * never).
      *
      * <p>The take commits asynchronously ({@code synchronous_commit = off} for its transaction
      * alone): every admission of a key updates the key's one bucket row, whose lock is held until
@@ -358,9 +371,19 @@ final class StateSql {
                               ?::float8 AS rr, ?::float8 AS rc, ?::float8 AS rn, ?::float8 AS rx,
                               ?::float8 AS tr, ?::float8 AS tc, ?::float8 AS tn, ?::float8 AS tx,
                               ?::boolean AS may_wait, ?::text AS task_name, ?::text AS task_id, ?::bigint AS version,
-                              ?::float8 AS grace_s, ?::timestamptz AS book_by,
+                              ?::float8 AS grace_s, ?::timestamptz AS book_by, ?::float8 AS join_s,
                               set_config('synchronous_commit', 'off', true) AS async_commit),
-            carried AS (
+            line AS (
+                -- read only when a take does not fit: the line's last place, one probe of scheduled_tasks_line_idx
+                SELECT (SELECT t.execution_time FROM layover.scheduled_tasks t
+                        WHERE t.provider_key = p.key AND NOT t.picked AND t.permit_at IS NULL
+                          AND t.last_reschedule_reason = 'bucket'
+                        ORDER BY t.execution_time DESC LIMIT 1) AS line_end
+                FROM p
+                WHERE p.join_s IS NOT NULL AND p.rr > 0 AND p.task_name IS NOT NULL
+                  AND NOT EXISTS (SELECT 1 FROM layover.scheduled_tasks j WHERE j.task_name = p.task_name
+                                  AND j.task_instance = p.task_id AND j.deadline IS NOT NULL)
+            ), carried AS (
                 SELECT layover.holds_permit(p.task_name, p.task_id, p.version, p.now, p.grace_s) AS spent FROM p
             ), taken AS (
                 UPDATE layover.buckets b
@@ -371,10 +394,12 @@ final class StateSql {
                     last_granted_tokens = %2$s
                 FROM p
                 WHERE b.provider_key = p.key AND NOT (SELECT spent FROM carried)
-                RETURNING b.last_slot, b.last_granted_requests, b.last_granted_tokens
+                RETURNING b.last_slot, b.last_granted_requests, b.last_granted_tokens,
+                          CASE WHEN b.last_granted_requests = 0 AND b.last_granted_tokens = 0 AND p.may_wait
+                               AND p.join_s IS NOT NULL THEN (SELECT l.line_end FROM line l) END AS line_end
             )
             SELECT CASE WHEN (SELECT spent FROM carried) THEN 1 ELSE 0 END AS carried, taken.last_slot,
-                   taken.last_granted_requests, taken.last_granted_tokens
+                   taken.last_granted_requests, taken.last_granted_tokens, taken.line_end
             FROM (SELECT 1) one LEFT JOIN taken ON true""".formatted(R_TAKE, T_TAKE, SLOT);
 
     // ---- discovered paces (V15; Discovery): every change a conditional UPDATE on the database's clock ----
