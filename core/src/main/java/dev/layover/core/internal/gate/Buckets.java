@@ -157,6 +157,11 @@ final class Buckets {
                 configure(ks.key, b);
                 continue;
             }
+            if (p.lineEnd() != null && p.requests() == 0 && p.tokens() == 0) {
+                // a permit booked ahead of the line would shift every place in it: one request's time behind its end
+                Instant place = p.lineEnd().plusNanos(Math.round(1e9 / b.requestRate()));
+                return new Admission.Wait(place, "bucket", "bucket of " + ks.key + ": " + LINE_PLACE, null);
+            }
             if (!p.slot().isAfter(now)) {
                 // a leased permit is spent within the burst (at most 1 s), so it adds at most one burst to any interval
                 long ttl = Math.min(MAX_LEASE_TTL.toNanos(), b.burst().toNanos());
@@ -164,11 +169,6 @@ final class Buckets {
                 return ProviderGate.GO;
             }
             boolean booked = mayWait && (p.requests() > 0 || p.tokens() > 0);
-            if (!booked && p.lineEnd() != null) {
-                // a permit booked ahead of the line would shift every place in it: one request's time behind its end
-                Instant place = p.lineEnd().plusNanos(Math.round(1e9 / b.requestRate()));
-                return new Admission.Wait(place, "bucket", "bucket of " + ks.key + ": " + LINE_PLACE, null);
-            }
             String detail = "no permit of " + ks.key + "'s bucket (" + describe(b) + ") before " + p.slot();
             return new Admission.Wait(p.slot(), "bucket", detail, booked ? p.slot() : null);
         }

@@ -349,7 +349,12 @@ final class StateSql {
      * that slot and a place one request's time behind the line's end is within the job's reach
      * ({@code join_s}; never for a job with a deadline): then nothing is taken and that place is
      * returned ({@code line_end}), so the line's jobs keep the permits their places stand for; when
-     * it may not wait, nothing is taken. Returns carried (0/1), and, when the bucket row exists,
+     * it may not wait, nothing is taken. A job picked at its place in the line (no permit held,
+     * reason {@code bucket}) within the grace of it takes one permit and leases none (each place
+     * behind it stands for its own), and moves the request tat on from as early as the grace
+     * ({@code take_at}; whether it fits is decided as of now): a pick comes up to a poll after the
+     * place, and a take from now would forget the bucket's idle while, so the jobs placed behind
+     * would find no permit (as a held permit, a place may be spent up to the grace late). Returns carried (0/1), and, when the bucket row exists,
      * the slot (= now when it fits), what was taken, and the line's end when the job takes its place
      * there.
      *
@@ -367,27 +372,43 @@ final class StateSql {
      * handed out again, a short burst the provider's 429 (rescheduled without an attempt) answers.
      */
     static final String TAKE_PERMITS = """
-            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now,
-                              ?::float8 AS rr, ?::float8 AS rc, ?::float8 AS rn, ?::float8 AS rx,
+            WITH p0 AS (SELECT ?::text AS key, ?::timestamptz AS now,
+                              ?::float8 AS rr, ?::float8 AS rc, ?::float8 AS rn, ?::float8 AS rx0,
                               ?::float8 AS tr, ?::float8 AS tc, ?::float8 AS tn, ?::float8 AS tx,
                               ?::boolean AS may_wait, ?::text AS task_name, ?::text AS task_id, ?::bigint AS version,
                               ?::float8 AS grace_s, ?::timestamptz AS book_by, ?::float8 AS join_s,
                               set_config('synchronous_commit', 'off', true) AS async_commit),
-            line AS (
+            job AS (
+                -- the picked job's row (a primary-key read), for a job's admission, which may use the key's waiting line
+                SELECT t.execution_time, t.deadline, t.permit_at IS NULL AND t.last_reschedule_reason = 'bucket' AS in_line
+                FROM layover.scheduled_tasks t, p0
+                WHERE p0.join_s IS NOT NULL AND t.task_name = p0.task_name AND t.task_instance = p0.task_id
+                  AND t.version = p0.version
+            ), placed AS (
+                SELECT EXISTS (SELECT 1 FROM job j, p0 WHERE j.in_line AND j.execution_time <= p0.now
+                               AND j.execution_time >= p0.now - make_interval(secs => p0.grace_s)) AS late_ok
+            ), p AS (
+                -- a job picked at its place in the line within the grace takes one permit, no lease (each place behind
+                -- it stands for its own), and moves the request tat on from as early as the grace: a pick comes up to a
+                -- poll after the place, and a take from now would forget the bucket's idle while, so the jobs placed
+                -- behind would find no permit (a held permit is spent late the same way). Whether it fits is decided as
+                -- of now.
+                SELECT p0.*, CASE WHEN placed.late_ok THEN 0 ELSE p0.rx0 END AS rx,
+                       CASE WHEN placed.late_ok THEN p0.now - make_interval(secs => p0.grace_s) ELSE p0.now END AS take_at
+                FROM p0, placed
+            ), line AS (
                 -- read only when a take does not fit: the line's last place, one probe of scheduled_tasks_line_idx
                 SELECT (SELECT t.execution_time FROM layover.scheduled_tasks t
                         WHERE t.provider_key = p.key AND NOT t.picked AND t.permit_at IS NULL
                           AND t.last_reschedule_reason = 'bucket'
                         ORDER BY t.execution_time DESC LIMIT 1) AS line_end
                 FROM p
-                WHERE p.join_s IS NOT NULL AND p.rr > 0 AND p.task_name IS NOT NULL
-                  AND NOT EXISTS (SELECT 1 FROM layover.scheduled_tasks j WHERE j.task_name = p.task_name
-                                  AND j.task_instance = p.task_id AND j.deadline IS NOT NULL)
+                WHERE p.rr > 0 AND EXISTS (SELECT 1 FROM job) AND NOT EXISTS (SELECT 1 FROM job j WHERE j.deadline IS NOT NULL)
             ), carried AS (
                 SELECT layover.holds_permit(p.task_name, p.task_id, p.version, p.now, p.grace_s) AS spent FROM p
             ), taken AS (
                 UPDATE layover.buckets b
-                SET request_tat = layover.gcra_take(b.request_tat, p.now, p.rr, %1$s),
+                SET request_tat = layover.gcra_take(b.request_tat, p.take_at, p.rr, %1$s),
                     token_tat = layover.gcra_take(b.token_tat, p.now, p.tr, %2$s),
                     last_slot = %3$s,
                     last_granted_requests = %1$s,

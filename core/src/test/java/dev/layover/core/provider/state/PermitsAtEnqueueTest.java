@@ -187,25 +187,15 @@ class PermitsAtEnqueueTest {
     @Test
     void aJobToldToWaitTakesAPlaceAtTheLinesEndNotAPermitAheadOfIt(TestDatabase db) throws Exception {
         JobType<Chat> chat = chat("chat", Duration.ofHours(1));
-        Layover c = client(db, chat);
-        c.enqueueBatch(chat, args(700)); // 60 s of permits, the rest in the line behind them
+        client(db, chat).enqueueBatch(chat, args(700)); // 60 s of permits, the rest in the line behind them
         String line = "select count(*) from layover.scheduled_tasks where task_name = 'chat' and permit_at is null"
                 + " and last_reschedule_reason = 'bucket' and reschedules = 0";
         long inLine = db.count(line);
         assertTrue(inLine >= 80, "a line behind the horizon, was " + inLine);
         Object lineEnd = db.value("select max(execution_time) from layover.scheduled_tasks where permit_at is null");
         Object tat = db.value("select request_tat from layover.buckets where provider_key = ?", KEY);
-        // a job comes due holding nothing (a retry, a job whose permit lapsed while no worker ran)
-        String id = (String) db.value("select task_instance from layover.scheduled_tasks where permit_at is not null"
-                + " order by execution_time desc limit 1");
-        db.update("update layover.scheduled_tasks set execution_time = now(), permit_at = null, last_reschedule_reason = null"
-                + " where task_instance = ?", id);
 
-        instances.add(Workers.builder(db.newDataSource(8), "runner").register(chat).threads(4)
-                .bucket(KEY, BucketSettings.requestsPerSecond(RATE)).start());
-        dev.layover.testing.Await.equal(Duration.ofSeconds(30), "the job told to wait", 1L,
-                () -> db.count("select count(*) from layover.scheduled_tasks where task_instance = ? and reschedules = 1", id));
-
+        String id = toldToWait(db, chat, "null"); // a retry, a job whose permit lapsed while no worker ran
         assertEquals(1L, db.count("select count(*) from layover.scheduled_tasks where task_instance = ? and permit_at is null"
                 + " and last_reschedule_reason = 'bucket' and last_reschedule_detail like '%a place in its waiting line (no permit held)'"
                 + " and execution_time = ?::timestamptz + interval '100 milliseconds'", id, lineEnd),
@@ -218,22 +208,46 @@ class PermitsAtEnqueueTest {
     @Test
     void aJobWithADeadlineToldToWaitBooksAPermitAheadOfTheLine(TestDatabase db) throws Exception {
         JobType<Chat> chat = chat("chat", Duration.ofHours(1));
-        Layover c = client(db, chat);
-        c.enqueueBatch(chat, args(700));
+        client(db, chat).enqueueBatch(chat, args(700));
         Object lineStart = db.value("select min(execution_time) from layover.scheduled_tasks where permit_at is null");
-        String id = (String) db.value("select task_instance from layover.scheduled_tasks where permit_at is not null"
-                + " order by execution_time desc limit 1");
-        db.update("update layover.scheduled_tasks set execution_time = now(), permit_at = null, last_reschedule_reason = null,"
-                + " deadline = now() + interval '10 minutes' where task_instance = ?", id);
 
-        instances.add(Workers.builder(db.newDataSource(8), "runner").register(chat).threads(4)
-                .bucket(KEY, BucketSettings.requestsPerSecond(RATE)).start());
-        dev.layover.testing.Await.equal(Duration.ofSeconds(30), "the job told to wait", 1L,
-                () -> db.count("select count(*) from layover.scheduled_tasks where task_instance = ? and reschedules = 1", id));
+        String id = toldToWait(db, chat, "now() + interval '10 minutes'");
         // the end of an hour-long line would pass its deadline: it takes the next permit, as it did before lines
         assertEquals(1L, db.count("select count(*) from layover.scheduled_tasks where task_instance = ?"
                 + " and permit_at is not null and execution_time = permit_at and permit_at < ?::timestamptz + interval '1 second'",
                 id, lineStart), "a permit booked about where the line starts");
+    }
+
+    @Test
+    void aLineJobPickedLateTakesThePermitOfItsPlace(TestDatabase db) throws Exception {
+        JobType<Chat> shortWait = chat("short-wait", Duration.ofSeconds(3));
+        client(db, shortWait).enqueueBatch(shortWait, args(100)); // about 35 permits, 65 places from 3.5 s on
+        // polls 1.5 s apart: the line's jobs are picked in batches of about 15, up to 1.5 s after their places, more
+        // than the bucket's burst (10) lets through as of now
+        instances.add(Workers.builder(db.newDataSource(8), "runner").register(shortWait).threads(4)
+                .pollInterval(Duration.ofMillis(1500)).bucket(KEY, BucketSettings.requestsPerSecond(RATE)).start());
+        dev.layover.testing.Await.equal(Duration.ofSeconds(60), "jobs done", 100L,
+                () -> db.count("select count(*) from layover.job_history where job_type = 'short-wait'"));
+        assertEquals(0L, db.count("select count(*) from layover.job_history where job_type = 'short-wait' and reschedules > 0"),
+                "each job ran on its permit or its place, none told to wait");
+    }
+
+    /**
+     * The last job booked at enqueue comes due holding nothing, with the given deadline (SQL); a
+     * worker starts and picks it, and is told to wait.
+     *
+     * @return the job's id, once it is rescheduled
+     */
+    private String toldToWait(TestDatabase db, JobType<Chat> chat, String deadline) {
+        String id = (String) db.value("select task_instance from layover.scheduled_tasks where permit_at is not null"
+                + " order by execution_time desc limit 1");
+        db.update("update layover.scheduled_tasks set execution_time = now(), permit_at = null, last_reschedule_reason = null,"
+                + " deadline = " + deadline + " where task_instance = ?", id);
+        instances.add(Workers.builder(db.newDataSource(8), "runner").register(chat).threads(4)
+                .bucket(KEY, BucketSettings.requestsPerSecond(RATE)).start());
+        dev.layover.testing.Await.equal(Duration.ofSeconds(30), "the job told to wait", 1L,
+                () -> db.count("select count(*) from layover.scheduled_tasks where task_instance = ? and reschedules = 1", id));
+        return id;
     }
 
     @Test
