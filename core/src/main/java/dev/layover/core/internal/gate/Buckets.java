@@ -168,8 +168,8 @@ final class Buckets {
                 ks.lease(p.requests() - 1, p.tokens() - tokens, System.nanoTime(), ttl);
                 return ProviderGate.GO;
             }
-            boolean booked = mayWait && (p.requests() > 0 || p.tokens() > 0);
             String detail = "no permit of " + ks.key + "'s bucket (" + describe(b) + ") before " + p.slot();
+            boolean booked = mayWait && (p.requests() > 0 || p.tokens() > 0);
             return new Admission.Wait(p.slot(), "bucket", detail, booked ? p.slot() : null);
         }
         throw new IllegalStateException("the bucket row of " + ks.key + " could not be created");

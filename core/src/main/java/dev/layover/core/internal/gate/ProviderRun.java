@@ -76,8 +76,9 @@ public final class ProviderRun implements ProviderCalls {
 
     /**
      * How far ahead the job may take a place at the end of its key's waiting line when it is told
-     * to wait for the key's bucket (its {@code maxDeferral}); null (the default, and for a job
-     * with a deadline): it never does, and books the next permit as before.
+     * to wait for the key's bucket (its {@code maxDeferral}); null (the default): it never does,
+     * and books the next permit as before. A job with a deadline never does either (the take reads
+     * it from the job's row).
      *
      * @param within the longest wait a place may mean, or null
      * @return this run

@@ -354,9 +354,9 @@ final class StateSql {
      * behind it stands for its own), and moves the request tat on from as early as the grace
      * ({@code take_at}; whether it fits is decided as of now): a pick comes up to a poll after the
      * place, and a take from now would forget the bucket's idle while, so the jobs placed behind
-     * would find no permit (as a held permit, a place may be spent up to the grace late). Returns carried (0/1), and, when the bucket row exists,
-     * the slot (= now when it fits), what was taken, and the line's end when the job takes its place
-     * there.
+     * would find no permit (as a held permit, a place may be spent up to the grace late). Returns
+     * carried (0/1), and, when the bucket row exists, the slot (= now when it fits), what was
+     * taken, and the line's end when the job takes its place there.
      *
      * <p>Parameters: key, now, request rate (/s, 0 none), request capacity, request need, request
      * extra, token rate, token capacity, token need, token extra, may wait, task name, task id,
