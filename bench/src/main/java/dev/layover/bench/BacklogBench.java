@@ -164,13 +164,12 @@ public final class BacklogBench {
             long done = BenchDatabase.count(ds, "select count(*) from layover.job_history where job_type = 'backlog' and outcome = 'completed'");
             trace.add(String.format(Locale.ROOT, "%.0fs:%d", (System.nanoTime() - t0) / 1e9, done - doneBefore));
             doneBefore = done;
-            if (BenchDatabase.count(ds, "select count(*) from (select 1 from layover.scheduled_tasks"
-                    + " where task_name = 'backlog' limit 1) x") == 0) {
-                break; // the backlog ran out: the rest of the run would measure an idle worker
+            if (ranOut(ds)) {
+                break; // the rest of the run would measure an idle worker
             }
         }
         double secs = (System.nanoTime() - t0) / 1e9;
-        if (BenchDatabase.count(ds, "select count(*) from layover.scheduled_tasks where task_name = 'backlog'") == 0) {
+        if (ranOut(ds)) {
             // the backlog ran out: its goodput is over the time it had work
             secs = Double.parseDouble(rows(ds, "select extract(epoch from max(finished_at) - '" + started
                     + "'::timestamptz) from layover.job_history where job_type = 'backlog'"));
@@ -196,6 +195,12 @@ public final class BacklogBench {
                 + " where job_type = 'backlog' group by reschedules order by reschedules"));
         return new Arm(jobs, keys, rate, secs, done, parked, writes, table, index, bytesAtStart, picks.count(),
                 picks.quantile(0.5), picks.quantile(0.99));
+    }
+
+    /** @return whether no job of the backlog is left (one index probe, not a count of a million rows) */
+    private static boolean ranOut(DataSource ds) throws Exception {
+        return BenchDatabase.count(ds, "select count(*) from (select 1 from layover.scheduled_tasks"
+                + " where task_name = 'backlog' limit 1) x") == 0;
     }
 
     /** Updates and deletes of the job table so far (the statistics collector's counters). */
