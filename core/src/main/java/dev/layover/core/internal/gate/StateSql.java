@@ -339,6 +339,16 @@ final class StateSql {
             + T_FREE + ")) ELSE p.tx END WHEN " + MAY_BOOK + " THEN p.tn ELSE 0 END)";
 
     /**
+     * V10's {@code layover.gcra_take(tat, now, rate, n)} written out: PostgreSQL does not inline a
+     * function whose argument used twice in its body is as costly as a take's count ({@code n}), so
+     * the call would run, its body planned, at every take.
+     */
+    private static String gcraTake(String tat, String now, String rate, String n) {
+        return "(CASE WHEN " + rate + " > 0 AND " + n + " > 0 THEN greatest(" + tat + ", " + now + ") + make_interval(secs => "
+                + n + " / " + rate + ") ELSE " + tat + " END)";
+    }
+
+    /**
      * Takes permits from a bucket, in one statement. When the job already holds a permit for
      * about now ({@code permit_at}, kept from the reschedule that gave it), that permit is spent
      * (V27's {@code layover.holds_permit}: the job's row is not written; its
@@ -408,8 +418,8 @@ final class StateSql {
                 SELECT layover.holds_permit(p.task_name, p.task_id, p.version, p.now, p.grace_s) AS spent FROM p
             ), taken AS (
                 UPDATE layover.buckets b
-                SET request_tat = layover.gcra_take(b.request_tat, p.take_at, p.rr, %1$s),
-                    token_tat = layover.gcra_take(b.token_tat, p.now, p.tr, %2$s),
+                SET request_tat = %4$s,
+                    token_tat = %5$s,
                     last_slot = %3$s,
                     last_granted_requests = %1$s,
                     last_granted_tokens = %2$s
@@ -421,7 +431,8 @@ final class StateSql {
             )
             SELECT CASE WHEN (SELECT spent FROM carried) THEN 1 ELSE 0 END AS carried, taken.last_slot,
                    taken.last_granted_requests, taken.last_granted_tokens, taken.line_end
-            FROM (SELECT 1) one LEFT JOIN taken ON true""".formatted(R_TAKE, T_TAKE, SLOT);
+            FROM (SELECT 1) one LEFT JOIN taken ON true""".formatted(R_TAKE, T_TAKE, SLOT,
+            gcraTake("b.request_tat", "p.take_at", "p.rr", R_TAKE), gcraTake("b.token_tat", "p.now", "p.tr", T_TAKE));
 
     // ---- discovered paces (V15; Discovery): every change a conditional UPDATE on the database's clock ----
 
