@@ -50,9 +50,6 @@ final class Buckets {
     /** How often one instance reserves a key's backlog at most. */
     static final Duration BACKLOG_EVERY = Duration.ofSeconds(1);
 
-    /** The detail of a job's place in its key's waiting line, as the enqueue and the backlog placement write it. */
-    private static final String LINE_PLACE = "a place in its waiting line (no permit held)";
-
     private final GateDb gdb;
     private final JobStore store;
     private final Duration permitGrace;
@@ -160,7 +157,7 @@ final class Buckets {
             if (p.lineEnd() != null && p.requests() == 0 && p.tokens() == 0) {
                 // a permit booked ahead of the line would shift every place in it: one request's time behind its end
                 Instant place = p.lineEnd().plusNanos(Math.round(1e9 / b.requestRate()));
-                return new Admission.Wait(place, "bucket", "bucket of " + ks.key + ": " + LINE_PLACE, null);
+                return new Admission.Wait(place, "bucket", "bucket of " + ks.key + ": " + JobStore.LINE_PLACE, null);
             }
             if (!p.slot().isAfter(now)) {
                 // a leased permit is spent within the burst (at most 1 s), so it adds at most one burst to any interval

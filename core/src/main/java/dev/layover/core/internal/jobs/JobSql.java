@@ -15,6 +15,13 @@ final class JobSql {
     static final String TABLE = "layover.scheduled_tasks";
 
     /**
+     * The reschedule detail of a job at its place in its key's waiting line, after {@code "bucket of
+     * <key>: "}: the enqueue, the backlog placement and a job told to wait that joins the line write
+     * it, and users and tests query it.
+     */
+    static final String LINE_PLACE = "a place in its waiting line (no permit held)";
+
+    /**
      * An idempotency key is taken by a live job (the insert's conflict), a dead letter still parked or
      * in review, or a job that completed within the history's retention.
      */
@@ -54,7 +61,7 @@ final class JobSql {
                    CASE WHEN pl.slot IS NOT NULL THEN 'bucket' END,
                    CASE WHEN pl.permit THEN 'bucket of ' || j.provider_key || ': a permit booked at enqueue'
                         WHEN pl.slot IS NOT NULL
-                        THEN 'bucket of ' || j.provider_key || ': a place in its waiting line (no permit held)' END""";
+                        THEN 'bucket of ' || j.provider_key || ': """ + LINE_PLACE + "' END";
 
     /** One job as the row source {@code j}, with its place {@code pl}: the parameters of {@link #INSERT}, in order. */
     private static final String ONE_JOB = """
@@ -581,7 +588,7 @@ final class JobSql {
                 UPDATE layover.scheduled_tasks t
                 SET execution_time = s.place, permit_at = NULL, version = t.version + 1,
                     reschedules = t.reschedules + 1, last_reschedule_reason = 'bucket',
-                    last_reschedule_detail = 'bucket of ' || p.key || ': a place in its waiting line (no permit held)',
+                    last_reschedule_detail = 'bucket of ' || p.key || ': """ + LINE_PLACE + "',\n" + """
                     last_rescheduled_at = p.now
                 FROM places s, p
                 WHERE t.task_name = s.task_name AND t.task_instance = s.task_instance

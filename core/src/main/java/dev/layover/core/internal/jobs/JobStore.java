@@ -30,6 +30,9 @@ public final class JobStore implements JobWrites {
     /** The job table, as db-scheduler is told to name it. */
     public static final String TABLE = JobSql.TABLE;
 
+    /** The reschedule detail of a place in a key's waiting line, after {@code "bucket of <key>: "}. */
+    public static final String LINE_PLACE = JobSql.LINE_PLACE;
+
     private final Db db;
 
     /**
