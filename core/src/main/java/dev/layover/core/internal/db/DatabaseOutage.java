@@ -362,9 +362,12 @@ public final class DatabaseOutage implements AutoCloseable {
      *
      * @param raw the pool
      * @param rewrite rewrites db-scheduler's statements further (after {@link HeartbeatRewrite})
+     * @param onPick given the rows of each pick once its connection is closed, before db-scheduler
+     *     hands them to its threads (must not throw); null: none
      * @return the gated data source
      */
-    public DataSource gate(DataSource raw, java.util.function.UnaryOperator<String> rewrite) {
-        return new GatedDataSource(raw, this, rewrite);
+    public DataSource gate(DataSource raw, java.util.function.UnaryOperator<String> rewrite,
+            java.util.function.Consumer<java.util.List<PickedJob>> onPick) {
+        return new GatedDataSource(raw, this, rewrite, onPick);
     }
 }

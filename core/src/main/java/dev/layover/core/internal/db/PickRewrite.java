@@ -56,11 +56,16 @@ public final class PickRewrite {
      * @return its lock-and-fetch with due permit holders first; any other statement unchanged
      */
     public String rewrite(String sql) {
-        if (!sql.contains("locked_executions")) {
+        if (!isPick(sql)) {
             return sql; // every statement db-scheduler prepares passes here; only its pick is rewritten
         }
         // the pick differs only by its row count: each form is rewritten once
         return rewritten.computeIfAbsent(sql, this::rewritePick);
+    }
+
+    /** @return whether a statement db-scheduler prepares is its lock-and-fetch (its pick) */
+    static boolean isPick(String sql) {
+        return sql.contains("locked_executions");
     }
 
     private String rewritePick(String sql) {

@@ -145,6 +145,15 @@ final class AdmissionControl {
     }
 
     /**
+     * @param providerKey a provider key
+     * @return whether a job of the key without limit keys is admitted by {@link ProviderGate#admit}
+     *     alone (the key has no concurrency limit) and no pause holds jobs now
+     */
+    boolean admitsByBucketAlone(String providerKey) {
+        return !state.anyPause() && !limits.applies(providerKey, List.of());
+    }
+
+    /**
      * @return {@link ProviderGate#admit} for a job without limits of its own, else every limit of
      *     the job at once
      */

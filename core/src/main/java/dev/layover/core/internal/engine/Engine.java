@@ -164,7 +164,7 @@ public final class Engine {
         ProviderClassifier classifier = ProviderClassifier.builder().clock(clock).build();
         this.taskParts = new JobTask.Parts(writer, admission, gate, List.copyOf(backlog), observability, clock,
                 new HandlerRunner(config.classifier() != null ? config.classifier() : classifier::outcomeOf), lifeline,
-                pickLimit, new BatchStep(batchStore, batchKeys, writer, classifier));
+                pickLimit, new BatchStep(batchStore, batchKeys, writer, classifier), new PickAhead(registry, admission, gate));
     }
 
     /** The batch loop's tick: half the shortest poll interval or gather age of any key, 50 ms to 1 s. */
@@ -229,7 +229,9 @@ public final class Engine {
         tasks.forEach(t -> taskNames.add(t.getName()));
         onStartup.forEach(t -> taskNames.add(t.getName()));
         PickRewrite pickRewrite = new PickRewrite(taskNames, permitGrace);
-        SchedulerBuilder builder = Scheduler.create(outage.gate(db.dataSource(), pickRewrite::rewrite), tasks)
+        // and the bucket permits of each pick's jobs are leased ahead in one statement for all their keys
+        SchedulerBuilder builder = Scheduler.create(outage.gate(db.dataSource(), pickRewrite::rewrite,
+                        taskParts.pickAhead()), tasks)
                 .tableName(JobStore.TABLE)
                 .serializer(new PassThroughSerializer())
                 // db-scheduler's Postgres lock-and-fetch, each pick's row count lowered to the current prefetch

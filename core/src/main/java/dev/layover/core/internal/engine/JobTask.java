@@ -70,7 +70,7 @@ final class JobTask<A> extends CustomTask<byte[]> {
      */
     record Parts(OutcomeWriter writer, AdmissionControl control, ProviderGate gate,
             List<ProviderGate.BacklogType> backlogTypes, Observability observability, Clock clock,
-            HandlerRunner handlers, Lifeline lifeline, PickLimit pickLimit, BatchStep batches) {}
+            HandlerRunner handlers, Lifeline lifeline, PickLimit pickLimit, BatchStep batches, PickAhead pickAhead) {}
 
     /**
      * What a run leaves to write, and whether it ended done (a done job's row is deleted by the
@@ -161,7 +161,8 @@ final class JobTask<A> extends CustomTask<byte[]> {
             return new Next(batched.write(), batched.done());
         }
         ProviderRun pr = p.gate().newRun(key, run.taskName(), run.id(), run.version(), estimate(args),
-                run.attemptsSpent() + 1).fairnessKey(fairnessKey(args)).joinsLineWithin(run.policy().maxDeferral());
+                run.attemptsSpent() + 1).fairnessKey(fairnessKey(args)).joinsLineWithin(run.policy().maxDeferral())
+                .pickedPermit(p.pickAhead().heldPermit(run));
         Admission admission = p.control().admit(check, pr); // gate.admit(pr) unless the job has limits of its own
         if (admission instanceof Admission.Wait w && AdmissionControl.isHold(w)) {
             CompletionHandler<byte[]> hold = (complete, ops) -> writer.hold(run, key, w.reason(), w.detail(), w.runAt());

@@ -115,6 +115,9 @@ final class Buckets {
             TokenEstimate e = run != null ? run.estimate() : TokenEstimate.total(Math.min(tokens, TokenUsage.MAX_COUNT));
             return ledger.take(ks, b, e, now, run, mayWait, learned ? null : () -> configure(ks.key, b));
         }
+        if (run != null && run.carryPickedPermit(now, permitGrace)) {
+            return ProviderGate.GO; // the permit the job holds, as its pick read it: no statement, no lease spent
+        }
         boolean limitsRequests = b.requestRate() > 0;
         boolean limitsTokens = b.tokenRate() > 0 && tokens > 0;
         if (ks.takeLeased(limitsRequests, limitsTokens, tokens, System.nanoTime())) {
@@ -170,6 +173,70 @@ final class Buckets {
             return new Admission.Wait(p.slot(), "bucket", detail, booked ? p.slot() : null);
         }
         throw new IllegalStateException("the bucket row of " + ks.key + " could not be created");
+    }
+
+    /**
+     * A key's ask in {@link #leaseAhead}.
+     *
+     * @param jobs the jobs of the pick that will take a permit of the key
+     */
+    record Ask(KeyState ks, BucketSettings bucket, int jobs) {}
+
+    /**
+     * Takes, in one statement for every key ({@link StateSql#LEASE_AHEAD}), the request permits
+     * free now of each key's bucket, up to its jobs less what is leased already and at most the
+     * bucket's {@link BucketSettings#lease()}, and leases them ({@link KeyState#lease}). Buckets
+     * with a token dimension are left out (their takes reserve tokens per call, never leased), as
+     * are rows another transaction holds ({@code SKIP LOCKED}: those jobs take their own). Never
+     * throws: a failed statement leases nothing, and the jobs take their permits as they run.
+     */
+    void leaseAhead(List<Ask> asks, Instant now) {
+        long t = System.nanoTime();
+        List<Ask> wanted = new ArrayList<>();
+        for (Ask a : asks) {
+            BucketSettings b = a.bucket();
+            if (b.requestRate() > 0 && b.tokenRate() <= 0 && !b.limitsTokens()
+                    && a.ks().leasedRequests(t) < Math.min(a.jobs(), b.lease())) {
+                wanted.add(a);
+            }
+        }
+        if (wanted.isEmpty()) {
+            return;
+        }
+        Map<String, Ask> byKey = new java.util.HashMap<>();
+        String[] keys = new String[wanted.size()];
+        Double[] rates = new Double[wanted.size()];
+        Double[] capacities = new Double[wanted.size()];
+        Integer[] counts = new Integer[wanted.size()];
+        for (int i = 0; i < wanted.size(); i++) {
+            Ask a = wanted.get(i);
+            byKey.put(a.ks().key, a);
+            keys[i] = a.ks().key;
+            rates[i] = a.bucket().requestRate();
+            capacities[i] = a.bucket().requestCapacity();
+            counts[i] = (int) Math.ceil(Math.min(a.jobs(), a.bucket().lease()) - a.ks().leasedRequests(t));
+        }
+        try {
+            gdb.inline("leasing bucket permits ahead for " + keys.length + " keys", c -> {
+                try (PreparedStatement ps = c.prepareStatement(StateSql.LEASE_AHEAD)) {
+                    ps.setObject(1, ts(now));
+                    ps.setArray(2, c.createArrayOf("text", keys));
+                    ps.setArray(3, c.createArrayOf("float8", rates));
+                    ps.setArray(4, c.createArrayOf("float8", capacities));
+                    ps.setArray(5, c.createArrayOf("int4", counts));
+                    try (ResultSet rs = ps.executeQuery()) {
+                        while (rs.next()) {
+                            Ask a = byKey.get(rs.getString(1));
+                            long ttl = Math.min(MAX_LEASE_TTL.toNanos(), a.bucket().burst().toNanos());
+                            a.ks().lease(rs.getInt(2), 0, System.nanoTime(), ttl);
+                        }
+                    }
+                }
+                return null;
+            });
+        } catch (RuntimeException e) {
+            LOG.debug("Layover: could not lease bucket permits ahead of a pick (its jobs take their own): {}", e.toString());
+        }
     }
 
     /** Writes a bucket's limits as configured by this worker, every dimension ({@link TokenSql#CONFIGURE_BUCKET}). */

@@ -62,6 +62,11 @@ final class KeyState {
         return true;
     }
 
+    /** @return the request permits leased and spendable now */
+    synchronized double leasedRequests(long nowNanos) {
+        return nowNanos - leaseExpires > 0 ? 0 : leasedRequests;
+    }
+
     /** Adds permits taken beyond the current need, spendable for {@code ttlNanos}. */
     synchronized void lease(double requests, double tokens, long nowNanos, long ttlNanos) {
         if (nowNanos - leaseExpires > 0) {

@@ -386,6 +386,36 @@ public final class ProviderGate {
         fairness.nudge();
     }
 
+    /**
+     * Leases ahead the request permits that the jobs of one pick will take, for every key given,
+     * in one statement ({@link Buckets#leaseAhead}): what is free now of each key's bucket, up to
+     * its job count less what this instance has leased already, at most the bucket's
+     * {@code lease}; the jobs' admissions then spend them from memory (unspent ones lapse within
+     * the burst, at most 1 s, as any lease). Only keys this instance has met, whose cached state
+     * (within its staleness bound) has the breaker closed and no cooldown, with a configured or
+     * stated (not discovered) bucket limiting requests alone; others are left to their jobs'
+     * admissions, as is any key when the statement fails. Nothing is booked ahead: a key without a
+     * free permit gets none. Never throws.
+     *
+     * @param jobsPerKey the pick's jobs admitted by their key's bucket alone, by provider key
+     */
+    public void leaseAhead(Map<String, Integer> jobsPerKey) {
+        Instant now = cache.now();
+        List<Buckets.Ask> asks = new java.util.ArrayList<>();
+        jobsPerKey.forEach((key, n) -> {
+            KeyState ks = cache.known(key);
+            Snapshot s = ks == null ? null : cache.cached(ks);
+            if (s == null || s.state() != BreakerState.CLOSED || (s.cooldownUntil() != null && s.cooldownUntil().isAfter(now))) {
+                return;
+            }
+            BucketSettings b = paces.bucketOf(ks, now);
+            if (b != null && !paces.isDiscovered(ks, b)) {
+                asks.add(new Buckets.Ask(ks, b, n));
+            }
+        });
+        buckets.leaseAhead(asks, now);
+    }
+
     private Admission admit(String key, long tokens, ProviderRun run, boolean forJob, boolean withBucket) {
         Instant now = cache.now();
         KeyState ks = cache.keyState(key);

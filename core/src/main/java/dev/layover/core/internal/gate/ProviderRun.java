@@ -38,6 +38,7 @@ public final class ProviderRun implements ProviderCalls {
     private volatile boolean permitCarried;
     private volatile String fairnessKey;
     private volatile Duration joinsLineWithin;
+    private volatile Instant pickedPermit;
     // the token ledger of this run (TokenLedger): its estimate, the reservations it took, the usage its call reported
     private TokenEstimate estimate;
     private boolean estimated;
@@ -86,6 +87,35 @@ public final class ProviderRun implements ProviderCalls {
     public ProviderRun joinsLineWithin(Duration within) {
         this.joinsLineWithin = within;
         return this;
+    }
+
+    /**
+     * The bucket permit the job's row held when it was picked ({@code permit_at}, with
+     * {@code execution_time} at it), read from the pick's own row: the take that would read it
+     * again (V27's {@code layover.holds_permit}) is left out, and the permit is carried from memory
+     * under the same rule (within the gate's grace of now, once per run).
+     *
+     * @param permitAt the held permit, or null
+     * @return this run
+     */
+    public ProviderRun pickedPermit(Instant permitAt) {
+        this.pickedPermit = permitAt;
+        return this;
+    }
+
+    /**
+     * Carries the permit the job held at its pick when it is within {@code grace} of {@code now}
+     * and no take of this run carried it yet.
+     *
+     * @return whether it was carried
+     */
+    boolean carryPickedPermit(Instant now, Duration grace) {
+        Instant at = pickedPermit;
+        if (at == null || permitCarried || at.isBefore(now.minus(grace))) {
+            return false;
+        }
+        permitCarried = true;
+        return true;
     }
 
     /** @return how far ahead the job may take a place at its line's end, or null: never */

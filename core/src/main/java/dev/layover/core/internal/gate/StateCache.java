@@ -150,19 +150,25 @@ final class StateCache {
 
     /** The key's snapshot, read from the database when missing or older than the staleness bound. */
     Snapshot fresh(KeyState ks) {
-        Snapshot s = ks.snapshot;
-        if (s != null && !ks.rowMissing && System.nanoTime() - ks.loadedAt < MAX_STALENESS.toNanos()) {
+        Snapshot s = cached(ks);
+        if (s != null) {
             return s;
         }
         synchronized (ks.loadLock) {
-            s = ks.snapshot;
-            if (s != null && !ks.rowMissing && System.nanoTime() - ks.loadedAt < MAX_STALENESS.toNanos()) {
+            s = cached(ks);
+            if (s != null) {
                 return s;
             }
             ks.rowMissing = false;
             load(List.of(ks.key), Read.INLINE);
             return ks.snapshot;
         }
+    }
+
+    /** @return the key's snapshot when it is within the staleness bound, else null (reads nothing) */
+    Snapshot cached(KeyState ks) {
+        Snapshot s = ks.snapshot;
+        return s != null && !ks.rowMissing && System.nanoTime() - ks.loadedAt < MAX_STALENESS.toNanos() ? s : null;
     }
 
     /** A write found no breaker row for the key (an operator deleted it): its next use reads it inline, creating it. */

@@ -434,6 +434,37 @@ final class StateSql {
             FROM (SELECT 1) one LEFT JOIN taken ON true""".formatted(R_TAKE, T_TAKE, SLOT,
             gcraTake("b.request_tat", "p.take_at", "p.rr", R_TAKE), gcraTake("b.token_tat", "p.now", "p.tr", T_TAKE));
 
+    /**
+     * Leases ahead the request permits a pick's jobs will take (ProviderGate#leaseAhead), for
+     * many keys in one statement: for each key whose bucket row exists and is not locked by
+     * another transaction (rows locked in key order, {@code SKIP LOCKED}: never waits), what is
+     * free now ({@code gcra_free}) up to the count asked, only whole permits, is taken (the
+     * request tat moves on by that many); a key with less than one free permit is left alone:
+     * nothing is booked ahead. Token tats are not touched (the caller leaves out buckets with
+     * token dimensions). Commits asynchronously, as {@link #TAKE_PERMITS} does. Parameters: now,
+     * keys, request rates (/s), request capacities, counts. Returns each key given permits and
+     * how many.
+     */
+    static final String LEASE_AHEAD = """
+            WITH p AS (
+                SELECT a.key, a.rr, a.rc, a.n, ?::timestamptz AS now, set_config('synchronous_commit', 'off', true) AS async_commit
+                FROM unnest(?::text[], ?::float8[], ?::float8[], ?::int[]) AS a(key, rr, rc, n)
+            ), locked AS MATERIALIZED (
+                SELECT b.provider_key, b.request_tat FROM layover.buckets b
+                WHERE b.provider_key IN (SELECT p.key FROM p)
+                ORDER BY b.provider_key FOR UPDATE SKIP LOCKED
+            ), granted AS (
+                SELECT l.provider_key, p.now, p.rr,
+                       least(p.n, floor(layover.gcra_free(l.request_tat, p.now, p.rr, p.rc)))::int AS n
+                FROM locked l JOIN p ON p.key = l.provider_key
+                WHERE p.rr > 0
+            )
+            UPDATE layover.buckets b
+            SET request_tat = greatest(b.request_tat, g.now) + make_interval(secs => g.n / g.rr)
+            FROM granted g
+            WHERE b.provider_key = g.provider_key AND g.n >= 1
+            RETURNING b.provider_key, g.n""";
+
     // ---- discovered paces (V15; Discovery): every change a conditional UPDATE on the database's clock ----
 
     /**
