@@ -24,7 +24,8 @@ import org.slf4j.LoggerFactory;
  * Rate buckets ({@code layover.buckets}, GCRA): permits taken in one statement, a few leased at a
  * time and spent from memory within the burst; a job that finds none is given the future slot at
  * which its permit will exist (it is rescheduled once, to that slot, holding the permit); a key's
- * due backlog is given its slots together in one statement.
+ * due backlog is given its slots together in one statement; the jobs of one pick are leased their
+ * keys' free permits together, in one statement for all the keys ({@link #leaseAhead}).
  */
 final class Buckets {
 
