@@ -10,11 +10,6 @@ import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
 import dev.layover.testing.LayoverPostgresExtension;
 import dev.layover.testing.TestDatabase;
-import java.lang.reflect.InvocationHandler;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -83,42 +78,10 @@ class AdmissionCostTest {
     }
 
     private DataSource counting(DataSource target) {
-        return proxy(DataSource.class, target, (t, m, a) -> {
-            Object r = invoke(t, m, a);
-            return r instanceof Connection c ? connection(c) : r;
-        });
-    }
-
-    private Connection connection(Connection c) {
-        return proxy(Connection.class, c, (t, m, a) -> {
-            Object r = invoke(t, m, a);
-            if (r instanceof PreparedStatement ps && a != null && a.length > 0 && a[0] instanceof String sql) {
-                return proxy(PreparedStatement.class, ps, (t2, m2, a2) -> {
-                    if (m2.getName().startsWith("execute") && Thread.currentThread().getName().startsWith("db-scheduler-pool")) {
-                        onWorkers.computeIfAbsent(sql.strip().split("\n")[0], k -> new AtomicLong()).incrementAndGet();
-                    }
-                    return invoke(t2, m2, a2);
-                });
+        return dev.layover.core.StatementWatch.of(target, sql -> {
+            if (Thread.currentThread().getName().startsWith("db-scheduler-pool")) {
+                onWorkers.computeIfAbsent(sql.strip().split("\n")[0], k -> new AtomicLong()).incrementAndGet();
             }
-            return r;
         });
-    }
-
-    @SuppressWarnings("unchecked")
-    private static <T> T proxy(Class<T> type, Object target, Handler h) {
-        InvocationHandler ih = (p, m, a) -> h.handle(target, m, a);
-        return (T) Proxy.newProxyInstance(AdmissionCostTest.class.getClassLoader(), new Class<?>[] {type}, ih);
-    }
-
-    private static Object invoke(Object t, java.lang.reflect.Method m, Object[] a) throws Throwable {
-        try {
-            return m.invoke(t, a);
-        } catch (InvocationTargetException e) {
-            throw e.getCause();
-        }
-    }
-
-    private interface Handler {
-        Object handle(Object target, java.lang.reflect.Method m, Object[] args) throws Throwable;
     }
 }

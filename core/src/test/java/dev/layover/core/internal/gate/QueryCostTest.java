@@ -10,11 +10,6 @@ import dev.layover.core.provider.state.ChildWorkerMain.Chat;
 import dev.layover.testing.Await;
 import dev.layover.testing.LayoverPostgresExtension;
 import dev.layover.testing.TestDatabase;
-import java.lang.reflect.InvocationHandler;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
-import java.sql.Connection;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -120,54 +115,12 @@ class QueryCostTest {
         }
 
         DataSource dataSource() {
-            return proxy(DataSource.class, target, (t, m, a) -> {
-                Object r = invoke(t, m, a);
-                return r instanceof Connection c ? connection(c) : r;
-            });
-        }
-
-        private Connection connection(Connection c) {
-            return proxy(Connection.class, c, (t, m, a) -> {
-                Object r = invoke(t, m, a);
-                if (r instanceof Statement s) {
-                    String sql = a != null && a.length > 0 && a[0] instanceof String str ? str : null;
-                    Class<? extends Statement> type = r instanceof java.sql.PreparedStatement
-                            ? java.sql.PreparedStatement.class : Statement.class;
-                    return statement(type, s, sql);
+            return dev.layover.core.StatementWatch.of(target, sql -> {
+                all.incrementAndGet();
+                if (sql.contains("layover.breakers") || sql.contains("layover.cooldowns") || sql.contains("layover.buckets")) {
+                    state.incrementAndGet();
                 }
-                return r;
             });
-        }
-
-        private <S extends Statement> S statement(Class<S> type, Statement s, String preparedSql) {
-            return proxy(type, s, (t, m, a) -> {
-                if (m.getName().startsWith("execute")) {
-                    String sql = preparedSql != null ? preparedSql : a != null && a.length > 0 ? String.valueOf(a[0]) : "";
-                    all.incrementAndGet();
-                    if (sql.contains("layover.breakers") || sql.contains("layover.cooldowns") || sql.contains("layover.buckets")) {
-                        state.incrementAndGet();
-                    }
-                }
-                return invoke(t, m, a);
-            });
-        }
-
-        @SuppressWarnings("unchecked")
-        private static <T> T proxy(Class<T> type, Object target, Handler h) {
-            InvocationHandler ih = (p, m, a) -> h.handle(target, m, a);
-            return (T) Proxy.newProxyInstance(QueryCostTest.class.getClassLoader(), new Class<?>[] {type}, ih);
-        }
-
-        private static Object invoke(Object t, java.lang.reflect.Method m, Object[] a) throws Throwable {
-            try {
-                return m.invoke(t, a);
-            } catch (InvocationTargetException e) {
-                throw e.getCause();
-            }
-        }
-
-        private interface Handler {
-            Object handle(Object target, java.lang.reflect.Method m, Object[] args) throws Throwable;
         }
     }
 }

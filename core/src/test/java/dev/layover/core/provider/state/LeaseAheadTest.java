@@ -5,15 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
+import dev.layover.core.StatementWatch;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.state.ChildWorkerMain.Chat;
 import dev.layover.testing.Await;
 import dev.layover.testing.LayoverPostgresExtension;
 import dev.layover.testing.TestDatabase;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -147,41 +144,12 @@ class LeaseAheadTest {
     }
 
     private DataSource counting(DataSource target) {
-        return proxy(DataSource.class, target, (t, m, a) -> {
-            Object r = invoke(t, m, a);
-            return r instanceof Connection c ? connection(c) : r;
-        });
-    }
-
-    private Connection connection(Connection c) {
-        return proxy(Connection.class, c, (t, m, a) -> {
-            Object r = invoke(t, m, a);
-            if (r instanceof PreparedStatement && a != null && a.length > 0 && a[0] instanceof String sql) {
-                if (sql.contains("a(key, rr, rc, n)")) {
-                    leaseAheads.incrementAndGet();
-                } else if (sql.contains("AS rx0")) {
-                    takes.incrementAndGet();
-                }
+        return StatementWatch.of(target, sql -> {
+            if (sql.contains("a(key, rr, rc, n)")) {
+                leaseAheads.incrementAndGet();
+            } else if (sql.contains("AS rx0")) {
+                takes.incrementAndGet();
             }
-            return r;
         });
-    }
-
-    @SuppressWarnings("unchecked")
-    private static <T> T proxy(Class<T> type, Object target, Handler h) {
-        return (T) Proxy.newProxyInstance(LeaseAheadTest.class.getClassLoader(), new Class<?>[] {type},
-                (p, m, a) -> h.handle(target, m, a));
-    }
-
-    private static Object invoke(Object t, java.lang.reflect.Method m, Object[] a) throws Throwable {
-        try {
-            return m.invoke(t, a);
-        } catch (InvocationTargetException e) {
-            throw e.getCause();
-        }
-    }
-
-    private interface Handler {
-        Object handle(Object target, java.lang.reflect.Method m, Object[] a) throws Throwable;
     }
 }
