@@ -1,5 +1,7 @@
 package dev.layover.core.internal.batch;
 
+import static dev.layover.core.internal.time.Durations.seconds;
+
 import dev.layover.core.batch.BatchLine;
 import dev.layover.core.batch.BatchProgress;
 import dev.layover.core.batch.BatchResultLine;
@@ -215,9 +217,5 @@ public final class BatchLoop {
     private static boolean rescueDue(BatchStore.Live b, BatchSettings s) {
         Instant earliest = b.earliestDeadline();
         return earliest != null && !b.now().isBefore(earliest.minus(s.rescueMargin()));
-    }
-
-    private static double seconds(Duration d) {
-        return d.toMillis() / 1000.0;
     }
 }

@@ -1,6 +1,9 @@
 package dev.layover.core.internal.db;
 
+import java.math.BigDecimal;
+import java.time.Duration;
 import java.util.Collection;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
@@ -38,17 +41,17 @@ public final class PickRewrite {
 
     private final String knownTasks;
     private final String graceSeconds;
-    private final java.util.concurrent.ConcurrentHashMap<String, String> rewritten = new java.util.concurrent.ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, String> rewritten = new ConcurrentHashMap<>();
 
     /**
      * @param taskNames the tasks this worker runs: the only ones its permit branch may pick
      * @param permitGrace how late a held permit may still be spent (the gate's grace): an older
      *     one has lapsed, and its job is left to db-scheduler's branch
      */
-    public PickRewrite(Collection<String> taskNames, java.time.Duration permitGrace) {
+    public PickRewrite(Collection<String> taskNames, Duration permitGrace) {
         this.knownTasks = taskNames.stream().map(n -> "'" + n.replace("'", "''") + "'")
                 .collect(Collectors.joining(", ", "ARRAY[", "]::text[]"));
-        this.graceSeconds = java.math.BigDecimal.valueOf(permitGrace.toMillis(), 3).toPlainString();
+        this.graceSeconds = BigDecimal.valueOf(permitGrace.toMillis(), 3).toPlainString();
     }
 
     /**

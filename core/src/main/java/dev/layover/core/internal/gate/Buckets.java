@@ -1,7 +1,7 @@
 package dev.layover.core.internal.gate;
 
 import static dev.layover.core.internal.gate.GateDb.instant;
-import static dev.layover.core.internal.gate.GateDb.seconds;
+import static dev.layover.core.internal.time.Durations.seconds;
 import static dev.layover.core.internal.gate.GateDb.ts;
 
 import dev.layover.core.spi.Db;

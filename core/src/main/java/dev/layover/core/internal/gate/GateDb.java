@@ -3,7 +3,6 @@ package dev.layover.core.internal.gate;
 import dev.layover.core.spi.Db;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
@@ -56,10 +55,6 @@ final class GateDb {
 
     static OffsetDateTime ts(Instant i) {
         return OffsetDateTime.ofInstant(i, ZoneOffset.UTC);
-    }
-
-    static double seconds(Duration d) {
-        return d.toNanos() / 1e9;
     }
 
     static Instant instant(ResultSet rs, String column) throws SQLException {

@@ -1,5 +1,7 @@
 package dev.layover.core.internal.gate;
 
+import static dev.layover.core.internal.time.Durations.seconds;
+
 import dev.layover.core.internal.keys.KeyPatterns;
 import dev.layover.core.internal.time.Backoff;
 import dev.layover.core.spi.Db;
@@ -254,7 +256,7 @@ public final class Limits {
                             c.createArrayOf("float8", ic.toArray()), c.createArrayOf("float8", or.toArray()),
                             c.createArrayOf("float8", oc.toArray()), c.createArrayOf("int4", max.toArray()),
                             (double) e.totalTokens(), (double) e.inputTokens(), (double) e.outputCeiling(),
-                            GateDb.seconds(config.deadAfter()));
+                            seconds(config.deadAfter()));
                     try (ResultSet rs = ps.executeQuery()) {
                         rs.next();
                         return new Object[] {rs.getBoolean("admitted"), rs.getString("reason"), rs.getString("limit_key"),

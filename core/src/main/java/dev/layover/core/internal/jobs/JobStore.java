@@ -1,5 +1,7 @@
 package dev.layover.core.internal.jobs;
 
+import static dev.layover.core.internal.time.Durations.seconds;
+
 import dev.layover.core.spi.Db;
 import dev.layover.core.spi.JobWrites;
 import java.sql.Connection;
@@ -167,10 +169,6 @@ public final class JobStore implements JobWrites {
             }
             return created;
         });
-    }
-
-    private static double seconds(Duration d) {
-        return d.toNanos() / 1e9;
     }
 
     // ---- outcomes of a run --------------------------------------------------------------------
