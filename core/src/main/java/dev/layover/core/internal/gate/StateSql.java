@@ -460,10 +460,10 @@ final class StateSql {
                 WHERE p.rr > 0
             )
             UPDATE layover.buckets b
-            SET request_tat = greatest(b.request_tat, g.now) + make_interval(secs => g.n / g.rr)
+            SET request_tat = %s
             FROM granted g
             WHERE b.provider_key = g.provider_key AND g.n >= 1
-            RETURNING b.provider_key, g.n""";
+            RETURNING b.provider_key, g.n""".formatted(gcraTake("b.request_tat", "g.now", "g.rr", "g.n"));
 
     // ---- discovered paces (V15; Discovery): every change a conditional UPDATE on the database's clock ----
 
