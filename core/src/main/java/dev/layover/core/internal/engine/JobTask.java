@@ -24,7 +24,9 @@ import dev.layover.core.tokens.TokenUsage;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.function.Function;
 import java.util.function.ToLongFunction;
@@ -171,14 +173,19 @@ final class JobTask<A> extends CustomTask<byte[]> {
         if (admission instanceof Admission.Wait w) {
             return Next.waiting((complete, ops) -> {
                 writer.waitForProvider(run, key, w);
+                Map<String, Integer> moved = new HashMap<>();
                 if (hasBacklog(w)) {
-                    p.gate().reserveBacklog(key, p.backlogTypes()).forEach((type, n) -> {
-                        for (int i = 0; i < n; i++) {
-                            p.observability().metrics().jobRescheduled(type, w.reason()); // bucket, or pace
-                            p.observability().timeSeries().rescheduled(type, key, w.reason());
-                        }
-                    });
+                    moved.putAll(p.gate().reserveBacklog(key, p.backlogTypes())); // at most once a second per key
                 }
+                if (w.aheadOfLine()) { // the permit a place in the key's line stood for: the line is realigned
+                    p.gate().realignLine(key, p.backlogTypes()).forEach((type, n) -> moved.merge(type, n, Integer::sum));
+                }
+                moved.forEach((type, n) -> {
+                    for (int i = 0; i < n; i++) {
+                        p.observability().metrics().jobRescheduled(type, w.reason()); // bucket, or pace
+                        p.observability().timeSeries().rescheduled(type, key, w.reason());
+                    }
+                });
             });
         }
         if (admission instanceof Admission.Refuse r) {

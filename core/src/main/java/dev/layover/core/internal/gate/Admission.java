@@ -24,8 +24,17 @@ public sealed interface Admission {
      *     {@code provider_state_unavailable}
      * @param detail the reason in a sentence
      * @param permitAt for {@code bucket}: the permit the job now holds for {@code runAt}, else null
+     * @param aheadOfLine for {@code bucket}: the permit was one a place in the key's waiting line
+     *     stood for (the line reached past it), so the line is realigned
+     *     ({@link ProviderGate#realignLine}); false otherwise
      */
-    record Wait(Instant runAt, String reason, String detail, Instant permitAt) implements Admission {}
+    record Wait(Instant runAt, String reason, String detail, Instant permitAt, boolean aheadOfLine) implements Admission {
+
+        /** A wait that took no place's permit ({@code aheadOfLine} false). */
+        public Wait(Instant runAt, String reason, String detail, Instant permitAt) {
+            this(runAt, reason, detail, permitAt, false);
+        }
+    }
 
     /**
      * The breaker is open: do not call.

@@ -78,7 +78,8 @@ final class Buckets {
         return ledger;
     }
 
-    private record Permit(boolean carried, Instant slot, double requests, double tokens, Instant lineEnd) {}
+    private record Permit(boolean carried, Instant slot, double requests, double tokens, Instant lineEnd,
+            boolean aheadOfLine) {}
 
     /**
      * Takes a permit for one call of the key: a leased one from memory, the one the job holds from
@@ -141,7 +142,7 @@ final class Buckets {
                         rs.next();
                         return new Permit(rs.getLong("carried") > 0, instant(rs, "last_slot"),
                                 rs.getDouble("last_granted_requests"), rs.getDouble("last_granted_tokens"),
-                                instant(rs, "line_end"));
+                                instant(rs, "line_end"), rs.getBoolean("ahead_of_line"));
                     }
                 }
             });
@@ -171,7 +172,7 @@ final class Buckets {
             }
             String detail = "no permit of " + ks.key + "'s bucket (" + describe(b) + ") before " + p.slot();
             boolean booked = mayWait && (p.requests() > 0 || p.tokens() > 0);
-            return new Admission.Wait(p.slot(), "bucket", detail, booked ? p.slot() : null);
+            return new Admission.Wait(p.slot(), "bucket", detail, booked ? p.slot() : null, booked && p.aheadOfLine());
         }
         throw new IllegalStateException("the bucket row of " + ks.key + " could not be created");
     }
@@ -247,7 +248,9 @@ final class Buckets {
 
     /**
      * Gives a key's due, unpicked jobs, then its waiting line's front, their permits in one
-     * statement ({@link JobStore#reserveBacklog}), each rescheduled to its slot holding it. At most once per
+     * statement ({@link JobStore#reserveBacklog}), each rescheduled to its slot holding it; then
+     * moves to the line's end its jobs whose places' permits were booked ahead of them ({@link JobStore#realignLine}),
+     * and places the rest of a deeper backlog in the line. At most once per
      * {@link #BACKLOG_EVERY} per key in this instance; nothing when the bucket limits no requests.
      * Never throws.
      *
@@ -269,6 +272,37 @@ final class Buckets {
         if (!mine[0]) {
             return Map.of();
         }
+        Movable m = movable(b, types);
+        if (m == null) {
+            return Map.of();
+        }
+        List<String> names = m.names();
+        List<Integer> caps = m.caps();
+        double horizonSeconds = Math.min(seconds(m.horizon()), seconds(BOOK_AHEAD));
+        try {
+            gdb.countInline();
+            Map<String, Integer> reserved = new java.util.LinkedHashMap<>(store.reserveBacklog(key, now, b.requestRate(),
+                    b.requestCapacity(), BACKLOG_BATCH, horizonSeconds, names, caps));
+            gdb.countInline();
+            store.realignLine(key, now, b.requestRate(), b.requestCapacity(), BACKLOG_BATCH, names, caps)
+                    .forEach((type, n) -> reserved.merge(type, n, Integer::sum));
+            placeBacklog(key, b, now, t, names, caps, reserved);
+            if (!reserved.isEmpty()) {
+                LOG.debug("Reserved bucket permits of {} for waiting jobs, or places in its waiting line: {}", key, reserved);
+            }
+            return reserved;
+        } catch (RuntimeException e) {
+            LOG.warn("Layover: could not reserve bucket permits for the backlog of {} (its jobs take them one by one): {}",
+                    key, e.toString());
+            return Map.of();
+        }
+    }
+
+    /** The job types whose jobs a backlog statement may move, their reschedule caps, and the shortest maxDeferral. */
+    private record Movable(List<String> names, List<Integer> caps, Duration horizon) {}
+
+    /** The types of {@code types} a statement may move behind bucket {@code b}; null when none. */
+    private static Movable movable(BucketSettings b, List<ProviderGate.BacklogType> types) {
         List<String> names = new ArrayList<>();
         List<Integer> caps = new ArrayList<>();
         Duration horizon = null;
@@ -280,21 +314,27 @@ final class Buckets {
             caps.add(bt.maxReschedules());
             horizon = horizon == null || bt.maxDeferral().compareTo(horizon) < 0 ? bt.maxDeferral() : horizon;
         }
-        if (names.isEmpty()) {
+        return names.isEmpty() ? null : new Movable(names, caps, horizon);
+    }
+
+    /**
+     * After a job of the key booked a permit a place in its waiting line stood for: the line's
+     * jobs whose places' permits are gone move to its end ({@link JobStore#realignLine}), a write
+     * for each permit booked ahead of the line instead of one for each job behind it. Skipped while
+     * another worker realigns the key. Never throws.
+     *
+     * @return how many jobs of each type were moved (empty when none)
+     */
+    Map<String, Integer> realignLine(String key, BucketSettings b, List<ProviderGate.BacklogType> types, Instant now) {
+        Movable m = b == null || b.requestRate() <= 0 ? null : movable(b, types);
+        if (m == null) {
             return Map.of();
         }
-        double horizonSeconds = Math.min(seconds(horizon), seconds(BOOK_AHEAD));
         try {
             gdb.countInline();
-            Map<String, Integer> reserved = new java.util.LinkedHashMap<>(store.reserveBacklog(key, now, b.requestRate(),
-                    b.requestCapacity(), BACKLOG_BATCH, horizonSeconds, names, caps));
-            placeBacklog(key, b, now, t, names, caps, reserved);
-            if (!reserved.isEmpty()) {
-                LOG.debug("Reserved bucket permits of {} for waiting jobs, or places in its waiting line: {}", key, reserved);
-            }
-            return reserved;
+            return store.realignLine(key, now, b.requestRate(), b.requestCapacity(), BACKLOG_BATCH, m.names(), m.caps());
         } catch (RuntimeException e) {
-            LOG.warn("Layover: could not reserve bucket permits for the backlog of {} (its jobs take them one by one): {}",
+            LOG.warn("Layover: could not realign the waiting line of {} (its jobs are booked again as they come due): {}",
                     key, e.toString());
             return Map.of();
         }

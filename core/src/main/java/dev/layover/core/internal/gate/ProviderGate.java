@@ -619,6 +619,25 @@ public final class ProviderGate {
     }
 
     /**
+     * Called after a job of {@code key} booked a permit a place in the key's waiting line stood for
+     * ({@link Admission.Wait#aheadOfLine()}): the line's jobs whose places' permits are gone move to
+     * its end ({@link Buckets#realignLine}). Nothing for a discovered pace (its line is its own).
+     *
+     * @param key the provider key
+     * @param types the job types whose jobs may be moved
+     * @return how many jobs of each type were moved (empty when none)
+     */
+    public Map<String, Integer> realignLine(String key, List<BacklogType> types) {
+        if (key == null || !cache.running()) {
+            return Map.of();
+        }
+        Instant now = cache.now();
+        KeyState ks = cache.keyState(key);
+        BucketSettings b = paces.bucketOf(ks, now);
+        return paces.isDiscovered(ks, b) ? Map.of() : buckets.realignLine(key, b, types, now);
+    }
+
+    /**
      * The pace learned for a key and in force now, for {@link Limits}; null when none (or when the
      * key has a configured bucket).
      *

@@ -326,9 +326,10 @@ final class StateSql {
     private static final String T_FREE = "(layover.gcra_free(b.token_tat, p.now, p.tr, p.tc) - p.tn)";
     // V28's waiting line reaches past the slot a job told to wait would book (booking it would take a
     // place's permit and shift every job behind it), and a place at the line's end is within the job's reach
-    private static final String JOINS_LINE = "coalesce((SELECT l.line_end FROM line l) >= " + SLOT
+    private static final String JOINS_LINE = "(NOT EXISTS (SELECT 1 FROM job j WHERE j.deadline IS NOT NULL)"
+            + " AND coalesce((SELECT l.line_end FROM line l) >= " + SLOT
             + " AND (SELECT l.line_end FROM line l) + make_interval(secs => 1 / nullif(p.rr, 0)) <= p.now + make_interval(secs => p.join_s),"
-            + " false)";
+            + " false))";
     // a future slot is reserved when the caller may wait, (a discovered pace) the slot is not past book_by,
     // and the job does not take a place at the end of the key's waiting line instead
     private static final String MAY_BOOK = "(p.may_wait AND (p.book_by IS NULL OR " + SLOT + " <= p.book_by) AND NOT "
@@ -358,7 +359,9 @@ final class StateSql {
      * waiting line (V28: unpicked jobs rescheduled for the bucket without a permit) reaches past
      * that slot and a place one request's time behind the line's end is within the job's reach
      * ({@code join_s}; never for a job with a deadline): then nothing is taken and that place is
-     * returned ({@code line_end}), so the line's jobs keep the permits their places stand for; when
+     * returned ({@code line_end}), so the line's jobs keep the permits their places stand for; a
+     * slot booked where the line's places stand ({@code ahead_of_line}: the line reaches past it)
+     * took a place's permit, and the caller realigns the line (JobSql's {@code REALIGN_LINE}); when
      * it may not wait, nothing is taken. A job picked at its place in the line (no permit held,
      * reason {@code bucket}) within the grace of it takes one permit and leases none (each place
      * behind it stands for its own), and moves the request tat on from as early as the grace
@@ -366,7 +369,8 @@ final class StateSql {
      * place, and a take from now would forget the bucket's idle while, so the jobs placed behind
      * would find no permit (as a held permit, a place may be spent up to the grace late). Returns
      * carried (0/1), and, when the bucket row exists, the slot (= now when it fits), what was
-     * taken, and the line's end when the job takes its place there.
+     * taken, the line's end when the job takes its place there, and whether a slot booked ahead
+     * took the permit of a place in the line.
      *
      * <p>Parameters: key, now, request rate (/s, 0 none), request capacity, request need, request
      * extra, token rate, token capacity, token need, token extra, may wait, task name, task id,
@@ -413,7 +417,7 @@ final class StateSql {
                           AND t.last_reschedule_reason = 'bucket'
                         ORDER BY t.execution_time DESC LIMIT 1) AS line_end
                 FROM p
-                WHERE p.rr > 0 AND EXISTS (SELECT 1 FROM job) AND NOT EXISTS (SELECT 1 FROM job j WHERE j.deadline IS NOT NULL)
+                WHERE p.rr > 0 AND EXISTS (SELECT 1 FROM job)
             ), carried AS (
                 SELECT layover.holds_permit(p.task_name, p.task_id, p.version, p.now, p.grace_s) AS spent FROM p
             ), taken AS (
@@ -427,10 +431,14 @@ final class StateSql {
                 WHERE b.provider_key = p.key AND NOT (SELECT spent FROM carried)
                 RETURNING b.last_slot, b.last_granted_requests, b.last_granted_tokens,
                           CASE WHEN b.last_granted_requests = 0 AND b.last_granted_tokens = 0 AND p.may_wait
-                               AND p.join_s IS NOT NULL THEN (SELECT l.line_end FROM line l) END AS line_end
+                               AND p.join_s IS NOT NULL THEN (SELECT l.line_end FROM line l) END AS line_end,
+                          CASE WHEN b.last_granted_requests > 0 AND b.last_slot > p.now AND p.join_s IS NOT NULL
+                               THEN coalesce((SELECT l.line_end FROM line l) >= b.last_slot, false)
+                               ELSE false END AS ahead_of_line
             )
             SELECT CASE WHEN (SELECT spent FROM carried) THEN 1 ELSE 0 END AS carried, taken.last_slot,
-                   taken.last_granted_requests, taken.last_granted_tokens, taken.line_end
+                   taken.last_granted_requests, taken.last_granted_tokens, taken.line_end,
+                   coalesce(taken.ahead_of_line, false) AS ahead_of_line
             FROM (SELECT 1) one LEFT JOIN taken ON true""".formatted(R_TAKE, T_TAKE, SLOT,
             gcraTake("b.request_tat", "p.take_at", "p.rr", R_TAKE), gcraTake("b.token_tat", "p.now", "p.tr", T_TAKE));
 

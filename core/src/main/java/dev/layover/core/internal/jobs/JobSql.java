@@ -597,6 +597,75 @@ final class JobSql {
             SELECT m.task_name, count(*) AS reserved FROM moved m GROUP BY m.task_name""";
 
     /**
+     * Tries the lock that serializes a key's line moves across the fleet ({@link #PLACE_BACKLOG}
+     * waits for the same one): true when taken, held to the end of the transaction; false, at
+     * once, when another transaction holds it. Parameter: key.
+     */
+    static final String TRY_LOCK_LINE = "SELECT pg_try_advisory_xact_lock(hashtext('layover.backlog_line:' || ?::text))";
+
+    /**
+     * Realigns a key's waiting line with its bucket: when permits were booked ahead of the line
+     * (jobs whose permits lapsed while no worker ran, told to wait while the line's end was beyond
+     * their {@code maxDeferral}; a stall; jobs with deadlines), the bucket's tat has passed the
+     * places at the line's front, and each of those jobs would be refused at its place and booked
+     * again, and the line behind it with it, a write per job to the line's end. Instead, when the
+     * tat is more than the bucket's burst past the line's first place still ahead, and the line
+     * reaches past the tat, the line's jobs whose places are ahead of now and behind the tat (the
+     * places whose permits are gone; oldest place first, at most {@code max_jobs}, skipping rows
+     * another transaction holds; the reservation's job filter) move to the line's end, one
+     * request's time apart behind its last place, holding no permit: a write for each permit taken
+     * ahead of the line, not one for each job behind it. A reschedule of each (reason
+     * {@code bucket}, a place in its waiting line), no attempt spent. Reads the bucket row without
+     * locking it; run after {@link #TRY_LOCK_LINE} took the lock, in the same transaction (so a
+     * fresh snapshot), so that two workers never move the same shift twice.
+     *
+     * <p>Parameters: key, now, request rate (/s), request capacity, max jobs, job type names
+     * (text[]), their reschedule caps (int[]). Returns the jobs moved per job type
+     * ({@code task_name}, {@code reserved}; no row when none).
+     */
+    static final String REALIGN_LINE = """
+            WITH p0 AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS rate, ?::float8 AS cap,
+                               ?::int AS max_asked, ?::text[] AS types, ?::int[] AS caps),
+            b AS (
+                -- the line's first place ahead and its last place: a probe of V28's scheduled_tasks_line_idx each
+                SELECT bk.request_tat AS tat,
+                       (SELECT t.execution_time FROM layover.scheduled_tasks t
+                        WHERE t.provider_key = p0.key AND NOT t.picked AND t.permit_at IS NULL
+                          AND t.last_reschedule_reason = 'bucket' AND t.execution_time > p0.now
+                        ORDER BY t.execution_time LIMIT 1) AS line_front,
+                       (SELECT t.execution_time FROM layover.scheduled_tasks t
+                        WHERE t.provider_key = p0.key AND NOT t.picked AND t.permit_at IS NULL
+                          AND t.last_reschedule_reason = 'bucket' AND t.execution_time > p0.now
+                        ORDER BY t.execution_time DESC LIMIT 1) AS line_end
+                FROM layover.buckets bk JOIN p0 ON bk.provider_key = p0.key
+                WHERE p0.rate > 0
+            ), p AS (
+                SELECT p0.*, b.tat, b.line_end,
+                       CASE WHEN b.line_end > b.tat
+                            THEN least(p0.max_asked, greatest(0, floor(extract(epoch FROM b.tat - b.line_front) * p0.rate)))::int
+                            ELSE 0 END AS max_jobs
+                FROM p0 JOIN b ON true
+            ), """
+            + BACKLOG.formatted("t.last_reschedule_reason = 'bucket' AND t.fairness_key IS NULL"
+                    + " AND t.execution_time > p.now AND t.execution_time < p.tat") + """
+            places AS (
+                SELECT l.task_name, l.task_instance,
+                       p.line_end + make_interval(secs => (row_number() OVER (ORDER BY l.execution_time, l.task_instance))
+                           / p.rate) AS place
+                FROM locked l, p
+            ), moved AS (
+                UPDATE layover.scheduled_tasks t
+                SET execution_time = s.place, version = t.version + 1,
+                    reschedules = t.reschedules + 1, last_reschedule_reason = 'bucket',
+                    last_reschedule_detail = 'bucket of ' || p.key || ': """ + LINE_PLACE + "',\n" + """
+                    last_rescheduled_at = p.now
+                FROM places s, p
+                WHERE t.task_name = s.task_name AND t.task_instance = s.task_instance
+                RETURNING t.task_name
+            )
+            SELECT m.task_name, count(*) AS reserved FROM moved m GROUP BY m.task_name""";
+
+    /**
      * A discovered pace's backlog: the key's due, unpicked jobs (the same ones as
      * {@link #RESERVE_BACKLOG}'s) each rescheduled to its place in the pace's waiting line, in
      * enqueue order, holding no permit: one request's time apart at the pace's rate, or in slow

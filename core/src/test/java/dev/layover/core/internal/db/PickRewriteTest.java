@@ -48,9 +48,13 @@ class PickRewriteTest {
     }
 
     private static void insert(TestDatabase db, String id, Instant runAt, Instant permitAt) {
-        db.update("INSERT INTO layover.scheduled_tasks (task_name, task_instance, execution_time, picked, version, permit_at)"
-                + " VALUES ('pick', ?, ?, false, 1, ?)", id, Timestamp.from(runAt),
-                permitAt == null ? null : Timestamp.from(permitAt));
+        insert(db, id, runAt, permitAt, permitAt == null ? null : "bucket");
+    }
+
+    private static void insert(TestDatabase db, String id, Instant runAt, Instant permitAt, String reason) {
+        db.update("INSERT INTO layover.scheduled_tasks (task_name, task_instance, execution_time, picked, version, permit_at,"
+                + " last_reschedule_reason) VALUES ('pick', ?, ?, false, 1, ?, ?)", id, Timestamp.from(runAt),
+                permitAt == null ? null : Timestamp.from(permitAt), reason);
     }
 
     @Test
@@ -63,15 +67,17 @@ class PickRewriteTest {
         insert(db, "later", now.plusSeconds(60), now.plusSeconds(60)); // booked, not due yet
         insert(db, "retried", now.minusMillis(100), now.minusSeconds(30)); // a spent permit: run time moved on
         insert(db, "lapsed", now.minusSeconds(10), now.minusSeconds(10)); // a permit past the 2 s grace: due like any job
+        insert(db, "placed", now.minusMillis(300), null, "bucket"); // its place in the key's line has just come due
+        insert(db, "left", now.minusSeconds(20), null, "bucket"); // a place past the grace: due like any job
 
         for (boolean priority : new boolean[] {false, true}) {
             db.update("UPDATE layover.scheduled_tasks SET picked = false, picked_by = NULL, version = 1");
-            List<Execution> first = repository(db, priority).lockAndGetDue(now, 2);
-            assertEquals(java.util.Set.of("held", "old-4"), first.stream().map(e -> e.taskInstance.getId())
+            List<Execution> first = repository(db, priority).lockAndGetDue(now, 3);
+            assertEquals(java.util.Set.of("held", "placed", "old-4"), first.stream().map(e -> e.taskInstance.getId())
                     .collect(java.util.stream.Collectors.toSet()),
-                    "the permit holder first, then db-scheduler's order (priority " + priority + ")");
+                    "the permit holder and the place first, then db-scheduler's order (priority " + priority + ")");
             List<Execution> rest = repository(db, priority).lockAndGetDue(now, 10);
-            assertEquals(List.of("old-3", "old-2", "old-1", "old-0", "lapsed", "retried"),
+            assertEquals(List.of("old-3", "old-2", "old-1", "old-0", "left", "lapsed", "retried"),
                     rest.stream().map(e -> e.taskInstance.getId()).toList(), "the rest in run-time order, none twice");
         }
         assertTrue(rewritten.size() >= 1, "db-scheduler's lock-and-fetch was rewritten: " + rewritten.keySet());

@@ -185,6 +185,37 @@ class PermitsAtEnqueueTest {
     }
 
     @Test
+    void aLineShiftedBeyondItsJobsReachMovesThePlacesWhosePermitsAreGoneToItsEnd(TestDatabase db) throws Exception {
+        JobType<Chat> shortWait = chat("short-wait", Duration.ofSeconds(3)); // horizon 3 s: about 35 permits
+        Layover c = client(db, shortWait);
+        c.enqueueBatch(shortWait, args(200)); // the rest in a line 16.5 s long, beyond a told-to-wait job's reach
+        // 3 s pass with no worker running: the booked permits lapse
+        db.update("update layover.scheduled_tasks set execution_time = execution_time - interval '3 seconds',"
+                + " permit_at = permit_at - interval '3 seconds' where task_name = 'short-wait'");
+        db.update("update layover.buckets set request_tat = request_tat - interval '3 seconds' where provider_key = ?", KEY);
+        db.execute("create table public.turns as select task_instance as id,"
+                + " row_number() over (order by execution_time, task_instance) - 1 as turn from layover.scheduled_tasks");
+
+        instances.add(Workers.builder(db.newDataSource(8), "runner").register(shortWait).threads(4)
+                .bucket(KEY, BucketSettings.requestsPerSecond(RATE)).start());
+        dev.layover.testing.Await.equal(Duration.ofSeconds(60), "jobs done", 200L,
+                () -> db.count("select count(*) from layover.job_history where job_type = 'short-wait'"));
+
+        // the lapsed jobs book the permits of the line's first places, past the bucket's burst. Those places
+        // move to the line's end, and the line behind keeps its places. Before, every line job behind the
+        // shift was booked again, a write each, until the line's end came within 3 s (70 of 70 here)
+        String rescheduled = "select count(*) from layover.job_history h join public.turns t on t.id = h.job_id"
+                + " where h.job_type = 'short-wait' and h.reschedules > 0";
+        long behind = db.count(rescheduled + " and t.turn between 100 and 169");
+        assertTrue(behind <= 5, "jobs behind the shift rescheduled: " + behind + " of 70");
+        // the lapsed jobs told to wait, and as many places moved to the end (27 measured)
+        long all = db.count(rescheduled);
+        assertTrue(all <= 60, "jobs rescheduled: " + all + " of 200");
+        assertEquals(0L, db.count("select count(*) from layover.job_history where job_type = 'short-wait'"
+                + " and (reschedules > 1 or outcome <> 'completed')"), "each job moved once at most, none parked");
+    }
+
+    @Test
     void aJobToldToWaitTakesAPlaceAtTheLinesEndNotAPermitAheadOfIt(TestDatabase db) throws Exception {
         JobType<Chat> chat = chat("chat", Duration.ofHours(1));
         client(db, chat).enqueueBatch(chat, args(700)); // 60 s of permits, the rest in the line behind them
