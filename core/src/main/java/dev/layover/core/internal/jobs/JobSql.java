@@ -545,6 +545,25 @@ final class JobSql {
             SELECT m.task_name, count(*) AS reserved FROM moved m, (SELECT count(*) FROM booked) booking GROUP BY m.task_name""";
 
     /**
+     * The end of {@link #PLACE_BACKLOG} and {@link #REALIGN_LINE}: each job of the CTE
+     * {@code places} ({@code task_name}, {@code task_instance}, {@code place}) rescheduled to its
+     * place in the key's waiting line, holding no permit (reason {@code bucket}, {@code reschedules}
+     * + 1, no attempt); returns the jobs moved per job type.
+     */
+    private static final String TO_PLACES = """
+            moved AS (
+                UPDATE layover.scheduled_tasks t
+                SET execution_time = s.place, permit_at = NULL, version = t.version + 1,
+                    reschedules = t.reschedules + 1, last_reschedule_reason = 'bucket',
+                    last_reschedule_detail = 'bucket of ' || p.key || ': """ + LINE_PLACE + "',\n" + """
+                    last_rescheduled_at = p.now
+                FROM places s, p
+                WHERE t.task_name = s.task_name AND t.task_instance = s.task_instance
+                RETURNING t.task_name
+            )
+            SELECT m.task_name, count(*) AS reserved FROM moved m GROUP BY m.task_name""";
+
+    /**
      * Places a key's backlog beyond its booking horizon in the key's waiting line, in one
      * statement that never holds the bucket row (admissions of the key go on meanwhile): the due,
      * unpicked jobs of the key that {@link #RESERVE_BACKLOG} left (oldest first, at most
@@ -584,17 +603,7 @@ final class JobSql {
                        b.line_start + make_interval(secs => (row_number() OVER (ORDER BY l.execution_time, l.task_instance) - 1)
                            / p.rate) AS place
                 FROM locked l, b, p
-            ), moved AS (
-                UPDATE layover.scheduled_tasks t
-                SET execution_time = s.place, permit_at = NULL, version = t.version + 1,
-                    reschedules = t.reschedules + 1, last_reschedule_reason = 'bucket',
-                    last_reschedule_detail = 'bucket of ' || p.key || ': """ + LINE_PLACE + "',\n" + """
-                    last_rescheduled_at = p.now
-                FROM places s, p
-                WHERE t.task_name = s.task_name AND t.task_instance = s.task_instance
-                RETURNING t.task_name
-            )
-            SELECT m.task_name, count(*) AS reserved FROM moved m GROUP BY m.task_name""";
+            ), """ + TO_PLACES;
 
     /**
      * Tries the lock that serializes a key's line moves across the fleet ({@link #PLACE_BACKLOG}
@@ -653,17 +662,7 @@ final class JobSql {
                        p.line_end + make_interval(secs => (row_number() OVER (ORDER BY l.execution_time, l.task_instance))
                            / p.rate) AS place
                 FROM locked l, p
-            ), moved AS (
-                UPDATE layover.scheduled_tasks t
-                SET execution_time = s.place, version = t.version + 1,
-                    reschedules = t.reschedules + 1, last_reschedule_reason = 'bucket',
-                    last_reschedule_detail = 'bucket of ' || p.key || ': """ + LINE_PLACE + "',\n" + """
-                    last_rescheduled_at = p.now
-                FROM places s, p
-                WHERE t.task_name = s.task_name AND t.task_instance = s.task_instance
-                RETURNING t.task_name
-            )
-            SELECT m.task_name, count(*) AS reserved FROM moved m GROUP BY m.task_name""";
+            ), """ + TO_PLACES;
 
     /**
      * A discovered pace's backlog: the key's due, unpicked jobs (the same ones as
