@@ -284,7 +284,7 @@ final class Buckets {
             Map<String, Integer> reserved = new java.util.LinkedHashMap<>(store.reserveBacklog(key, now, b.requestRate(),
                     b.requestCapacity(), BACKLOG_BATCH, horizonSeconds, names, caps));
             gdb.countInline();
-            store.realignLine(key, now, b.requestRate(), b.requestCapacity(), BACKLOG_BATCH, names, caps)
+            store.realignLine(key, now, b.requestRate(), BACKLOG_BATCH, names, caps)
                     .forEach((type, n) -> reserved.merge(type, n, Integer::sum));
             placeBacklog(key, b, now, t, names, caps, reserved);
             if (!reserved.isEmpty()) {
@@ -332,7 +332,7 @@ final class Buckets {
         }
         try {
             gdb.countInline();
-            return store.realignLine(key, now, b.requestRate(), b.requestCapacity(), BACKLOG_BATCH, m.names(), m.caps());
+            return store.realignLine(key, now, b.requestRate(), BACKLOG_BATCH, m.names(), m.caps());
         } catch (RuntimeException e) {
             LOG.warn("Layover: could not realign the waiting line of {} (its jobs are booked again as they come due): {}",
                     key, e.toString());

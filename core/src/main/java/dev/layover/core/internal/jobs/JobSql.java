@@ -618,7 +618,7 @@ final class JobSql {
      * their {@code maxDeferral}; a stall; jobs with deadlines), the bucket's tat has passed the
      * places at the line's front, and each of those jobs would be refused at its place and booked
      * again, and the line behind it with it, a write per job to the line's end. Instead, when the
-     * tat is more than the bucket's burst past the line's first place still ahead, and the line
+     * tat has passed the line's first place still ahead by a request's time or more, and the line
      * reaches past the tat, the line's jobs whose places are ahead of now and behind the tat (the
      * places whose permits are gone; oldest place first, at most {@code max_jobs}, skipping rows
      * another transaction holds; the reservation's job filter) move to the line's end, one
@@ -628,12 +628,12 @@ final class JobSql {
      * locking it; run after {@link #TRY_LOCK_LINE} took the lock, in the same transaction (so a
      * fresh snapshot), so that two workers never move the same shift twice.
      *
-     * <p>Parameters: key, now, request rate (/s), request capacity, max jobs, job type names
-     * (text[]), their reschedule caps (int[]). Returns the jobs moved per job type
-     * ({@code task_name}, {@code reserved}; no row when none).
+     * <p>Parameters: key, now, request rate (/s), max jobs, job type names (text[]), their
+     * reschedule caps (int[]). Returns the jobs moved per job type ({@code task_name},
+     * {@code reserved}; no row when none).
      */
     static final String REALIGN_LINE = """
-            WITH p0 AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS rate, ?::float8 AS cap,
+            WITH p0 AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS rate,
                                ?::int AS max_asked, ?::text[] AS types, ?::int[] AS caps),
             b AS (
                 -- the line's first place ahead and its last place: a probe of V28's scheduled_tasks_line_idx each

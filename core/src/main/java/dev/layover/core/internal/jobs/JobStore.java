@@ -626,18 +626,17 @@ public final class JobStore implements JobWrites {
 
     /**
      * Moves the jobs of a key's waiting line whose places' permits were booked ahead of the line
-     * to its end, when the bucket's tat has passed the line's front by more than its burst
+     * to its end, when the bucket's tat has passed the line's front by a request's time or more
      * ({@link JobSql#REALIGN_LINE}, after {@link JobSql#TRY_LOCK_LINE}, in one transaction).
      *
      * @param requestRate the bucket's request rate (/s): the spacing of places
-     * @param requestCapacity its request capacity: a shift within it is left alone
      * @param maxJobs jobs moved at most
      * @param types job type names whose jobs may be moved
      * @param caps their reschedule caps
      * @return jobs moved per job type (empty when none, or when another worker is moving the key's line)
      */
-    public Map<String, Integer> realignLine(String key, Instant now, double requestRate, double requestCapacity,
-            int maxJobs, List<String> types, List<Integer> caps) {
+    public Map<String, Integer> realignLine(String key, Instant now, double requestRate, int maxJobs, List<String> types,
+            List<Integer> caps) {
         return db.transaction("realigning the waiting line of " + key, c -> {
             try (PreparedStatement lock = c.prepareStatement(JobSql.TRY_LOCK_LINE)) {
                 Db.bind(lock, key);
@@ -648,7 +647,7 @@ public final class JobStore implements JobWrites {
                 }
             }
             try (PreparedStatement ps = c.prepareStatement(JobSql.REALIGN_LINE)) {
-                Db.bind(ps, key, OffsetDateTime.ofInstant(now, ZoneOffset.UTC), requestRate, requestCapacity, maxJobs,
+                Db.bind(ps, key, OffsetDateTime.ofInstant(now, ZoneOffset.UTC), requestRate, maxJobs,
                         c.createArrayOf("text", types.toArray()), c.createArrayOf("integer", caps.toArray()));
                 return countsByType(ps);
             }
