@@ -153,6 +153,8 @@ public final class BacklogBench {
                 + " || case when permit_at is null then '' else '+permit' end as s, count(*) as n"
                 + " from layover.scheduled_tasks where task_name = 'backlog' group by 1) x order by 1"));
         long writes0 = writes(ds);
+        long walBytes0 = BenchDatabase.count(ds, "select wal_bytes::bigint from pg_stat_wal");
+        long walFpi0 = BenchDatabase.count(ds, "select wal_fpi from pg_stat_wal");
         String started = rows(ds, "select now()::text");
         long t0 = System.nanoTime();
         layover.start();
@@ -187,6 +189,10 @@ public final class BacklogBench {
         long done = BenchDatabase.count(ds, "select count(*) from layover.job_history where job_type = 'backlog' and outcome = 'completed'");
         long parked = BenchDatabase.count(ds, "select count(*) from layover.dead_letters where job_type = 'backlog'");
         long writes = writes(ds) - writes0;
+        // the server's, not the arm's alone: a dedicated server (bench/stock-postgres.sh) runs nothing else
+        System.out.println(String.format(Locale.ROOT, "  WAL per done job (whole server): %.0f bytes, %.2f full-page images",
+                (double) (BenchDatabase.count(ds, "select wal_bytes::bigint from pg_stat_wal") - walBytes0) / Math.max(1, done),
+                (double) (BenchDatabase.count(ds, "select wal_fpi from pg_stat_wal") - walFpi0) / Math.max(1, done)));
         long table = BenchDatabase.count(ds, "select pg_table_size('layover.scheduled_tasks')");
         long index = BenchDatabase.count(ds, "select pg_indexes_size('layover.scheduled_tasks')");
         System.out.println("  done per 10 s: " + String.join(" ", trace));

@@ -12,7 +12,8 @@ import java.time.Instant;
  *   <li><b>run time</b>: now (default), at an instant, or after a delay;
  *   <li><b>idempotency key</b>: becomes the job's id. Enqueueing a key that names a live job, or a
  *       dead letter still {@code parked} or in {@code review}, writes nothing and returns that job.
- *       Without a key the id is a random UUID;
+ *       Without a key the id is a new time-ordered UUID (version 7: the enqueue's millisecond, then
+ *       74 random bits), so the primary key of jobs enqueued together shares its index pages;
  *   <li><b>priority</b>: higher runs first among due jobs (only when the Layover instance has
  *       priority enabled; stored either way). Default 0;
  *   <li><b>deadline</b>: absolute ({@link #withDeadline(Instant)}) or relative to the enqueue
@@ -81,7 +82,7 @@ public record EnqueueOptions(Instant runAt, Duration delay, String key, int prio
         this(runAt, delay, key, priority, null, null);
     }
 
-    /** @return run as soon as possible, random id, priority 0 */
+    /** @return run as soon as possible, a new id, priority 0 */
     public static EnqueueOptions now() {
         return NOW;
     }

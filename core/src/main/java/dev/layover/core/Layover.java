@@ -175,7 +175,7 @@ public final class Layover implements AutoCloseable {
     }
 
     /**
-     * Enqueues a job to run now, with a random id.
+     * Enqueues a job to run now, with a new id (a time-ordered UUID, see {@link EnqueueOptions}).
      *
      * @param type a registered job type
      * @param args its arguments
@@ -240,8 +240,8 @@ public final class Layover implements AutoCloseable {
     }
 
     /**
-     * Enqueues many jobs to run now, with random ids, 5,000 rows per {@code INSERT}. Jobs behind a
-     * configured request bucket book their permits in enqueue order, as with
+     * Enqueues many jobs to run now, with new ids (time-ordered UUIDs), 5,000 rows per
+     * {@code INSERT}. Jobs behind a configured request bucket book their permits in enqueue order, as with
      * {@link #enqueue(JobType, Object, EnqueueOptions)}; those beyond the booking horizon are
      * inserted due.
      *

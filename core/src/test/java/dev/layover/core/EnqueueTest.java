@@ -19,6 +19,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -110,6 +111,35 @@ class EnqueueTest {
         Await.until(Duration.ofSeconds(3), "nothing runs early", () -> true);
         assertTrue(ran.isEmpty());
         assertEquals(2, db.count("select count(*) from layover.jobs"));
+    }
+
+    @Test
+    void anIdWithoutAKeyIsATimeOrderedUuidSoJobsEnqueuedTogetherShareTheirKeysIndexPages(TestDatabase db) {
+        long before = System.currentTimeMillis();
+        List<Email> batch = new ArrayList<>();
+        for (int i = 0; i < 2_000; i++) {
+            batch.add(new Email("b" + i + "@x.io", "batch"));
+        }
+        List<Enqueued> many = client(db).enqueueBatch(email, batch);
+        Enqueued one = layover.enqueue(email, new Email("one@x.io", "single"));
+        long after = System.currentTimeMillis();
+        List<UUID> ids = new ArrayList<>();
+        for (Enqueued e : many) {
+            ids.add(UUID.fromString(e.id()));
+        }
+        ids.add(UUID.fromString(one.id()));
+        assertEquals(ids.size(), Set.copyOf(ids).size(), "ids are unique");
+        for (UUID id : ids) {
+            assertEquals(7, id.version(), id.toString());
+            assertEquals(2, id.variant(), id.toString());
+            long millis = id.getMostSignificantBits() >>> 16;
+            assertTrue(millis >= before - 1_000 && millis <= after + 1_000, id + " carries its enqueue's millisecond");
+        }
+        // the single job, enqueued after the batch, sorts after it in the primary key (text order)
+        assertTrue(many.stream().allMatch(e -> e.id().substring(0, 12).compareTo(one.id().substring(0, 12)) <= 0),
+                "time-ordered");
+        assertEquals(2_001L, db.count("SELECT count(*) FROM layover.scheduled_tasks WHERE task_instance ~ "
+                + "'^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$'"));
     }
 
     @Test

@@ -14,7 +14,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.UUID;
 import java.util.function.Function;
 import java.util.function.ToLongFunction;
 import dev.layover.core.tokens.EstimateGuard;
@@ -60,8 +59,8 @@ public final class Enqueuer {
         byte[] data = entry.codec().write(args);
         String name = entry.type().name();
         String providerKey = providerKey(entry, args);
-        String id = options.key() != null ? options.key() : UUID.randomUUID().toString();
         Instant now = clock.instant();
+        String id = options.key() != null ? options.key() : JobIds.next(now.toEpochMilli());
         Instant runAt = options.runTime(now);
         Instant deadline = options.deadlineTime(now);
         String[] limitKeys = limitKeys(entry, args);
@@ -96,7 +95,7 @@ public final class Enqueuer {
             A a = args.get(i);
             EnqueueOptions o = options.apply(a);
             data[i] = entry.codec().write(a);
-            ids[i] = o.key() != null ? o.key() : UUID.randomUUID().toString();
+            ids[i] = o.key() != null ? o.key() : JobIds.next(now.toEpochMilli());
             runAts[i] = o.runTime(now).toString();
             priorities[i] = o.priority();
             keys[i] = providerKey(entry, a);
