@@ -545,6 +545,19 @@ final class JobSql {
             SELECT m.task_name, count(*) AS reserved FROM moved m, (SELECT count(*) FROM booked) booking GROUP BY m.task_name""";
 
     /**
+     * A place in a key's waiting line ahead of now, one probe of V28's {@code scheduled_tasks_line_idx}
+     * ({@code max()}/{@code min()} may be planned as a read of the whole line): {@code %1$s} the
+     * key's column, {@code %2$s} now, {@code %3$s} {@code ASC} for the line's first place,
+     * {@code DESC} for its last. The statement's gate counterpart is {@code StateSql}'s line probe
+     * (the gate's SQL stays in its package).
+     */
+    private static final String LINE_PROBE = """
+            (SELECT t.execution_time FROM layover.scheduled_tasks t
+             WHERE t.provider_key = %1$s AND NOT t.picked AND t.permit_at IS NULL
+               AND t.last_reschedule_reason = 'bucket' AND t.execution_time > %2$s
+             ORDER BY t.execution_time %3$s LIMIT 1)""";
+
+    /**
      * The end of {@link #PLACE_BACKLOG} and {@link #REALIGN_LINE}: each job of the CTE
      * {@code places} ({@code task_name}, {@code task_instance}, {@code place}) rescheduled to its
      * place in the key's waiting line, holding no permit (reason {@code bucket}, {@code reschedules}
@@ -588,12 +601,9 @@ final class JobSql {
             serial AS (SELECT pg_advisory_xact_lock(hashtext('layover.backlog_line:' || p.key)) FROM p),
             b AS (
                 SELECT greatest(bk.request_tat, p.now,
-                                -- the line's last place: one probe of V28's scheduled_tasks_line_idx (max() may be
-                                -- planned as a read of the whole line)
-                                (SELECT t.execution_time + make_interval(secs => 1 / p.rate) FROM layover.scheduled_tasks t
-                                 WHERE t.provider_key = p.key AND NOT t.picked AND t.permit_at IS NULL
-                                   AND t.last_reschedule_reason = 'bucket' AND t.execution_time > p.now
-                                 ORDER BY t.execution_time DESC LIMIT 1)) AS line_start
+                                -- a request's time behind the line's last place
+                                """ + LINE_PROBE.formatted("p.key", "p.now", "DESC")
+            + " + make_interval(secs => 1 / p.rate)) AS line_start\n" + """
                 FROM layover.buckets bk JOIN p ON bk.provider_key = p.key, (SELECT count(*) FROM serial) one
                 WHERE bk.request_tat IS NOT NULL
             ), """
@@ -636,16 +646,10 @@ final class JobSql {
             WITH p0 AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS rate,
                                ?::int AS max_asked, ?::text[] AS types, ?::int[] AS caps),
             b AS (
-                -- the line's first place ahead and its last place: a probe of V28's scheduled_tasks_line_idx each
+                -- the line's first place ahead and its last place
                 SELECT bk.request_tat AS tat,
-                       (SELECT t.execution_time FROM layover.scheduled_tasks t
-                        WHERE t.provider_key = p0.key AND NOT t.picked AND t.permit_at IS NULL
-                          AND t.last_reschedule_reason = 'bucket' AND t.execution_time > p0.now
-                        ORDER BY t.execution_time LIMIT 1) AS line_front,
-                       (SELECT t.execution_time FROM layover.scheduled_tasks t
-                        WHERE t.provider_key = p0.key AND NOT t.picked AND t.permit_at IS NULL
-                          AND t.last_reschedule_reason = 'bucket' AND t.execution_time > p0.now
-                        ORDER BY t.execution_time DESC LIMIT 1) AS line_end
+                       """ + LINE_PROBE.formatted("p0.key", "p0.now", "ASC") + " AS line_front,\n"
+            + LINE_PROBE.formatted("p0.key", "p0.now", "DESC") + " AS line_end\n" + """
                 FROM layover.buckets bk JOIN p0 ON bk.provider_key = p0.key
                 WHERE p0.rate > 0
             ), p AS (
