@@ -22,7 +22,9 @@ import javax.sql.DataSource;
  * ({@code pg_stat_user_tables}: updates + deletes of {@code scheduled_tasks} per done job), jobs
  * parked, the job table's size and its growth over the run (table and indexes at the end against
  * right after the enqueue: the table's size itself is its rows), and how long the worker's picks
- * took (p50, p99: each lock-and-fetch as the worker sent it, {@link PickTimer}). The same run with
+ * took (p50, p99: each lock-and-fetch as the worker sent it, {@link PickTimer}); printed beside them,
+ * the server's WAL bytes and full-page images per done job ({@code pg_stat_wal}: the whole server's,
+ * so on a server of its own, {@code bench/stock-postgres.sh}). The same run with
  * a small backlog is the reference: the goal is a ratio of at most 1.2 on every figure.
  */
 public final class BacklogBench {
