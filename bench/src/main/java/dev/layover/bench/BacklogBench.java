@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
 
 /**
@@ -25,12 +26,16 @@ import javax.sql.DataSource;
  * took (p50, p99: each lock-and-fetch as the worker sent it, {@link PickTimer}); printed beside them,
  * the server's WAL bytes and full-page images per done job ({@code pg_stat_wal}: the whole server's,
  * so on a server of its own, {@code bench/stock-postgres.sh}). The same run with
- * a small backlog is the reference: the goal is a ratio of at most 1.2 on every figure.
+ * a small backlog is the reference: the goal is a ratio of at most 1.2 on every figure. Held (the
+ * runner's default), each arm keeps its backlog at its size by enqueuing as many jobs as its worker
+ * ran, so a 10,000-job arm runs as long as a million-job one and its p99 comes from as many picks
+ * over the same checkpoints and autovacuums. Printed too: the autovacuums of the job table and the
+ * server's checkpoints during the run, and when the picks at or above p99 were sent.
  */
 public final class BacklogBench {
 
     /** One arm's figures. */
-    public record Arm(int jobs, int keys, double rate, double seconds, long done, long parked, long writes,
+    public record Arm(int jobs, int keys, boolean held, double rate, double seconds, long done, long parked, long writes,
             long tableBytes, long indexBytes, long bytesAtStart, int picks, double pickP50Ms, double pickP99Ms) {
 
         /** The job table and its indexes at the end, against right after the enqueue: what the run's writes left. */
@@ -48,10 +53,10 @@ public final class BacklogBench {
 
         String row() {
             return String.format(Locale.ROOT,
-                    "| %,d jobs, %d key%s | %.3f R (%,d done in %.0f s) | %.2f | %.2f / %.2f ms (%,d picks) | %,d"
+                    "| %,d jobs%s, %d key%s | %.3f R (%,d done in %.0f s) | %.2f | %.2f / %.2f ms (%,d picks) | %,d"
                             + " | %.1f MB + %.1f MB idx | %.2f× |",
-                    jobs, keys, keys == 1 ? "" : "s", goodputShare(), done, seconds, writesPerSuccess(), pickP50Ms, pickP99Ms,
-                    picks, parked, tableBytes / 1e6, indexBytes / 1e6, growth());
+                    jobs, held ? " held" : "", keys, keys == 1 ? "" : "s", goodputShare(), done, seconds, writesPerSuccess(),
+                    pickP50Ms, pickP99Ms, picks, parked, tableBytes / 1e6, indexBytes / 1e6, growth());
         }
     }
 
@@ -68,16 +73,21 @@ public final class BacklogBench {
      * @param manyKeys the keys of the many-keys arms
      * @param run how long each arm's worker runs
      * @param threads the worker's threads
+     * @param hold whether each arm holds its backlog at its size for the whole run ({@link #run})
      */
-    public record Settings(int small, int deep, int manyKeys, Duration run, int threads) {
-        /** @return the full run: 10,000 against 1,000,000 jobs, 1 and 10 keys, {@code -Dlayover.bench.backlog.seconds} (120) each */
+    public record Settings(int small, int deep, int manyKeys, Duration run, int threads, boolean hold) {
+        /**
+         * @return the full run: 10,000 against 1,000,000 jobs, 1 and 10 keys, {@code -Dlayover.bench.backlog.seconds}
+         *     (120) each, backlogs held
+         */
         public static Settings full() {
-            return new Settings(10_000, 1_000_000, 10, Duration.ofSeconds(Long.getLong("layover.bench.backlog.seconds", 120)), 8);
+            return new Settings(10_000, 1_000_000, 10, Duration.ofSeconds(Long.getLong("layover.bench.backlog.seconds", 120)), 8,
+                    true);
         }
 
-        /** @return a smoke run: 1,000 against 20,000 jobs, 15 s each */
+        /** @return a smoke run: 1,000 against 20,000 jobs, 15 s each, backlogs held */
         public static Settings quick() {
-            return new Settings(1_000, 20_000, 4, Duration.ofSeconds(15), 4);
+            return new Settings(1_000, 20_000, 4, Duration.ofSeconds(15), 4, true);
         }
     }
 
@@ -97,7 +107,7 @@ public final class BacklogBench {
         List<Arm> arms = new ArrayList<>();
         for (int[] a : new int[][] {{s.small(), 1}, {s.deep(), 1}, {s.small(), s.manyKeys()}, {s.deep(), s.manyKeys()}}) {
             try (BenchDatabase db = BenchDatabase.open(args, 12, "_backlog")) {
-                arms.add(run(db.dataSource(), a[0], a[1], 50, s.run(), s.threads()));
+                arms.add(run(db.dataSource(), a[0], a[1], 50, s.run(), s.threads(), s.hold()));
             }
         }
         return arms;
@@ -113,12 +123,21 @@ public final class BacklogBench {
      * @param rate each key's bucket, requests/s
      * @param run how long the worker runs
      * @param threads the worker's threads
+     * @param hold whether the backlog stays at {@code jobs} for the whole run: each second the bench
+     *     enqueues as many jobs as the worker ran (so a small backlog does not run out, and a small and a
+     *     deep arm take in the same checkpoints, autovacuums and job history over the same time);
+     *     otherwise the backlog drains and the arm ends when it runs out
      * @return the arm's figures
      * @throws Exception on failure
      */
-    public static Arm run(DataSource ds, int jobs, int keys, double rate, Duration run, int threads) throws Exception {
+    public static Arm run(DataSource ds, int jobs, int keys, double rate, Duration run, int threads, boolean hold)
+            throws Exception {
+        AtomicLong handled = new AtomicLong();
         JobType<Noop> type = JobType.builder("backlog", Noop.class).providerKey(n -> "bk:" + (n.n() % keys))
-                .handler((a, ctx) -> Outcome.done()).build();
+                .handler((a, ctx) -> {
+                    handled.incrementAndGet();
+                    return Outcome.done();
+                }).build();
         PickTimer picks = new PickTimer();
         Layover.Builder b = Layover.builder(picks.wrap(ds)).register(type).threads(threads);
         for (int k = 0; k < keys; k++) {
@@ -134,14 +153,7 @@ public final class BacklogBench {
         }
         configurer.build().start().stop();
         long e0 = System.nanoTime();
-        List<Noop> chunk = new ArrayList<>(ENQUEUE_CHUNK);
-        for (int i = 1; i <= jobs; i++) {
-            chunk.add(new Noop(i));
-            if (chunk.size() == ENQUEUE_CHUNK || i == jobs) {
-                layover.enqueueBatch(type, chunk);
-                chunk.clear();
-            }
-        }
+        enqueue(layover, type, 1, jobs);
         double enqueueSeconds = (System.nanoTime() - e0) / 1e9;
         BenchDatabase.exec(ds, "analyze layover.scheduled_tasks");
         if (!rows(ds, "show autovacuum").equals("on")) {
@@ -157,23 +169,39 @@ public final class BacklogBench {
         long writes0 = writes(ds);
         long walBytes0 = BenchDatabase.count(ds, "select wal_bytes::bigint from pg_stat_wal");
         long walFpi0 = BenchDatabase.count(ds, "select wal_fpi from pg_stat_wal");
+        long vacuums0 = autovacuums(ds);
+        long checkpoints0 = checkpoints(ds);
         String started = rows(ds, "select now()::text");
+        long startedAtMillis = System.currentTimeMillis();
         long t0 = System.nanoTime();
         layover.start();
         long doneBefore = 0;
+        long enqueued = jobs;
+        long toppedUp = 0;
         List<String> trace = new ArrayList<>();
         long end = t0 + run.toNanos();
+        long nextTrace = t0 + 10_000_000_000L;
         while (System.nanoTime() < end) {
-            Thread.sleep(Math.min(10_000, Math.max(1, (end - System.nanoTime()) / 1_000_000)));
+            Thread.sleep(Math.min(1_000, Math.max(1, (end - System.nanoTime()) / 1_000_000)));
+            if (hold) {
+                long owed = handled.get() - toppedUp;
+                enqueue(layover, type, enqueued + 1, enqueued + owed);
+                enqueued += owed;
+                toppedUp += owed;
+            }
+            if (System.nanoTime() < nextTrace && System.nanoTime() < end) {
+                continue;
+            }
+            nextTrace += 10_000_000_000L;
             long done = BenchDatabase.count(ds, "select count(*) from layover.job_history where job_type = 'backlog' and outcome = 'completed'");
             trace.add(String.format(Locale.ROOT, "%.0fs:%d", (System.nanoTime() - t0) / 1e9, done - doneBefore));
             doneBefore = done;
-            if (ranOut(ds)) {
+            if (!hold && ranOut(ds)) {
                 break; // the rest of the run would measure an idle worker
             }
         }
         double secs = (System.nanoTime() - t0) / 1e9;
-        if (ranOut(ds)) {
+        if (!hold && ranOut(ds)) {
             // the backlog ran out: its goodput is over the time it had work
             secs = Double.parseDouble(rows(ds, "select extract(epoch from max(finished_at) - '" + started
                     + "'::timestamptz) from layover.job_history where job_type = 'backlog'"));
@@ -198,11 +226,49 @@ public final class BacklogBench {
         long table = BenchDatabase.count(ds, "select pg_table_size('layover.scheduled_tasks')");
         long index = BenchDatabase.count(ds, "select pg_indexes_size('layover.scheduled_tasks')");
         System.out.println("  done per 10 s: " + String.join(" ", trace));
+        if (hold) {
+            System.out.println(String.format(Locale.ROOT, "  held: %,d jobs enqueued during the run to keep the backlog at %,d",
+                    toppedUp, jobs));
+        }
+        // what a long run takes in that a short one mostly misses, and when the slowest picks were sent
+        System.out.println("  started at " + started + " (the database's clock); during the run: "
+                + (autovacuums(ds) - vacuums0) + " autovacuums of the job table, " + (checkpoints(ds) - checkpoints0) + " checkpoints");
+        List<PickTimer.Pick> slow = picks.atOrAbove(0.99);
+        System.out.println("  picks at or above p99, s into the run (ms): " + String.join(" ", slow.stream().limit(100)
+                .map(p -> String.format(Locale.ROOT, "%.0f(%.0f)", (p.startedAtMillis() - startedAtMillis) / 1e3, p.nanos() / 1e6))
+                .toList()));
         // how often each job was moved before it ran: its place or permit kept (0), or told to wait (1, 2, ...)
         System.out.println("  done jobs by reschedules: " + rows(ds, "select reschedules || ': ' || count(*) from layover.job_history"
                 + " where job_type = 'backlog' group by reschedules order by reschedules"));
-        return new Arm(jobs, keys, rate, secs, done, parked, writes, table, index, bytesAtStart, picks.count(),
+        return new Arm(jobs, keys, hold, rate, secs, done, parked, writes, table, index, bytesAtStart, picks.count(),
                 picks.quantile(0.5), picks.quantile(0.99));
+    }
+
+    /** Enqueues the jobs numbered {@code from..to} (none when {@code to < from}), {@value #ENQUEUE_CHUNK} a call. */
+    private static void enqueue(Layover layover, JobType<Noop> type, long from, long to) {
+        List<Noop> chunk = new ArrayList<>(ENQUEUE_CHUNK);
+        for (long i = from; i <= to; i++) {
+            chunk.add(new Noop((int) i));
+            if (chunk.size() == ENQUEUE_CHUNK || i == to) {
+                layover.enqueueBatch(type, chunk);
+                chunk.clear();
+            }
+        }
+    }
+
+    /** @return the job table's autovacuums so far */
+    private static long autovacuums(DataSource ds) throws Exception {
+        return BenchDatabase.count(ds, "select autovacuum_count from pg_stat_user_tables where schemaname = 'layover'"
+                + " and relname = 'scheduled_tasks'");
+    }
+
+    /** @return the server's checkpoints so far, -1 where {@code pg_stat_bgwriter} no longer counts them (PostgreSQL 17+) */
+    private static long checkpoints(DataSource ds) throws Exception {
+        try {
+            return BenchDatabase.count(ds, "select checkpoints_timed + checkpoints_req from pg_stat_bgwriter");
+        } catch (java.sql.SQLException e) {
+            return BenchDatabase.count(ds, "select num_timed + num_requested from pg_stat_checkpointer");
+        }
     }
 
     /** @return whether no job of the backlog is left (one index probe, not a count of a million rows) */
@@ -230,7 +296,7 @@ public final class BacklogBench {
 
     /**
      * Runs arms from the command line, each in a scratch database: {@code --jdbc-url URL --arm
-     * JOBS:KEYS [--arm ...] --seconds S}.
+     * JOBS:KEYS [--arm ...] --seconds S [--hold]} ({@code --hold}: each arm keeps its backlog at its size).
      *
      * @param args the arguments
      * @throws Exception on failure
@@ -238,6 +304,7 @@ public final class BacklogBench {
     public static void main(String[] args) throws Exception {
         List<int[]> arms = new ArrayList<>();
         int seconds = 120;
+        boolean hold = List.of(args).contains("--hold");
         for (int i = 0; i < args.length - 1; i++) {
             if (args[i].equals("--arm")) {
                 String[] p = args[i + 1].split(":");
@@ -250,7 +317,7 @@ public final class BacklogBench {
         for (int[] a : arms) {
             try (BenchDatabase db = BenchDatabase.open(args, 12)) {
                 System.out.println("arm " + a[0] + " jobs, " + a[1] + " keys");
-                results.add(run(db.dataSource(), a[0], a[1], 50, Duration.ofSeconds(seconds), 8));
+                results.add(run(db.dataSource(), a[0], a[1], 50, Duration.ofSeconds(seconds), 8, hold));
                 System.out.println(results.get(results.size() - 1).row());
             }
         }

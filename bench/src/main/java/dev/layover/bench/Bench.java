@@ -547,8 +547,10 @@ public final class Bench {
     }
 
     private static void backlog(PrintStream out, List<BacklogBench.Arm> arms, BacklogBench.Settings s, long t) {
-        out.printf(Locale.ROOT, "### Deep backlog: jobs enqueued at once behind keys of 50 requests/s each, one worker of %d threads, "
-                + "%d s per arm, each arm in its own database%n%n", s.threads(), s.run().toSeconds());
+        out.printf(Locale.ROOT, "### Deep backlog: jobs enqueued at once behind keys of 50 requests/s each%s, one worker of %d threads, "
+                + "%d s per arm, each arm in its own database%n%n",
+                s.hold() ? ", each backlog held at its size (as many jobs enqueued each second as ran)" : "", s.threads(),
+                s.run().toSeconds());
         out.println("| arm | goodput | job-row writes per success | pick p50 / p99 | parked | job table | growth over the run |");
         out.println("|---|---|---|---|---|---|---|");
         arms.forEach(a -> out.println(a.row()));

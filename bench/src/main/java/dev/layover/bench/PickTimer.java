@@ -20,7 +20,10 @@ import javax.sql.DataSource;
  */
 final class PickTimer {
 
-    private final List<Long> nanos = Collections.synchronizedList(new ArrayList<>());
+    /** One pick: when it was sent (epoch ms) and how long it took (ns). */
+    record Pick(long startedAtMillis, long nanos) {}
+
+    private final List<Pick> picks = Collections.synchronizedList(new ArrayList<>());
 
     /** @return {@code ds} with every pick timed */
     DataSource wrap(DataSource ds) {
@@ -33,8 +36,8 @@ final class PickTimer {
 
     /** @return the picks' durations, ms, sorted */
     double[] millis() {
-        synchronized (nanos) {
-            return nanos.stream().sorted().mapToDouble(n -> n / 1e6).toArray();
+        synchronized (picks) {
+            return picks.stream().mapToLong(Pick::nanos).sorted().mapToDouble(n -> n / 1e6).toArray();
         }
     }
 
@@ -46,7 +49,16 @@ final class PickTimer {
 
     /** @return picks timed */
     int count() {
-        return nanos.size();
+        return picks.size();
+    }
+
+    /** @return the picks at or above the q-quantile (0..1), in the order they were sent */
+    List<Pick> atOrAbove(double q) {
+        double limitMs = quantile(q);
+        synchronized (picks) {
+            return picks.stream().filter(p -> p.nanos() / 1e6 >= limitMs)
+                    .sorted(java.util.Comparator.comparingLong(Pick::startedAtMillis)).toList();
+        }
     }
 
     private Connection connection(Connection c) {
@@ -71,11 +83,12 @@ final class PickTimer {
             if (!m.getName().startsWith("execute")) {
                 return invoke(ps, m, args);
             }
+            long at = System.currentTimeMillis();
             long t = System.nanoTime();
             try {
                 return invoke(ps, m, args);
             } finally {
-                nanos.add(System.nanoTime() - t);
+                picks.add(new Pick(at, System.nanoTime() - t));
             }
         };
         return (PreparedStatement) Proxy.newProxyInstance(PreparedStatement.class.getClassLoader(),
