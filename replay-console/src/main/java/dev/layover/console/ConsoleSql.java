@@ -259,9 +259,10 @@ final class ConsoleSql {
      * One window of {@code layover.time_series}, summed over job types and provider keys (or one
      * of each), already in points of {@code step} buckets: the database's time and current
      * bucket, then a row per point, counter and detail (counts summed; the gauges {@code due} and
-     * {@code waiting} summed per bucket, then their largest per point). Parameters: bucket seconds
-     * (three times), window seconds, bucket seconds, provider key (twice), job type (twice), point
-     * seconds.
+     * {@code waiting} summed per bucket, then their largest per point), and whatever key or type
+     * is asked, the markers {@code sampled} of the buckets where the depth was sampled. Parameters:
+     * bucket seconds (three times), window seconds, bucket seconds, provider key (twice), job type
+     * (twice), point seconds.
      */
     static final String TIME_SERIES = """
             WITH c AS (
@@ -273,7 +274,8 @@ final class ConsoleSql {
                 SELECT t.bucket_start, t.counter, t.detail, sum(t.amount) AS amount
                 FROM layover.time_series t, w
                 WHERE t.bucket_seconds = ? AND t.bucket_start >= w.first_bucket
-                  AND (?::text IS NULL OR t.provider_key = ?) AND (?::text IS NULL OR t.job_type = ?)
+                  AND ((?::text IS NULL OR t.provider_key = ?) AND (?::text IS NULL OR t.job_type = ?)
+                       OR t.counter = 'sampled')
                 GROUP BY 1, 2, 3
             ), p AS (
                 SELECT floor(extract(epoch FROM b.bucket_start - w.first_bucket) / ?)::int AS point, b.counter, b.detail,

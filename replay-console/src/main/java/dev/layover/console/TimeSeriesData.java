@@ -14,7 +14,11 @@ import java.util.Map;
  * One window of {@code layover.time_series} as the console shows it: dense points (a bucket
  * without a row counted zero) of at most {@link #MAX_POINTS}, each point summing {@code step}
  * buckets (the gauges {@code due} and {@code waiting} keep their largest sample instead), one
- * series per counter and detail.
+ * series per counter and detail. The depth is sampled every 10 to 60 s (core's time series: less
+ * often as the job table grows), and each sample marks its buckets ({@code sampled}): a point
+ * without a marker and without a gauge row was not sampled, so the gauges carry the previous
+ * point's value there, where a point with a marker and no gauge row had no such jobs (0). A window
+ * without any marker (rows written before the markers) reads as before: no row, zero.
  *
  * @param at the database's time of the read
  * @param bucketSeconds 10, 60 or 3600
@@ -61,6 +65,9 @@ record TimeSeriesData(Instant at, int bucketSeconds, int stepSeconds, List<Insta
         }
     }
 
+    /** The marker core's time series writes with each sample of the depth (job type and provider key ''). */
+    static final String SAMPLED = "sampled";
+
     static boolean gauge(String counter) {
         return counter.equals("due") || counter.equals("waiting");
     }
@@ -82,6 +89,8 @@ record TimeSeriesData(Instant at, int bucketSeconds, int stepSeconds, List<Insta
             starts.add(first.plusSeconds((long) bucketSeconds * step * i));
         }
         Map<String, Series> byName = new LinkedHashMap<>();
+        boolean[] sampled = new boolean[points];
+        boolean anyMarker = false;
         for (JsonNode r : rows) {
             String counter = r.path("counter").asText();
             String detail = r.path("detail").isNull() ? null : r.path("detail").asText(null);
@@ -89,12 +98,26 @@ record TimeSeriesData(Instant at, int bucketSeconds, int stepSeconds, List<Insta
             if (index < 0 || index >= points) {
                 continue;
             }
+            if (counter.equals(SAMPLED) || gauge(counter)) {
+                sampled[(int) index] = true;
+                if (counter.equals(SAMPLED)) {
+                    anyMarker = true;
+                    continue;
+                }
+            }
             Series s = byName.computeIfAbsent(counter + "\u0000" + detail, k -> new Series(counter, detail, new long[points]));
             long v = r.path("amount").asLong();
             int i = (int) index;
             s.values()[i] = gauge(counter) ? Math.max(s.values()[i], v) : s.values()[i] + v;
         }
         List<Series> series = new ArrayList<>(byName.values());
+        if (anyMarker) {
+            for (Series g : series) {
+                if (gauge(g.counter())) {
+                    carryForward(g.values(), sampled);
+                }
+            }
+        }
         series.sort((a, b) -> {
             int c = Integer.compare(order(a.counter()), order(b.counter()));
             if (c != 0) {
@@ -103,6 +126,15 @@ record TimeSeriesData(Instant at, int bucketSeconds, int stepSeconds, List<Insta
             return String.valueOf(a.detail()).compareTo(String.valueOf(b.detail()));
         });
         return new TimeSeriesData(at, bucketSeconds, bucketSeconds * step, starts, series);
+    }
+
+    /** A gauge at a point not sampled is the previous point's (the first point's stays 0: before the window, unknown). */
+    private static void carryForward(long[] values, boolean[] sampled) {
+        for (int i = 1; i < values.length; i++) {
+            if (!sampled[i]) {
+                values[i] = values[i - 1];
+            }
+        }
     }
 
     private static int order(String counter) {

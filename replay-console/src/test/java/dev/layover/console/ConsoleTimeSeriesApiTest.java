@@ -2,6 +2,7 @@ package dev.layover.console;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -105,6 +106,61 @@ class ConsoleTimeSeriesApiTest {
         assertEquals(3600, week.path("bucketSeconds").asInt());
         assertEquals(168, week.path("starts").size(), "a week of hour rows");
         assertEquals(105, series(week, "completed", null).path("total").asLong(), "the hour rows of the same counts");
+    }
+
+    /**
+     * Core samples the depth every 10 to 60 s and marks each sample: a gauge carries its last sample
+     * across the buckets no sample reached, and a marked bucket without a gauge row is an empty queue.
+     */
+    @Test
+    void aGaugeCarriesItsLastSampleAcrossBucketsNotSampled(TestDatabase db) {
+        start(db);
+        gauge(db, 50, "due", 7);
+        gauge(db, 50, "sampled", 1);
+        gauge(db, 20, "sampled", 1); // sampled, and none due: 0 from here
+        long[] due = dueValues(api.get("/api/time-series?resolution=10s&minutes=60&providerKey=test%3Aprovider").json());
+        int at = firstNonZero(due);
+        assertTrue(at == 354 || at == 353, "the sample 50 s before the current bucket (a bucket later if one began): " + at);
+        assertEquals(7, due[at + 1], "not sampled 40 s ago: the last sample");
+        assertEquals(7, due[at + 2], "nor 30 s ago");
+        for (int i = at + 3; i < due.length; i++) {
+            assertEquals(0, due[i], "sampled 20 s ago with none due, and carried from there: " + i);
+        }
+        assertNull(series(api.get("/api/time-series?resolution=10s&minutes=60").json(), "sampled", null),
+                "the markers are no series");
+
+        db.update("DELETE FROM layover.time_series_counts WHERE counter = 'sampled'");
+        due = dueValues(api.get("/api/time-series?resolution=10s&minutes=60&providerKey=test%3Aprovider").json());
+        at = firstNonZero(due);
+        for (int i = at + 1; i < due.length; i++) {
+            assertEquals(0, due[i], "rows from before the markers: a bucket without a row is 0, as it was: " + i);
+        }
+    }
+
+    /** A 10-second row {@code secondsAgo} before the current bucket, for work on test:provider (a marker: job type and key ''). */
+    private static void gauge(TestDatabase db, int secondsAgo, String counter, long amount) {
+        boolean marker = counter.equals("sampled");
+        db.update("INSERT INTO layover.time_series_counts (bucket_seconds, bucket, job_type, provider_key, counter, amount)"
+                + " VALUES (10, to_timestamp(floor(extract(epoch FROM now()) / 10) * 10) - make_interval(secs => ?), ?, ?, ?, ?)",
+                secondsAgo, marker ? "" : "work", marker ? "" : "test:provider", counter, amount);
+    }
+
+    private static long[] dueValues(JsonNode answer) {
+        JsonNode values = series(answer, "due", null).path("values");
+        long[] out = new long[values.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = values.get(i).asLong();
+        }
+        return out;
+    }
+
+    private static int firstNonZero(long[] values) {
+        for (int i = 0; i < values.length; i++) {
+            if (values[i] != 0) {
+                return i;
+            }
+        }
+        throw new AssertionError("no sample in the window");
     }
 
     @Test

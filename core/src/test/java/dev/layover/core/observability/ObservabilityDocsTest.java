@@ -69,12 +69,13 @@ class ObservabilityDocsTest {
                 update layover.dead_letters set errors = '[{"attempt": 1, "kind": "error", "error_class": "X",
                     "message": "m", "stack_trace": "java.lang.IllegalStateException: m\\n\\tat a.B.c(B.java:1)"}]'::jsonb
                 where job_id = 'doc-7'""");
-        db.value("SELECT layover.time_series_add(ARRAY['translate', 'translate', 'translate'],"
-                + " ARRAY['openai:gpt-4o', 'openai:gpt-4o', 'openai:gpt-4o'], ARRAY['rate_limited', 'completed', 'due'],"
-                + " ARRAY['', '', ''], ARRAY[3, 40, 7]::bigint[])");
+        // a flush's counts and its sample of the depth, with the sample's marker
+        db.value("SELECT layover.time_series_add(ARRAY['translate', 'translate', 'translate', ''],"
+                + " ARRAY['openai:gpt-4o', 'openai:gpt-4o', 'openai:gpt-4o', ''], ARRAY['rate_limited', 'completed', 'due', 'sampled'],"
+                + " ARRAY['', '', '', ''], ARRAY[3, 40, 7, 1]::bigint[])");
 
         List<String> queries = queries();
-        assertEquals(9, queries.size(), "the documented queries");
+        assertEquals(10, queries.size(), "the documented queries");
         for (String q : queries) {
             assertFalse(db.rows(q).isEmpty(), "the seeded data answers this documented query:\n" + q);
         }
@@ -92,8 +93,11 @@ class ObservabilityDocsTest {
         assertEquals(20000L, lines.get(0).get("wait_ms"));
         assertTrue(((String) db.rows(queries.get(5)).get(0).get("stack_trace")).startsWith("java.lang.IllegalStateException"));
         assertEquals(3L, ((Number) db.rows(queries.get(6)).get(0).get("rate_limited")).longValue());
-        assertEquals(2, db.rows(queries.get(7)).size(), "completed and rate_limited, not the gauge");
+        assertEquals(2, db.rows(queries.get(7)).size(), "completed and rate_limited, not the gauge nor the marker");
         assertEquals(7L, ((Number) db.rows(queries.get(8)).get(0).get("due")).longValue());
+        List<Map<String, Object>> depth = db.rows(queries.get(9));
+        assertEquals(1, depth.size(), "the last sample's gauges: " + depth);
+        assertEquals(7L, ((Number) depth.get(0).get("amount")).longValue());
     }
 
     @Test

@@ -148,6 +148,39 @@ class TimeSeriesTest {
                 "the busiest key keeps its own row");
     }
 
+    /**
+     * The depth's sample counts the whole job table: the cluster takes one per 10 s up to 100,000
+     * jobs and 10 s more per 100,000 (the table's estimated rows), each marked {@code sampled}.
+     */
+    @Test
+    void theDepthIsSampledLessOftenAsTheJobTableGrowsAndEachSampleIsMarked(TestDatabase db) {
+        JobType<Work> ts = type("ts", "fake:ts");
+        flushOnce(db, ts);
+        assertEquals(1, sum(db, 10, "", "sampled", null), "the sample's marker, job type and key ''");
+        assertEquals(1, sum(db, 60, "", "sampled", null));
+
+        db.update("INSERT INTO layover.scheduled_tasks (task_name, task_instance, execution_time, picked, version)"
+                + " SELECT 'ts-bulk', 'job-' || i, now() + interval '1 day', false, 1 FROM generate_series(1, 250000) i");
+        db.execute("ANALYZE layover.scheduled_tasks");
+        db.update("DELETE FROM layover.time_series_counts");
+        // 250,000 rows: a sample every 20 s. One taken 15 s ago (10 s would sample again) holds the next back
+        db.update("INSERT INTO layover.time_series_counts (bucket_seconds, bucket, job_type, counter, amount)"
+                + " VALUES (10, now() - interval '15 seconds', '', 'sampled', 1)");
+        flushOnce(db, ts);
+        assertEquals(0, sum(db, 10, "ts-bulk", "waiting", null), "no sample within 20 s of the last");
+        assertEquals(1, sum(db, 10, "", "sampled", null), "no marker either");
+
+        db.update("UPDATE layover.time_series_counts SET bucket = now() - interval '25 seconds' WHERE counter = 'sampled'");
+        flushOnce(db, ts);
+        assertEquals(250_000, sum(db, 10, "ts-bulk", "waiting", null), "sampled 25 s after the last");
+        assertEquals(2, sum(db, 10, "", "sampled", null), "and marked");
+    }
+
+    /** Starts an instance and stops it: one flush (it samples the depth when a sample is due). */
+    private void flushOnce(TestDatabase db, JobType<Work> type) {
+        ObservabilityFixtures.builder(db).register(type).timeSeriesFlushInterval(Duration.ofHours(1)).start().stop();
+    }
+
     @Test
     void theFlushRunsByItselfWhileRunningAndReplaysAreCountedByTheirStatement(TestDatabase db) throws Exception {
         JobType<Work> ts = type("ts", "fake:ts");
