@@ -262,7 +262,7 @@ final class ConsoleSql {
      * {@code waiting} summed per bucket, then their largest per point), and whatever key or type
      * is asked, the markers {@code sampled} of the buckets where the depth was sampled. Parameters:
      * bucket seconds (three times), window seconds, bucket seconds, provider key (twice), job type
-     * (twice), point seconds.
+     * (twice), bucket seconds, point seconds.
      */
     static final String TIME_SERIES = """
             WITH c AS (
@@ -273,9 +273,15 @@ final class ConsoleSql {
             ), b AS (
                 SELECT t.bucket_start, t.counter, t.detail, sum(t.amount) AS amount
                 FROM layover.time_series t, w
+                WHERE t.bucket_seconds = ? AND t.bucket_start >= w.first_bucket AND t.counter <> 'sampled'
+                  AND (?::text IS NULL OR t.provider_key = ?) AND (?::text IS NULL OR t.job_type = ?)
+                GROUP BY 1, 2, 3
+                UNION ALL
+                -- the markers apart, so that a key's window still reads the key's index (an OR would scan the window)
+                SELECT t.bucket_start, t.counter, t.detail, sum(t.amount)
+                FROM layover.time_series t, w
                 WHERE t.bucket_seconds = ? AND t.bucket_start >= w.first_bucket
-                  AND ((?::text IS NULL OR t.provider_key = ?) AND (?::text IS NULL OR t.job_type = ?)
-                       OR t.counter = 'sampled')
+                  AND t.provider_key IS NULL AND t.job_type = '' AND t.counter = 'sampled'
                 GROUP BY 1, 2, 3
             ), p AS (
                 SELECT floor(extract(epoch FROM b.bucket_start - w.first_bucket) / ?)::int AS point, b.counter, b.detail,
@@ -647,7 +653,7 @@ final class ConsoleSql {
         int points = (buckets + step - 1) / step;
         long span = (long) bucketSeconds * step * points;
         ArrayNode rows = query("reading the time series", TIME_SERIES, bucketSeconds, bucketSeconds, bucketSeconds, span,
-                bucketSeconds, providerKey, providerKey, jobType, jobType, bucketSeconds * step);
+                bucketSeconds, providerKey, providerKey, jobType, jobType, bucketSeconds, bucketSeconds * step);
         JsonNode first = rows.get(0);
         ArrayNode counted = JsonNodeFactory.instance.arrayNode();
         for (JsonNode r : rows) {
