@@ -98,12 +98,13 @@ record TimeSeriesData(Instant at, int bucketSeconds, int stepSeconds, List<Insta
             if (index < 0 || index >= points) {
                 continue;
             }
-            if (counter.equals(SAMPLED) || gauge(counter)) {
+            if (counter.equals(SAMPLED)) {
                 sampled[(int) index] = true;
-                if (counter.equals(SAMPLED)) {
-                    anyMarker = true;
-                    continue;
-                }
+                anyMarker = true;
+                continue;
+            }
+            if (gauge(counter)) {
+                sampled[(int) index] = true; // a worker of an earlier version samples without a marker
             }
             Series s = byName.computeIfAbsent(counter + "\u0000" + detail, k -> new Series(counter, detail, new long[points]));
             long v = r.path("amount").asLong();
