@@ -240,6 +240,9 @@ public final class BacklogBench {
         // how often each job was moved before it ran: its place or permit kept (0), or told to wait (1, 2, ...)
         System.out.println("  done jobs by reschedules: " + rows(ds, "select reschedules || ': ' || count(*) from layover.job_history"
                 + " where job_type = 'backlog' group by reschedules order by reschedules"));
+        // and the jobs told to wait that have not run again yet (a place at the line's end is far behind)
+        System.out.println("  waiting jobs by reschedules: " + rows(ds, "select reschedules || ': ' || count(*) from"
+                + " layover.scheduled_tasks where task_name = 'backlog' and reschedules > 0 group by reschedules order by reschedules"));
         return new Arm(jobs, keys, hold, rate, secs, done, parked, writes, table, index, bytesAtStart, picks.count(),
                 picks.quantile(0.5), picks.quantile(0.99));
     }

@@ -129,7 +129,8 @@ final class GatedDataSource implements DataSource {
         java.time.OffsetDateTime runAt = rs.getObject("execution_time", java.time.OffsetDateTime.class);
         return new PickedJob(rs.getString("task_name"), rs.getString("task_instance"), rs.getLong("version"),
                 rs.getString("provider_key"), permitAt != null && permitAt.isEqual(runAt) ? permitAt.toInstant() : null,
-                permitAt == null && "bucket".equals(rs.getString("last_reschedule_reason")), rs.getString("fairness_key") != null);
+                permitAt == null && "bucket".equals(rs.getString("last_reschedule_reason")) ? runAt.toInstant() : null,
+                rs.getString("fairness_key") != null);
     }
 
     private final class Watcher implements InvocationHandler {

@@ -10,9 +10,15 @@ package dev.layover.core.internal.db;
  * @param providerKey its provider key, or null
  * @param heldPermitAt the bucket permit it holds for its run time ({@code permit_at} = {@code execution_time}), or
  *     null (a {@code permit_at} left from an earlier run time is no permit held, as V27's {@code holds_permit} reads it)
- * @param inLine whether it was rescheduled to a place in its key's waiting line (reason {@code bucket},
- *     {@code permit_at} null, as {@code TAKE_PERMITS} reads it)
+ * @param placeAt its place in its key's waiting line ({@code execution_time} of a job rescheduled there:
+ *     reason {@code bucket}, {@code permit_at} null, as {@code TAKE_PERMITS} reads it), or null: not in line
  * @param fair whether it has a fairness key
  */
 public record PickedJob(String taskName, String taskInstance, long version, String providerKey,
-        java.time.Instant heldPermitAt, boolean inLine, boolean fair) {}
+        java.time.Instant heldPermitAt, java.time.Instant placeAt, boolean fair) {
+
+    /** @return whether the job was picked at a place in its key's waiting line */
+    public boolean inLine() {
+        return placeAt != null;
+    }
+}

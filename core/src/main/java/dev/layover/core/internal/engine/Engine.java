@@ -164,7 +164,7 @@ public final class Engine {
         ProviderClassifier classifier = ProviderClassifier.builder().clock(clock).build();
         this.taskParts = new JobTask.Parts(writer, admission, gate, List.copyOf(backlog), observability, clock,
                 new HandlerRunner(config.classifier() != null ? config.classifier() : classifier::outcomeOf), lifeline,
-                pickLimit, new BatchStep(batchStore, batchKeys, writer, classifier), new PickAhead(registry, admission, gate));
+                pickLimit, new BatchStep(batchStore, batchKeys, writer, classifier), new PickAhead(registry, admission, gate, permitGrace));
     }
 
     /** The batch loop's tick: half the shortest poll interval or gather age of any key, 50 ms to 1 s. */

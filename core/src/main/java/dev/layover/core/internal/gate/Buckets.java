@@ -196,49 +196,90 @@ final class Buckets {
         long t = System.nanoTime();
         List<Ask> wanted = new ArrayList<>();
         for (Ask a : asks) {
-            BucketSettings b = a.bucket();
-            if (b.requestRate() > 0 && b.tokenRate() <= 0 && !b.limitsTokens()
-                    && a.ks().leasedRequests(t) < Math.min(a.jobs(), b.lease())) {
+            if (requestsAlone(a.bucket()) && a.ks().leasedRequests(t) < Math.min(a.jobs(), a.bucket().lease())) {
                 wanted.add(a);
             }
         }
-        if (wanted.isEmpty()) {
-            return;
-        }
         Map<String, Ask> byKey = new java.util.HashMap<>();
-        String[] keys = new String[wanted.size()];
-        Double[] rates = new Double[wanted.size()];
-        Double[] capacities = new Double[wanted.size()];
-        Integer[] counts = new Integer[wanted.size()];
-        for (int i = 0; i < wanted.size(); i++) {
-            Ask a = wanted.get(i);
-            byKey.put(a.ks().key, a);
+        wanted.forEach(a -> byKey.put(a.ks().key, a));
+        perKey("leasing bucket permits ahead", StateSql.LEASE_AHEAD, wanted,
+                a -> (int) Math.ceil(Math.min(a.jobs(), a.bucket().lease()) - a.ks().leasedRequests(t)), ts(now))
+                .forEach((key, n) -> {
+                    Ask a = byKey.get(key);
+                    long ttl = Math.min(MAX_LEASE_TTL.toNanos(), a.bucket().burst().toNanos());
+                    a.ks().lease(n, 0, System.nanoTime(), ttl);
+                });
+    }
+
+    /**
+     * Takes, in one statement for every key ({@link StateSql#TAKE_PLACES}), the permits of a
+     * pick's jobs picked within the grace of their places in their keys' waiting lines: for each
+     * key, as many of its jobs as fit, as their takes one by one would ({@code TAKE_PERMITS} for a
+     * job at its place). Buckets with a token dimension are left out, as are rows another
+     * transaction holds: those jobs take their own as they run. Never throws: a failed statement
+     * takes nothing.
+     *
+     * @return the permits taken, by key (keys given none left out)
+     */
+    Map<String, Integer> takePlaces(List<Ask> asks, Instant now) {
+        List<Ask> wanted = asks.stream().filter(a -> requestsAlone(a.bucket())).toList();
+        return perKey("taking the permits of places in waiting lines", StateSql.TAKE_PLACES, wanted, Ask::jobs, ts(now),
+                seconds(permitGrace));
+    }
+
+    /** @return whether a bucket limits requests and nothing else (its permits may be taken many at a time) */
+    private static boolean requestsAlone(BucketSettings b) {
+        return b.requestRate() > 0 && b.tokenRate() <= 0 && !b.limitsTokens();
+    }
+
+    /**
+     * Runs a statement over many keys' buckets ({@link StateSql#LEASE_AHEAD}, {@link
+     * StateSql#TAKE_PLACES}): its leading parameters, then keys, request rates, request
+     * capacities and counts as arrays; it returns each key and the permits it took. Never throws.
+     *
+     * @return the permits taken, by key; empty when the statement failed
+     */
+    private Map<String, Integer> perKey(String what, String sql, List<Ask> asks, java.util.function.ToIntFunction<Ask> count,
+            Object... leading) {
+        Map<String, Integer> taken = new java.util.HashMap<>();
+        if (asks.isEmpty()) {
+            return taken;
+        }
+        String[] keys = new String[asks.size()];
+        Double[] rates = new Double[asks.size()];
+        Double[] capacities = new Double[asks.size()];
+        Integer[] counts = new Integer[asks.size()];
+        for (int i = 0; i < asks.size(); i++) {
+            Ask a = asks.get(i);
             keys[i] = a.ks().key;
             rates[i] = a.bucket().requestRate();
             capacities[i] = a.bucket().requestCapacity();
-            counts[i] = (int) Math.ceil(Math.min(a.jobs(), a.bucket().lease()) - a.ks().leasedRequests(t));
+            counts[i] = count.applyAsInt(a);
         }
         try {
-            gdb.inline("leasing bucket permits ahead for " + keys.length + " keys", c -> {
-                try (PreparedStatement ps = c.prepareStatement(StateSql.LEASE_AHEAD)) {
-                    ps.setObject(1, ts(now));
-                    ps.setArray(2, c.createArrayOf("text", keys));
-                    ps.setArray(3, c.createArrayOf("float8", rates));
-                    ps.setArray(4, c.createArrayOf("float8", capacities));
-                    ps.setArray(5, c.createArrayOf("int4", counts));
+            gdb.inline(what + " for " + keys.length + " keys", c -> {
+                try (PreparedStatement ps = c.prepareStatement(sql)) {
+                    int i = 1;
+                    for (Object o : leading) {
+                        ps.setObject(i++, o);
+                    }
+                    ps.setArray(i++, c.createArrayOf("text", keys));
+                    ps.setArray(i++, c.createArrayOf("float8", rates));
+                    ps.setArray(i++, c.createArrayOf("float8", capacities));
+                    ps.setArray(i, c.createArrayOf("int4", counts));
                     try (ResultSet rs = ps.executeQuery()) {
                         while (rs.next()) {
-                            Ask a = byKey.get(rs.getString(1));
-                            long ttl = Math.min(MAX_LEASE_TTL.toNanos(), a.bucket().burst().toNanos());
-                            a.ks().lease(rs.getInt(2), 0, System.nanoTime(), ttl);
+                            taken.put(rs.getString(1), rs.getInt(2));
                         }
                     }
                 }
                 return null;
             });
         } catch (RuntimeException e) {
-            LOG.debug("Layover: could not lease bucket permits ahead of a pick (its jobs take their own): {}", e.toString());
+            LOG.debug("Layover: {} failed (the jobs take their own permits as they run): {}", what, e.toString());
+            taken.clear();
         }
+        return taken;
     }
 
     /** Writes a bucket's limits as configured by this worker, every dimension ({@link TokenSql#CONFIGURE_BUCKET}). */

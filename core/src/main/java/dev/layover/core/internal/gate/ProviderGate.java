@@ -401,6 +401,36 @@ public final class ProviderGate {
      */
     public void leaseAhead(Map<String, Integer> jobsPerKey) {
         Instant now = cache.now();
+        buckets.leaseAhead(asks(jobsPerKey, now), now);
+    }
+
+    /**
+     * Takes in one statement ({@link Buckets#takePlaces}) the permits of a pick's jobs picked at
+     * their places in their keys' waiting lines, within the grace of their places: for each key,
+     * as many as fit, as the jobs' own takes would take them one by one. The caller carries them
+     * into the jobs' admissions as permits held since {@code now} (spent within the grace, as a
+     * permit booked for the job's run time). Only keys {@link #leaseAhead} would lease for; the
+     * jobs of other keys, and those beyond what fits, take their own as they run. Never throws.
+     *
+     * @param jobsPerKey the pick's jobs at their places, by provider key
+     * @param now the database's time as this instance knows it ({@link #now})
+     * @return the permits taken, by key
+     */
+    public Map<String, Integer> takePlaces(Map<String, Integer> jobsPerKey, Instant now) {
+        return buckets.takePlaces(asks(jobsPerKey, now), now);
+    }
+
+    /** @return the database's time as this instance knows it: what admissions go by */
+    public Instant now() {
+        return cache.now();
+    }
+
+    /**
+     * @return the asks of the keys whose permits may be taken ahead of their jobs' admissions:
+     *     keys this instance has met, whose cached state has the breaker closed and no cooldown,
+     *     with a configured or stated (not discovered) bucket
+     */
+    private List<Buckets.Ask> asks(Map<String, Integer> jobsPerKey, Instant now) {
         List<Buckets.Ask> asks = new java.util.ArrayList<>();
         jobsPerKey.forEach((key, n) -> {
             KeyState ks = cache.known(key);
@@ -413,7 +443,7 @@ public final class ProviderGate {
                 asks.add(new Buckets.Ask(ks, b, n));
             }
         });
-        buckets.leaseAhead(asks, now);
+        return asks;
     }
 
     private Admission admit(String key, long tokens, ProviderRun run, boolean forJob, boolean withBucket) {

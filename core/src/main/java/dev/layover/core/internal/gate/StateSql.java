@@ -363,8 +363,9 @@ final class StateSql {
      * slot booked where the line's places stand ({@code ahead_of_line}: the line reaches past it)
      * took a place's permit, and the caller realigns the line (JobSql's {@code REALIGN_LINE}); when
      * it may not wait, nothing is taken. A job picked at its place in the line (no permit held,
-     * reason {@code bucket}) within the grace of it takes one permit and leases none (each place
-     * behind it stands for its own), and moves the request tat on from as early as the grace
+     * reason {@code bucket}) takes one permit and leases none (each place behind it stands for its own;
+     * a job picked past its place's grace that leased took them), and within the grace of its place
+     * moves the request tat on from as early as the grace
      * ({@code take_at}; whether it fits is decided as of now): a pick comes up to a poll after the
      * place, and a take from now would forget the bucket's idle while, so the jobs placed behind
      * would find no permit (as a held permit, a place may be spent up to the grace late). Returns
@@ -400,14 +401,16 @@ final class StateSql {
                   AND t.version = p0.version
             ), placed AS (
                 SELECT EXISTS (SELECT 1 FROM job j, p0 WHERE j.in_line AND j.execution_time <= p0.now
-                               AND j.execution_time >= p0.now - make_interval(secs => p0.grace_s)) AS late_ok
+                               AND j.execution_time >= p0.now - make_interval(secs => p0.grace_s)) AS late_ok,
+                       EXISTS (SELECT 1 FROM job j WHERE j.in_line) AS in_line
             ), p AS (
-                -- a job picked at its place in the line within the grace takes one permit, no lease (each place behind
-                -- it stands for its own), and moves the request tat on from as early as the grace: a pick comes up to a
-                -- poll after the place, and a take from now would forget the bucket's idle while, so the jobs placed
-                -- behind would find no permit (a held permit is spent late the same way). Whether it fits is decided as
-                -- of now.
-                SELECT p0.*, CASE WHEN placed.late_ok THEN 0 ELSE p0.rx0 END AS rx,
+                -- a job picked at its place in the line takes one permit, no lease: each place behind it stands for its
+                -- own, and a lease taken by a job picked past its place's grace took them (the line's next jobs were
+                -- told to wait, to its end). Within the grace, it moves the request tat on from as early as the grace:
+                -- a pick comes up to a poll after the place, and a take from now would forget the bucket's idle while,
+                -- so the jobs placed behind would find no permit (a held permit is spent late the same way). Whether it
+                -- fits is decided as of now.
+                SELECT p0.*, CASE WHEN placed.in_line THEN 0 ELSE p0.rx0 END AS rx,
                        CASE WHEN placed.late_ok THEN p0.now - make_interval(secs => p0.grace_s) ELSE p0.now END AS take_at
                 FROM p0, placed
             ), line AS (
@@ -472,6 +475,43 @@ final class StateSql {
             FROM granted g
             WHERE b.provider_key = g.provider_key AND g.n >= 1
             RETURNING b.provider_key, g.n""".formatted(gcraTake("b.request_tat", "g.now", "g.rr", "g.n"));
+
+    /**
+     * Takes the permits of a pick's jobs picked at their places in their keys' waiting lines (V28),
+     * for many keys in one statement: what {@link #TAKE_PERMITS} does for each such job picked
+     * within the grace of its place, done for a key's {@code n} jobs at once. The request tat moves
+     * on from as early as the grace ({@code base}: the greater of the tat and now less the grace),
+     * one request's time per permit; the k-th permit fits when the tat before it is within the
+     * burst of now, so {@code floor((now - base) × rate + capacity)} of them fit, at most {@code n}.
+     * Rows another transaction holds are skipped ({@code SKIP LOCKED}, key order: never waits), and
+     * buckets with a token dimension are left out by the caller. Commits asynchronously, as {@link
+     * #TAKE_PERMITS} does. Parameters: now, grace (s), keys, request rates (/s), request capacities,
+     * counts. Returns each key given permits and how many.
+     */
+    static final String TAKE_PLACES = """
+            WITH p AS (
+                SELECT a.key, a.rr, a.rc, a.n, ?::timestamptz AS now, ?::float8 AS grace_s,
+                       set_config('synchronous_commit', 'off', true) AS async_commit
+                FROM unnest(?::text[], ?::float8[], ?::float8[], ?::int[]) AS a(key, rr, rc, n)
+            ), locked AS MATERIALIZED (
+                SELECT b.provider_key, b.request_tat FROM layover.buckets b
+                WHERE b.provider_key IN (SELECT p.key FROM p)
+                ORDER BY b.provider_key FOR UPDATE SKIP LOCKED
+            ), based AS (
+                SELECT l.provider_key, p.now, p.rr, p.rc, p.n,
+                       greatest(l.request_tat, p.now - make_interval(secs => p.grace_s)) AS base
+                FROM locked l JOIN p ON p.key = l.provider_key
+                WHERE p.rr > 0
+            ), granted AS (
+                SELECT d.provider_key, d.rr, d.base,
+                       least(d.n, floor(extract(epoch FROM d.now - d.base)::float8 * d.rr + d.rc + 1e-9))::int AS n
+                FROM based d
+            )
+            UPDATE layover.buckets b
+            SET request_tat = g.base + make_interval(secs => g.n / g.rr)
+            FROM granted g
+            WHERE b.provider_key = g.provider_key AND g.n >= 1
+            RETURNING b.provider_key, g.n""";
 
     // ---- discovered paces (V15; Discovery): every change a conditional UPDATE on the database's clock ----
 

@@ -366,6 +366,40 @@ class ProviderGateTest {
         }
     }
 
+    /**
+     * The permits of jobs picked at their places in a line, taken together: as many as their takes
+     * one by one would take (the k-th fits while the tat before it is within the burst of now), the
+     * tat moved on from as early as the grace.
+     */
+    @Test
+    void placesInALineTakeTogetherWhatTheirTakesOneByOneWould(TestDatabase db) {
+        // 10/s, burst 1 s: capacity 10; the default grace, 2 s
+        ProviderGate g = gate(db, "worker-a", bucketConfig(BucketSettings.requestsPerSecond(10)));
+        g.start();
+        try {
+            g.admit(g.newRun(KEY, "t", "first", 1, 0, 1)); // the key met: its bucket row written, its state cached
+            Instant now = clock.instant();
+            // five permits booked ahead of now: five more fit, the sixth would wait 0.1 s
+            db.update("update layover.buckets set request_tat = ?", Timestamp.from(now.plusMillis(500)));
+            long before = g.inlineStatements();
+            assertEquals(Map.of(KEY, 5), g.takePlaces(Map.of(KEY, 8), now));
+            assertEquals(before + 1, g.inlineStatements(), "one statement");
+            assertEquals(now.plusSeconds(1), at(db.value("select request_tat from layover.buckets")), "five requests' time on");
+            assertEquals(Map.of(), g.takePlaces(Map.of(KEY, 1), now), "none fits: nothing taken");
+            assertEquals(now.plusSeconds(1), at(db.value("select request_tat from layover.buckets")));
+
+            // an idle bucket: the places came up to the grace late, so the tat moves on from the grace (2 s) ago and
+            // 2 s × 10 + the capacity's 10 fit, as one by one; the tat ends where the 30th permit put it
+            clock.advance(Duration.ofSeconds(30));
+            Instant later = clock.instant();
+            assertEquals(Map.of(KEY, 30), g.takePlaces(Map.of(KEY, 40), later));
+            assertEquals(later.plusSeconds(1), at(db.value("select request_tat from layover.buckets")));
+            assertEquals(Map.of(), g.takePlaces(Map.of("never:met", 3), later), "a key this instance has not met: left to its jobs");
+        } finally {
+            g.stop();
+        }
+    }
+
     @Test
     void aTokenLimitCountsEachCallsEstimate(TestDatabase db) {
         ProviderGate g = gate(db, "worker-a", bucketConfig(BucketSettings.tokensPerMinute(600).withLease(1).withTokenBurst(Duration.ofSeconds(1))));
