@@ -456,15 +456,8 @@ final class StateSql {
      * keys, request rates (/s), request capacities, counts. Returns each key given permits and
      * how many.
      */
-    static final String LEASE_AHEAD = """
-            WITH p AS (
-                SELECT a.key, a.rr, a.rc, a.n, ?::timestamptz AS now, set_config('synchronous_commit', 'off', true) AS async_commit
-                FROM unnest(?::text[], ?::float8[], ?::float8[], ?::int[]) AS a(key, rr, rc, n)
-            ), locked AS MATERIALIZED (
-                SELECT b.provider_key, b.request_tat FROM layover.buckets b
-                WHERE b.provider_key IN (SELECT p.key FROM p)
-                ORDER BY b.provider_key FOR UPDATE SKIP LOCKED
-            ), granted AS (
+    static final String LEASE_AHEAD = bucketsOfKeys("?::timestamptz AS now") + """
+            , granted AS (
                 SELECT l.provider_key, p.now, p.rr,
                        least(p.n, floor(layover.gcra_free(l.request_tat, p.now, p.rr, p.rc)))::int AS n
                 FROM locked l JOIN p ON p.key = l.provider_key
@@ -475,6 +468,25 @@ final class StateSql {
             FROM granted g
             WHERE b.provider_key = g.provider_key AND g.n >= 1
             RETURNING b.provider_key, g.n""".formatted(gcraTake("b.request_tat", "g.now", "g.rr", "g.n"));
+
+    /**
+     * The opening of a statement over many keys' buckets ({@link #LEASE_AHEAD}, {@link
+     * #TAKE_PLACES}): {@code p}, one row per key (key, request rate {@code rr}, capacity {@code
+     * rc}, count {@code n}; from the arrays that follow {@code params}), with {@code params}'
+     * columns and the statement's asynchronous commit; {@code locked}, the keys' bucket rows
+     * locked in key order, those another transaction holds skipped.
+     */
+    private static String bucketsOfKeys(String params) {
+        return """
+                WITH p AS (
+                    SELECT a.key, a.rr, a.rc, a.n, %s, set_config('synchronous_commit', 'off', true) AS async_commit
+                    FROM unnest(?::text[], ?::float8[], ?::float8[], ?::int[]) AS a(key, rr, rc, n)
+                ), locked AS MATERIALIZED (
+                    SELECT b.provider_key, b.request_tat FROM layover.buckets b
+                    WHERE b.provider_key IN (SELECT p.key FROM p)
+                    ORDER BY b.provider_key FOR UPDATE SKIP LOCKED
+                )""".formatted(params);
+    }
 
     /**
      * Takes the permits of a pick's jobs picked at their places in their keys' waiting lines (V28),
@@ -488,16 +500,8 @@ final class StateSql {
      * #TAKE_PERMITS} does. Parameters: now, grace (s), keys, request rates (/s), request capacities,
      * counts. Returns each key given permits and how many.
      */
-    static final String TAKE_PLACES = """
-            WITH p AS (
-                SELECT a.key, a.rr, a.rc, a.n, ?::timestamptz AS now, ?::float8 AS grace_s,
-                       set_config('synchronous_commit', 'off', true) AS async_commit
-                FROM unnest(?::text[], ?::float8[], ?::float8[], ?::int[]) AS a(key, rr, rc, n)
-            ), locked AS MATERIALIZED (
-                SELECT b.provider_key, b.request_tat FROM layover.buckets b
-                WHERE b.provider_key IN (SELECT p.key FROM p)
-                ORDER BY b.provider_key FOR UPDATE SKIP LOCKED
-            ), based AS (
+    static final String TAKE_PLACES = bucketsOfKeys("?::timestamptz AS now, ?::float8 AS grace_s") + """
+            , based AS (
                 SELECT l.provider_key, p.now, p.rr, p.rc, p.n,
                        greatest(l.request_tat, p.now - make_interval(secs => p.grace_s)) AS base
                 FROM locked l JOIN p ON p.key = l.provider_key

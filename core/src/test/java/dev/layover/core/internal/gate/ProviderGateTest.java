@@ -400,6 +400,29 @@ class ProviderGateTest {
         }
     }
 
+    /** A job picked at its place in the line, past the grace: it takes one permit and leases none (the places behind stand for them). */
+    @Test
+    void aLineJobPickedPastItsGraceTakesOnePermitAndLeasesNone(TestDatabase db) {
+        ProviderGate.Config config = bucketConfig(BucketSettings.requestsPerSecond(10).withLease(5));
+        ProviderGate first = gate(db, "worker-a", config);
+        first.start();
+        ProviderGate g = gate(db, "worker-b", config); // no lease of worker-a's in memory
+        g.start();
+        try {
+            first.admit(first.newRun(KEY, "t", "first", 1, 0, 1)); // the bucket row written (a take and a lease of 4)
+            Instant now = clock.instant();
+            db.update("update layover.buckets set request_tat = ?", Timestamp.from(now.minusSeconds(10))); // idle
+            db.update("insert into layover.scheduled_tasks (task_name, task_instance, execution_time, picked, version,"
+                    + " last_reschedule_reason) values ('t', 'late', ?, true, 7, 'bucket')", Timestamp.from(now.minusSeconds(5)));
+            assertInstanceOf(Admission.Go.class, g.admit(g.newRun(KEY, "t", "late", 7, 0, 1).joinsLineWithin(Duration.ofHours(1))));
+            // from now (its place is past the grace), one request's time; a lease of 4 more would put it at now + 0.5 s
+            assertEquals(now.plusMillis(100), at(db.value("select request_tat from layover.buckets")));
+        } finally {
+            g.stop();
+            first.stop();
+        }
+    }
+
     @Test
     void aTokenLimitCountsEachCallsEstimate(TestDatabase db) {
         ProviderGate g = gate(db, "worker-a", bucketConfig(BucketSettings.tokensPerMinute(600).withLease(1).withTokenBurst(Duration.ofSeconds(1))));
