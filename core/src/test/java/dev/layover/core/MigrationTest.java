@@ -30,6 +30,18 @@ class MigrationTest {
     }
 
     @Test
+    void theJobTableIsVacuumedAfterTwoPercentOfItDies() {
+        try (TestDatabase db = LayoverPostgresExtension.emptyDatabase()) {
+            LayoverMigrations.migrate(db.dataSource());
+            String options = "select array_to_string(reloptions, ',') from pg_class"
+                    + " where oid = 'layover.scheduled_tasks'::regclass";
+            assertEquals("autovacuum_vacuum_scale_factor=0.02,autovacuum_vacuum_threshold=1000,"
+                    + "autovacuum_analyze_scale_factor=0.02,autovacuum_analyze_threshold=1000",
+                    db.value(options), "a million-job backlog is vacuumed after 21,000 dead rows, not 200,050");
+        }
+    }
+
+    @Test
     void aFreshDatabaseIsNotUpToDateUntilMigrated() {
         try (TestDatabase db = LayoverPostgresExtension.emptyDatabase()) {
             assertTrue(!LayoverMigrations.isUpToDate(db.dataSource()));

@@ -9,7 +9,9 @@ import java.util.List;
  * the same tables, so every instance reports the same numbers (aggregate them with max, not sum).
  *
  * @param at when it was read (the database's clock)
- * @param jobs live jobs by type and state; a type and state with no job is absent
+ * @param jobs live jobs by type and state; a type and state with no job is absent. A count of the
+ *     whole job table, so behind more than 200,000 jobs it is read again only every 10 s per
+ *     100,000 jobs (at most 60 s, rounded up to whole sample intervals) and carried in between
  * @param deadLetters dead letters waiting for a decision ({@code parked} and {@code review}), by
  *     type, failure type and state
  * @param providerKeys every provider key with a breaker, cooldown or bucket row

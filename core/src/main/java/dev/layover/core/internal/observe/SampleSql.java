@@ -7,7 +7,8 @@ final class SampleSql {
 
     /**
      * Gauges: live jobs by type and state (the states of {@code layover.jobs}), and how many of
-     * them are due and not running. One scan of the job table, every gauge interval.
+     * them are due and not running. One scan of the job table: every gauge interval up to 200,000
+     * jobs, less often behind more ({@link StateSampler}).
      */
     static final String SAMPLE_JOBS = """
             SELECT job_type, state, count(*) AS n,

@@ -1,6 +1,7 @@
 package dev.layover.core.internal.observe;
 
 import dev.layover.core.metrics.StateSample;
+import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -18,16 +19,29 @@ import dev.layover.core.spi.Db;
  * gauges of a running instance: three short queries on one connection ({@link
  * SampleSql#SAMPLE_JOBS}, {@link SampleSql#SAMPLE_DEAD_LETTERS}, {@link SampleSql#SAMPLE_PROVIDER_KEYS}),
  * whatever the scrape rate. Runs nothing when the metrics want no sample (no metrics configured).
+ *
+ * <p>The job counts are a scan of the whole job table. Up to 200,000 jobs (the planner's
+ * estimate of the table's rows) they are read at every sample; behind more, as seldom as the time
+ * series' depth samples ({@link TimeSeriesSql#SAMPLE_SECONDS}: 10 s per 100,000 jobs, at most
+ * 60 s), rounded up to whole sample intervals. A sample in between carries the last counts read;
+ * the dead letters and provider keys are read every time.
  */
 public final class StateSampler {
 
     private static final Logger LOG = LoggerFactory.getLogger(StateSampler.class);
+
+    /** The shortest spacing of {@link TimeSeriesSql#SAMPLE_SECONDS}: a table under 200,000 jobs, counted at every sample. */
+    private static final long SMALL_TABLE_SECONDS = 10;
 
     private final Db db;
     private final SafeMetrics metrics;
     private final String workerName;
     private volatile boolean running;
     private Thread thread;
+    private final Duration every;
+    private final Object jobsLock = new Object();
+    private List<StateSample.JobCount> jobs;
+    private int samplesSinceJobs;
 
     /**
      * @param db the database
@@ -38,16 +52,16 @@ public final class StateSampler {
         this.db = db;
         this.metrics = metrics;
         this.workerName = workerName;
+        this.every = metrics.sampleInterval();
     }
 
     /** Starts the sampling thread, when the metrics ask for samples. */
     public synchronized void start() {
-        Duration every = metrics.sampleInterval();
         if (every == null || running) {
             return;
         }
         running = true;
-        thread = new Thread(() -> loop(every), "layover-metrics-" + workerName);
+        thread = new Thread(this::loop, "layover-metrics-" + workerName);
         thread.setDaemon(true);
         thread.start();
     }
@@ -66,7 +80,7 @@ public final class StateSampler {
         }
     }
 
-    private void loop(Duration every) {
+    private void loop() {
         boolean failing = false;
         while (running) {
             try {
@@ -94,19 +108,14 @@ public final class StateSampler {
     }
 
     /**
-     * Reads one sample now.
+     * Reads one sample now. Its job counts are read again once the job table's size allows it
+     * (see the class's comment), else carried from the last read.
      *
      * @return the sample
      */
     public StateSample sample() {
         return db.autocommit("sampling the queue for metrics", c -> {
-            List<StateSample.JobCount> jobs = new ArrayList<>();
-            try (PreparedStatement ps = c.prepareStatement(SampleSql.SAMPLE_JOBS); ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    jobs.add(new StateSample.JobCount(rs.getString("job_type"), rs.getString("state"), rs.getLong("n"),
-                            rs.getLong("due")));
-                }
-            }
+            List<StateSample.JobCount> jobs = jobCountsNowOrLast(c);
             List<StateSample.DeadLetterCount> dead = new ArrayList<>();
             try (PreparedStatement ps = c.prepareStatement(SampleSql.SAMPLE_DEAD_LETTERS);
                     ResultSet rs = ps.executeQuery()) {
@@ -133,6 +142,41 @@ public final class StateSampler {
             }
             return new StateSample(at, jobs, dead, keys);
         });
+    }
+
+    private List<StateSample.JobCount> jobCountsNowOrLast(Connection c) throws SQLException {
+        synchronized (jobsLock) {
+            samplesSinceJobs++;
+            if (jobs == null || samplesSinceJobs >= samplesBetweenJobCounts(c)) {
+                jobs = jobCounts(c);
+                samplesSinceJobs = 0;
+            }
+            return jobs;
+        }
+    }
+
+    private long samplesBetweenJobCounts(Connection c) throws SQLException {
+        if (every == null) {
+            return 1;
+        }
+        try (PreparedStatement ps = c.prepareStatement(TimeSeriesSql.SAMPLE_SECONDS); ResultSet rs = ps.executeQuery()) {
+            long seconds = rs.next() ? rs.getLong(1) : 0;
+            if (seconds <= SMALL_TABLE_SECONDS) {
+                return 1;
+            }
+            return Math.max(1, (seconds * 1000 + every.toMillis() - 1) / every.toMillis());
+        }
+    }
+
+    private static List<StateSample.JobCount> jobCounts(Connection c) throws SQLException {
+        List<StateSample.JobCount> out = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(SampleSql.SAMPLE_JOBS); ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                out.add(new StateSample.JobCount(rs.getString("job_type"), rs.getString("state"), rs.getLong("n"),
+                        rs.getLong("due")));
+            }
+        }
+        return out;
     }
 
     private static Instant instant(ResultSet rs, String column) throws SQLException {
