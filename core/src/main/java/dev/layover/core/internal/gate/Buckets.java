@@ -33,6 +33,12 @@ final class Buckets {
 
     static final Duration MAX_LEASE_TTL = Duration.ofSeconds(1);
 
+    /**
+     * How long {@link #takePlaces} waits at most for bucket rows other transactions hold (one
+     * statement each, normally a millisecond): the pick's jobs are handed to threads after it.
+     */
+    static final int PLACES_WAIT_SECONDS = 1;
+
     /** Jobs reserved by one {@link #reserveBacklog} statement at most. */
     static final int BACKLOG_BATCH = 10_000;
 
@@ -202,7 +208,7 @@ final class Buckets {
         }
         Map<String, Ask> byKey = new java.util.HashMap<>();
         wanted.forEach(a -> byKey.put(a.ks().key, a));
-        perKey("leasing bucket permits ahead", StateSql.LEASE_AHEAD, wanted,
+        perKey("leasing bucket permits ahead", StateSql.LEASE_AHEAD, 0, wanted,
                 a -> (int) Math.ceil(Math.min(a.jobs(), a.bucket().lease()) - a.ks().leasedRequests(t)), ts(now))
                 .forEach((key, n) -> {
                     Ask a = byKey.get(key);
@@ -215,16 +221,17 @@ final class Buckets {
      * Takes, in one statement for every key ({@link StateSql#TAKE_PLACES}), the permits of a
      * pick's jobs picked within the grace of their places in their keys' waiting lines: for each
      * key, as many of its jobs as fit, as their takes one by one would ({@code TAKE_PERMITS} for a
-     * job at its place). Buckets with a token dimension are left out, as are rows another
-     * transaction holds: those jobs take their own as they run. Never throws: a failed statement
-     * takes nothing.
+     * job at its place). Buckets with a token dimension are left out. A bucket row another
+     * transaction holds is waited for, at most {@link #PLACES_WAIT_SECONDS}: past it the statement
+     * is cancelled and takes nothing. Never throws: a failed statement takes nothing, and the jobs
+     * take their own permits as they run.
      *
      * @return the permits taken, by key (keys given none left out)
      */
     Map<String, Integer> takePlaces(List<Ask> asks, Instant now) {
         List<Ask> wanted = asks.stream().filter(a -> requestsAlone(a.bucket())).toList();
-        return perKey("taking the permits of places in waiting lines", StateSql.TAKE_PLACES, wanted, Ask::jobs, ts(now),
-                seconds(permitGrace));
+        return perKey("taking the permits of places in waiting lines", StateSql.TAKE_PLACES, PLACES_WAIT_SECONDS, wanted,
+                Ask::jobs, ts(now), seconds(permitGrace));
     }
 
     /** @return whether a bucket limits requests and nothing else (its permits may be taken many at a time) */
@@ -237,10 +244,11 @@ final class Buckets {
      * StateSql#TAKE_PLACES}): its leading parameters, then keys, request rates, request
      * capacities and counts as arrays; it returns each key and the permits it took. Never throws.
      *
+     * @param timeoutSeconds how long the statement may run before it is cancelled (0: no limit)
      * @return the permits taken, by key; empty when the statement failed
      */
-    private Map<String, Integer> perKey(String what, String sql, List<Ask> asks, java.util.function.ToIntFunction<Ask> count,
-            Object... leading) {
+    private Map<String, Integer> perKey(String what, String sql, int timeoutSeconds, List<Ask> asks,
+            java.util.function.ToIntFunction<Ask> count, Object... leading) {
         Map<String, Integer> taken = new java.util.HashMap<>();
         if (asks.isEmpty()) {
             return taken;
@@ -259,6 +267,7 @@ final class Buckets {
         try {
             gdb.inline(what + " for " + keys.length + " keys", c -> {
                 try (PreparedStatement ps = c.prepareStatement(sql)) {
+                    ps.setQueryTimeout(timeoutSeconds);
                     int i = 1;
                     for (Object o : leading) {
                         ps.setObject(i++, o);

@@ -456,7 +456,7 @@ final class StateSql {
      * keys, request rates (/s), request capacities, counts. Returns each key given permits and
      * how many.
      */
-    static final String LEASE_AHEAD = bucketsOfKeys("?::timestamptz AS now") + """
+    static final String LEASE_AHEAD = bucketsOfKeys("?::timestamptz AS now", "SKIP LOCKED") + """
             , granted AS (
                 SELECT l.provider_key, p.now, p.rr,
                        least(p.n, floor(layover.gcra_free(l.request_tat, p.now, p.rr, p.rc)))::int AS n
@@ -474,9 +474,11 @@ final class StateSql {
      * #TAKE_PLACES}): {@code p}, one row per key (key, request rate {@code rr}, capacity {@code
      * rc}, count {@code n}; from the arrays that follow {@code params}), with {@code params}'
      * columns and the statement's asynchronous commit; {@code locked}, the keys' bucket rows
-     * locked in key order, those another transaction holds skipped.
+     * locked in key order ({@code lock}: {@code SKIP LOCKED}, those another transaction holds
+     * skipped; or {@code ""}, waiting for them: in the order the batch enqueue's bookings lock
+     * them, {@code JobSql.INSERT_BATCH}, so neither it nor another such statement closes a cycle).
      */
-    private static String bucketsOfKeys(String params) {
+    private static String bucketsOfKeys(String params, String lock) {
         return """
                 WITH p AS (
                     SELECT a.key, a.rr, a.rc, a.n, %s, set_config('synchronous_commit', 'off', true) AS async_commit
@@ -484,8 +486,8 @@ final class StateSql {
                 ), locked AS MATERIALIZED (
                     SELECT b.provider_key, b.request_tat FROM layover.buckets b
                     WHERE b.provider_key IN (SELECT p.key FROM p)
-                    ORDER BY b.provider_key FOR UPDATE SKIP LOCKED
-                )""".formatted(params);
+                    ORDER BY b.provider_key FOR UPDATE %s
+                )""".formatted(params, lock);
     }
 
     /**
@@ -495,12 +497,16 @@ final class StateSql {
      * on from as early as the grace ({@code base}: the greater of the tat and now less the grace),
      * one request's time per permit; the k-th permit fits when the tat before it is within the
      * burst of now, so {@code floor((now - base) × rate + capacity)} of them fit, at most {@code n}.
-     * Rows another transaction holds are skipped ({@code SKIP LOCKED}, key order: never waits), and
-     * buckets with a token dimension are left out by the caller. Commits asynchronously, as {@link
-     * #TAKE_PERMITS} does. Parameters: now, grace (s), keys, request rates (/s), request capacities,
-     * counts. Returns each key given permits and how many.
+     * Rows another transaction holds are waited for (key order), not skipped: a key skipped sends
+     * each of its jobs to a take of its own, whose lock of the row makes the next pick skip the key
+     * again (measured, 1,000,000 jobs over 10 keys of 50/s, 600 s: 21% of the jobs at their places
+     * took their own permits, 58,823 takes; none with the wait). What holds a bucket row is one
+     * statement ({@link #TAKE_PERMITS}, {@link #LEASE_AHEAD}, a backlog's reservation, another
+     * worker's places), so the wait is short; the caller bounds it. Buckets with a token dimension are left out by the caller. Commits
+     * asynchronously, as {@link #TAKE_PERMITS} does. Parameters: now, grace (s), keys, request
+     * rates (/s), request capacities, counts. Returns each key given permits and how many.
      */
-    static final String TAKE_PLACES = bucketsOfKeys("?::timestamptz AS now, ?::float8 AS grace_s") + """
+    static final String TAKE_PLACES = bucketsOfKeys("?::timestamptz AS now, ?::float8 AS grace_s", "") + """
             , based AS (
                 SELECT l.provider_key, p.now, p.rr, p.rc, p.n,
                        greatest(l.request_tat, p.now - make_interval(secs => p.grace_s)) AS base

@@ -27,6 +27,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import dev.layover.core.internal.gate.Admission;
 import dev.layover.core.internal.gate.ProviderGate;
+import dev.layover.testing.Await;
 import dev.layover.testing.TestClock;
 import dev.layover.core.provider.state.BreakerEvent;
 import dev.layover.core.provider.state.BreakerSettings;
@@ -396,6 +397,41 @@ class ProviderGateTest {
             assertEquals(later.plusSeconds(1), at(db.value("select request_tat from layover.buckets")));
             assertEquals(Map.of(), g.takePlaces(Map.of("never:met", 3), later), "a key this instance has not met: left to its jobs");
         } finally {
+            g.stop();
+        }
+    }
+
+    /**
+     * The places' take waits for a bucket row another transaction holds (a skipped key would send
+     * each of its jobs to a take of its own), and gives up, taking nothing, past its bound.
+     */
+    @Test
+    void placesInALineWaitForABucketRowHeldElsewhereUpToTheirBound(TestDatabase db) throws Exception {
+        ProviderGate g = gate(db, "worker-a", bucketConfig(BucketSettings.requestsPerSecond(10)));
+        g.start();
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        try {
+            g.admit(g.newRun(KEY, "t", "first", 1, 0, 1)); // the key met: its bucket row written, its state cached
+            Instant now = clock.instant();
+            db.update("update layover.buckets set request_tat = ?", Timestamp.from(now.minusSeconds(10))); // idle
+            try (java.sql.Connection holder = db.dataSource().getConnection()) {
+                holder.setAutoCommit(false);
+                holder.createStatement().execute("select 1 from layover.buckets for update");
+                Future<Map<String, Integer>> taken = pool.submit(() -> g.takePlaces(Map.of(KEY, 3), now));
+                Await.until(Duration.ofSeconds(10), "the take waiting for the row", () -> db.count(
+                        "select count(*) from pg_stat_activity where wait_event_type = 'Lock' and query like '%layover.buckets%'") == 1);
+                holder.commit(); // the holder's statement is done
+                assertEquals(Map.of(KEY, 3), taken.get(10, java.util.concurrent.TimeUnit.SECONDS), "taken once the row was free");
+
+                holder.createStatement().execute("select 1 from layover.buckets for update"); // held past the bound
+                Object tat = db.value("select request_tat from layover.buckets");
+                assertEquals(Map.of(), pool.submit(() -> g.takePlaces(Map.of(KEY, 3), now)).get(10, java.util.concurrent.TimeUnit.SECONDS),
+                        "cancelled after " + Buckets.PLACES_WAIT_SECONDS + " s: nothing taken");
+                holder.rollback();
+                assertEquals(tat, db.value("select request_tat from layover.buckets"));
+            }
+        } finally {
+            pool.shutdownNow();
             g.stop();
         }
     }
