@@ -501,10 +501,11 @@ final class StateSql {
      * each of its jobs to a take of its own, whose lock of the row makes the next pick skip the key
      * again (measured, 1,000,000 jobs over 10 keys of 50/s, 600 s: 21% of the jobs at their places
      * took their own permits, 58,823 takes; none with the wait). What holds a bucket row is one
-     * statement ({@link #TAKE_PERMITS}, {@link #LEASE_AHEAD}, a backlog's reservation, another
-     * worker's places), so the wait is short; the caller bounds it. Buckets with a token dimension are left out by the caller. Commits
-     * asynchronously, as {@link #TAKE_PERMITS} does. Parameters: now, grace (s), keys, request
-     * rates (/s), request capacities, counts. Returns each key given permits and how many.
+     * statement ({@link #TAKE_PERMITS}, {@link #LEASE_AHEAD}, a backlog's reservation, a batch
+     * enqueue's bookings, another worker's places), so the wait is short; the caller bounds it.
+     * Buckets with a token dimension are left out by the caller. Commits asynchronously, as {@link
+     * #TAKE_PERMITS} does. Parameters: now, grace (s), keys, request rates (/s), request
+     * capacities, counts. Returns each key given permits and how many.
      */
     static final String TAKE_PLACES = bucketsOfKeys("?::timestamptz AS now, ?::float8 AS grace_s", "") + """
             , based AS (
