@@ -419,7 +419,8 @@ class ProviderGateTest {
                 holder.createStatement().execute("select 1 from layover.buckets for update");
                 Future<Map<String, Integer>> taken = pool.submit(() -> g.takePlaces(Map.of(KEY, 3), now));
                 Await.until(Duration.ofSeconds(10), "the take waiting for the row", () -> db.count(
-                        "select count(*) from pg_stat_activity where wait_event_type = 'Lock' and query like '%layover.buckets%'") == 1);
+                        "select count(*) from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'"
+                        + " and query like '%layover.buckets%'") == 1);
                 holder.commit(); // the holder's statement is done
                 assertEquals(Map.of(KEY, 3), taken.get(10, java.util.concurrent.TimeUnit.SECONDS), "taken once the row was free");
 
