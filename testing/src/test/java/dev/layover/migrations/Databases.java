@@ -1,0 +1,48 @@
+package dev.layover.migrations;
+
+import dev.layover.testing.TestDatabase;
+import javax.sql.DataSource;
+import org.flywaydb.core.Flyway;
+
+/** Plain data sources on test databases, and the pre-release migration chain kept as a test resource. */
+final class Databases {
+
+    /**
+     * The chain of scripts V1 to V31 (no V9, V11, V12) that built schema layover before the
+     * baseline replaced it, as it was when it was replaced.
+     */
+    static final String CHAIN = "classpath:db/chain-v1-v31";
+
+    /** How many scripts the chain has. */
+    static final int CHAIN_SCRIPTS = 28;
+
+    private Databases() {}
+
+    /** @return an unpooled data source on the database: every connection is a new one */
+    static DataSource plain(TestDatabase db) {
+        return db.server().simpleDataSource(db.name());
+    }
+
+    /**
+     * Migrates the database with the pre-release chain, configured as {@link LayoverMigrations}
+     * configures Flyway.
+     *
+     * @param target the last version to apply, or null for all
+     * @return the scripts applied
+     */
+    static int migrateChain(TestDatabase db, String target) {
+        var config = Flyway.configure()
+                .dataSource(plain(db))
+                .locations(CHAIN)
+                .schemas(LayoverMigrations.SCHEMA)
+                .defaultSchema(LayoverMigrations.SCHEMA)
+                .createSchemas(true)
+                .table("flyway_schema_history")
+                .failOnMissingLocations(true)
+                .loggers("slf4j");
+        if (target != null) {
+            config.target(target);
+        }
+        return config.load().migrate().migrationsExecuted;
+    }
+}
