@@ -2,6 +2,8 @@ package dev.layover.migrations;
 
 import javax.sql.DataSource;
 import org.flywaydb.core.Flyway;
+import org.flywaydb.core.api.MigrationInfo;
+import org.flywaydb.core.api.MigrationVersion;
 import org.flywaydb.core.api.output.MigrateResult;
 
 /**
@@ -16,6 +18,11 @@ import org.flywaydb.core.api.output.MigrateResult;
  * forward-only scripts under {@value #LOCATION} that are not applied yet, recording them in
  * {@code layover.flyway_schema_history}. Running it again, or from many JVMs at once, is safe:
  * Flyway takes a Postgres advisory lock and applies each script once.
+ *
+ * <p>Until the first release the schema is one baseline script, {@code V1__baseline.sql}. A
+ * database migrated by the pre-release chain of scripts it replaced (versions 1 to 31) is refused
+ * with a message saying so: there is no upgrade path from it; drop schema {@value #SCHEMA} and
+ * migrate again.
  */
 public final class LayoverMigrations {
 
@@ -29,6 +36,9 @@ public final class LayoverMigrations {
      */
     public static final String LOCATION = "classpath:db/layover";
 
+    /** The version of the baseline script, the only one before the first release. */
+    private static final MigrationVersion BASELINE = MigrationVersion.fromVersion("1");
+
     private LayoverMigrations() {}
 
     /**
@@ -37,15 +47,49 @@ public final class LayoverMigrations {
      * @param dataSource a data source for the target database; its user needs CREATE on the
      *     database (for the schema) the first time
      * @return how many migrations this call applied (0 when already up to date)
-     * @throws IllegalStateException when the database cannot be reached or a script fails; the
-     *     message names the cause
+     * @throws IllegalStateException when the database cannot be reached, a script fails, or the
+     *     schema was made by the pre-release chain of scripts; the message names the cause
      */
     public static int migrate(DataSource dataSource) {
         try {
-            MigrateResult result = flyway(dataSource).migrate();
+            Flyway flyway = flyway(dataSource);
+            refusePreReleaseChain(flyway);
+            MigrateResult result = flyway.migrate();
             return result.migrationsExecuted;
+        } catch (PreReleaseChain e) {
+            throw e;
         } catch (RuntimeException e) {
             throw new IllegalStateException("Layover migration failed: " + rootMessage(e), e);
+        }
+    }
+
+    /**
+     * Fails when the history table records the pre-release chain: a version after the baseline,
+     * or a version 1 that is not the baseline script (another checksum). Flyway would otherwise
+     * report a checksum mismatch, which reads as a corrupt history rather than as what it is.
+     */
+    private static void refusePreReleaseChain(Flyway flyway) {
+        for (MigrationInfo m : flyway.info().applied()) {
+            MigrationVersion v = m.getVersion();
+            if (v == null) {
+                continue;
+            }
+            if (v.isNewerThan(BASELINE) || (v.equals(BASELINE) && !m.isChecksumMatching())) {
+                throw new PreReleaseChain("Layover migration failed: this database was migrated by a pre-release chain "
+                        + "of Layover's migrations (" + SCHEMA + ".flyway_schema_history records version " + v
+                        + (v.equals(BASELINE) ? " with another checksum than " + LOCATION + "/V1__baseline.sql" : "")
+                        + "); drop schema " + SCHEMA + " (DROP SCHEMA " + SCHEMA + " CASCADE) and start again: "
+                        + "before the first release there is no upgrade path, the schema is one baseline script");
+            }
+        }
+    }
+
+    /** The database holds a schema of the pre-release migration chain. */
+    private static final class PreReleaseChain extends IllegalStateException {
+        private static final long serialVersionUID = 1L;
+
+        PreReleaseChain(String message) {
+            super(message);
         }
     }
 
