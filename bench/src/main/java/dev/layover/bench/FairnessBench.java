@@ -27,7 +27,7 @@ import javax.sql.DataSource;
  * takes {@code callMs}. Arms: fair share with equal weights; the same with fairness off (first
  * come, first served: today's behaviour, the jobs have no fairness key); weights 3:1:1 for the
  * first three tenants; and a priority run (the second tenant's jobs interactive, priority 5).
- * Then the same tenants where the key's limit is not a request rate (V25), fair and off: a bucket
+ * Then the same tenants where the key's limit is not a request rate, fair and off: a bucket
  * of T = 300 x R tokens a second (one second of burst) whose tenants' calls take 900, 100, 300
  * and 900 tokens (shares and goodput counted in tokens), and a concurrency limit of 8 slots with
  * calls of 8 / R seconds (R calls a second when every slot is busy).

@@ -279,7 +279,7 @@ public final class JobType<A> {
          * {@code scheduled_tasks.fairness_key} at enqueue (1-200 characters; {@code null}: none).
          *
          * <p>Database effect: when the key's bucket has no permit free now, the job waits in the
-         * key's fair queue (V20's {@code layover.fair_round}: a tag, then a permit booked in its
+         * key's fair queue ({@code layover.fair_round}: a tag, then a permit booked in its
          * turn; no attempt spent, not counted against {@code maxReschedules}) instead of booking
          * the next free permit first come, first served. Applies to request-rate limits
          * (configured buckets and paces learned from a stated limit); on a key whose bucket limits tokens the job is

@@ -768,7 +768,7 @@ public final class Layover implements AutoCloseable {
          * ({@code JobType.Builder#fairnessKey}, {@code docs/fairness.md}): the horizon a round
          * books ahead, the share reserved for lower priorities, the weights. Database: the
          * weights are written to {@code layover.fairness_weights} at {@link #start()} (an
-         * operator's weight set at run time is kept); the fair queues live in V20's
+         * operator's weight set at run time is kept); the fair queues live in
          * {@code layover.fair_lines} / {@code fair_flows} and the jobs' {@code fair_tag}.
          *
          * @param settings the settings; default {@link FairnessSettings#defaults()} (100 ms, 0.1, every weight 1)

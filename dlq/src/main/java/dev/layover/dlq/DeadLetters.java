@@ -185,7 +185,7 @@ public final class DeadLetters {
     /**
      * How many dead letters match a filter, counted no further than a bound: for a confirmation
      * that must answer fast whatever the filter. A filter on states, failure types, job types and
-     * provider keys only is read from V18's {@code layover.dead_letter_counts} (a few hundred
+     * provider keys only is read from {@code layover.dead_letter_counts} (a few hundred
      * rows); a filter with a park time range or a text search counts matching rows, stopping at
      * {@code bound + 1}. Either way the result is cut at {@code bound + 1}.
      *
@@ -216,7 +216,7 @@ public final class DeadLetters {
 
     /**
      * Counts of the dead letters matching a filter: in total, by state, failure type, job type and
-     * provider key. A filter on those four columns only reads V18's {@code layover.dead_letter_counts}
+     * provider key. A filter on those four columns only reads {@code layover.dead_letter_counts}
      * (kept by triggers on {@code layover.dead_letters}); one with a park time range or a text
      * search scans the matching rows.
      *

@@ -22,9 +22,9 @@ final class DlqSql {
     // ---------------------------------------------------------------- reading
 
     /**
-     * Text search: V3's {@code error_text} is the lower-cased error class and message in collation
+     * Text search: {@code error_text} is the lower-cased error class and message in collation
      * "C"; the pattern is lower-cased by the same {@code lower()}, so this is ILIKE's meaning at a
-     * byte-wise LIKE's cost, and V3's trigram index (when there is one) serves it.
+     * byte-wise LIKE's cost, and the trigram index (when there is one) serves it.
      */
     static final String TEXT_MATCH = "d.error_text LIKE lower(?) ESCAPE '\\'";
 
@@ -48,7 +48,7 @@ final class DlqSql {
     /**
      * How many rows match the conditions, counted up to a bound: one parameter more, the bound
      * plus one (a result above the bound means "more than the bound"). Conditions on the counted
-     * columns only read V18's counts (exact, whatever the bound).
+     * columns only read the maintained counts (exact, whatever the bound).
      */
     static String countBounded(Where w) {
         return w.onCountedColumnsOnly() ? COUNT_FROM_COUNTS + w.sql()
@@ -76,7 +76,7 @@ final class DlqSql {
     private static final String COUNT = "SELECT count(*) FROM layover.dead_letters d";
 
     /**
-     * V18's maintained counts under the dead-letter columns' names, so that the same conditions
+     * The maintained counts under the dead-letter columns' names, so that the same conditions
      * apply: a filter on state, failure type, job type and provider key only reads a few hundred
      * rows instead of counting the dead letters.
      */
@@ -127,7 +127,7 @@ final class DlqSql {
     /**
      * The replay, exactly once, step one of three in one transaction: lock the dead letters that a
      * replay of this kind may still replay ({@code FOR UPDATE}: a concurrent replay waits, then
-     * re-checks the state and finds it {@code replayed}). The allowed states are V10's
+     * re-checks the state and finds it {@code replayed}). The allowed states are
      * {@code layover.dead_letter_next_state}. Step two is core's {@code JobWrites.insertReplays}
      * (one fresh job per dead letter, nothing where a live job has its id), step three
      * {@link #MARK_REPLAYED} (exactly those whose job was inserted).
@@ -192,7 +192,7 @@ final class DlqSql {
 
     /**
      * The provider keys the sweep looks at, with their breaker, cooldown and sweep state: every key
-     * with parked dead letters (a skip scan over V4's partial index: one probe per key, whatever
+     * with parked dead letters (a skip scan over the partial index {@code dead_letters_recovery_idx}: one probe per key, whatever
      * the number of entries) and every key whose sweep state is not idle. No parameters.
      */
     static final String RECOVERY_KEYS = """
@@ -235,7 +235,7 @@ final class DlqSql {
 
     /**
      * The next parked dead letters of one key and one failure type the sweep (or a trial) may
-     * replay, oldest id first: an ordered walk of V4's partial index that stops after {@code limit}
+     * replay, oldest id first: an ordered walk of the partial index {@code dead_letters_recovery_idx} that stops after {@code limit}
      * matches. A dead letter qualifies when its job type is one for which the failure type is
      * auto-replayable, no live job has its type and id, and it was parked up to the later of the
      * cutoff (the breaker close being swept, plus its grace) and now minus the type's minimum age
@@ -339,7 +339,7 @@ final class DlqSql {
         private final List<Object> params = new ArrayList<>();
         private boolean uncounted;
 
-        /** A condition on a column V18's counts do not have (time, text, id). */
+        /** A condition on a column the maintained counts do not have (time, text, id). */
         Where andUncounted(String condition, Object... values) {
             uncounted = true;
             return and(condition, values);

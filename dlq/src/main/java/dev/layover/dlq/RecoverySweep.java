@@ -89,7 +89,7 @@ import java.util.Set;
  * same type and id; {@code review}, {@code replayed} and {@code discarded} entries.
  *
  * <h2>Database effects</h2>
- * Per run: one read of the keys (a skip scan over V4's {@code dead_letters_recovery_idx}); per key
+ * Per run: one read of the keys (a skip scan over {@code dead_letters_recovery_idx}); per key
  * with something to do, a few indexed reads, the replays (see {@link DeadLetters}: one
  * transaction per batch, one {@code layover.audit_log} row per batch and per trial, actor
  * {@value #ACTOR}, subject the provider key), and an upsert of its {@code layover.recovery_state}

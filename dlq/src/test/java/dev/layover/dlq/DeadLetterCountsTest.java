@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * V18's {@code layover.dead_letter_counts}, kept by triggers on {@code layover.dead_letters},
+ * {@code layover.dead_letter_counts}, kept by triggers on {@code layover.dead_letters},
  * equals a count of the dead letters after every kind of write: parks by the engine, replays,
  * discards, review and move back, retention's deletes, a row moving between keys, TRUNCATE; and the
  * store's counts, facets and bounded count read it.

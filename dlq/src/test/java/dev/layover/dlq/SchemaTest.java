@@ -13,7 +13,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-/** What V3 adds to the schema. */
+/** What the dead-letter store needs of the schema. */
 @ExtendWith(LayoverPostgresExtension.class)
 class SchemaTest {
 

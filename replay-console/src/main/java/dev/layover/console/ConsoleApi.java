@@ -57,7 +57,7 @@ final class ConsoleApi {
     private static final List<String> JOB_STATES = List.of("scheduled", "running", "rescheduled", "retrying");
     private static final List<String> WAITING_STATES = List.of("scheduled", "rescheduled", "retrying");
     private static final List<String> HISTORY_OUTCOMES = List.of("completed", "parked", "cancelled");
-    /** A batch's states ({@code layover.batches_state_check}, V22), in the order a batch moves. */
+    /** A batch's states ({@code layover.batches_state_check}), in the order a batch moves. */
     static final List<String> BATCH_STATES = List.of("open", "sealed", "submitting", "submitted", "ended", "expired",
             "cancelled", "failed");
     private static final int MAX_IDS = 10_000;
@@ -1059,7 +1059,7 @@ final class ConsoleApi {
 
     /** The most weight rows {@code GET /api/fairness} lists ({@code weightsMore}: there are more). */
     static final int MAX_WEIGHT_ROWS = 200;
-    /** The most a fairness weight may be (V20's {@code fairness_weights_weight_check}). */
+    /** The most a fairness weight may be ({@code fairness_weights_weight_check}). */
     static final double MAX_FAIRNESS_WEIGHT = 1_000_000;
 
     /**

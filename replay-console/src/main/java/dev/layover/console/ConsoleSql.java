@@ -67,14 +67,14 @@ final class ConsoleSql {
             SELECT j.state, count(*) AS n, count(*) FILTER (WHERE j.run_at <= now()) AS due
             FROM layover.jobs j GROUP BY j.state""";
 
-    /** Dead letters by state and failure type: V18's maintained counts, not a count of the dead letters. */
+    /** Dead letters by state and failure type: the maintained counts, not a count of the dead letters. */
     static final String DEAD_LETTERS_BY_STATE_AND_FAILURE = """
             SELECT d.state, d.failure_type, sum(d.n)::bigint AS n
             FROM layover.dead_letter_counts d WHERE d.n <> 0 GROUP BY d.state, d.failure_type""";
 
     /**
      * Every provider key with state rows, or with dead letters waiting for a person or the sweep
-     * (those and the parked counts from V18's {@code layover.dead_letter_counts}).
+     * (those and the parked counts from {@code layover.dead_letter_counts}).
      */
     static final String PROVIDER_KEYS = """
             WITH keys AS (
@@ -147,7 +147,7 @@ final class ConsoleSql {
                        j.run_at <= now() AS due,
                        CASE WHEN j.state = 'running' THEN 'running'
                             WHEN j.run_at >= '9999-12-31T00:00:00Z' THEN 'paused'
-                            -- in a batch (V22): it waits for its line, or its line waits to be applied
+                            -- in a batch: it waits for its line, or its line waits to be applied
                             WHEN j.batch_item_state IN ('gathered', 'result') THEN 'batch'
                             WHEN j.state = 'retrying' THEN 'retry'
                             WHEN j.reschedule_reason = 'concurrency' THEN 'concurrency'
@@ -333,7 +333,7 @@ final class ConsoleSql {
 
     /**
      * Jobs of the key that finished in the last hour, by outcome: an index-only scan of the last
-     * hour of V18's {@code job_history_finished_at_idx} (it includes outcome, key and duration).
+     * hour of {@code job_history_finished_at_idx} (it includes outcome, key and duration).
      */
     static final String KEY_FINISHED_LAST_HOUR = """
             SELECT h.outcome, count(*) AS n, avg(h.duration_ms) AS avg_duration_ms, max(h.finished_at) AS last_at
@@ -359,7 +359,7 @@ final class ConsoleSql {
             LIMIT 200""".formatted(BREAKER_EFFECTIVE);
 
     /**
-     * A provider key's fairness keys ({@code layover.fairness}, V20), most waiting first, at most
+     * A provider key's fairness keys ({@code layover.fairness}), most waiting first, at most
      * {@code ?} rows, each with the key's totals over all of its fairness keys ({@code flows},
      * {@code total_*}: the window runs before the limit). The view's predicate on
      * {@code provider_key} is pushed into its aggregate (it is the window's partition), so one key
@@ -376,7 +376,7 @@ final class ConsoleSql {
             ORDER BY f.waiting DESC, f.booked DESC, f.fairness_key
             LIMIT ?""";
 
-    /** A provider key's fair queue line (V20's {@code layover.fair_lines}): its clock and rounds. */
+    /** A provider key's fair queue line ({@code layover.fair_lines}): its clock and rounds. */
     static final String FAIR_LINE = """
             SELECT l.vclock, l.active_weight, l.rounds, l.booked, l.last_round_at
             FROM layover.fair_lines l WHERE l.provider_key = ?""";
@@ -403,7 +403,7 @@ final class ConsoleSql {
                         ELSE layover.fairness_weight(?) END AS weight""";
 
     /**
-     * Operators' limits at run time ({@code layover.limit_overrides}, V25), newest first, at most
+     * Operators' limits at run time ({@code layover.limit_overrides}), newest first, at most
      * {@code ?} rows, or one key's ({@code ?} not null), each with what the key's bucket and
      * concurrency rows hold now ({@code layover.buckets}, {@code layover.concurrency}: the limits
      * the workers last wrote for the key; null: no row). Parameters: key or null, key or null, limit.
@@ -423,7 +423,7 @@ final class ConsoleSql {
             LIMIT ?""";
 
     /**
-     * Batches ({@code layover.batch_status}, V22), newest first (by id: ids are given in creation
+     * Batches ({@code layover.batch_status}), newest first (by id: ids are given in creation
      * order); filters are appended as {@code AND} fragments on {@code b}. {@code age_ms}: the view's
      * {@code age} in milliseconds; {@code last_error} cut to 2,000 characters.
      */

@@ -169,7 +169,7 @@ class MultipleLimitsTest {
         }
     }
 
-    /** A job with limit keys of its own is admitted by layover.admit: its provider key's learned pace applies there too. */
+    /** A job with limit keys of its own is admitted by layover.admit_tokens: its provider key's learned pace applies there too. */
     @Test
     void aPaceLearnedForTheProviderKeyAlsoPacesJobsWithLimitKeys(TestDatabase db) {
         Db d = new Db(db.dataSource());

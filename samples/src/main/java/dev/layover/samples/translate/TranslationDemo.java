@@ -221,7 +221,7 @@ public final class TranslationDemo {
 
     /** @return the database's time before the run: the report counts batches and history rows from here */
     private static Timestamp prepare(DataSource ds) throws SQLException {
-        // a previous run's jobs, dead letters and provider state (V10's functions for demos and tests)
+        // a previous run's jobs, dead letters and provider state (the migration's functions for demos and tests)
         Timestamp now;
         try (Connection c = ds.getConnection();
                 PreparedStatement type = c.prepareStatement("SELECT layover.forget_job_type(?)");

@@ -2,7 +2,7 @@ package dev.layover.core.internal.batch;
 
 /**
  * Every statement of {@code layover.batches} and {@code layover.batch_items} (their owner), and
- * the calls of V22's {@code layover.batch_*} functions, which also move the jobs they touch.
+ * the calls of {@code layover.batch_*} functions, which also move the jobs they touch.
  */
 final class BatchSql {
 

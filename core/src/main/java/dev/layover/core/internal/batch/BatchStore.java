@@ -16,7 +16,7 @@ import java.util.function.Function;
 
 /**
  * The owner of {@code layover.batches} and {@code layover.batch_items}: every read and write of
- * them, one statement each ({@link BatchSql}), and the calls of V22's functions that gather jobs
+ * them, one statement each ({@link BatchSql}), and the calls of the {@code batch_*} functions that gather jobs
  * into batches and make them due again.
  */
 public final class BatchStore {

@@ -15,7 +15,7 @@ import java.util.regex.Pattern;
  *   <li>Its dead-execution query ({@code select * from .. where picked = ? and last_heartbeat <=
  *       ?}) would, in the first worker back after an outage, take the jobs of every worker whose
  *       pool has not reconnected yet for dead. Rewritten to {@code last_heartbeat <=
- *       layover.dead_heartbeat_cutoff(?)} (V14): nothing is dead until 10 s after the database
+ *       layover.dead_heartbeat_cutoff(?)}: nothing is dead until 10 s after the database
  *       returned, and the index on {@code last_heartbeat} still serves the query.
  * </ul>
  *

@@ -11,22 +11,22 @@ import java.util.stream.Collectors;
 /**
  * Rewrites db-scheduler's lock-and-fetch so that a pick takes the due jobs holding a bucket permit
  * or a place in their key's waiting line first ({@code execution_time = permit_at}: rescheduled to
- * the permit they booked; {@code permit_at} null with reason {@code bucket}: at their place, V28),
+ * the permit they booked; {@code permit_at} null with reason {@code bucket}: at their place),
  * then due jobs in db-scheduler's own order, in the same statement and with the same row count.
  *
- * <p>Why: a key's backlog is booked a horizon at a time, and jobs beyond it wait in the key's line
- * (V23); but jobs that are due and hold nothing (a backlog that has not been placed yet, a million
+ * <p>Why: a key's backlog is booked a horizon at a time, and jobs beyond it wait in the key's line;
+ * but jobs that are due and hold nothing (a backlog that has not been placed yet, a million
  * jobs enqueued at once) sort by run time ahead of every job whose permit has just come due, and a
  * pick that took them first let those permits lapse unspent: a deep backlog started nothing
  * (docs/benchmarks.md, "Deep backlog"). The first branch reads only the grace's range of run times
  * ({@code execution_time_idx} from now less the grace), so it costs an index probe however many
  * rows were deleted behind it; db-scheduler's branch reads from the oldest run time up, through the
  * index entries of every job done since the table's last vacuum (a million-job backlog behind one
- * key of 50/s, picked through it at their places: pick p50 8.7 ms after V29, 3.0 ms for its
+ * key of 50/s, picked through it at their places: pick p50 8.7 ms with inlined bucket arithmetic, 3.0 ms for its
  * permit holders; the line's places, taken here, are the jobs a deep backlog runs).
  *
  * <p>Only permits and places still within the gate's grace are taken first. A lapsed permit holder (its
- * workers were away: a batch enqueued while none ran, booked at enqueue, V27) is due like any job
+ * workers were away: a batch enqueued while none ran, booked at enqueue) is due like any job
  * and no longer first: taken first, oldest first, thousands of lapsed holders each picked to be told
  * to wait let the next permits lapse behind them, faster than one worker could tell them
  * (measured: 1,000,000 jobs over 10 keys, enqueued in 30 s before the worker started, ran none in

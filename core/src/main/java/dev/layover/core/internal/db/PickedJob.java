@@ -9,7 +9,7 @@ package dev.layover.core.internal.db;
  * @param version its version after the pick (db-scheduler's)
  * @param providerKey its provider key, or null
  * @param heldPermitAt the bucket permit it holds for its run time ({@code permit_at} = {@code execution_time}), or
- *     null (a {@code permit_at} left from an earlier run time is no permit held, as V27's {@code holds_permit} reads it)
+ *     null (a {@code permit_at} left from an earlier run time is no permit held, as {@code holds_permit} reads it)
  * @param placeAt its place in its key's waiting line ({@code execution_time} of a job rescheduled there:
  *     reason {@code bucket}, {@code permit_at} null, as {@code TAKE_PERMITS} reads it), or null: not in line
  * @param fair whether it has a fairness key

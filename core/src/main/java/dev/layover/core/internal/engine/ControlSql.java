@@ -62,7 +62,7 @@ final class ControlSql {
      * past its deadline (or will run after it) or has a cancel request left over (its run ended
      * in a reschedule or retry after the request). Parameters: worker, now.
      *
-     * <p>Every read of the job table here goes through one of V7's partial indexes whatever the
+     * <p>Every read of the job table here goes through one of its partial indexes whatever the
      * parameters and the statistics: the deadline checks are the first entry of
      * {@code scheduled_tasks_deadline_idx} and of {@code scheduled_tasks_after_deadline_idx}, read
      * in order ({@code min()}). Written as {@code EXISTS (... deadline <= ?)}, the plan made once

@@ -124,7 +124,7 @@ final class OutcomeWriter {
 
     /**
      * Gathers a picked job, and the due backlog of its key it takes along, into the key's open
-     * batch ({@link BatchStore#gather}, V22's {@code layover.batch_gather}): each job's row waits
+     * batch ({@link BatchStore#gather}, {@code layover.batch_gather}): each job's row waits
      * for its line, no attempt spent, no reschedule counted.
      */
     void gather(JobRun run, String key, BatchSettings s, BatchStore.Line first, BatchStore.Backlog backlog) {

@@ -29,7 +29,7 @@ import java.util.function.Consumer;
  *   <li>A job that holds a permit for its run time (booked at enqueue or by its reschedule) is
  *       remembered with it ({@link #heldPermit}): its admission carries it without reading its row
  *       again.
- *   <li>The jobs picked at their places in their keys' waiting lines (V28), within the grace of
+ *   <li>The jobs picked at their places in their keys' waiting lines, within the grace of
  *       their places, have their permits taken in one statement for all their keys ({@link
  *       ProviderGate#takePlaces}), earliest place first, as many as fit, under the same rules as
  *       the leases (the type has no fairness, batching or limit keys, the key is admitted by its

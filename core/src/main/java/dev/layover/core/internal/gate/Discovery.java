@@ -24,8 +24,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Discovered paces: the request rate of a key whose 429s state no limit, found by the fleet from
  * its own successes and 429s (additive increase, multiplicative decrease, slow start; see
- * {@link DiscoverySettings}) and kept as a row of {@code layover.buckets} with {@code discovered}
- * (V15). Every change is one conditional {@code UPDATE} of {@link StateSql} on the database's
+ * {@link DiscoverySettings}) and kept as a row of {@code layover.buckets} with {@code discovered}.
+ * Every change is one conditional {@code UPDATE} of {@link StateSql} on the database's
  * clock; this instance tries an increase at most once per interval and key, a decrease at most
  * once per burst and key, so successes cost no write.
  */

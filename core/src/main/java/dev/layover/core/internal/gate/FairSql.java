@@ -1,7 +1,7 @@
 package dev.layover.core.internal.gate;
 
 /**
- * The SQL of {@link Fairness}: V25's {@code layover.fair_round_limit} (a round of a key's fair
+ * The SQL of {@link Fairness}: {@code layover.fair_round_limit} (a round of a key's fair
  * queue) and the configured weights ({@code layover.fairness_weights}).
  */
 final class FairSql {
@@ -9,7 +9,7 @@ final class FairSql {
     private FairSql() {}
 
     /**
-     * One round of a key's fair queue ({@code layover.fair_round_limit}, V25: V20's round for a
+     * One round of a key's fair queue ({@code layover.fair_round_limit}: the fair queueing round for a
      * bucket of any dimensions, the jobs' token estimates as their costs, or for a concurrency
      * limit, its free slots as the permits: spends the caller's held permit, tags new waiting jobs,
      * books the next permits in tag order). Parameters: key, now, mode ({@code bucket} or

@@ -361,7 +361,7 @@ final class Fairness {
         return capacity ? b.capacity(d) : b.rate(d);
     }
 
-    /** A share as V19's bookings use it: clamped to [0.05, 1], none learned: 1. */
+    /** A share as the token bookings use it: clamped to [0.05, 1], none learned: 1. */
     private static double share(ResultSet rs, String column) throws java.sql.SQLException {
         double v = rs.getDouble(column);
         return rs.wasNull() ? 1 : Math.min(1, Math.max(0.05, v));

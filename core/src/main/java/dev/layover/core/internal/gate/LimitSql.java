@@ -2,19 +2,20 @@ package dev.layover.core.internal.gate;
 
 /**
  * The SQL of {@link Limits}: the all-or-nothing claim of a job's buckets and concurrency slots is
- * one call of the function {@code layover.admit} (V7, where its rules are documented).
+ * one call of the function {@code layover.admit_tokens} (where its rules are documented).
  */
 final class LimitSql {
 
     private LimitSql() {}
 
     /**
-     * Claims every limit of one job, or nothing ({@code layover.admit_tokens}, V17: V7's
-     * {@code layover.admit} with the input and output token dimensions). Parameters: now, task
-     * name, task id, version, worker, then one array element per key (sorted): keys, request rates
-     * (/s), request capacities, combined token rates (/s) and capacities, input token rates and
-     * capacities, output token rates and capacities, concurrency limits (0: none); then the job's
-     * combined, input and output token needs and the dead-worker limit (s).
+     * Claims every limit of one job, or nothing ({@code layover.admit_tokens}: every bucket permit
+     * and concurrency slot of the job's keys, with the input and output token dimensions).
+     * Parameters: now, task name, task id, version, worker, then one array element per key
+     * (sorted): keys, request rates (/s), request capacities, combined token rates (/s) and
+     * capacities, input token rates and capacities, output token rates and capacities, concurrency
+     * limits (0: none); then the job's combined, input and output token needs and the dead-worker
+     * limit (s).
      *
      * <p>The claim commits asynchronously ({@code synchronous_commit = off} for its transaction
      * alone), as a bucket take does ({@link StateSql#TAKE_PERMITS}): the claims of one key lock the

@@ -34,8 +34,9 @@ import dev.layover.core.tokens.TokenEstimate;
  * (each key matching the pattern gets a limit of its own). When none of a job's keys has a
  * concurrency limit and only its provider key has a bucket, the job takes the usual path
  * ({@link ProviderGate#admit}: no extra statement). Otherwise the provider key's breaker, cooldown
- * and trial are checked as usual, then one call of {@code layover.admit} takes a permit from every
- * bucket and a slot of every concurrency limit, or nothing at all (see V7).
+ * and trial are checked as usual, then one call of {@code layover.admit_tokens} takes a permit
+ * from every bucket and a slot of every concurrency limit, or nothing at all (see its comment in
+ * the migration).
  */
 public final class Limits {
 
@@ -150,9 +151,9 @@ public final class Limits {
     /**
      * Admits a job against every limit of its keys, all or nothing: first the provider key's
      * breaker, cooldown and half-open trial ({@link ProviderGate#admitState}), then one call of
-     * {@code layover.admit} for the buckets and concurrency limits of all its keys. When the limits
-     * refuse, a trial claimed for the provider key is given back. Never throws: a database error
-     * gives a wait of 5 s (fail closed), logged.
+     * {@code layover.admit_tokens} for the buckets and concurrency limits of all its keys. When the
+     * limits refuse, a trial claimed for the provider key is given back. Never throws: a database
+     * error gives a wait of 5 s (fail closed), logged.
      *
      * @param gate the provider state
      * @param run the job's run (its provider key, token estimate, job and version)

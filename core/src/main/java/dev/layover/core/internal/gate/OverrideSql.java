@@ -1,6 +1,6 @@
 package dev.layover.core.internal.gate;
 
-/** The SQL of {@link Overrides}: {@code layover.limit_overrides} (V25), its only writer. */
+/** The SQL of {@link Overrides}: {@code layover.limit_overrides}, its only writer. */
 final class OverrideSql {
 
     private OverrideSql() {}

@@ -13,7 +13,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Operators' limits for keys at run time ({@code layover.limit_overrides}, V25): written here,
+ * Operators' limits for keys at run time ({@code layover.limit_overrides}): written here,
  * read back into memory by the provider-state refresh (every second, and when a change is
  * NOTIFYed), and applied in place of a key's configured bucket and concurrency limit. No
  * statement on the admission path: a lookup is a map read.

@@ -92,7 +92,7 @@ public final class ProviderRun implements ProviderCalls {
     /**
      * The bucket permit the job's row held when it was picked ({@code permit_at}, with
      * {@code execution_time} at it), read from the pick's own row: the take that would read it
-     * again (V27's {@code layover.holds_permit}) is left out, and the permit is carried from memory
+     * again ({@code layover.holds_permit}) is left out, and the permit is carried from memory
      * under the same rule (within the gate's grace of now, once per run).
      *
      * @param permitAt the held permit, or null
@@ -173,8 +173,8 @@ public final class ProviderRun implements ProviderCalls {
     }
 
     /**
-     * The job's task name for a take that may carry the permit the job holds (V27's
-     * {@code layover.holds_permit}), or null once a take of this run carried it: the held permit
+     * The job's task name for a take that may carry the permit the job holds
+     * ({@code layover.holds_permit}), or null once a take of this run carried it: the held permit
      * is not cleared from the row when spent, so this run's next take pays as any call does.
      */
     String heldPermitTask() {

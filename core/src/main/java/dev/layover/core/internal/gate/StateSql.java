@@ -9,7 +9,7 @@ package dev.layover.core.internal.gate;
  * ({@code last_slot}, {@code last_granted_*}).
  *
  * <p>Times come from the caller's clock (as for every job run time), passed as {@code p.now}. The
- * rate bucket arithmetic is V10's {@code layover.gcra_*} functions.
+ * rate bucket arithmetic is {@code layover.gcra_*} functions.
  */
 final class StateSql {
 
@@ -38,7 +38,7 @@ final class StateSql {
      * The background refresh of the keys in use, at a cost that follows what is not plain rather
      * than how many keys there are: only keys whose breaker is not closed, whose cooldown is in
      * force or whose learned pace is in force come back (a few rows out of 10,000 tenant keys,
-     * found through V2's and V24's partial indexes); every other key in use is closed, cooling
+     * found through the partial indexes {@code breakers_state_idx} and {@code buckets_learned_idx}); every other key in use is closed, cooling
      * down never and paced only by its configured bucket, as read now. A breaker row that went
      * missing is found when a failure cannot be counted on it ({@link StateCache#breakerRowMissing}).
      * Parameter: the keys (text[], distinct).
@@ -316,7 +316,7 @@ final class StateSql {
                       b.learned_until, b.discovered""";
 
     // GCRA, per dimension (requests r, tokens t) with rate (units/s), capacity, need, extra: the
-    // arithmetic is V10's layover.gcra_* functions. The need fits from gcra_fits_at; taking n units
+    // arithmetic is layover.gcra_* functions. The need fits from gcra_fits_at; taking n units
     // moves tat with gcra_take; what is free beyond the need is gcra_free - need.
     private static final String R_SLOT = "layover.gcra_fits_at(b.request_tat, p.rr, p.rc, p.rn)";
     private static final String T_SLOT = "layover.gcra_fits_at(b.token_tat, p.tr, p.tc, p.tn)";
@@ -324,7 +324,7 @@ final class StateSql {
     private static final String FITS = "(" + SLOT + " <= p.now)";
     private static final String R_FREE = "(layover.gcra_free(b.request_tat, p.now, p.rr, p.rc) - p.rn)";
     private static final String T_FREE = "(layover.gcra_free(b.token_tat, p.now, p.tr, p.tc) - p.tn)";
-    // V28's waiting line reaches past the slot a job told to wait would book (booking it would take a
+    // waiting line reaches past the slot a job told to wait would book (booking it would take a
     // place's permit and shift every job behind it), and a place at the line's end is within the job's reach
     private static final String JOINS_LINE = "(NOT EXISTS (SELECT 1 FROM job j WHERE j.deadline IS NOT NULL)"
             + " AND coalesce((SELECT l.line_end FROM line l) >= " + SLOT
@@ -340,7 +340,7 @@ final class StateSql {
             + T_FREE + ")) ELSE p.tx END WHEN " + MAY_BOOK + " THEN p.tn ELSE 0 END)";
 
     /**
-     * V10's {@code layover.gcra_take(tat, now, rate, n)} written out: PostgreSQL does not inline a
+     * {@code layover.gcra_take(tat, now, rate, n)} written out: PostgreSQL does not inline a
      * function whose argument used twice in its body is as costly as a take's count ({@code n}), so
      * the call would run, its body planned, at every take.
      */
@@ -352,11 +352,11 @@ final class StateSql {
     /**
      * Takes permits from a bucket, in one statement. When the job already holds a permit for
      * about now ({@code permit_at}, kept from the reschedule that gave it), that permit is spent
-     * (V27's {@code layover.holds_permit}: the job's row is not written; its
+     * ({@code layover.holds_permit}: the job's row is not written; its
      * run remembers the carry, {@code ProviderRun#heldPermitTask}) and the bucket is left alone.
      * Otherwise: when the need fits now, it is taken plus up to the extra asked for (a lease); when
      * it does not fit and the caller may wait, the next future slot is reserved, unless the key's
-     * waiting line (V28: unpicked jobs rescheduled for the bucket without a permit) reaches past
+     * waiting line (unpicked jobs rescheduled for the bucket without a permit) reaches past
      * that slot and a place one request's time behind the line's end is within the job's reach
      * ({@code join_s}; never for a job with a deadline): then nothing is taken and that place is
      * returned ({@code line_end}), so the line's jobs keep the permits their places stand for; a
@@ -491,7 +491,7 @@ final class StateSql {
     }
 
     /**
-     * Takes the permits of a pick's jobs picked at their places in their keys' waiting lines (V28),
+     * Takes the permits of a pick's jobs picked at their places in their keys' waiting lines,
      * for many keys in one statement: what {@link #TAKE_PERMITS} does for each such job picked
      * within the grace of its place, done for a key's {@code n} jobs at once. The request tat moves
      * on from as early as the grace ({@code base}: the greater of the tat and now less the grace),
@@ -524,7 +524,7 @@ final class StateSql {
             WHERE b.provider_key = g.provider_key AND g.n >= 1
             RETURNING b.provider_key, g.n""";
 
-    // ---- discovered paces (V15; Discovery): every change a conditional UPDATE on the database's clock ----
+    // ---- discovered paces (Discovery): every change a conditional UPDATE on the database's clock ----
 
     /**
      * The first 429 that stated no limit for a key without a pace: creates its discovered pace in

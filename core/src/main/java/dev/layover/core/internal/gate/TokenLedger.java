@@ -31,7 +31,7 @@ import org.slf4j.LoggerFactory;
  *   <li>A reservation larger than a dimension's capacity can never be admitted: {@link Admission.TooLarge}.
  *   <li>No usage reported: the reservation stays as the call's cost.
  *   <li>Usage above the reservation: the difference is charged, at most one minute of the
- *       dimension's limit per call (V17's {@code layover.gcra_settle}); the history keeps the full
+ *       dimension's limit per call ({@code layover.gcra_settle}); the history keeps the full
  *       report.
  * </ul>
  *
@@ -108,7 +108,7 @@ final class TokenLedger {
      * When the job holds a permit from its reschedule, that is spent and the bucket left alone
      * (the booking was taken with it). With {@code mayWait}, a call that does not fit now books
      * the first slot at which every dimension admits what the key's calls use of such a need
-     * (V19's shares: a booked slot is not spaced by output its predecessors will give back) and
+     * (the key's shares: a booked slot is not spaced by output its predecessors will give back) and
      * waits for it; the booking is settled after the call like a whole reservation.
      *
      * @param configure writes the bucket row when it is missing; null for a learned pace's bucket
@@ -173,7 +173,7 @@ final class TokenLedger {
     }
 
     /**
-     * A call admitted by its key's fair queue (V25's {@code layover.fair_round_limit} booked its
+     * A call admitted by its key's fair queue ({@code layover.fair_round_limit} booked its
      * permit, taking the estimate's need times the key's shares of every token dimension): that
      * booking becomes the run's reservation, settled after the call like a take's.
      *

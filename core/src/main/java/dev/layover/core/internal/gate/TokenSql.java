@@ -2,8 +2,8 @@ package dev.layover.core.internal.gate;
 
 /**
  * The SQL of {@link TokenLedger}: a bucket with token dimensions (requests, tokens, input tokens,
- * output tokens; V17), taken in one statement, settled after the call in one statement. The
- * arithmetic is V10's {@code layover.gcra_*} functions and V17's {@code layover.gcra_settle}.
+ * output tokens), taken in one statement, settled after the call in one statement. The
+ * arithmetic is {@code layover.gcra_*} functions and {@code layover.gcra_settle}.
  */
 final class TokenSql {
 
@@ -34,16 +34,16 @@ final class TokenSql {
             + " layover.gcra_fits_at(bk.input_tat, p.ir, p.ic, p.inn),"
             + " layover.gcra_fits_at(bk.output_tat, p.orr, p.oc, p.onn))";
 
-    // what a booking takes of a dimension's need: V19's share, clamped to [0.05, 1]
+    // what a booking takes of a dimension's need: the key's share, clamped to [0.05, 1]
     private static final String SHARE = "least(1, greatest(0.05, coalesce(%s, 1)))";
 
     /**
      * Takes one call's request permit and its token reservation in every limited dimension, or
      * nothing. When the job already holds a permit for about now ({@code permit_at}, kept from the
-     * reschedule that reserved it) that permit is spent (V27's {@code layover.holds_permit}, no
+     * reschedule that reserved it) that permit is spent ({@code layover.holds_permit}, no
      * write) and the bucket is left alone. Otherwise: when every dimension admits the whole need now,
      * each takes it; when one does not and the caller may wait, the call books the first moment
-     * at which every dimension admits what the key's calls have been using of such a need (V19's
+     * at which every dimension admits what the key's calls have been using of such a need (the
      * shares: need x share per dimension, the job waits for that slot holding the booking); when
      * it may not wait, nothing is taken. Returns carried (0/1); when the row exists, the slot (=
      * now when it fits) and the tokens taken per dimension (tn, inn, onn); and the key's shares
@@ -107,7 +107,7 @@ final class TokenSql {
      * Replaces reservations by what the calls counted, for several buckets in one statement: per
      * key and token dimension, delta = counted - reserved, applied by {@code layover.gcra_settle}
      * (given back, or charged up to one minute of the dimension's limit); and, where the call's
-     * whole need is given (a report, not a refined estimate), V19's share of the dimension moves
+     * whole need is given (a report, not a refined estimate), the key's share of the dimension moves
      * towards counted / need (weight 0.05; a ratio above 2 counts as 2). Parameters: now; then arrays, one element per key:
      * keys, combined rate (/s), combined delta, input rate, input delta, output rate, output
      * delta, combined counted, input counted, output counted, combined need, input need, output

@@ -125,7 +125,7 @@ public final class Enqueuer {
     }
 
     /**
-     * Whether jobs of the type may book their bucket permits at enqueue (V27): not a batchable
+     * Whether jobs of the type may book their bucket permits at enqueue: not a batchable
      * type, whose jobs a worker may gather for a provider batch instead.
      */
     private static boolean bookable(Registry.Entry<?> entry) {
@@ -180,7 +180,7 @@ public final class Enqueuer {
 
     /**
      * The token estimate a job with a fairness key is stored with ({combined, input, output}: its
-     * cost in a fair queue whose bucket limits tokens, V25): its type's {@code tokenEstimate},
+     * cost in a fair queue whose bucket limits tokens): its type's {@code tokenEstimate},
      * else the builder's {@code tokenCost}; null without a fairness key, without an estimate, or
      * when the estimate fails (the worker logs that when it runs the job; the fair queue then
      * counts the line's mean cost).

@@ -32,7 +32,7 @@ final class JobSql {
                             WHERE h.job_type = %1$s AND h.job_id = %2$s AND h.outcome = 'completed')""";
 
     /**
-     * Whether a job may book its bucket permit at enqueue (V27): its type and the enqueue allow it
+     * Whether a job may book its bucket permit at enqueue: its type and the enqueue allow it
      * (the insert's {@code bookable} parameter: not batchable, on Layover's own connection), it has
      * a provider key, no deadline, limit keys or fairness key (they wait their own ways), no raised
      * priority (it goes ahead of the booked jobs when picked), and it is due at its run time.
@@ -78,12 +78,12 @@ final class JobSql {
 
     /**
      * One job with a random id: nothing can conflict. Parameters: job type, id, data, run time,
-     * priority, provider key, deadline, limit keys (text[]), args shape, fairness key (V20), token
-     * estimate (float8[], V25), whether it may book its permit at enqueue, the booking horizon (s).
-     * A job whose key's bucket has a permit for it within the horizon is inserted holding it (V27:
-     * run time and {@code permit_at} at the permit, reason {@code bucket}, no reschedule counted);
+     * priority, provider key, deadline, limit keys (text[]), args shape, fairness key, token
+     * estimate (float8[]), whether it may book its permit at enqueue, the booking horizon (s).
+     * A job whose key's bucket has a permit for it within the horizon is inserted holding it
+     * (run time and {@code permit_at} at the permit, reason {@code bucket}, no reschedule counted);
      * one behind a bucket booked beyond the horizon at its place in the key's waiting line, holding
-     * nothing (V28's {@code layover.enqueue_places}: run time at the place, reason {@code bucket});
+     * nothing ({@code layover.enqueue_places}: run time at the place, reason {@code bucket});
      * any other at its run time.
      */
     static final String INSERT = INSERT_INTO + "SELECT j.task_name, j.task_instance, j.task_data, " + BOOKED_VALUES
@@ -156,7 +156,7 @@ final class JobSql {
 
     /**
      * The database answers again after an outage: heartbeats older than that (plus the reconnect
-     * allowance) are not taken for dead (V14, {@code layover.dead_heartbeat_cutoff}).
+     * allowance) are not taken for dead ({@code layover.dead_heartbeat_cutoff}).
      */
     static final String DATABASE_RETURNED = "SELECT layover.database_returned()";
 
@@ -172,7 +172,7 @@ final class JobSql {
      * alone and gets no history row. Parameters: arrays of names, ids, versions, run starts
      * (ISO-8601 text, null when unknown), handler durations in ms (null when unknown), the last
      * run's fallback trail (jsonb text, null when none), results, then the tokens each run's call
-     * reported (input, output, cached input) and reserved (bigint, null when none: V17); then
+     * reported (input, output, cached input) and reserved (bigint, null when none); then
      * whether to keep the args (boolean).
      */
     static final String DELETE_DONE_WITH_HISTORY = """
@@ -220,7 +220,7 @@ final class JobSql {
     /**
      * A retry: spends an attempt and records its error and the run's fallback trail. The bucket
      * permit the job held, if any, is gone (spent by this run, or lapsed): {@code permit_at}
-     * cleared, as by every write that moves a job off its permit's run time (V27: a take spends a
+     * cleared, as by every write that moves a job off its permit's run time (a take spends a
      * held permit without writing the row).
      */
     static final String RETRY = """
@@ -267,8 +267,8 @@ final class JobSql {
      * (null: the row's), the run's start (ISO-8601 text or null), its handler duration in ms (or
      * null), the last run's fallback trail, whether to keep the args, whether history is on. The
      * first four parameters: the tokens the last run's call reported (input, output, cached
-     * input) and reserved (each null when none), written to the history row (V17) and the dead
-     * letter (V19). The job's fallback trail moves with it to the dead letter.
+     * input) and reserved (each null when none), written to the history row and the dead
+     * letter. The job's fallback trail moves with it to the dead letter.
      */
     static final String PARK = """
             WITH tok AS (SELECT ?::bigint AS input_tokens, ?::bigint AS output_tokens, ?::bigint AS cached_input_tokens,
@@ -280,7 +280,7 @@ final class JobSql {
             ), linked AS (
                 -- a sweep replay that failed again needs a person; one parked by an open breaker never
                 -- reached the provider, so the sweep may try it again (its replay budget caps that);
-                -- the state is V10's layover.dead_letter_next_state
+                -- the state is layover.dead_letter_next_state
                 UPDATE layover.dead_letters d
                 SET state = layover.dead_letter_next_state(d.state,
                         CASE WHEN m.replay_kind = 'sweep' AND ?::boolean THEN 'sweep_replay_failed' ELSE 'parked_again' END),
@@ -458,7 +458,7 @@ final class JobSql {
 
     /**
      * Jobs that are due, and jobs in the key's waiting line whatever their place (a bucket's
-     * reschedule or a place taken at enqueue, holding no permit, V28; never a job of a fair queue,
+     * reschedule or a place taken at enqueue, holding no permit; never a job of a fair queue,
      * whose turn its tag decides): the line's front is booked
      * ahead of its places, so that a permit taken around the line costs its jobs one write each, not
      * one write and one pick more each, job after job, to the line's end.
@@ -496,8 +496,8 @@ final class JobSql {
      * run time first, skipping rows another transaction holds) get the next slots of the bucket,
      * as if each had asked in turn (GCRA: the k-th, from 1, gets {@code greatest(now, start + (k -
      * capacity) / rate)} with {@code start = greatest(tat, now)}), as their run time and their held
-     * permit ({@code permit_at}); the bucket's tat moves past them (V10's
-     * {@code layover.book_requests}, the gate's). Only as many jobs as there are slots within the
+     * permit ({@code permit_at}); the bucket's tat moves past them
+     * ({@code layover.book_requests}, the gate's). Only as many jobs as there are slots within the
      * horizon are locked (at most {@code max_jobs}), so the statement, which holds the bucket row,
      * stays short; the rest of a deeper backlog is placed in the key's waiting line by
      * {@link #PLACE_BACKLOG}. Only jobs of the given types, below their reschedule cap, without
@@ -545,7 +545,7 @@ final class JobSql {
             SELECT m.task_name, count(*) AS reserved FROM moved m, (SELECT count(*) FROM booked) booking GROUP BY m.task_name""";
 
     /**
-     * A place in a key's waiting line ahead of now, one probe of V28's {@code scheduled_tasks_line_idx}
+     * A place in a key's waiting line ahead of now, one probe of {@code scheduled_tasks_line_idx}
      * ({@code max()}/{@code min()} may be planned as a read of the whole line): {@code %1$s} the
      * key's column, {@code %2$s} now, {@code %3$s} {@code ASC} for the line's first place,
      * {@code DESC} for its last. The statement's gate counterpart is {@code StateSql}'s line probe
@@ -715,7 +715,7 @@ final class JobSql {
      * Nothing is inserted where a live job has that type and id. Parameters: run at (or null for
      * now), spread in ms, replay kind, dead letter ids (bigint[]), edited args per id (text[],
      * nulls for the stored args). Returns the dead letter, job id and run time of each job inserted.
-     * The replays are counted in the time series (V16's {@code layover.time_series_add()}, one call).
+     * The replays are counted in the time series ({@code layover.time_series_add()}, one call).
      */
     static final String INSERT_REPLAYS = """
             WITH inserted AS (

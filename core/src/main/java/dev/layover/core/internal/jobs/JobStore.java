@@ -64,8 +64,8 @@ public final class JobStore implements JobWrites {
      * @param limitKeys its limit keys, or null
      * @param argsShape the fingerprint of its args type's shape ({@code ArgsCodec#shape})
      * @param fairnessKey its fairness key, or null
-     * @param tokenEstimate its stored token estimate, or null (V25)
-     * @param bookable whether its type lets it book its bucket permit at enqueue (V27: not
+     * @param tokenEstimate its stored token estimate, or null
+     * @param bookable whether its type lets it book its bucket permit at enqueue (not
      *     batchable); only an insert on Layover's own connection books (a caller's open transaction
      *     would hold the key's bucket row)
      * @param bookAhead how far ahead its permit may be booked at most (its type's
@@ -133,8 +133,8 @@ public final class JobStore implements JobWrites {
      * @param limitKeys limit keys, each a text[] literal or null
      * @param argsShape the fingerprint of the args type's shape
      * @param fairnessKeys fairness keys (null elements: none)
-     * @param tokenEstimates token estimates, each a float8[] literal or null (V25)
-     * @param bookable whether the type lets its jobs book their bucket permits at enqueue (V27; only
+     * @param tokenEstimates token estimates, each a float8[] literal or null
+     * @param bookable whether the type lets its jobs book their bucket permits at enqueue (only
      *     on Layover's own connection, as {@link NewJob#bookable})
      * @param bookAhead how far ahead a permit may be booked at most
      * @return the ids inserted

@@ -1,7 +1,7 @@
 package dev.layover.core.internal.jobs;
 
 /**
- * The tokens of one run, for its job's history row ({@code layover.job_history} V17 columns):
+ * The tokens of one run, for its job's history row ({@code layover.job_history} token columns):
  * what its provider call reported and what its reservation was. Each is null when unknown.
  *
  * @param input every input token reported (cache reads and writes included)

@@ -25,7 +25,7 @@ final class SampleSql {
 
     /**
      * Gauges: every provider key's breaker state, cooldown end and free bucket permits, as the view
-     * {@code layover.provider_keys} interprets them (V10). Also the database's clock.
+     * {@code layover.provider_keys} interprets them. Also the database's clock.
      */
     static final String SAMPLE_PROVIDER_KEYS = """
             SELECT provider_key, breaker_state, cooldown_until, request_permits, token_permits, now() AS sampled_at

@@ -2,7 +2,7 @@ package dev.layover.core.internal.observe;
 
 /**
  * The statements of the time series ({@link TimeSeries}): its flush and its retention. The upsert
- * itself is V16's {@code layover.time_series_add()}, which the replay statement calls too.
+ * itself is {@code layover.time_series_add()}, which the replay statement calls too.
  */
 final class TimeSeriesSql {
 

@@ -11,7 +11,7 @@ import java.util.Map;
  * {@code withX} returns a copy. Set with {@code Layover.Builder#fairness(FairnessSettings)} and
  * {@code Layover.Builder#fairnessWeight(String, double)}.
  *
- * <p>Discipline: start-time fair queueing in Postgres (V20's {@code layover.fair_round}). A job
+ * <p>Discipline: start-time fair queueing in Postgres ({@code layover.fair_round}). A job
  * with a fairness key that finds no permit of its key's bucket free now gets a virtual tag in its
  * key's fair queue, {@code greatest(its flow's last tag, the key's clock) + rank / weight}; a
  * round books the bucket's next permits, up to {@link #horizon()} ahead, for the waiting jobs with

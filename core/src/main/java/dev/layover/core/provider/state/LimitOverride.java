@@ -21,7 +21,7 @@ import dev.layover.core.ConfigurationException;
  *   <tr><td>{@link #maxInFlight()}</td><td>the key's concurrency limit: calls in flight</td></tr>
  * </table>
  *
- * <p>Database: a row of {@code layover.limit_overrides} (V25) per key; bursts stay as configured
+ * <p>Database: a row of {@code layover.limit_overrides} per key; bursts stay as configured
  * (a bucket the override alone gives a key has {@link BucketSettings}' defaults). Immutable.
  *
  * @param requestsPerMinute requests a minute, or null

@@ -86,7 +86,7 @@ public interface ProviderStates {
      * configured, within about a second (NOTIFY, else the one-second provider-state refresh), until
      * {@link #revertLimit}; a dimension the override leaves null stays as configured. For a
      * provider key or a limit key (exact). Database: upserts the key's row of
-     * {@code layover.limit_overrides} (V25). Not audited here: a console records it in
+     * {@code layover.limit_overrides}. Not audited here: a console records it in
      * {@code layover.audit_log}.
      *
      * @param key the key, 1-200 characters

@@ -334,7 +334,7 @@ class ProviderGateTest {
             assertInstanceOf(Admission.Go.class, g.admit(b));
             assertEquals(tatBefore, db.value("select request_tat from layover.buckets"), "its permit was spent, no new one taken");
             assertEquals(rowBefore, db.value("select xmin::text from layover.scheduled_tasks where task_instance = 'b'"),
-                    "spent without a write of the job's row (V27)");
+                    "spent without a write of the job's row");
             // the same run asks again (a second call of its key): it has carried its permit, so it pays
             assertInstanceOf(Admission.Wait.class, g.admit(b));
             assertNotEquals(tatBefore, db.value("select request_tat from layover.buckets"), "a new permit booked");

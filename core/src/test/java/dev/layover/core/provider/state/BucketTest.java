@@ -95,7 +95,7 @@ class BucketTest {
         // in any interval: the permits of that interval, one burst, and those a late pickup pushed into it
         long bound = LIMIT + CAPACITY + (long) Math.ceil(LIMIT * maxLate / 1000.0);
         assertTrue(maxInSecond <= bound, "at most " + bound + " calls in any second, was " + maxInSecond);
-        // the enqueue booked the permits within the horizon (V27): those jobs were inserted at their permits; a job
+        // the enqueue booked the permits within the horizon: those jobs were inserted at their permits; a job
         // that found none is rescheduled once, to its permit, never polled
         assertTrue(maxReschedules <= 1, "a waiting job is rescheduled once at most, to its permit, not polled: " + maxReschedules);
     }
@@ -124,7 +124,7 @@ class BucketTest {
         }
         layover.enqueueBatch(chat, args);
 
-        // the enqueue books the permits the bucket has for the batch (V27): each job is inserted at its permit, holding
+        // the enqueue books the permits the bucket has for the batch: each job is inserted at its permit, holding
         // it, in layover.jobs (no reschedule counted); a job the bucket had no permit for within the horizon would be
         // inserted due and reserved by a worker with the rest of the backlog
         assertTrue(db.count("select count(*) from layover.jobs where reschedule_detail like '%booked at enqueue'"

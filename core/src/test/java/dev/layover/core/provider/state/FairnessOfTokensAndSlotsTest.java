@@ -23,7 +23,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * Fair share where the key's limit is not a request rate (V25, docs/fairness.md), with two Layover
+ * Fair share where the key's limit is not a request rate (docs/fairness.md), with two Layover
  * instances on a real Postgres: a bucket that limits tokens (each tenant gets the key's tokens in
  * proportion to its weight, whatever the size of its calls), and a concurrency limit (the free
  * slots go round the tenants with waiting jobs).

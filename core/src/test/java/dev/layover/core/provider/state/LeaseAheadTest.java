@@ -98,7 +98,7 @@ class LeaseAheadTest {
                 args.add(new Chat("org:" + k + " " + i));
             }
         }
-        worker.enqueueBatch(chat, args); // each job inserted at the permit it booked (V27), the first of each key due now
+        worker.enqueueBatch(chat, args); // each job inserted at the permit it booked, the first of each key due now
         Await.equal(Duration.ofSeconds(60), "job rows", 0L, () -> db.count("select count(*) from layover.jobs"));
 
         int jobs = perKey * KEYS;
@@ -109,7 +109,7 @@ class LeaseAheadTest {
     }
 
     /**
-     * Jobs at their places in a key's waiting line (enqueued beyond the booking horizon, V28): each
+     * Jobs at their places in a key's waiting line (enqueued beyond the booking horizon): each
      * pick takes its line jobs' permits in one statement, and their admissions carry them.
      */
     @Test

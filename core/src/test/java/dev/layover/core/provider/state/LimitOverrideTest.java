@@ -23,7 +23,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * An operator's limits at run time ({@link ProviderStates#setLimit}, V25's
+ * An operator's limits at run time ({@link ProviderStates#setLimit},
  * {@code layover.limit_overrides}), set from a handle of another "process" (what a standalone
  * console uses) while two workers run: both follow it, and its revert gives the configured
  * limits back.

@@ -21,9 +21,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * A job enqueued behind a bucket books its permit as it is inserted (V27): it is written once
+ * A job enqueued behind a bucket books its permit as it is inserted: it is written once
  * (its insert), picked, and deleted; no worker reschedules it to a permit. Jobs beyond the booking
- * horizon take places in the key's waiting line as they are inserted (V28). Only what may book does.
+ * horizon take places in the key's waiting line as they are inserted. Only what may book does.
  */
 @ExtendWith(LayoverPostgresExtension.class)
 class PermitsAtEnqueueTest {
@@ -177,7 +177,7 @@ class PermitsAtEnqueueTest {
         long pickedTwice = db.count("select count(*) from (select id from public.picks group by id having count(*) > 1) x");
         // a job refused at its place books the next horizon of the line while the line's end is beyond its
         // maxDeferral (3 s), and takes a place at the end once it is not: either way the shift costs about as
-        // many refusals as the 2 s of permits taken around the line (20 jobs). Before V28, every line job
+        // many refusals as the 2 s of permits taken around the line (20 jobs). Before places were taken at enqueue, every line job
         // behind the shift found its permit gone, was picked to be told to wait, and took the next job's permit
         assertTrue(pickedTwice <= 2 * RATE, "jobs picked to be told to wait: " + pickedTwice + " of " + lineJobs + " in the line");
         assertEquals(0L, db.count("select count(*) from layover.job_history where job_type = 'short-wait'"
