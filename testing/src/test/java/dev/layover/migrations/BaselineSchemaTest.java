@@ -6,11 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.testing.LayoverPostgresExtension;
 import dev.layover.testing.TestDatabase;
-import java.sql.Connection;
-import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.List;
-import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -61,7 +57,7 @@ class BaselineSchemaTest {
             SchemaDescription before = SchemaDescription.of(Databases.plain(b));
             assertEquals("", SchemaDescription.of(Databases.plain(a)).diff("a", before, "b"));
 
-            execute(Databases.plain(b), """
+            Databases.execute(Databases.plain(b), """
                     ALTER TABLE layover.scheduled_tasks ALTER COLUMN reschedules SET DEFAULT 1;
                     ALTER FUNCTION layover.bucket_capacity(float8, int) STABLE;
                     COMMENT ON VIEW layover.concurrency IS NULL;
@@ -72,14 +68,6 @@ class BaselineSchemaTest {
             assertTrue(diff.contains("  + " + "  reschedules integer not null default 1\n"), diff);
             assertTrue(diff.contains("differs: function layover.bucket_capacity(double precision,integer)\n"), diff);
             assertTrue(diff.contains("only in before: comment on view layover.concurrency\n"), diff);
-        }
-    }
-
-    private static void execute(DataSource ds, String sql) {
-        try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
-            st.execute(sql);
-        } catch (SQLException e) {
-            throw new IllegalStateException(e);
         }
     }
 }

@@ -1,6 +1,10 @@
 package dev.layover.migrations;
 
 import dev.layover.testing.TestDatabase;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
 import javax.sql.DataSource;
 import org.flywaydb.core.Flyway;
 
@@ -44,5 +48,27 @@ final class Databases {
             config.target(target);
         }
         return config.load().migrate().migrationsExecuted;
+    }
+
+    /** Runs statements with no parameters on a connection of its own. */
+    static void execute(DataSource ds, String sql) {
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
+            st.execute(sql);
+        } catch (SQLException e) {
+            throw new IllegalStateException(e.getMessage() + " in: " + sql, e);
+        }
+    }
+
+    /** @return how many versioned scripts the database's history records as applied */
+    static int versionsApplied(DataSource ds) {
+        try (Connection c = ds.getConnection();
+                Statement st = c.createStatement();
+                ResultSet rs = st.executeQuery(
+                        "SELECT count(*) FROM layover.flyway_schema_history WHERE version IS NOT NULL AND success")) {
+            rs.next();
+            return rs.getInt(1);
+        } catch (SQLException e) {
+            throw new IllegalStateException(e.getMessage(), e);
+        }
     }
 }

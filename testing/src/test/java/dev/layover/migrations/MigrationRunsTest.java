@@ -5,10 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.testing.LayoverPostgresExtension;
 import dev.layover.testing.TestDatabase;
-import java.sql.Connection;
-import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -34,7 +30,7 @@ class MigrationRunsTest {
             assertEquals(0, LayoverMigrations.migrate(ds));
             assertTrue(LayoverMigrations.isUpToDate(ds));
             assertEquals("", first.diff("after one run", SchemaDescription.of(ds), "after two"));
-            assertEquals(1, versionsApplied(ds), "one script recorded");
+            assertEquals(1, Databases.versionsApplied(ds), "one script recorded");
         }
     }
 
@@ -71,20 +67,8 @@ class MigrationRunsTest {
                 pool.shutdownNow();
             }
             DataSource ds = Databases.plain(db);
-            assertEquals(1, versionsApplied(ds));
+            assertEquals(1, Databases.versionsApplied(ds));
             assertEquals("", expected.diff("one migration", SchemaDescription.of(ds), "four at once"));
-        }
-    }
-
-    static int versionsApplied(DataSource ds) {
-        try (Connection c = ds.getConnection();
-                Statement st = c.createStatement();
-                ResultSet rs = st.executeQuery(
-                        "SELECT count(*) FROM layover.flyway_schema_history WHERE version IS NOT NULL AND success")) {
-            rs.next();
-            return rs.getInt(1);
-        } catch (SQLException e) {
-            throw new IllegalStateException(e);
         }
     }
 }

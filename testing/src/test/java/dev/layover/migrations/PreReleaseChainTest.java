@@ -6,9 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.testing.LayoverPostgresExtension;
 import dev.layover.testing.TestDatabase;
-import java.sql.Connection;
-import java.sql.SQLException;
-import java.sql.Statement;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 
@@ -29,9 +26,9 @@ class PreReleaseChainTest {
                     e.getMessage());
             assertTrue(e.getMessage().contains("drop schema layover (DROP SCHEMA layover CASCADE) and start again"),
                     e.getMessage());
-            assertEquals(Databases.CHAIN_SCRIPTS, MigrationRunsTest.versionsApplied(ds), "the history is left as it was");
+            assertEquals(Databases.CHAIN_SCRIPTS, Databases.versionsApplied(ds), "the history is left as it was");
 
-            execute(ds, "DROP SCHEMA layover CASCADE");
+            Databases.execute(ds, "DROP SCHEMA layover CASCADE");
             assertEquals(1, LayoverMigrations.migrate(ds));
             assertEquals(0, LayoverMigrations.migrate(ds));
         }
@@ -47,14 +44,6 @@ class PreReleaseChainTest {
             assertTrue(e.getMessage().contains("pre-release chain"), e.getMessage());
             assertTrue(e.getMessage().contains("version 1 with another checksum"), e.getMessage());
             assertTrue(e.getMessage().contains("DROP SCHEMA layover CASCADE"), e.getMessage());
-        }
-    }
-
-    private static void execute(DataSource ds, String sql) {
-        try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
-            st.execute(sql);
-        } catch (SQLException e) {
-            throw new IllegalStateException(e);
         }
     }
 }
