@@ -10,9 +10,10 @@
 -- operators' limits, permits at enqueue); fairness; batches (and the `jobs` view, which shows a
 -- job's batch); history; time series; console counts; audit; helpers.
 --
--- Owners: docs/architecture.md names the Java file that owns each table (the only one whose SQL
--- writes it); a write one owner's statement needs of another owner's table goes through a
--- function of that owner, defined here.
+-- Owners: docs/architecture.md names the owner of each table: the Java files, core's SQL files
+-- and the functions defined here whose statements may write it (TableOwnersTest reads them all);
+-- a write one owner's statement needs of another owner's table goes through a function of that
+-- owner, defined here.
 
 
 -- ===========================================================================
@@ -101,7 +102,6 @@ CREATE TABLE layover.scheduled_tasks (
     dead_letter_id         bigint,                 -- set on a job created by replaying that dead letter
     replay_kind            text,                   -- manual, sweep or trial: how that replay was made
     provider_trail         jsonb       NOT NULL DEFAULT '[]'::jsonb,  -- the fallback trail (above)
-    permit_at              timestamptz,            -- a bucket permit the job holds, for the run time it was rescheduled to
     deadline               timestamptz,
     limit_keys             text[],
     paused_run_at          timestamptz,
@@ -111,9 +111,10 @@ CREATE TABLE layover.scheduled_tasks (
     cancel_reason          text,
     args_shape             text,
     fairness_key           text,                   -- its flow in its provider key's fair queue (see Fairness)
-    fair_tag               float8,                 -- its virtual start tag there
+    fair_tag               float8,                 -- its tag there, given at enqueue when it is due then
     batch_item             bigint,                 -- its live batch item (see Batches); NULL: never gathered
-    token_estimate         float8[],               -- {combined, input, output}: its cost in a fair queue of tokens
+    token_estimate         float8[],               -- {combined, input, output}: what its admission reserves
+    trace_context          jsonb,                  -- the enqueue's W3C trace context (see Observability)
 
     PRIMARY KEY (task_name, task_instance)
 ) WITH (
@@ -127,6 +128,24 @@ CREATE TABLE layover.scheduled_tasks (
 CREATE INDEX execution_time_idx ON layover.scheduled_tasks (execution_time);
 CREATE INDEX last_heartbeat_idx ON layover.scheduled_tasks (last_heartbeat);
 CREATE INDEX priority_execution_time_idx ON layover.scheduled_tasks (priority DESC, execution_time ASC);
+-- The pick (layover.pick) reads a queue through each of these, only the entries it takes:
+--   jobs without a provider key, oldest first;
+CREATE INDEX jobs_free_due ON layover.scheduled_tasks (execution_time, task_instance)
+    WHERE NOT picked AND provider_key IS NULL;
+--   a key's jobs without a fair-queue tag, highest priority then oldest first (and, one probe per key,
+--   the keys that have jobs);
+CREATE INDEX jobs_keyed_due ON layover.scheduled_tasks (provider_key, priority DESC NULLS LAST, execution_time,
+                                                        task_instance)
+    WHERE NOT picked AND provider_key IS NOT NULL AND fair_tag IS NULL;
+--   a key's fair queue, highest priority then lowest tag first (a tagged job is due: a write that moves
+--   a job's run time later clears its tag);
+CREATE INDEX jobs_fair_queue ON layover.scheduled_tasks (provider_key, priority DESC NULLS LAST, fair_tag)
+    WHERE NOT picked AND provider_key IS NOT NULL AND fair_tag IS NOT NULL;
+--   a flow's last tag, where an enqueue's tags start (layover.fair_tags);
+CREATE INDEX jobs_fair_flow ON layover.scheduled_tasks (provider_key, fairness_key, priority, fair_tag DESC)
+    WHERE NOT picked AND provider_key IS NOT NULL AND fair_tag IS NOT NULL;
+--   a key's slots in use: its jobs picked (with a live heartbeat), against its concurrency limit.
+CREATE INDEX jobs_running_key ON layover.scheduled_tasks (provider_key) WHERE picked AND provider_key IS NOT NULL;
 -- "what is waiting on this provider"
 CREATE INDEX scheduled_tasks_provider_key_idx ON layover.scheduled_tasks (provider_key, execution_time)
     WHERE provider_key IS NOT NULL;
@@ -152,26 +171,11 @@ CREATE INDEX scheduled_tasks_paused_idx ON layover.scheduled_tasks (task_name)
 -- Pausing a limit key finds its waiting jobs: limit_keys @> ARRAY[key].
 CREATE INDEX scheduled_tasks_limit_keys_idx ON layover.scheduled_tasks USING gin (limit_keys)
     WHERE limit_keys IS NOT NULL;
--- The fair queue's booking reads the waiting jobs of one key in priority and tag order (jobs with a
--- fairness key always have a priority: EnqueueOptions' default is 0).
-CREATE INDEX scheduled_tasks_fair_queue_idx ON layover.scheduled_tasks (provider_key, priority DESC, fair_tag)
-    WHERE fair_tag IS NOT NULL AND permit_at IS NULL AND NOT picked;
--- A fair round reads the booked, not yet picked jobs of one key (the service frontier).
-CREATE INDEX scheduled_tasks_fair_booked_idx ON layover.scheduled_tasks (provider_key, fair_tag)
-    WHERE fair_tag IS NOT NULL AND permit_at IS NOT NULL AND NOT picked;
--- The fair queue's tagging reads the due, untagged jobs of one key.
-CREATE INDEX scheduled_tasks_fair_new_idx ON layover.scheduled_tasks (provider_key, execution_time)
-    WHERE fairness_key IS NOT NULL AND fair_tag IS NULL AND permit_at IS NULL;
+-- A limit key's slots in use: its jobs picked, against its concurrency limit.
+CREATE INDEX jobs_running_limit_keys ON layover.scheduled_tasks USING gin (limit_keys)
+    WHERE picked AND limit_keys IS NOT NULL;
 -- The jobs of a batch item.
 CREATE INDEX scheduled_tasks_batch_item ON layover.scheduled_tasks (batch_item) WHERE batch_item IS NOT NULL;
--- The jobs waiting for the permit they booked: a pick takes the due ones first through it (a deep
--- backlog behind a bucket does not starve the jobs holding its permits).
-CREATE INDEX scheduled_tasks_permit_due_idx ON layover.scheduled_tasks (execution_time)
-    WHERE permit_at IS NOT NULL AND NOT picked;
--- A key's waiting line in place order (jobs placed for its bucket, holding no permit): its last
--- place is one index probe for layover.enqueue_places(), whatever the line's length.
-CREATE INDEX scheduled_tasks_line_idx ON layover.scheduled_tasks (provider_key, execution_time)
-    WHERE permit_at IS NULL AND last_reschedule_reason = 'bucket' AND NOT picked;
 
 COMMENT ON TABLE layover.scheduled_tasks IS
     'db-scheduler''s job table plus Layover columns. Private: query layover.jobs instead.';
@@ -180,10 +184,11 @@ COMMENT ON COLUMN layover.scheduled_tasks.args_shape IS
 COMMENT ON COLUMN layover.scheduled_tasks.fairness_key IS
     'The job''s fairness key (JobType.Builder#fairnessKey, e.g. tenant:42): its flow within its provider key''s limit; NULL: none.';
 COMMENT ON COLUMN layover.scheduled_tasks.fair_tag IS
-    'Its virtual start tag in its provider key''s fair queue (V20, layover.fair_round); NULL: not waiting in it yet.';
+    'Its tag in its provider key''s fair queue (layover.fair_tags, at enqueue when due then); NULL: not in the queue '
+    '(no fairness key, or moved to a later run time since: then among the key''s due jobs by run time).';
 COMMENT ON COLUMN layover.scheduled_tasks.token_estimate IS
-    'The job''s token estimate {combined, input, output} (JobType.Builder#tokenEstimate), written at enqueue for jobs '
-    'with a fairness key (V25): its cost in a fair queue whose bucket limits tokens. NULL: none (the line''s mean cost).';
+    'The job''s token estimate {combined, input, output} (JobType.Builder#tokenEstimate or tokenCost), written at '
+    'enqueue: what its pick reserves from its key''s token limits, and its cost in a fair queue. NULL: none.';
 
 -- ---------------------------------------------------------------------------
 -- Arguments are stored as UTF-8 JSON in a bytea (db-scheduler's column). This turns them into
@@ -392,6 +397,7 @@ CREATE TABLE layover.dead_letters (
     cached_input_tokens bigint,
     estimated_tokens    bigint,
     fairness_key        text,
+    trace_context       jsonb,                      -- its job's enqueue trace context, which a replay keeps
     CONSTRAINT dead_letters_state_check CHECK (state IN ('parked', 'replayed', 'review', 'discarded'))
 );
 
@@ -592,7 +598,8 @@ COMMENT ON TABLE layover.breakers IS
 -- ---------------------------------------------------------------------------
 -- cooldowns: a provider key asked everyone to wait (429, a spent quota with a known reset,
 -- overload). `until` only moves forward: GREATEST(until, new) in every write.
--- strikes counts back-to-back cooldowns; waits without a retry-after escalate with it.
+-- strikes counts back-to-back cooldowns (0 once a call succeeded after the last one ended); waits
+-- without a retry-after escalate with it.
 -- ---------------------------------------------------------------------------
 CREATE TABLE layover.cooldowns (
     provider_key   text        PRIMARY KEY,
@@ -715,9 +722,6 @@ CREATE TABLE layover.buckets (
     token_tat                timestamptz NOT NULL DEFAULT '-infinity',
     configured_at            timestamptz NOT NULL DEFAULT now(),
     configured_by            text,
-    last_slot                timestamptz,             -- the last reservation: when its permit exists
-    last_granted_requests    float8,                  -- and how much it took (a lease takes several)
-    last_granted_tokens      float8,
     learned_until            timestamptz,             -- NULL: configured by a worker; else learned, in force until then
     discovered               boolean     NOT NULL DEFAULT false,  -- learned_until set: a discovered, not a stated, pace
     discovery_phase          text,                    -- slow_start | steady (discovered rows only)
@@ -726,7 +730,6 @@ CREATE TABLE layover.buckets (
     discovery_decreased_at   timestamptz,             -- the last decrease (or the start): later 429s within one interval are its burst
     discovery_increases      int         NOT NULL DEFAULT 0,
     discovery_decreases      int         NOT NULL DEFAULT 0,
-    discovery_waitlist       timestamptz,             -- where the next job beyond the booking horizon waits (no permit held)
     input_tokens_per_minute  float8,
     output_tokens_per_minute float8,
     input_tat                timestamptz NOT NULL DEFAULT '-infinity',
@@ -735,6 +738,8 @@ CREATE TABLE layover.buckets (
     token_share              float8,
     input_share              float8,
     output_share             float8,
+    pattern                  text,                    -- the prefix* pattern this key's row was copied from (its
+                                                      -- configuration follows the pattern's); NULL: its own
     CONSTRAINT buckets_limit_check
         CHECK (requests_per_minute > 0 OR tokens_per_minute > 0 OR input_tokens_per_minute > 0
                OR output_tokens_per_minute > 0),
@@ -839,7 +844,7 @@ COMMENT ON FUNCTION layover.gcra_settle(timestamptz, timestamptz, float8, float8
 -- interpret the breakers' and buckets' columns:
 --   breaker_trial_due   open, and its open period is over: the next call is the half-open trial
 --   trial_in_flight     half-open, and a worker holds a live claim of its one trial call
---   request_permits     request permits free now (NULL: no request limit); negative: booked ahead
+--   request_permits     request permits free now (NULL: no request limit); negative: owed (a 429 emptied it)
 --   token_permits       the same for tokens
 --   pace_source         configured | stated | discovered (NULL: no bucket, or a lapsed pace)
 --   discovery_phase     slow_start | steady
@@ -861,7 +866,7 @@ SELECT k.provider_key,
             THEN bk.requests_per_minute END                AS requests_per_minute,
        bk.tokens_per_minute                                AS tokens_per_minute,
        CASE WHEN greatest(bk.request_tat, bk.token_tat) > now()
-            THEN greatest(bk.request_tat, bk.token_tat) END AS bucket_booked_until,
+            THEN greatest(bk.request_tat, bk.token_tat) END AS bucket_full_at,
        CASE WHEN bk.learned_until > now() THEN bk.learned_until END AS pace_learned_until,
        coalesce(b.state = 'open' AND b.open_until <= now(), false) AS breaker_trial_due,
        coalesce(b.state = 'half_open' AND b.trial_token IS NOT NULL AND b.trial_expires_at > now(), false)
@@ -891,20 +896,21 @@ FROM (SELECT provider_key FROM layover.breakers
       UNION SELECT provider_key FROM layover.buckets) k
 LEFT JOIN layover.breakers b ON b.provider_key = k.provider_key
 LEFT JOIN layover.cooldowns c ON c.provider_key = k.provider_key
-LEFT JOIN layover.buckets bk ON bk.provider_key = k.provider_key;
+LEFT JOIN layover.buckets bk ON bk.provider_key = k.provider_key
+WHERE k.provider_key NOT LIKE '%*';
 
 COMMENT ON VIEW layover.provider_keys IS
     'Per provider key: breaker state (and whether its trial is due or in flight), active cooldown, bucket limits '
     '(configured, stated by a 429 or discovered: pace_source, pace_learned_until, discovery_*), permits free now and '
-    'how far ahead they are booked.';
+    'when the bucket is full again (bucket_full_at). Pattern rows (keys ending in *) are not keys.';
 
 -- ---------------------------------------------------------------------------
 -- token_buckets: one row per bucket and limited token dimension.
 --   dimension        tokens (input + output) | input_tokens | output_tokens
 --   per_minute       the limit
 --   capacity         tokens that may be spent at once
---   free_now         tokens free now (negative: booked ahead by reservations or charges)
---   booked_until     when everything handed out so far has drained (NULL: drained)
+--   free_now         tokens free now (negative: owed, after a charge for tokens a call used beyond its reservation)
+--   full_at          when the dimension is full again (NULL: full now)
 --   used_share       the dimension's share of their reservations the key's calls use (NULL: no report yet)
 -- ---------------------------------------------------------------------------
 CREATE VIEW layover.token_buckets AS
@@ -912,54 +918,37 @@ SELECT bk.provider_key, d.dimension, d.per_minute,
        layover.bucket_capacity(d.per_minute, coalesce(bk.token_burst_ms, bk.burst_ms)) AS capacity,
        layover.gcra_free(d.tat, now(), d.per_minute / 60.0,
                          layover.bucket_capacity(d.per_minute, coalesce(bk.token_burst_ms, bk.burst_ms))) AS free_now,
-       CASE WHEN d.tat > now() THEN d.tat END AS booked_until,
+       CASE WHEN d.tat > now() THEN d.tat END AS full_at,
        d.share AS used_share
 FROM layover.buckets bk
 CROSS JOIN LATERAL (VALUES ('tokens', bk.tokens_per_minute, bk.token_tat, bk.token_share),
                            ('input_tokens', bk.input_tokens_per_minute, bk.input_tat, bk.input_share),
                            ('output_tokens', bk.output_tokens_per_minute, bk.output_tat, bk.output_share))
     AS d(dimension, per_minute, tat, share)
-WHERE d.per_minute > 0;
+WHERE d.per_minute > 0 AND bk.provider_key NOT LIKE '%*';
 
 COMMENT ON VIEW layover.token_buckets IS
-    'The token dimensions of each bucket: limit per minute, capacity, tokens free now, booked until, share of reservations used.';
+    'The token dimensions of each bucket: limit per minute, capacity, tokens free now, when full again, share of reservations used.';
 
 -- ---------------------------------------------------------------------------
--- concurrency_limits / concurrency_slots: at most max_in_flight calls of a limit key in flight
--- across every JVM. A worker writes its configured limit when it first meets the key, and makes
--- sure slots 0 .. max_in_flight - 1 exist (it never deletes slots: during a rolling change of the
--- limit each worker uses the slots below its own limit).
---
--- A slot is free when nobody holds it, or when its holder is no longer running: the job row
--- (holder_type, holder_id) is gone, has another version (rescheduled, retried, parked and
--- replayed), is not picked, or its heartbeat is older than the dead-worker limit. So a finished
--- job gives its slot back with the write that ends its run, and a killed worker's slot comes back
--- when its heartbeat goes stale: no release statement, no separate leak path.
+-- concurrency_limits: at most max_in_flight calls of a key in flight across every JVM (a provider
+-- key or a limit key, exact or a prefix* pattern: a key matching a pattern gets a row of its own,
+-- copied when a pick first meets it, whose limit follows the pattern's). The slots in use are the
+-- key's jobs picked with a heartbeat fresher than the dead-worker limit (the pick counts them, one
+-- probe of jobs_running_key, or of jobs_running_limit_keys for a limit key): a finished run frees its
+-- slot with the write that ends it, a killed worker's slot comes back when its heartbeat goes stale,
+-- and a job picked ahead of a free thread holds its slot from its pick.
 -- ---------------------------------------------------------------------------
 CREATE TABLE layover.concurrency_limits (
     limit_key      text        PRIMARY KEY,
     max_in_flight  int         NOT NULL,
     configured_at  timestamptz NOT NULL DEFAULT now(),
     configured_by  text,
+    pattern        text,                   -- the prefix* pattern this row was copied from; NULL: its own
     CONSTRAINT concurrency_limits_max_check CHECK (max_in_flight >= 1)
 );
 
-CREATE TABLE layover.concurrency_slots (
-    limit_key       text        NOT NULL REFERENCES layover.concurrency_limits ON DELETE CASCADE,
-    slot            int         NOT NULL,
-    holder_type     text,                  -- the job holding the slot: task_name,
-    holder_id       text,                  -- task_instance
-    holder_version  bigint,                -- and the version it was picked at
-    claimed_at      timestamptz,           -- database time of the claim
-    claimed_by      text,                  -- the worker
-    PRIMARY KEY (limit_key, slot)
-);
-
-COMMENT ON TABLE layover.concurrency_slots IS
-    'Fleet-wide concurrency limits: a slot counts only while its holder job row is picked at holder_version '
-    'with a fresh heartbeat. Read layover.concurrency for what is in flight.';
-
--- Writes a worker's concurrency limit for a key and creates the slots it needs.
+-- Writes a worker's concurrency limit for a key or pattern (and the pattern's copies).
 CREATE FUNCTION layover.configure_concurrency(p_key text, p_max int, p_by text) RETURNS void
     LANGUAGE plpgsql VOLATILE AS
 $$
@@ -967,158 +956,33 @@ BEGIN
     INSERT INTO layover.concurrency_limits (limit_key, max_in_flight, configured_by)
     VALUES (p_key, p_max, p_by)
     ON CONFLICT (limit_key) DO UPDATE
-    SET max_in_flight = excluded.max_in_flight, configured_at = now(), configured_by = excluded.configured_by
-    WHERE layover.concurrency_limits.max_in_flight <> excluded.max_in_flight;
-    INSERT INTO layover.concurrency_slots (limit_key, slot)
-    SELECT p_key, g FROM generate_series(0, p_max - 1) AS g
-    ON CONFLICT (limit_key, slot) DO NOTHING;
+    SET max_in_flight = excluded.max_in_flight, configured_at = now(), configured_by = excluded.configured_by,
+        pattern = NULL
+    WHERE layover.concurrency_limits.max_in_flight <> excluded.max_in_flight
+       OR layover.concurrency_limits.pattern IS NOT NULL;
+    UPDATE layover.concurrency_limits
+    SET max_in_flight = p_max, configured_at = now(), configured_by = p_by
+    WHERE pattern = p_key AND max_in_flight <> p_max;
 END
 $$;
 
 -- ---------------------------------------------------------------------------
--- concurrency: per limit key, the limit and the calls in flight now (slots whose holder job is
--- picked at the version it claimed with; a killed worker's slot counts until its job is revived).
+-- concurrency: per limit key, the limit and the calls in flight now (its jobs picked with a live
+-- heartbeat, as the pick counts them; a killed worker's job counts until its heartbeat is stale).
 -- ---------------------------------------------------------------------------
 CREATE VIEW layover.concurrency AS
 SELECT l.limit_key,
        l.max_in_flight,
-       count(t.task_instance)                 AS in_flight,
-       max(s.claimed_at) FILTER (WHERE t.task_instance IS NOT NULL) AS last_claimed_at,
+       (SELECT count(*) FROM layover.scheduled_tasks t
+        WHERE t.picked AND (t.provider_key = l.limit_key OR t.limit_keys @> ARRAY[l.limit_key]))  AS in_flight,
+       (SELECT max(t.last_heartbeat) FROM layover.scheduled_tasks t
+        WHERE t.picked AND (t.provider_key = l.limit_key OR t.limit_keys @> ARRAY[l.limit_key]))  AS last_heartbeat_at,
        l.configured_at,
        l.configured_by
 FROM layover.concurrency_limits l
-LEFT JOIN layover.concurrency_slots s ON s.limit_key = l.limit_key
-LEFT JOIN layover.scheduled_tasks t
-       ON t.task_name = s.holder_type AND t.task_instance = s.holder_id AND t.version = s.holder_version AND t.picked
-GROUP BY l.limit_key, l.max_in_flight, l.configured_at, l.configured_by;
+WHERE l.limit_key NOT LIKE '%*';
 
 COMMENT ON VIEW layover.concurrency IS 'Per concurrency limit key: max_in_flight and the calls in flight now.';
-
--- ---------------------------------------------------------------------------
--- layover.admit_tokens: claims every limit of one job at once, or nothing (for jobs with limit
--- keys of their own). Arguments, one array element per limit key, keys sorted (so that two callers
--- lock bucket rows in the same order):
---   p_rr, p_rc  request rate (/s) and capacity of the key's bucket (0: no request limit)
---   p_tr, p_tc  combined token rate (/s) and capacity (0: no token limit)
---   p_ir, p_ic  input token rate and capacity;  p_or, p_oc  output token rate and capacity
---   p_max       concurrency limit (0: none)
--- and the job (p_task_name, p_task_id, p_version as picked), its needs of each token dimension
--- (p_tokens: input estimate + output ceiling, p_input, p_output), the caller's clock (p_now) and
--- the dead-worker limit in seconds.
---
--- In order: each bucket row is locked (FOR UPDATE) and the moment the job's need fits is computed
--- (GCRA, as above); if it does not fit now for any bucket, nothing is taken and the latest of those
--- moments is returned (reason 'bucket'). Then one free slot per limited key is locked (FOR UPDATE
--- SKIP LOCKED); if a key has none, nothing is taken (reason 'concurrency'). Only then are the
--- permits taken and the slots claimed. A missing row gives 'missing_bucket' or 'missing_slots'
--- (the caller configures it and asks again).
---
--- Why the holder check is safe: a slot claimed in a transaction that started before this one
--- belongs to a job whose pick committed before that, so this transaction's snapshots see the pick;
--- a slot claimed later than this transaction's start counts as held.
--- ---------------------------------------------------------------------------
-CREATE FUNCTION layover.admit_tokens(
-        p_now timestamptz, p_task_name text, p_task_id text, p_version bigint, p_worker text,
-        p_keys text[], p_rr float8[], p_rc float8[], p_tr float8[], p_tc float8[],
-        p_ir float8[], p_ic float8[], p_or float8[], p_oc float8[], p_max int[],
-        p_tokens float8, p_input float8, p_output float8, p_dead_after_s float8)
-    RETURNS TABLE (admitted boolean, reason text, limit_key text, retry_at timestamptz)
-    LANGUAGE plpgsql VOLATILE AS
-$$
-DECLARE
-    n          int := coalesce(array_length(p_keys, 1), 0);
-    i          int;
-    b          record;
-    fits_at    timestamptz;
-    worst      timestamptz := p_now;
-    worst_key  text;
-    found_slot int;
-    slots      int[] := '{}';
-    limited    boolean;
-BEGIN
-    FOR i IN 1 .. n LOOP
-        limited := p_rr[i] > 0 OR (p_tr[i] > 0 AND p_tokens > 0) OR (p_ir[i] > 0 AND p_input > 0)
-                   OR (p_or[i] > 0 AND p_output > 0);
-        IF limited THEN
-            SELECT bk.request_tat, bk.token_tat, bk.input_tat, bk.output_tat INTO b
-            FROM layover.buckets bk WHERE bk.provider_key = p_keys[i]
-            FOR UPDATE;
-            IF NOT FOUND THEN
-                RETURN QUERY SELECT false, 'missing_bucket'::text, p_keys[i], NULL::timestamptz;
-                RETURN;
-            END IF;
-            fits_at := greatest(p_now,
-                layover.gcra_fits_at(b.request_tat, p_rr[i], p_rc[i], 1),
-                layover.gcra_fits_at(b.token_tat, p_tr[i], p_tc[i], p_tokens),
-                layover.gcra_fits_at(b.input_tat, p_ir[i], p_ic[i], p_input),
-                layover.gcra_fits_at(b.output_tat, p_or[i], p_oc[i], p_output));
-            IF fits_at > worst THEN
-                worst := fits_at;
-                worst_key := p_keys[i];
-            END IF;
-        END IF;
-    END LOOP;
-    IF worst > p_now THEN
-        RETURN QUERY SELECT false, 'bucket'::text, worst_key, worst;
-        RETURN;
-    END IF;
-
-    FOR i IN 1 .. n LOOP
-        found_slot := NULL;
-        IF p_max[i] > 0 THEN
-            SELECT s.slot INTO found_slot
-            FROM layover.concurrency_slots s
-            WHERE s.limit_key = p_keys[i] AND s.slot < p_max[i]
-              AND (s.holder_id IS NULL
-                   OR (s.claimed_at < now()
-                       AND NOT EXISTS (
-                           SELECT 1 FROM layover.scheduled_tasks t
-                           WHERE t.task_name = s.holder_type AND t.task_instance = s.holder_id
-                             AND t.version = s.holder_version AND t.picked
-                             AND t.last_heartbeat > p_now - make_interval(secs => p_dead_after_s))))
-            ORDER BY s.slot
-            LIMIT 1
-            FOR UPDATE SKIP LOCKED;
-            IF found_slot IS NULL THEN
-                IF NOT EXISTS (SELECT 1 FROM layover.concurrency_slots s
-                               WHERE s.limit_key = p_keys[i] AND s.slot = p_max[i] - 1) THEN
-                    RETURN QUERY SELECT false, 'missing_slots'::text, p_keys[i], NULL::timestamptz;
-                ELSE
-                    RETURN QUERY SELECT false, 'concurrency'::text, p_keys[i], NULL::timestamptz;
-                END IF;
-                RETURN;
-            END IF;
-        END IF;
-        slots := slots || found_slot;
-    END LOOP;
-
-    FOR i IN 1 .. n LOOP
-        IF p_rr[i] > 0 OR (p_tr[i] > 0 AND p_tokens > 0) OR (p_ir[i] > 0 AND p_input > 0)
-           OR (p_or[i] > 0 AND p_output > 0) THEN
-            UPDATE layover.buckets bk
-            SET request_tat = layover.gcra_take(bk.request_tat, p_now, p_rr[i], 1),
-                token_tat = layover.gcra_take(bk.token_tat, p_now, p_tr[i], p_tokens),
-                input_tat = layover.gcra_take(bk.input_tat, p_now, p_ir[i], p_input),
-                output_tat = layover.gcra_take(bk.output_tat, p_now, p_or[i], p_output),
-                last_slot = p_now,
-                last_granted_requests = CASE WHEN p_rr[i] > 0 THEN 1 ELSE 0 END,
-                last_granted_tokens = CASE WHEN p_tr[i] > 0 THEN p_tokens ELSE 0 END
-            WHERE bk.provider_key = p_keys[i];
-        END IF;
-        IF slots[i] IS NOT NULL THEN
-            UPDATE layover.concurrency_slots s
-            SET holder_type = p_task_name, holder_id = p_task_id, holder_version = p_version,
-                claimed_at = now(), claimed_by = p_worker
-            WHERE s.limit_key = p_keys[i] AND s.slot = slots[i];
-        END IF;
-    END LOOP;
-    RETURN QUERY SELECT true, NULL::text, NULL::text, NULL::timestamptz;
-END
-$$;
-
-COMMENT ON FUNCTION layover.admit_tokens(timestamptz, text, text, bigint, text, text[], float8[], float8[], float8[],
-        float8[], float8[], float8[], float8[], float8[], int[], float8, float8, float8, float8) IS
-    'layover.admit with input and output token dimensions: every limit of a job''s keys, or nothing.';
 
 -- ---------------------------------------------------------------------------
 -- limit_overrides: an operator's limits for a key at run time (ProviderStates#setLimit, the
@@ -1171,300 +1035,56 @@ $$;
 CREATE TRIGGER limit_overrides_notify AFTER INSERT OR UPDATE OR DELETE ON layover.limit_overrides
     FOR EACH ROW EXECUTE FUNCTION layover.notify_limit_override();
 
--- ---------------------------------------------------------------------------
--- Permits held by jobs. A job rescheduled to the permit a booking gave it holds that permit
--- (scheduled_tasks.permit_at) for its run time. Writes of one table that a statement of another
--- table's owner needs are functions of the table's owner (docs/architecture.md lists the owners):
---   book_requests (layover.buckets; core's provider gate): a backlog of n due jobs took n request
---     permits from `start` (already greatest(tat, now)): request_tat moves past them.
---   spend_held_permit (the job table; core's job store): a job that holds a permit for about now
---     spends it: the column is cleared, version-checked. The fair rounds call it. PL/pgSQL, so
---     that its UPDATE keeps its plan for the session (a data-modifying SQL function is planned
---     again at every call).
---   holds_permit: whether a run holds its permit, without a write (the takes of core's StateSql
---     and TokenSql). The permit is the job's while its row stays at the permit's run time
---     (execution_time = permit_at) and the row is this run's (version): every write that moves
---     the row's run time ends the hold, and a run remembers in memory that it has carried its
---     permit. PL/pgSQL, so that its query keeps its plan for the session.
--- ---------------------------------------------------------------------------
-CREATE FUNCTION layover.book_requests(p_key text, p_start timestamptz, p_n bigint, p_rate float8)
-    RETURNS void LANGUAGE sql VOLATILE AS
-$$
-    UPDATE layover.buckets SET request_tat = layover.gcra_take(p_start, p_start, p_rate, p_n)
-    WHERE provider_key = p_key AND p_n > 0
-$$;
-
-CREATE FUNCTION layover.spend_held_permit(p_task_name text, p_task_id text, p_version bigint,
-        p_now timestamptz, p_grace_s float8)
-    RETURNS boolean LANGUAGE plpgsql VOLATILE AS
-$$
-BEGIN
-    UPDATE layover.scheduled_tasks t SET permit_at = NULL
-    WHERE t.task_name = p_task_name AND t.task_instance = p_task_id AND t.version = p_version
-      AND t.permit_at IS NOT NULL AND t.permit_at >= p_now - make_interval(secs => p_grace_s);
-    RETURN FOUND;
-END
-$$;
-
-COMMENT ON FUNCTION layover.spend_held_permit(text, text, bigint, timestamptz, float8) IS
-    'A job that holds a bucket permit for about now (scheduled_tasks.permit_at, within the grace) spends it: '
-    'permit_at cleared, version-checked; true when it did. PL/pgSQL since V26 (its UPDATE keeps its plan).';
-
-CREATE FUNCTION layover.holds_permit(p_task_name text, p_task_id text, p_version bigint,
-        p_now timestamptz, p_grace_s float8)
-    RETURNS boolean LANGUAGE plpgsql STABLE AS
-$$
-BEGIN
-    RETURN EXISTS (SELECT 1 FROM layover.scheduled_tasks t
-                   WHERE t.task_name = p_task_name AND t.task_instance = p_task_id AND t.version = p_version
-                     AND t.permit_at IS NOT NULL AND t.execution_time = t.permit_at
-                     AND t.permit_at >= p_now - make_interval(secs => p_grace_s));
-END
-$$;
-
-COMMENT ON FUNCTION layover.holds_permit(text, text, bigint, timestamptz, float8) IS
-    'Whether a job''s run holds a bucket permit for about now (V27): its row at the permit''s run time '
-    '(execution_time = permit_at), version-checked, within the grace. Reads only: the run remembers its carry. '
-    'PL/pgSQL since V29 (its query keeps its plan for the session).';
-
--- ---------------------------------------------------------------------------
--- Permits and places at enqueue. Core's enqueue statements (JobSql.INSERT, INSERT_KEYED,
--- INSERT_BATCH), on Layover's own connection, ask layover.enqueue_places() for the run times of
--- the jobs they insert behind a key's bucket: the permits the bucket has within the booking horizon
--- (the job type's maxDeferral, at most 60 s) are booked, and each such job is inserted at its
--- permit, holding it (permit_at, reason 'bucket', no reschedule counted); the jobs beyond the
--- horizon are inserted at their place in the key's waiting line, holding no permit, one request's
--- time apart from the line's end. The insert is then the job's only write until its place comes
--- near: the backlog reservation (JobSql's RESERVE_BACKLOG, run when a job of the key is told to
--- wait) books the line's front, oldest place first, within the horizon, and a line job that finds
--- its permit free when it comes due takes it at its pick. An enqueue in the caller's transaction
--- books nothing (the bucket row would stay locked, and every take of the key wait, until the
--- caller commits).
--- ---------------------------------------------------------------------------
-
--- The request rate (/s) at which the bucket of a key books permits at enqueue, or NULL when it
--- books nothing there: no bucket row, a learned or discovered pace (it changes under the
--- bookings), a token limit (a job's cost is not one request), no request limit. An operators'
--- limit with token limits books nothing; one of requests only replaces the configured rate. Reads only.
-CREATE FUNCTION layover.enqueue_rate(p_key text) RETURNS float8 LANGUAGE sql STABLE AS
-$$
-    SELECT coalesce(lo.requests_per_minute, b.requests_per_minute) / 60.0
-    FROM layover.buckets b LEFT JOIN layover.limit_overrides lo ON lo.limit_key = b.provider_key
-    WHERE b.provider_key = p_key AND b.learned_until IS NULL AND coalesce(b.requests_per_minute, 0) > 0
-      AND b.tokens_per_minute IS NULL AND b.input_tokens_per_minute IS NULL AND b.output_tokens_per_minute IS NULL
-      AND (lo.limit_key IS NULL OR (lo.tokens_per_minute IS NULL AND lo.input_tokens_per_minute IS NULL
-                                    AND lo.output_tokens_per_minute IS NULL))
-$$;
-
-COMMENT ON FUNCTION layover.enqueue_rate(text) IS
-    'The request rate (/s) at which a key''s bucket books permits and places at enqueue; NULL when it books nothing there (V28).';
-
--- Books the permits the bucket of a key has for `p_count` jobs enqueued now, in order, within
--- `p_horizon_s` seconds: one request's time apart from the bucket's tat (when its bookings drain,
--- or now), less what half its burst allows, never before now; the bucket's tat moves past them
--- (book_requests). Half the burst is left free (GCRA: each slot is at most burst - 1 - half ahead
--- of the tat before it): a batch no larger than that runs at once, a larger one is paced with the
--- margin kept for the calls' jitter at the provider, whose own bucket a paced line at the full
--- burst leaves empty, and for the jobs that do not book (a raised priority, a deadline). Returns
--- those slots (fewer than p_count when the horizon ends first; empty when none is within it), or
--- NULL when the bucket books nothing at enqueue (enqueue_rate). Holds the bucket row to the end of
--- the caller's statement's transaction.
-CREATE FUNCTION layover.enqueue_permits(p_key text, p_count int, p_horizon_s float8)
-    RETURNS timestamptz[] LANGUAGE plpgsql VOLATILE AS
-$$
-DECLARE
-    v_now   timestamptz := now();
-    v_rate  float8;
-    v_cap   float8;
-    v_start timestamptz;
-    v_slots timestamptz[];
-    b       record;
-BEGIN
-    IF p_key IS NULL OR coalesce(p_count, 0) < 1 OR coalesce(p_horizon_s, 0) <= 0 THEN
-        RETURN NULL;
-    END IF;
-    SELECT * INTO b FROM layover.buckets bk WHERE bk.provider_key = p_key FOR UPDATE;
-    v_rate := layover.enqueue_rate(p_key);
-    IF v_rate IS NULL THEN
-        RETURN NULL;
-    END IF;
-    v_cap := greatest(1, v_rate * b.burst_ms / 1000.0);
-    v_start := greatest(b.request_tat, v_now);
-    v_slots := ARRAY(
-        SELECT x.slot FROM (
-            SELECT i, greatest(v_now, v_start + make_interval(secs => (i - (v_cap - 1 - floor(v_cap / 2))) / v_rate)) AS slot
-            FROM generate_series(0, p_count - 1) i) x
-        WHERE x.slot <= v_now + make_interval(secs => p_horizon_s)
-        ORDER BY x.i);
-    PERFORM layover.book_requests(p_key, v_start, cardinality(v_slots), v_rate);
-    RETURN v_slots;
-END
-$$;
-
-COMMENT ON FUNCTION layover.enqueue_permits(text, int, float8) IS
-    'Books the permits a key''s bucket has for jobs enqueued now within a horizon and returns their slots, in order '
-    '(V27; the tat moves past them); NULL when the bucket books nothing at enqueue (no configured request-only bucket). '
-    'Called by core''s enqueue statements, which insert each job at its slot holding it.';
-
--- The run times for `p_count` jobs enqueued now behind the bucket of a key, in order: the first
--- `permits` hold permits booked within `p_horizon_s` seconds (enqueue_permits, which books them),
--- the rest are places in the key's waiting line, holding nothing, one request's time apart from
--- the line's end (the latest of the bucket's tat, now, and the line's last place). While the key
--- has a line, nothing is booked: new jobs go behind it (a permit booked ahead of the line would
--- shift every place in it, and run the job before jobs enqueued earlier). NULL slots (and 0
--- permits) when the bucket books nothing at enqueue (enqueue_rate). Holds the bucket row to the
--- end of the caller's transaction, so that two enqueues into one key take places one after the
--- other; the line's last place is read after the row is locked. The last place is read with ORDER
--- BY ... DESC LIMIT 1, not max(): with statistics taken before a deep backlog came in, max() was
--- planned as a read of the whole line.
-CREATE FUNCTION layover.enqueue_places(p_key text, p_count int, p_horizon_s float8,
-        OUT slots timestamptz[], OUT permits int)
-    LANGUAGE plpgsql VOLATILE AS
-$$
-DECLARE
-    v_now   timestamptz := now();
-    v_rate  float8;
-    v_start timestamptz;
-    v_last  timestamptz;
-BEGIN
-    permits := 0;
-    IF p_key IS NULL OR coalesce(p_count, 0) < 1 OR coalesce(p_horizon_s, 0) <= 0 THEN
-        RETURN;
-    END IF;
-    SELECT greatest(bk.request_tat, v_now) INTO v_start FROM layover.buckets bk WHERE bk.provider_key = p_key FOR UPDATE;
-    v_rate := layover.enqueue_rate(p_key);
-    IF v_rate IS NULL THEN
-        RETURN;
-    END IF;
-    SELECT t.execution_time + make_interval(secs => 1 / v_rate) INTO v_last
-      FROM layover.scheduled_tasks t
-     WHERE t.provider_key = p_key AND NOT t.picked AND t.permit_at IS NULL
-       AND t.last_reschedule_reason = 'bucket' AND t.execution_time > v_now
-     ORDER BY t.execution_time DESC LIMIT 1;
-    IF v_last IS NULL THEN
-        slots := layover.enqueue_permits(p_key, p_count, p_horizon_s);
-        permits := cardinality(slots);
-        IF permits >= p_count THEN
-            RETURN;
-        END IF;
-        SELECT greatest(bk.request_tat, v_now) INTO v_start FROM layover.buckets bk WHERE bk.provider_key = p_key;
-    ELSE
-        slots := '{}';
-        v_start := greatest(v_start, v_last);
-    END IF;
-    slots := slots || ARRAY(SELECT v_start + make_interval(secs => i / v_rate)
-                            FROM generate_series(0, p_count - permits - 1) i ORDER BY i);
-END
-$$;
-
-COMMENT ON FUNCTION layover.enqueue_places(text, int, float8) IS
-    'Run times for jobs enqueued now behind a key''s bucket, in order (V28): the first `permits` hold permits booked '
-    'within the horizon (enqueue_permits; none while the key has a waiting line), the rest are places in the key''s '
-    'waiting line holding nothing. NULL slots when the bucket books nothing at enqueue. Called by core''s enqueue statements.';
-
-
 -- ===========================================================================
 -- Fairness: fair share within a provider key's limit (docs/fairness.md)
 -- ===========================================================================
 --
--- Many tenants share one provider key. Without fairness the key's permits go to whichever due job
--- is picked first, so one tenant's 50,000-job backlog holds every other tenant back for its whole
--- length. With a fairness key on its jobs (JobType.Builder#fairnessKey, stored in
--- scheduled_tasks.fairness_key), a key's permits go to its active fairness keys (the flows) in
+-- Many tenants share one provider key. Without fairness the key's admissions go to its jobs in run
+-- time order, so one tenant's 50,000-job backlog holds every other tenant back for its whole length.
+-- With a fairness key on its jobs (JobType.Builder#fairnessKey, stored in
+-- scheduled_tasks.fairness_key), a key's admissions go to its active fairness keys (the flows) in
 -- proportion to their weights, work-conserving.
 --
--- The discipline is start-time fair queueing (SFQ, Goyal et al. 1996), kept in Postgres:
---   * every waiting job of a flow gets a virtual start tag when it first waits:
---       tag = greatest(flow's last tag, the key's virtual clock) + the flow's costs so far / weight
---     so a flow's jobs are cost / weight apart in virtual time and a flow that was idle starts at
---     the clock, not in the past: no credit is banked while idle, and a new tenant is served from
---     its first job on;
---   * permits are handed out in tag order; the key's virtual clock is the tag of the last job
---     given a permit;
---   * a round (layover.fair_round_limit) books the permits of the next moments of the key's limit
---     (a short horizon, by default 100 ms) for the waiting jobs with the lowest tags, as
---     execution_time and permit_at (a held permit), and moves jobs tagged for the first time past
---     an estimate of their turn, so that a backlog is not picked job by job; a flow waking up
---     starts at the service frontier (the lowest tag booked, not started) and takes the permits of
---     booked jobs of its priority with higher tags. Rounds run when a job with a fairness key is
---     picked without a permit, and every half horizon in each worker that knows the key has
---     waiting jobs (the engine's fair pump).
--- Why SFQ and not deficit round robin: its state is one number per flow and one per key, a pick
--- touches only the jobs it books (the cost does not grow with the number of flows: the booking
--- reads the tag index in order), weights are exact, and a flow arriving late interleaves at once
--- instead of waiting for the round robin's next turn.
+-- The discipline is start-time fair queueing (SFQ, Goyal et al. 1996), kept in the job table:
+--   * a job enqueued due gets its tag at enqueue (layover.fair_tags, which reads and writes nothing
+--     else): the later of its priority's virtual clock and its flow's last tag among its waiting
+--     jobs, plus its cost / the flow's weight. A flow's jobs are cost / weight apart in virtual
+--     time, and a flow that was idle starts at the clock: no credit is banked while idle, and a new
+--     tenant is served from its first job on;
+--   * the pick admits a key's tagged jobs in tag order, highest priority first, and moves each
+--     priority's clock to the highest tag it admitted (fair_lines.class_clocks);
+--   * a job moved to a later run time (a rate-limit reschedule, a retry, a pause) leaves the queue:
+--     its tag is cleared, and when it is due again it goes with the key's untagged due jobs, which
+--     the pick admits first, oldest first (they have waited).
+-- Priorities within a key: the pick admits the highest priority first; a share of each key's
+-- admissions (FairnessSettings#lowPriorityShare, default 0.1, a credit carried from pick to pick in
+-- fair_lines.low_credit) goes to the jobs below the highest priority waiting, so batch work is slowed
+-- by interactive work but never starved.
 --
--- Priorities within a key: a round books the highest job priority first (scheduled_tasks.priority,
--- EnqueueOptions#priority), tags within a priority; a reserved share of each round's permits
--- (FairnessSettings#lowPriorityShare, default 0.1) goes to the jobs below the highest priority
--- waiting, so batch work is slowed by interactive work but never starved.
+-- A job's cost: 1 on a key without token limits; with token limits, what it takes of the key's
+-- bottleneck, the largest, over the limited dimensions, of its token estimate x the key's share /
+-- the dimension's rate, in request permits when the key also limits requests (x the request rate),
+-- so each tenant receives tokens, not calls, in proportion to its weight (Sheng et al. 2024's
+-- virtual token counter).
 --
--- A job's cost: on a request-only bucket, and for a concurrency limit, every job costs 1. On a
--- bucket that limits tokens, one permit is not one unit of the scarce thing: a job's cost is what
--- it takes of the key's bottleneck, the largest, over the bucket's limited dimensions, of the time
--- the dimension needs to admit it (1 / request rate for the request, need x share / rate for each
--- token dimension), in units of one request permit when the bucket limits requests, else in
--- seconds, so each tenant receives tokens (not calls) in proportion to its weight (what "Fairness
--- in Serving Large Language Models", Sheng et al. 2024, calls a virtual token counter). The cost
--- needs each job's token estimate before it is picked (scheduled_tasks.token_estimate, written at
--- enqueue); a job without one costs the line's mean cost (fair_lines.mean_cost).
---
--- A concurrency limit's permit is a slot: a round counts the key's free slots (neither held by a
--- live run nor promised to a job called by an earlier round and not picked yet) and calls that
--- many waiting jobs in tag order: their run time becomes now and they hold the call (permit_at)
--- until picked; then they claim the slot as every job does (layover.admit_tokens).
---
--- Jobs without a fairness key take the key's permits first come, first served.
+-- Why SFQ and not deficit round robin: its state is the tags in the job rows and one clock per
+-- priority and key, the pick reads only the index entries it takes (the cost does not grow with the
+-- number of flows), weights are exact, and a flow arriving late interleaves at once.
 
 -- ---------------------------------------------------------------------------
--- One row per provider key with a fair queue: its virtual clock. Written by the fair rounds only.
---   vclock         the highest tag given a permit
---   class_clocks   per job priority ({"0": 12.5, "5": 40}): the highest tag of that priority given
---                  a permit; a flow waking up starts at its priority's clock, so that serving one
---                  priority does not put the flows of another behind (each priority is its own
---                  fair queue; the booking takes the highest priority first)
---   active_weight  the weights of the flows with waiting jobs (vfinish past the clock), recomputed
---                  at most once a second (active_weight_at): the clock moves 1 / it per permit, so
---                  a job tagged t waits about (t - clock) x active_weight permits
---   low_credit     the permits owed to lower-priority jobs (the reserved share of every round's
---                  permits, added up; a round books the whole ones; at most 1 carried when none wait)
---   rounds, last_round_at, booked   what the rounds did
---   mean_cost      the mean cost of the jobs tagged with a token estimate (EWMA)
+-- One row per provider key whose pick admitted tagged jobs. Written by the pick only.
+--   class_clocks   per job priority ({"0": 12.5, "5": 40}): the highest tag of that priority admitted;
+--                  a flow waking up starts at its priority's clock
+--   low_credit     admissions owed to jobs below the highest priority waiting (the reserved share of
+--                  every pick's admissions, added up; a pick takes the whole ones; reset when none wait)
+--   picks, last_pick_at   what the picks did
 -- ---------------------------------------------------------------------------
 CREATE TABLE layover.fair_lines (
     provider_key     text        PRIMARY KEY,
-    vclock           float8      NOT NULL DEFAULT 0,
     class_clocks     jsonb       NOT NULL DEFAULT '{}'::jsonb,
-    active_weight    float8,
-    active_weight_at timestamptz,
     low_credit       float8      NOT NULL DEFAULT 0,
-    rounds           bigint      NOT NULL DEFAULT 0,
-    booked           bigint      NOT NULL DEFAULT 0,
-    last_round_at    timestamptz,
-    mean_cost        float8
-);
-
-COMMENT ON COLUMN layover.fair_lines.mean_cost IS
-    'The mean cost of the jobs tagged with a token estimate (an exponentially weighted mean, V25): what a job without '
-    'one costs. NULL: none seen yet (such a job costs 1).';
-
--- ---------------------------------------------------------------------------
--- One row per flow (provider key, fairness key, job priority) that has waited. Written by the
--- fair rounds only.
---   vfinish        the tag of its last job tagged (its jobs wait up to there)
---   weight         the weight its jobs were tagged with last
---   tagged, booked how many of its jobs were tagged and given a permit by rounds
--- ---------------------------------------------------------------------------
-CREATE TABLE layover.fair_flows (
-    provider_key   text        NOT NULL,
-    fairness_key   text        NOT NULL,
-    priority       smallint    NOT NULL DEFAULT 0,
-    vfinish        float8      NOT NULL,
-    weight         float8      NOT NULL,
-    tagged         bigint      NOT NULL DEFAULT 0,
-    booked         bigint      NOT NULL DEFAULT 0,
-    last_booked_at timestamptz,
-    PRIMARY KEY (provider_key, fairness_key, priority)
+    picks            bigint      NOT NULL DEFAULT 0,
+    last_pick_at     timestamptz
 );
 
 -- ---------------------------------------------------------------------------
@@ -1490,11 +1110,6 @@ CREATE TABLE layover.fairness_weights (
     CONSTRAINT fairness_weights_pattern_check CHECK (length(pattern) BETWEEN 1 AND 200)
 );
 
--- A priority's clock in a line's class_clocks (0 before any of its jobs was given a permit).
-CREATE FUNCTION layover.fair_class_clock(p_clocks jsonb, p_priority smallint)
-    RETURNS float8 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
-$$ SELECT coalesce((p_clocks ->> coalesce(p_priority, 0)::text)::float8, 0) $$;
-
 -- The weight of a fairness key: the longest matching pattern's, operator rows before config rows.
 CREATE FUNCTION layover.fairness_weight(p_fairness_key text)
     RETURNS float8 LANGUAGE sql STABLE AS
@@ -1503,555 +1118,796 @@ $$ SELECT coalesce((SELECT w.weight FROM layover.fairness_weights w
                     ORDER BY (w.origin = 'operator') DESC, length(w.pattern) DESC, w.pattern
                     LIMIT 1), 1.0) $$;
 
--- A job's cost in a fair queue: 1 for a request-only bucket (and for a concurrency limit: p_rr 1,
--- no token rates); with token dimensions, the largest time a limited dimension needs to admit it
--- (its need x the key's share / the dimension's rate), in request permits when the bucket limits
--- requests (x p_rr), else in seconds. p_est: {combined, input, output} or NULL (then p_mean, or
--- 1). Shares are clamped to [0.05, 1] as the bookings clamp them.
-CREATE FUNCTION layover.fair_cost(p_est float8[], p_rr float8, p_tr float8, p_ir float8, p_or float8,
-        p_ts float8, p_is float8, p_os float8, p_mean float8)
-    RETURNS float8 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+-- The higher of two maps of priority -> virtual clock, priority by priority.
+CREATE FUNCTION layover.clocks_merge(a jsonb, b jsonb)
+    RETURNS jsonb LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
 $$
-    SELECT CASE
-        WHEN coalesce(p_tr, 0) <= 0 AND coalesce(p_ir, 0) <= 0 AND coalesce(p_or, 0) <= 0 THEN 1.0
-        WHEN p_est IS NULL THEN coalesce(p_mean, 1.0)
-        ELSE greatest(
-            CASE WHEN p_rr > 0 THEN 1.0 ELSE 0 END,
-            CASE WHEN p_tr > 0 THEN p_est[1] * least(1, greatest(0.05, coalesce(p_ts, 1))) / p_tr END
-                * CASE WHEN p_rr > 0 THEN p_rr ELSE 1 END,
-            CASE WHEN p_ir > 0 THEN p_est[2] * least(1, greatest(0.05, coalesce(p_is, 1))) / p_ir END
-                * CASE WHEN p_rr > 0 THEN p_rr ELSE 1 END,
-            CASE WHEN p_or > 0 THEN p_est[3] * least(1, greatest(0.05, coalesce(p_os, 1))) / p_or END
-                * CASE WHEN p_rr > 0 THEN p_rr ELSE 1 END,
-            1e-6)
-    END
-$$;
-
--- The slot of the k-th job a round books, GCRA in every limited dimension: the request
--- dimension's k-th permit from p_start (k - capacity) / rate later; with token dimensions
--- (p_tok: rate and capacity of combined, input, output tokens; NULL: none), each dimension's
--- cumulated need p_cum from its start p_tstarts; the latest of them, never before p_now. STABLE,
--- so that it is inlined (see the GCRA functions).
-CREATE FUNCTION layover.fair_slot(p_now timestamptz, p_rr float8, p_rc float8, p_start timestamptz, p_k bigint,
-        p_tok float8[], p_tstarts timestamptz[], p_cum float8[])
-    RETURNS timestamptz LANGUAGE sql STABLE PARALLEL SAFE AS
-$$
-    SELECT greatest(p_now,
-        CASE WHEN p_rr > 0 THEN p_start + make_interval(secs => (p_k - p_rc) / p_rr) END,
-        CASE WHEN p_tok[1] > 0 THEN p_tstarts[1] + make_interval(secs => (p_cum[1] - p_tok[2]) / p_tok[1]) END,
-        CASE WHEN p_tok[3] > 0 THEN p_tstarts[2] + make_interval(secs => (p_cum[2] - p_tok[4]) / p_tok[3]) END,
-        CASE WHEN p_tok[5] > 0 THEN p_tstarts[3] + make_interval(secs => (p_cum[3] - p_tok[6]) / p_tok[5]) END)
+    SELECT coalesce(jsonb_object_agg(k, greatest((a ->> k)::float8, (b ->> k)::float8)), '{}'::jsonb)
+    FROM (SELECT jsonb_object_keys(coalesce(a, '{}'::jsonb)) UNION SELECT jsonb_object_keys(coalesce(b, '{}'::jsonb))) s(k)
 $$;
 
 -- ---------------------------------------------------------------------------
--- layover.fair_round_limit: one round of a key's fair queue, in one call (the key's line and limit
--- rows locked for its length: rounds of one key are serial, fleet-wide).
---   1. A caller that holds a permit (permit_at, from an earlier round) spends it: carried.
---  1b. Bookings that lapsed unpicked go back to the line, keeping their tags.
---   2. Tags the key's due, untagged jobs with a fairness key (at most p_max_jobs, oldest first,
---      skipping rows other transactions hold), the caller among them; each moved (but the caller,
---      whose row its worker writes) past the estimate of its turn: horizon end + max(2 s, twice
---      ((tag - clock) x the active flows' weight + the waiting jobs of higher priority) / rate).
---      Deliberately late: the rounds book in tag order whatever the run times, and a job due
---      before its turn would only be picked to be told to wait again; the run time is the
---      fallback that restarts the rounds when no worker pumps the key (after a restart).
---  2b. Newly tagged jobs with lower tags than booked, unpicked jobs of their priority take those
---      jobs' permits (a tenant arriving behind the booked horizon).
---   3. Books the limit up to now + p_horizon_s for the waiting tagged jobs (unpicked, holding no
---      permit; the caller too), highest priority first, then by tag; of them, p_low_share of the
---      slots (added up over rounds in low_credit) first to the jobs below the highest priority
---      waiting. Each booked job (but the caller) gets execution_time = permit_at = its slot; the
---      bucket's tats move past them; the clock moves to the highest tag booked.
---   p_mode 'bucket': the key's bucket row (any limited dimension) is the limit; p_rr/p_rc the
---          request rate and capacity, p_tr/p_tc, p_ir/p_ic, p_or/p_oc the combined, input and
---          output token rates (/s) and capacities (0: not limited); bookings take every dimension.
---   p_mode 'slots': the key's concurrency limit of p_slots slots is the limit (its row locked for
---          the round); a round calls as many waiting jobs as slots are free, run time now.
---   p_rate: cost units a second the limit serves, for the estimates of waiting jobs (bucket: the
---          request rate, or 1 when only tokens are limited; slots: the caller's guess).
--- Returns: carried; the caller's slot when booked (= now: go), else NULL; the caller's estimate
--- when tagged but not booked; jobs booked and tagged; whether jobs are still waiting (the pump
--- goes on); for a token bucket, the key's shares (what a booking took of a need). No limit row:
--- every column NULL (the caller writes it and asks again).
--- ---------------------------------------------------------------------------
-CREATE FUNCTION layover.fair_round_limit(
-        p_key text, p_now timestamptz, p_mode text, p_rr float8, p_rc float8, p_tr float8, p_tc float8,
-        p_ir float8, p_ic float8, p_or float8, p_oc float8, p_slots int, p_dead_after_s float8, p_rate float8,
-        p_horizon_s float8, p_low_share float8, p_max_jobs int,
-        p_task_name text, p_task_id text, p_version bigint, p_grace_s float8)
-    RETURNS TABLE (carried boolean, slot timestamptz, estimate timestamptz, booked int, tagged int, waiting boolean,
-                   token_share float8, input_share float8, output_share float8)
-    LANGUAGE plpgsql VOLATILE AS
-$$
-DECLARE
-    v_clock     float8;
-    v_weight    float8;
-    v_weight_at timestamptz;
-    v_start     timestamptz;           -- request dimension: greatest(request_tat, now)
-    v_tstart    timestamptz;           -- token dimensions
-    v_istart    timestamptz;
-    v_ostart    timestamptz;
-    v_ts        float8;
-    v_is        float8;
-    v_os        float8;
-    v_mean      float8;
-    v_tokens    boolean := coalesce(p_tr, 0) > 0 OR coalesce(p_ir, 0) > 0 OR coalesce(p_or, 0) > 0;
-    v_hend      timestamptz := p_now + make_interval(secs => p_horizon_s);
-    v_slots     int;
-    v_reserve   int;
-    v_top       smallint;
-    v_booked    int := 0;
-    v_tagged    int := 0;
-    v_max_tag   float8;
-    v_my_slot   timestamptz;
-    v_my_est    timestamptz;
-    v_my_tag    float8;
-    v_credit    float8;
-    v_low       int := 0;
-    v_clocks    jsonb;
-    v_my_prio   smallint;
-    v_due       int := 0;
-    v_sums      float8[];
-    v_avg       float8;
-    v_unit      float8;                -- a job without an estimate: the line's mean cost, in seconds of each dimension
-    v_rate      float8 := greatest(coalesce(p_rate, 1), 1e-9);
-BEGIN
-    IF p_mode = 'bucket' THEN
-        SELECT bk.token_share, bk.input_share, bk.output_share INTO v_ts, v_is, v_os
-        FROM layover.buckets bk WHERE bk.provider_key = p_key;
-    END IF;
-    IF p_task_id IS NOT NULL
-       AND layover.spend_held_permit(p_task_name, p_task_id, p_version, p_now, p_grace_s) THEN
-        RETURN QUERY SELECT true, p_now, NULL::timestamptz, 0, 0, true, v_ts, v_is, v_os;
-        RETURN;
-    END IF;
-
-    IF p_mode = 'bucket' THEN
-        SELECT greatest(bk.request_tat, p_now), greatest(bk.token_tat, p_now), greatest(bk.input_tat, p_now),
-               greatest(bk.output_tat, p_now)
-        INTO v_start, v_tstart, v_istart, v_ostart
-        FROM layover.buckets bk
-        WHERE bk.provider_key = p_key
-          AND (bk.requests_per_minute > 0 OR bk.tokens_per_minute > 0 OR bk.input_tokens_per_minute > 0
-               OR bk.output_tokens_per_minute > 0)
-        FOR UPDATE;
-    ELSE
-        PERFORM 1 FROM layover.concurrency_limits cl WHERE cl.limit_key = p_key FOR UPDATE;
-    END IF;
-    IF NOT FOUND THEN
-        RETURN QUERY SELECT NULL::boolean, NULL::timestamptz, NULL::timestamptz, NULL::int, NULL::int, NULL::boolean,
-            NULL::float8, NULL::float8, NULL::float8;
-        RETURN;
-    END IF;
-    INSERT INTO layover.fair_lines AS l (provider_key) VALUES (p_key) ON CONFLICT (provider_key) DO NOTHING;
-    SELECT l.vclock, l.class_clocks, l.active_weight, l.active_weight_at, l.low_credit, l.mean_cost
-    INTO v_clock, v_clocks, v_weight, v_weight_at, v_credit, v_mean
-    FROM layover.fair_lines l WHERE l.provider_key = p_key FOR UPDATE;
-    IF v_weight_at IS NULL OR v_weight_at < p_now - interval '1 second' THEN
-        SELECT coalesce(sum(f.weight), 0) INTO v_weight
-        FROM layover.fair_flows f
-        WHERE f.provider_key = p_key AND f.vfinish > layover.fair_class_clock(v_clocks, f.priority);
-        UPDATE layover.fair_lines l SET active_weight = v_weight, active_weight_at = p_now WHERE l.provider_key = p_key;
-    END IF;
-
-    -- 1b. bookings that lapsed unpicked (their permit is past the grace: the workers were busy, or
-    -- gone) go back to the line, keeping their tags, so the next bookings are theirs again; left
-    -- booked, a pick would take them first (due permit holders first) only to book them anew, one
-    -- locked round each, while the fresh bookings behind them lapse in turn
-    WITH lapsed AS (
-        SELECT t.task_name, t.task_instance
-        FROM layover.scheduled_tasks t
-        WHERE t.provider_key = p_key AND t.fair_tag IS NOT NULL AND t.permit_at IS NOT NULL AND NOT t.picked
-          AND t.permit_at < p_now - make_interval(secs => p_grace_s)
-        ORDER BY t.fair_tag
-        LIMIT 1000
-        FOR UPDATE OF t SKIP LOCKED
-    )
-    UPDATE layover.scheduled_tasks t
-    SET permit_at = NULL, execution_time = v_hend + interval '2 seconds', version = t.version + 1,
-        last_reschedule_reason = 'fair',
-        last_reschedule_detail = 'fair share of ' || p_key || ': its booked turn lapsed unpicked; it waits for the next',
-        last_rescheduled_at = p_now
-    FROM lapsed l
-    WHERE t.task_name = l.task_name AND t.task_instance = l.task_instance;
-
-    -- 2. tags (start + the flow's costs so far / its weight), and the new jobs moved to the
-    -- estimate of their turn (the caller's row its worker writes)
-    WITH locked AS (
-        SELECT t.task_name, t.task_instance, t.fairness_key, t.execution_time, t.picked, t.priority,
-               CASE WHEN p_mode = 'bucket'
-                    THEN layover.fair_cost(t.token_estimate, p_rr, p_tr, p_ir, p_or, v_ts, v_is, v_os, v_mean)
-                    ELSE 1.0 END AS cost,
-               t.token_estimate IS NOT NULL AS estimated
-        FROM layover.scheduled_tasks t
-        WHERE t.provider_key = p_key AND t.fairness_key IS NOT NULL AND t.fair_tag IS NULL AND t.permit_at IS NULL
-          AND t.execution_time <= p_now
-          AND (NOT t.picked OR (t.task_name = p_task_name AND t.task_instance = p_task_id))
-        ORDER BY t.execution_time, t.task_instance
-        LIMIT p_max_jobs
-        FOR UPDATE OF t SKIP LOCKED
-    ), frontier AS MATERIALIZED ( -- per priority: the lowest tag booked and not started yet (the next to start)
-        SELECT t.priority, min(t.fair_tag) AS tag
-        FROM layover.scheduled_tasks t
-        WHERE t.provider_key = p_key AND t.fair_tag IS NOT NULL AND t.permit_at IS NOT NULL AND NOT t.picked
-        GROUP BY t.priority
-    ), flows AS (
-        -- a flow waking up starts where service is (the frontier, else its priority's clock), so
-        -- its first jobs come before permits booked but not started yet (2b swaps them)
-        SELECT k.fairness_key, k.priority, greatest(coalesce(f.vfinish, k.cc), k.cc) AS start_v,
-               layover.fairness_weight(k.fairness_key) AS w, coalesce(f.vfinish, k.cc) <= k.cc AS idle
-        FROM (SELECT DISTINCT l.fairness_key, l.priority,
-                     least(layover.fair_class_clock(v_clocks, l.priority),
-                           coalesce((SELECT fr.tag FROM frontier fr WHERE fr.priority = l.priority), 'infinity')) AS cc
-              FROM locked l) k
-        LEFT JOIN layover.fair_flows f
-               ON f.provider_key = p_key AND f.fairness_key = k.fairness_key AND f.priority = k.priority
-    ), tags AS (
-        SELECT l.task_name, l.task_instance, l.fairness_key, l.picked, l.priority, l.cost, l.estimated,
-               fl.start_v + sum(l.cost) OVER (PARTITION BY l.fairness_key, l.priority
-                                               ORDER BY l.execution_time, l.task_instance) / fl.w AS tag
-        FROM locked l JOIN flows fl ON fl.fairness_key = l.fairness_key AND fl.priority = l.priority
-    ), per AS MATERIALIZED ( -- cost units per unit of the clock: the active flows' weight, the flows waking up now with it
-        SELECT greatest(1e-9, coalesce(v_weight, 0)
-                   + coalesce((SELECT sum(fl.w) FROM flows fl WHERE fl.idle), 0)) AS w
-    ), ahead AS MATERIALIZED ( -- per priority of the new jobs: the waiting jobs of a higher one, booked before them
-        SELECT pr.priority,
-               (SELECT count(*) FROM (SELECT 1 FROM layover.scheduled_tasks t
-                                      WHERE t.provider_key = p_key AND t.fair_tag IS NOT NULL AND t.permit_at IS NULL
-                                        AND NOT t.picked AND t.priority > pr.priority LIMIT 100000) x)
-                   * coalesce(v_mean, 1)
-               + (SELECT coalesce(sum(l.cost), 0) FROM locked l WHERE l.priority > pr.priority) AS n
-        FROM (SELECT DISTINCT priority FROM locked) pr
-    ), flow_rows AS (
-        INSERT INTO layover.fair_flows AS f (provider_key, fairness_key, priority, vfinish, weight, tagged)
-        SELECT p_key, g.fairness_key, g.priority, g.vfinish, fl.w, g.n
-        FROM (SELECT fairness_key, priority, max(tag) AS vfinish, count(*) AS n FROM tags GROUP BY fairness_key, priority) g
-        JOIN flows fl ON fl.fairness_key = g.fairness_key AND fl.priority = g.priority
-        ON CONFLICT (provider_key, fairness_key, priority) DO UPDATE
-        SET vfinish = greatest(f.vfinish, excluded.vfinish), weight = excluded.weight, tagged = f.tagged + excluded.tagged
-        RETURNING 1
-    ), job_rows AS (
-        UPDATE layover.scheduled_tasks t
-        SET fair_tag = g.tag,
-            execution_time = CASE WHEN g.picked THEN t.execution_time
-                ELSE v_hend + make_interval(secs => least(86400, greatest(2, 2 * ((g.tag
-                        - layover.fair_class_clock(v_clocks, g.priority)) * (SELECT w FROM per)
-                    + coalesce((SELECT a.n FROM ahead a WHERE a.priority = g.priority), 0)) / v_rate))) END,
-            version = CASE WHEN g.picked THEN t.version ELSE t.version + 1 END,
-            last_reschedule_reason = CASE WHEN g.picked THEN t.last_reschedule_reason ELSE 'fair' END,
-            last_reschedule_detail = CASE WHEN g.picked THEN t.last_reschedule_detail
-                ELSE 'fair share of ' || p_key || ': waits its turn among the key''s fairness keys' END,
-            last_rescheduled_at = CASE WHEN g.picked THEN t.last_rescheduled_at ELSE p_now END
-        FROM tags g
-        WHERE t.task_name = g.task_name AND t.task_instance = g.task_instance
-        RETURNING 1
-    )
-    SELECT (SELECT count(*) FROM job_rows), (SELECT w FROM per),
-           (SELECT avg(g.cost) FILTER (WHERE g.estimated) FROM tags g)
-    INTO v_tagged, v_weight, v_avg
-    FROM (SELECT count(*) FROM flow_rows) written;
-    IF v_tagged > 0 THEN
-        UPDATE layover.fair_lines l
-        SET active_weight = v_weight,
-            mean_cost = CASE WHEN v_avg IS NULL THEN l.mean_cost ELSE coalesce(0.8 * l.mean_cost + 0.2 * v_avg, v_avg) END
-        WHERE l.provider_key = p_key
-        RETURNING l.mean_cost INTO v_mean;
-    END IF;
-
-    -- 2b. newly tagged jobs may have lower tags than jobs of their priority already booked and not
-    -- picked yet (a tenant arriving behind the booked horizon): those give their permits to them,
-    -- so that the newcomer is served from the permits already booked, not after them. The losers
-    -- wait again holding no permit (their tags keep their place); the winners take the losers'
-    -- slots in order. Within one priority only: the reserved share of a lower priority stays.
-    -- (With token costs a winner may need more or less than the loser it replaces; the difference
-    -- is the settle's to correct, as for any estimate.)
-    IF v_tagged > 0 THEN
-        WITH booked AS (
-            SELECT t.task_name, t.task_instance, t.fair_tag, t.priority, t.permit_at
-            FROM layover.scheduled_tasks t
-            WHERE t.provider_key = p_key AND t.fair_tag IS NOT NULL AND t.permit_at IS NOT NULL AND NOT t.picked
-              AND t.permit_at >= p_now - make_interval(secs => p_grace_s)
-            ORDER BY t.fair_tag
-            LIMIT 1000
-            FOR UPDATE OF t SKIP LOCKED
-        ), per_priority AS (SELECT b.priority, count(*) AS n FROM booked b GROUP BY b.priority
-        ), challengers AS ( -- within each priority only: a reserved lower-priority permit is not taken
-            SELECT c.* FROM per_priority pp
-            CROSS JOIN LATERAL (
-                SELECT t.task_name, t.task_instance, t.fair_tag, t.priority, NULL::timestamptz AS permit_at
-                FROM layover.scheduled_tasks t
-                WHERE t.provider_key = p_key AND t.fair_tag IS NOT NULL AND t.permit_at IS NULL AND NOT t.picked
-                  AND t.priority = pp.priority
-                ORDER BY t.fair_tag
-                LIMIT pp.n
-                FOR UPDATE OF t SKIP LOCKED) c
-        ), caller AS ( -- the caller competes too (its worker writes its row)
-            SELECT t.task_name, t.task_instance, t.fair_tag, t.priority, NULL::timestamptz AS permit_at
-            FROM layover.scheduled_tasks t
-            WHERE t.task_name = p_task_name AND t.task_instance = p_task_id AND t.fair_tag IS NOT NULL
-              AND t.priority IN (SELECT priority FROM per_priority)
-        ), ranked AS (
-            SELECT x.*, row_number() OVER (PARTITION BY x.priority ORDER BY x.fair_tag) AS k, pp.n AS booked_n
-            FROM (SELECT * FROM booked UNION ALL SELECT * FROM challengers UNION ALL SELECT * FROM caller) x
-            JOIN per_priority pp ON pp.priority = x.priority
-        ), losers AS (
-            SELECT r.*, row_number() OVER (PARTITION BY r.priority ORDER BY r.permit_at) AS n
-            FROM ranked r WHERE r.permit_at IS NOT NULL AND r.k > r.booked_n
-        ), winners AS (
-            SELECT r.*, row_number() OVER (PARTITION BY r.priority ORDER BY r.k) AS n
-            FROM ranked r WHERE r.permit_at IS NULL AND r.k <= r.booked_n
-        ), moved AS ( -- each pair: the loser unbooked, the winner booked at the loser's slot
-            UPDATE layover.scheduled_tasks t
-            SET permit_at = CASE WHEN t.task_instance = w.task_instance AND t.task_name = w.task_name THEN l.permit_at END,
-                execution_time = CASE WHEN t.task_instance = w.task_instance AND t.task_name = w.task_name THEN l.permit_at
-                                      ELSE v_hend + interval '2 seconds' END,
-                version = t.version + 1, last_reschedule_reason = 'fair',
-                last_reschedule_detail = CASE WHEN t.task_instance = w.task_instance AND t.task_name = w.task_name
-                    THEN 'fair share of ' || p_key || ': a permit booked in its turn'
-                    ELSE 'fair share of ' || p_key || ': its permit went to a job ahead of it in the fair queue' END,
-                last_rescheduled_at = p_now
-            FROM losers l JOIN winners w ON w.n = l.n AND w.priority = l.priority
-            WHERE ((t.task_name = l.task_name AND t.task_instance = l.task_instance)
-                   OR (t.task_name = w.task_name AND t.task_instance = w.task_instance))
-              AND (p_task_id IS NULL OR NOT (t.task_name = p_task_name AND t.task_instance = p_task_id))
-            RETURNING t.permit_at
-        )
-        SELECT (SELECT count(*) FROM moved m WHERE m.permit_at <= p_now),
-               (SELECT l.permit_at FROM losers l JOIN winners w ON w.n = l.n AND w.priority = l.priority
-                WHERE w.task_name = p_task_name AND w.task_instance = p_task_id)
-        INTO v_due, v_my_slot;
-        IF v_due > 0 THEN
-            PERFORM pg_notify('layover_jobs', ''); -- the winners are due: wake the workers
-        END IF;
-    END IF;
-
-    -- 3. bookings. Bucket: the permits the request dimension has until the horizon (GCRA: the
-    -- k-th from greatest(tat, now), k from 1, fits at start + (k - capacity) / rate), or up to
-    -- p_max_jobs candidates when only tokens are limited; of them, in booking order, those whose
-    -- slot (the latest over the limited dimensions, cumulated) is within the horizon. Slots: the
-    -- free slots, each called now.
-    v_unit := coalesce(v_mean, 1) * CASE WHEN p_rr > 0 THEN 1 / p_rr ELSE 1 END;
-    IF p_mode = 'bucket' THEN
-        v_slots := CASE WHEN p_rr > 0
-                        THEN greatest(0, floor(extract(epoch FROM v_hend - v_start) * p_rr + p_rc))::int
-                        ELSE least(p_max_jobs, 500) END;
-        IF v_tokens AND v_slots > 0 THEN -- candidates: four times the jobs of the line's mean cost the tokens left by the horizon end admit
-            v_slots := least(v_slots, greatest(5, ceil(4 * least(
-                CASE WHEN p_tr > 0 THEN (extract(epoch FROM v_hend - v_tstart) * p_tr + p_tc) / (v_unit * p_tr) END,
-                CASE WHEN p_ir > 0 THEN (extract(epoch FROM v_hend - v_istart) * p_ir + p_ic) / (v_unit * p_ir) END,
-                CASE WHEN p_or > 0 THEN (extract(epoch FROM v_hend - v_ostart) * p_or + p_oc) / (v_unit * p_or) END)))::int);
-        END IF;
-    ELSE
-        SELECT greatest(0, p_slots
-                   - (SELECT count(*) FROM layover.concurrency_slots s
-                      WHERE s.limit_key = p_key AND s.slot < p_slots AND s.holder_id IS NOT NULL
-                        AND (s.claimed_at >= now()
-                             OR EXISTS (SELECT 1 FROM layover.scheduled_tasks t
-                                        WHERE t.task_name = s.holder_type AND t.task_instance = s.holder_id
-                                          AND t.version = s.holder_version AND t.picked
-                                          AND t.last_heartbeat > p_now - make_interval(secs => p_dead_after_s))))
-                   - (SELECT count(*) FROM layover.scheduled_tasks t
-                      WHERE t.provider_key = p_key AND t.fair_tag IS NOT NULL AND t.permit_at IS NOT NULL
-                        AND NOT t.picked AND t.permit_at >= p_now - make_interval(secs => p_grace_s)))::int
-        INTO v_slots;
-    END IF;
-    IF v_slots > 0 THEN
-        SELECT t.priority INTO v_top FROM layover.scheduled_tasks t
-        WHERE t.provider_key = p_key AND t.fair_tag IS NOT NULL AND t.permit_at IS NULL AND NOT t.picked
-        ORDER BY t.priority DESC, t.fair_tag LIMIT 1;
-        -- the reserved share counts the jobs a round books: a token-only bucket's candidates are many
-        -- more, so it counts the horizon's worth of jobs at the line's mean cost (seconds) instead
-        v_credit := v_credit + p_low_share * CASE WHEN p_mode = 'bucket' AND p_rr <= 0
-                                                  THEN least(v_slots, greatest(1, p_horizon_s / greatest(coalesce(v_mean, 1), 1e-6)))
-                                                  ELSE v_slots END;
-        v_reserve := floor(v_credit)::int;
-        WITH chosen AS (
-            (SELECT t.task_name, t.task_instance, t.fair_tag, t.priority, 0 AS cls FROM layover.scheduled_tasks t
-             WHERE t.provider_key = p_key AND t.fair_tag IS NOT NULL AND t.permit_at IS NULL AND NOT t.picked
-               AND t.priority < v_top
-             ORDER BY t.priority DESC, t.fair_tag LIMIT v_reserve)
-            UNION ALL
-            (SELECT t.task_name, t.task_instance, t.fair_tag, t.priority, 1 AS cls FROM layover.scheduled_tasks t
-             WHERE t.provider_key = p_key AND t.fair_tag IS NOT NULL AND t.permit_at IS NULL AND NOT t.picked
-             ORDER BY t.priority DESC, t.fair_tag LIMIT v_slots)
-            UNION ALL
-            (SELECT t.task_name, t.task_instance, t.fair_tag, t.priority, 1 AS cls FROM layover.scheduled_tasks t
-             WHERE t.task_name = p_task_name AND t.task_instance = p_task_id AND t.fair_tag IS NOT NULL
-               AND v_my_slot IS NULL)
-        ), once AS (
-            SELECT DISTINCT ON (c.task_name, c.task_instance) c.* FROM chosen c
-            ORDER BY c.task_name, c.task_instance, c.cls
-        ), first AS (
-            SELECT o.* FROM once o ORDER BY o.cls, o.priority DESC, o.fair_tag LIMIT v_slots
-        ), each_need AS ( -- per job: what each token dimension takes of it (its need times the key's share,
-            -- at most the dimension's capacity, as GCRA admits a need: a job too large for the bucket is
-            -- booked like a full one, and parked as too large when picked); a job without an estimate
-            -- takes the line's mean cost of every dimension
-            SELECT f.*,
-                   least(p_tc, CASE WHEN t.token_estimate IS NULL THEN v_unit * p_tr
-                       ELSE t.token_estimate[1] * least(1, greatest(0.05, coalesce(v_ts, 1))) END) AS nt,
-                   least(p_ic, CASE WHEN t.token_estimate IS NULL THEN v_unit * p_ir
-                       ELSE t.token_estimate[2] * least(1, greatest(0.05, coalesce(v_is, 1))) END) AS ni,
-                   least(p_oc, CASE WHEN t.token_estimate IS NULL THEN v_unit * p_or
-                       ELSE t.token_estimate[3] * least(1, greatest(0.05, coalesce(v_os, 1))) END) AS no
-            FROM first f
-            JOIN layover.scheduled_tasks t ON t.task_name = f.task_name AND t.task_instance = f.task_instance
-        ), may_fit AS ( -- the prefix that fits within the horizon, before any row is locked (a token bucket's
-            -- candidates are many more than fit: locking them all would hold rows the workers pick)
-            SELECT e.* FROM (
-                SELECT e.*, layover.fair_slot(p_now, p_rr, p_rc, v_start, row_number() OVER w,
-                           CASE WHEN v_tokens THEN ARRAY[p_tr, p_tc, p_ir, p_ic, p_or, p_oc] END,
-                           ARRAY[v_tstart, v_istart, v_ostart],
-                           ARRAY[sum(e.nt) OVER w, sum(e.ni) OVER w, sum(e.no) OVER w]) AS at
-                FROM each_need e
-                WINDOW w AS (ORDER BY e.cls, e.priority DESC, e.fair_tag ROWS UNBOUNDED PRECEDING)) e
-            WHERE p_mode = 'slots' OR NOT v_tokens OR e.at <= v_hend
-        ), locked AS (
-            SELECT m.task_name, m.task_instance, m.fair_tag, m.priority, m.cls, m.nt, m.ni, m.no
-            FROM may_fit m
-            JOIN layover.scheduled_tasks t ON t.task_name = m.task_name AND t.task_instance = m.task_instance
-            FOR UPDATE OF t SKIP LOCKED
-        ), fitting AS ( -- the slots of the rows locked, in booking order (no more than may_fit gave them)
-            SELECT l.*, CASE WHEN p_mode = 'slots' THEN p_now
-                        ELSE layover.fair_slot(p_now, p_rr, p_rc, v_start, row_number() OVER w,
-                           CASE WHEN v_tokens THEN ARRAY[p_tr, p_tc, p_ir, p_ic, p_or, p_oc] END,
-                           ARRAY[v_tstart, v_istart, v_ostart],
-                           ARRAY[sum(l.nt) OVER w, sum(l.ni) OVER w, sum(l.no) OVER w]) END AS at
-            FROM locked l
-            WINDOW w AS (ORDER BY l.cls, l.priority DESC, l.fair_tag ROWS UNBOUNDED PRECEDING)
-        ), moved AS (
-            UPDATE layover.scheduled_tasks t
-            SET execution_time = s.at, permit_at = s.at, version = t.version + 1, last_reschedule_reason = 'fair',
-                last_reschedule_detail = CASE WHEN p_mode = 'slots'
-                    THEN 'fair share of ' || p_key || ': a concurrency slot free in its turn'
-                    ELSE 'fair share of ' || p_key || ': a permit booked in its turn' END,
-                last_rescheduled_at = p_now
-            FROM fitting s
-            WHERE t.task_name = s.task_name AND t.task_instance = s.task_instance
-              AND (p_task_id IS NULL OR NOT (s.task_name = p_task_name AND s.task_instance = p_task_id))
-            RETURNING t.task_name
-        ), flow_counts AS (
-            UPDATE layover.fair_flows f
-            SET booked = f.booked + c.n, last_booked_at = p_now
-            FROM (SELECT t.fairness_key, t.priority, count(*) AS n FROM fitting s
-                  JOIN layover.scheduled_tasks t ON t.task_name = s.task_name AND t.task_instance = s.task_instance
-                  GROUP BY t.fairness_key, t.priority) c
-            WHERE f.provider_key = p_key AND f.fairness_key = c.fairness_key AND f.priority = c.priority
-            RETURNING 1
-        )
-        SELECT (SELECT count(*) FROM fitting), (SELECT max(fair_tag) FROM fitting),
-               coalesce(v_my_slot, (SELECT at FROM fitting WHERE task_name = p_task_name AND task_instance = p_task_id)),
-               (SELECT count(*) FROM fitting WHERE cls = 0),
-               (SELECT coalesce(jsonb_object_agg(x.priority::text,
-                           greatest(x.tag, layover.fair_class_clock(v_clocks, x.priority))), '{}'::jsonb)
-                FROM (SELECT priority, max(fair_tag) AS tag FROM fitting GROUP BY priority) x),
-               (SELECT ARRAY[sum(f2.nt), sum(f2.ni), sum(f2.no)] FROM fitting f2),
-               (SELECT count(*) FROM fitting f3 WHERE f3.at <= p_now)
-        INTO v_booked, v_max_tag, v_my_slot, v_low, v_clocks, v_sums, v_due
-        FROM (SELECT count(*) FROM moved) m, (SELECT count(*) FROM flow_counts) fc;
-
-        IF v_booked > 0 THEN
-            IF p_mode = 'bucket' THEN
-                IF p_rr > 0 THEN
-                    PERFORM layover.book_requests(p_key, v_start, v_booked, p_rr);
-                END IF;
-                IF v_tokens THEN
-                    UPDATE layover.buckets bk
-                    SET token_tat = layover.gcra_take(bk.token_tat, p_now, p_tr, v_sums[1]),
-                        input_tat = layover.gcra_take(bk.input_tat, p_now, p_ir, v_sums[2]),
-                        output_tat = layover.gcra_take(bk.output_tat, p_now, p_or, v_sums[3])
-                    WHERE bk.provider_key = p_key;
-                END IF;
-            ELSIF v_due > 0 THEN
-                PERFORM pg_notify('layover_jobs', ''); -- the called jobs are due: wake the workers
-            END IF;
-            UPDATE layover.fair_lines l
-            SET vclock = greatest(l.vclock, v_max_tag), class_clocks = l.class_clocks || v_clocks,
-                booked = l.booked + v_booked
-            WHERE l.provider_key = p_key;
-        END IF;
-    END IF;
-    UPDATE layover.fair_lines l
-    SET rounds = l.rounds + 1, last_round_at = p_now,
-        low_credit = CASE WHEN v_credit IS NULL THEN l.low_credit ELSE least(greatest(v_credit - v_low, 0), 1) END
-    WHERE l.provider_key = p_key;
-
-    IF v_my_slot IS NULL AND p_task_id IS NOT NULL THEN
-        SELECT t.fair_tag, t.priority INTO v_my_tag, v_my_prio FROM layover.scheduled_tasks t
-        WHERE t.task_name = p_task_name AND t.task_instance = p_task_id;
-        SELECT l.class_clocks, l.active_weight INTO v_clocks, v_weight FROM layover.fair_lines l WHERE l.provider_key = p_key;
-        IF v_my_tag IS NOT NULL THEN
-            v_my_est := v_hend + make_interval(secs => least(86400, greatest(2, 2 * greatest(0,
-                            v_my_tag - layover.fair_class_clock(v_clocks, v_my_prio))
-                        * greatest(coalesce(v_weight, 1), 1e-9) / v_rate)));
-        END IF;
-    END IF;
-    RETURN QUERY SELECT false, v_my_slot, v_my_est, v_booked, v_tagged,
-        EXISTS (SELECT 1 FROM layover.scheduled_tasks t
-                WHERE t.provider_key = p_key AND t.fair_tag IS NOT NULL AND t.permit_at IS NULL AND NOT t.picked),
-        v_ts, v_is, v_os;
-END
-$$;
-
-COMMENT ON FUNCTION layover.fair_round_limit(text, timestamptz, text, float8, float8, float8, float8, float8, float8,
-        float8, float8, int, float8, float8, float8, float8, int, text, text, bigint, float8) IS
-    'One round of a provider key''s fair queue (V25): a bucket of any dimensions (token costs) or a concurrency limit.';
-
--- One round on a request-only bucket: fair_round_limit in mode 'bucket' with no token dimension.
--- Parameters: key, now, request rate (/s), capacity, horizon (s), low-priority share, max jobs to
--- tag, the caller's task name, id, version (NULLs: a pump round), permit grace (s). Kept for the
--- fairness benchmark (bench FairnessBench), which calls it; core calls fair_round_limit.
-CREATE FUNCTION layover.fair_round(
-        p_key text, p_now timestamptz, p_rate float8, p_cap float8, p_horizon_s float8, p_low_share float8,
-        p_max_jobs int, p_task_name text, p_task_id text, p_version bigint, p_grace_s float8)
-    RETURNS TABLE (carried boolean, slot timestamptz, estimate timestamptz, booked int, tagged int, waiting boolean)
-    LANGUAGE sql VOLATILE AS
-$$
-    SELECT r.carried, r.slot, r.estimate, r.booked, r.tagged, r.waiting
-    FROM layover.fair_round_limit(p_key, p_now, 'bucket', p_rate, p_cap, 0, 0, 0, 0, 0, 0, 0, 0, p_rate,
-             p_horizon_s, p_low_share, p_max_jobs, p_task_name, p_task_id, p_version, p_grace_s) r
-$$;
-
-COMMENT ON FUNCTION layover.fair_round(text, timestamptz, float8, float8, float8, float8, int, text, text, bigint, float8) IS
-    'For workers before V25: layover.fair_round_limit on a request-only bucket (one implementation, V25).';
-
--- ---------------------------------------------------------------------------
--- fairness: each provider key's flows with waiting jobs (or booked ones), their weight and share.
+-- fairness: each provider key's flows with jobs, their weight and share.
 -- One row per (provider_key, fairness_key) of a job with a fairness key that has not run.
---   waiting     jobs tagged, waiting for a permit      booked   jobs holding a permit
---   untagged    due jobs not in the queue yet (the next round tags them)
+--   waiting     jobs in the key's fair queue (tagged)      untagged  due jobs out of it (replayed,
+--               rescheduled: the pick admits them first)  running   picked
 --   weight      the weight a job tagged now gets (layover.fairness_weight)
 --   share       weight / the sum of the weights of the key's flows with waiting jobs: the share of
---               the key's permits the flow gets while all of them wait
+--               the key's admissions the flow gets while all of them wait
 --   lag         how far the flow's last tag is ahead of its priority's clock (virtual time)
 -- ---------------------------------------------------------------------------
 CREATE VIEW layover.fairness AS
 WITH jobs AS (
     SELECT t.provider_key, t.fairness_key,
-           count(*) FILTER (WHERE t.fair_tag IS NOT NULL AND t.permit_at IS NULL AND NOT t.picked) AS waiting,
-           count(*) FILTER (WHERE t.permit_at IS NOT NULL) AS booked,
-           count(*) FILTER (WHERE t.fair_tag IS NULL AND t.permit_at IS NULL AND NOT t.picked) AS untagged,
-           count(*) FILTER (WHERE t.picked) AS running
+           count(*) FILTER (WHERE t.fair_tag IS NOT NULL AND NOT t.picked) AS waiting,
+           count(*) FILTER (WHERE t.fair_tag IS NULL AND NOT t.picked AND t.execution_time <= now()) AS untagged,
+           count(*) FILTER (WHERE t.picked) AS running,
+           max(t.fair_tag - coalesce((fl.class_clocks ->> coalesce(t.priority, 0)::text)::float8, 0))
+               FILTER (WHERE t.fair_tag IS NOT NULL AND NOT t.picked) AS lag
     FROM layover.scheduled_tasks t
+    LEFT JOIN layover.fair_lines fl ON fl.provider_key = t.provider_key
     WHERE t.fairness_key IS NOT NULL AND t.provider_key IS NOT NULL
     GROUP BY t.provider_key, t.fairness_key
 ), weighted AS (
     SELECT j.*, layover.fairness_weight(j.fairness_key) AS weight FROM jobs j
 )
-SELECT w.provider_key, w.fairness_key, w.waiting, w.booked, w.untagged, w.running, w.weight,
+SELECT w.provider_key, w.fairness_key, w.waiting, w.untagged, w.running, w.weight,
        CASE WHEN w.waiting > 0
             THEN w.weight / sum(w.weight) FILTER (WHERE w.waiting > 0) OVER (PARTITION BY w.provider_key) END AS share,
-       f.lag, f.tagged, f.booked AS booked_total, f.last_booked_at
-FROM weighted w
-LEFT JOIN (SELECT ff.provider_key, ff.fairness_key,
-                  max(ff.vfinish - layover.fair_class_clock(fl.class_clocks, ff.priority)) AS lag,
-                  sum(ff.tagged) AS tagged, sum(ff.booked) AS booked, max(ff.last_booked_at) AS last_booked_at
-           FROM layover.fair_flows ff JOIN layover.fair_lines fl ON fl.provider_key = ff.provider_key
-           GROUP BY ff.provider_key, ff.fairness_key) f
-       ON f.provider_key = w.provider_key AND f.fairness_key = w.fairness_key;
+       w.lag
+FROM weighted w;
 
 COMMENT ON VIEW layover.fairness IS
-    'Each provider key''s fairness keys with jobs: waiting, booked, untagged, running, weight, share of the key''s permits.';
+    'Each provider key''s fairness keys with jobs: waiting (in the fair queue), untagged, running, weight, share.';
+
+
+-- ===========================================================================
+-- Admission: the pick (docs/decisions/0001-the-pick-is-the-admission.md)
+-- ===========================================================================
+--
+-- The statement that picks due jobs is the admission. For each provider key with due jobs it takes
+-- only as many of the key's jobs as the key admits now (free permits and tokens of its bucket, free
+-- concurrency slots; none while it cools down; its one trial while its breaker is half-open), in
+-- its order (untagged due jobs oldest first, then the fair queue by priority and tag, a share kept
+-- for lower priorities), and moves the key's state in the same call, on the database's clock. A job
+-- its key does not admit is not touched: no reschedule, nothing stored on its row. Waiting behind a
+-- limit costs no write; a success costs two job-row writes (the pick and the delete).
+--
+-- Where the state lives: a key's limits and bucket (tat per dimension) in layover.buckets (an
+-- operator's limit in layover.limit_overrides over it), its concurrency limit in
+-- layover.concurrency_limits (the slots in use are its jobs picked with a live heartbeat), its
+-- cooldown and breaker in layover.cooldowns and layover.breakers, its fair queue's clocks in
+-- layover.fair_lines, and each waiting job's place in its own row (run time, priority, tag). One
+-- pick at a time admits for a key (a transaction-scoped advisory lock, taken without waiting:
+-- a key another pick holds is left to it), so what a pick counts is what it takes.
+
+-- ---------------------------------------------------------------------------
+-- A key's limits in force, per second, and its bucket's state: an operator's limit over the row's
+-- own (configured, stated by a provider, discovered); a stated or discovered pace whose time ran out
+-- is no limit. One row, nulls where the key has no such limit. Shares (what the key's calls use of
+-- their token reservation) clamped to [0.05, 1].
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION layover.limits_in_force(p_key text, p_now timestamptz)
+    RETURNS TABLE (rr float8, tr float8, ir float8, orr float8, rc float8, tc float8, ic float8, oc float8,
+                   request_tat timestamptz, token_tat timestamptz, input_tat timestamptz, output_tat timestamptz,
+                   token_share float8, input_share float8, output_share float8, max_in_flight int)
+    LANGUAGE sql STABLE AS
+$$
+    SELECT r.rr, r.tr, r.ir, r.orr,
+           CASE WHEN r.rr > 0 THEN layover.bucket_capacity(r.rr * 60, r.burst_ms) END,
+           CASE WHEN r.tr > 0 THEN layover.bucket_capacity(r.tr * 60, r.tburst_ms) END,
+           CASE WHEN r.ir > 0 THEN layover.bucket_capacity(r.ir * 60, r.tburst_ms) END,
+           CASE WHEN r.orr > 0 THEN layover.bucket_capacity(r.orr * 60, r.tburst_ms) END,
+           r.request_tat, r.token_tat, r.input_tat, r.output_tat,
+           r.token_share, r.input_share, r.output_share, r.max_in_flight
+    FROM (SELECT coalesce(o.requests_per_minute, CASE WHEN bk.learned_until IS NULL OR bk.learned_until > p_now
+                                                      THEN bk.requests_per_minute END) / 60.0 AS rr,
+                 coalesce(o.tokens_per_minute, CASE WHEN bk.learned_until IS NULL OR bk.learned_until > p_now
+                                                    THEN bk.tokens_per_minute END) / 60.0 AS tr,
+                 coalesce(o.input_tokens_per_minute, CASE WHEN bk.learned_until IS NULL OR bk.learned_until > p_now
+                                                          THEN bk.input_tokens_per_minute END) / 60.0 AS ir,
+                 coalesce(o.output_tokens_per_minute, CASE WHEN bk.learned_until IS NULL OR bk.learned_until > p_now
+                                                           THEN bk.output_tokens_per_minute END) / 60.0 AS orr,
+                 coalesce(bk.burst_ms, 1000) AS burst_ms, coalesce(bk.token_burst_ms, bk.burst_ms, 1000) AS tburst_ms,
+                 bk.request_tat, bk.token_tat, bk.input_tat, bk.output_tat,
+                 least(1, greatest(0.05, coalesce(bk.token_share, 1))) AS token_share,
+                 least(1, greatest(0.05, coalesce(bk.input_share, 1))) AS input_share,
+                 least(1, greatest(0.05, coalesce(bk.output_share, 1))) AS output_share,
+                 coalesce(o.max_in_flight, cl.max_in_flight) AS max_in_flight
+          FROM (SELECT 1) one
+          LEFT JOIN layover.buckets bk ON bk.provider_key = p_key
+          LEFT JOIN layover.limit_overrides o ON o.limit_key = p_key
+          LEFT JOIN layover.concurrency_limits cl ON cl.limit_key = p_key) r
+$$;
+
+-- ---------------------------------------------------------------------------
+-- The tags of jobs enqueued due, in the order given (one call per provider key of an enqueue; the
+-- owner's enqueue statements call it, core's job_insert*.sql). Each job's flow (fairness key) at its
+-- priority starts at the later of that priority's clock and the flow's last tag among its waiting
+-- jobs (one probe of jobs_fair_flow), and each job adds its cost / the flow's weight. Reads only:
+-- concurrent enqueues of one flow may give equal tags, which the pick takes in run time order.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION layover.fair_tags(p_key text, p_now timestamptz, p_flows text[], p_priorities int[],
+                                  p_tokens float8[], p_input float8[], p_output float8[])
+    RETURNS float8[] LANGUAGE sql STABLE AS
+$$
+    WITH j AS (
+        SELECT * FROM unnest(p_flows, p_priorities, p_tokens, p_input, p_output) WITH ORDINALITY
+                 AS u(flow, pr, t, i, o, ord)
+    ), k AS (
+        SELECT l.*, fl.class_clocks FROM layover.limits_in_force(p_key, p_now) l
+        LEFT JOIN layover.fair_lines fl ON fl.provider_key = p_key
+    ), f AS (
+        SELECT d.flow, d.pr, layover.fairness_weight(d.flow) AS w,
+               greatest(coalesce((k.class_clocks ->> d.pr::text)::float8, 0),
+                        coalesce((SELECT t.fair_tag FROM layover.scheduled_tasks t
+                                  WHERE t.provider_key = p_key AND t.fairness_key = d.flow AND t.priority = d.pr
+                                    AND NOT t.picked AND t.fair_tag IS NOT NULL
+                                  ORDER BY t.fair_tag DESC LIMIT 1), 0)) AS start
+        FROM (SELECT DISTINCT flow, pr FROM j) d, k
+    )
+    SELECT array_agg(x.tag ORDER BY x.ord) FROM (
+        SELECT j.ord, f.start + sum(
+                   CASE WHEN coalesce(k.tr, 0) + coalesce(k.ir, 0) + coalesce(k.orr, 0) > 0
+                        THEN greatest(CASE WHEN k.rr > 0 THEN 1 END,
+                                      coalesce(j.t, 0) * k.token_share / nullif(k.tr, 0) * coalesce(k.rr, 1),
+                                      coalesce(j.i, 0) * k.input_share / nullif(k.ir, 0) * coalesce(k.rr, 1),
+                                      coalesce(j.o, 0) * k.output_share / nullif(k.orr, 0) * coalesce(k.rr, 1),
+                                      1e-6)
+                        ELSE 1 END / f.w) OVER (PARTITION BY j.flow, j.pr ORDER BY j.ord) AS tag
+        FROM j JOIN f ON f.flow = j.flow AND f.pr = j.pr, k
+    ) x
+$$;
+
+-- ---------------------------------------------------------------------------
+-- A key matching a prefix* pattern's limits gets rows of its own (its own tat, its own count), and a
+-- key with an operator's rates but no bucket a row for its tat (whose own rates never apply:
+-- learned_until is in the past). Called by the pick and the take for the keys they meet.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION layover.limit_rows(p_keys text[]) RETURNS void
+    LANGUAGE plpgsql AS
+$$
+BEGIN
+    IF EXISTS (SELECT 1 FROM layover.buckets b WHERE b.provider_key LIKE '%*') THEN
+        INSERT INTO layover.buckets (provider_key, requests_per_minute, tokens_per_minute, input_tokens_per_minute,
+                                     output_tokens_per_minute, burst_ms, token_burst_ms, configured_by, pattern)
+        SELECT u.k, p.requests_per_minute, p.tokens_per_minute, p.input_tokens_per_minute,
+               p.output_tokens_per_minute, p.burst_ms, p.token_burst_ms, p.configured_by, p.provider_key
+        FROM unnest(p_keys) u(k)
+        CROSS JOIN LATERAL (SELECT * FROM layover.buckets b
+                            WHERE b.provider_key LIKE '%*' AND starts_with(u.k, left(b.provider_key, -1))
+                            ORDER BY length(b.provider_key) DESC LIMIT 1) p
+        WHERE NOT u.k LIKE '%*'
+        ON CONFLICT ON CONSTRAINT buckets_pkey DO NOTHING;
+    END IF;
+    IF EXISTS (SELECT 1 FROM layover.concurrency_limits c WHERE c.limit_key LIKE '%*') THEN
+        INSERT INTO layover.concurrency_limits (limit_key, max_in_flight, configured_by, pattern)
+        SELECT u.k, p.max_in_flight, p.configured_by, p.limit_key
+        FROM unnest(p_keys) u(k)
+        CROSS JOIN LATERAL (SELECT * FROM layover.concurrency_limits c
+                            WHERE c.limit_key LIKE '%*' AND starts_with(u.k, left(c.limit_key, -1))
+                            ORDER BY length(c.limit_key) DESC LIMIT 1) p
+        WHERE NOT u.k LIKE '%*'
+        ON CONFLICT ON CONSTRAINT concurrency_limits_pkey DO NOTHING;
+    END IF;
+    INSERT INTO layover.buckets (provider_key, requests_per_minute, tokens_per_minute, input_tokens_per_minute,
+                                 output_tokens_per_minute, burst_ms, learned_until, configured_by)
+    SELECT o.limit_key, o.requests_per_minute, o.tokens_per_minute, o.input_tokens_per_minute,
+           o.output_tokens_per_minute, 1000, '-infinity', 'operator'
+    FROM layover.limit_overrides o
+    WHERE o.limit_key = ANY(p_keys)
+      AND coalesce(o.requests_per_minute, o.tokens_per_minute, o.input_tokens_per_minute, o.output_tokens_per_minute) > 0
+    ON CONFLICT ON CONSTRAINT buckets_pkey DO NOTHING;
+END
+$$;
+
+-- ---------------------------------------------------------------------------
+-- One call's request permit and token need ({combined, input, output}) from a key's bucket, taken
+-- whole or not at all: for a call its job's pick did not admit (a fallback chain's endpoint, a key
+-- pool's key). Returns whether it was taken, when it would fit otherwise, and what it reserved at
+-- which token rates (for the settle after the call). p_now: NULL for the database's clock.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION layover.take(p_key text, p_now timestamptz, p_need float8[])
+    RETURNS TABLE (taken boolean, fits_at timestamptz, reserved float8[], rates float8[])
+    LANGUAGE plpgsql AS
+$$
+#variable_conflict use_column
+DECLARE
+    v_now  timestamptz := coalesce(p_now, clock_timestamp());
+    l      record;
+    v_need float8[];
+    v_fits timestamptz;
+BEGIN
+    PERFORM set_config('lock_timeout', '2s', true);
+    PERFORM layover.limit_rows(ARRAY[p_key]);
+    PERFORM 1 FROM layover.buckets b WHERE b.provider_key = p_key FOR UPDATE;
+    SELECT * INTO l FROM layover.limits_in_force(p_key, v_now);
+    -- what the key's calls use of such a need (its share of each dimension), as the pick reserves
+    v_need := ARRAY[CASE WHEN l.tr > 0 THEN coalesce(p_need[1], 0) * l.token_share ELSE 0 END,
+                    CASE WHEN l.ir > 0 THEN coalesce(p_need[2], 0) * l.input_share ELSE 0 END,
+                    CASE WHEN l.orr > 0 THEN coalesce(p_need[3], 0) * l.output_share ELSE 0 END];
+    v_fits := greatest(v_now,
+                       layover.gcra_fits_at(l.request_tat, l.rr, l.rc, 1),
+                       layover.gcra_fits_at(l.token_tat, l.tr, l.tc, v_need[1]),
+                       layover.gcra_fits_at(l.input_tat, l.ir, l.ic, v_need[2]),
+                       layover.gcra_fits_at(l.output_tat, l.orr, l.oc, v_need[3]));
+    IF v_fits > v_now THEN
+        RETURN QUERY SELECT false, v_fits, NULL::float8[], NULL::float8[];
+        RETURN;
+    END IF;
+    UPDATE layover.buckets b
+    SET request_tat = layover.gcra_take(b.request_tat, v_now, l.rr, 1),
+        token_tat = layover.gcra_take(b.token_tat, v_now, l.tr, v_need[1]),
+        input_tat = layover.gcra_take(b.input_tat, v_now, l.ir, v_need[2]),
+        output_tat = layover.gcra_take(b.output_tat, v_now, l.orr, v_need[3])
+    WHERE b.provider_key = p_key;
+    RETURN QUERY SELECT true, v_now, v_need, ARRAY[coalesce(l.tr, 0), coalesce(l.ir, 0), coalesce(l.orr, 0)];
+END
+$$;
+
+-- ---------------------------------------------------------------------------
+-- The breaker trial calls the pick admits: of each key of p_keys (the keys the pick holds) whose
+-- breaker's open period is over, or whose trial claim is missing or stale, and that has no cooldown
+-- and a due job of the types p_types, claims the one trial call. Writes layover.breakers: half_open,
+-- a new trial_token, claimed by p_worker at p_now, expiring after p_timeout. The gate's write, as
+-- core's StateSql.CLAIM_TRIAL for one call. Returns each key claimed with its token.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION layover.claim_trials(p_keys text[], p_types text[], p_worker text, p_now timestamptz,
+                                     p_timeout interval)
+    RETURNS TABLE (provider_key text, trial_token text)
+    LANGUAGE plpgsql AS
+$$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    UPDATE layover.breakers b
+    SET previous_state = b.state, state = 'half_open', trial_token = md5(random()::text || clock_timestamp()::text),
+        trial_claimed_by = p_worker, trial_claimed_at = p_now, trial_expires_at = p_now + p_timeout,
+        reason = CASE WHEN b.state = 'open' THEN 'open period over; trial call claimed by ' || p_worker
+                      ELSE 'stale trial claim taken over by ' || p_worker END,
+        changed_at = CASE WHEN b.state = 'open' THEN p_now ELSE b.changed_at END,
+        changed_by = p_worker, change_origin = 'pick'
+    WHERE b.provider_key = ANY(p_keys) AND b.state <> 'closed'
+      AND ((b.state = 'open' AND b.open_until <= p_now)
+           OR (b.state = 'half_open' AND (b.trial_token IS NULL OR b.trial_expires_at <= p_now)))
+      AND NOT EXISTS (SELECT 1 FROM layover.cooldowns cd WHERE cd.provider_key = b.provider_key AND cd.until > p_now)
+      AND EXISTS (SELECT 1 FROM layover.scheduled_tasks t
+                  WHERE t.provider_key = b.provider_key AND NOT t.picked AND t.execution_time <= p_now
+                    AND t.task_name = ANY(p_types))
+    RETURNING b.provider_key, b.trial_token;
+END
+$$;
+
+COMMENT ON FUNCTION layover.claim_trials(text[], text[], text, timestamptz, interval) IS
+    'The pick''s claims of breaker trial calls (half_open, a new trial_token) for the keys it holds; the gate''s write of layover.breakers.';
+
+-- ---------------------------------------------------------------------------
+-- How many more jobs a limit key (a tenant's, or a provider key named as one) admits now: the
+-- requests its bucket has free, and the slots its concurrency limit has free (its jobs picked with
+-- a live heartbeat, p_dead being how old a heartbeat may be); 1,000,000 when it limits neither.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION layover.limit_free(p_key text, p_now timestamptz, p_dead interval)
+    RETURNS float8 LANGUAGE sql STABLE AS
+$$
+    SELECT coalesce(least(
+               CASE WHEN l.rr > 0 THEN floor(layover.gcra_free(l.request_tat, p_now, l.rr, l.rc)) END,
+               l.max_in_flight - (SELECT count(*) FROM layover.scheduled_tasks x
+                                  WHERE (x.provider_key = p_key OR x.limit_keys @> ARRAY[p_key])
+                                    AND x.picked AND x.last_heartbeat > p_now - p_dead)),
+           1000000)
+    FROM layover.limits_in_force(p_key, p_now) l
+$$;
+
+-- ---------------------------------------------------------------------------
+-- The provider keys with jobs not picked, in turn: those after p_after first, then from the first
+-- one on; at most p_max. Loose index scans of the two queues' indexes (one probe per key).
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION layover.pick_keys(p_after text, p_max int)
+    RETURNS text[] LANGUAGE sql STABLE AS
+$$
+    WITH RECURSIVE
+    fifo_after AS (
+        (SELECT t.provider_key AS k FROM layover.scheduled_tasks t
+         WHERE NOT t.picked AND t.provider_key IS NOT NULL AND t.fair_tag IS NULL AND t.provider_key > p_after
+         ORDER BY t.provider_key LIMIT 1)
+        UNION ALL
+        SELECT (SELECT t.provider_key FROM layover.scheduled_tasks t
+                WHERE NOT t.picked AND t.provider_key IS NOT NULL AND t.fair_tag IS NULL AND t.provider_key > f.k
+                ORDER BY t.provider_key LIMIT 1)
+        FROM fifo_after f WHERE f.k IS NOT NULL
+    ),
+    fifo_first AS (
+        (SELECT t.provider_key AS k FROM layover.scheduled_tasks t
+         WHERE NOT t.picked AND t.provider_key IS NOT NULL AND t.fair_tag IS NULL
+         ORDER BY t.provider_key LIMIT 1)
+        UNION ALL
+        SELECT (SELECT t.provider_key FROM layover.scheduled_tasks t
+                WHERE NOT t.picked AND t.provider_key IS NOT NULL AND t.fair_tag IS NULL AND t.provider_key > f.k
+                ORDER BY t.provider_key LIMIT 1)
+        FROM fifo_first f WHERE f.k <= p_after
+    ),
+    fair_after AS (
+        (SELECT t.provider_key AS k FROM layover.scheduled_tasks t
+         WHERE NOT t.picked AND t.provider_key IS NOT NULL AND t.fair_tag IS NOT NULL AND t.provider_key > p_after
+         ORDER BY t.provider_key LIMIT 1)
+        UNION ALL
+        SELECT (SELECT t.provider_key FROM layover.scheduled_tasks t
+                WHERE NOT t.picked AND t.provider_key IS NOT NULL AND t.fair_tag IS NOT NULL AND t.provider_key > f.k
+                ORDER BY t.provider_key LIMIT 1)
+        FROM fair_after f WHERE f.k IS NOT NULL
+    ),
+    fair_first AS (
+        (SELECT t.provider_key AS k FROM layover.scheduled_tasks t
+         WHERE NOT t.picked AND t.provider_key IS NOT NULL AND t.fair_tag IS NOT NULL
+         ORDER BY t.provider_key LIMIT 1)
+        UNION ALL
+        SELECT (SELECT t.provider_key FROM layover.scheduled_tasks t
+                WHERE NOT t.picked AND t.provider_key IS NOT NULL AND t.fair_tag IS NOT NULL AND t.provider_key > f.k
+                ORDER BY t.provider_key LIMIT 1)
+        FROM fair_first f WHERE f.k <= p_after
+    ),
+    found AS (
+        (SELECT k FROM fifo_after WHERE k IS NOT NULL LIMIT p_max)
+        UNION (SELECT k FROM fair_after WHERE k IS NOT NULL LIMIT p_max)
+        UNION (SELECT k FROM fifo_first WHERE k <= p_after LIMIT p_max)
+        UNION (SELECT k FROM fair_first WHERE k <= p_after LIMIT p_max)
+    )
+    SELECT coalesce(array_agg(s.k ORDER BY s.k <= p_after, s.k), '{}')
+    FROM (SELECT k FROM found ORDER BY k <= p_after, k LIMIT p_max) s
+$$;
+
+-- ---------------------------------------------------------------------------
+-- layover.pick: up to p_limit due jobs of the job types p_types, picked by p_worker (core's Picker,
+-- through db-scheduler's lock-and-fetch; core owns it as it owns every write of the job table). Each
+-- row is the job's row after the pick with the verdict the job runs by:
+--   run          admitted (reserved: the tokens its admission took per dimension, at rates per second)
+--   trial        admitted as its key's one breaker trial (trial_token: the claim)
+--   breaker_open taken to be parked: its key's breaker is open (the rule table: never called)
+--   deferral     taken to be parked rate_limit_exhausted: due, not admitted for longer than its type's
+--                maxDeferral (p_options.deferral_s; the head of its key's untagged queue is checked)
+--   too_large    taken to be parked rejected: its token estimate is more than its key can ever admit
+--   deadline     taken because its deadline passed while it waited (its run parks it)
+-- In order: jobs past their deadline; then each key in turn from p_after's successor (turn: its
+-- place; the caller passes the last key served next time), as many of its jobs as it admits, until
+-- three quarters of the pick are taken when jobs without a key are due too; then jobs without a key,
+-- oldest (or, with p_options.priority, highest priority) first. p_now: NULL for the database's clock.
+-- Options: dead_after_s (a picked job's heartbeat older than this holds no concurrency slot; 40),
+-- trial_timeout_s (60), low_priority_share (0.1), limit_keys (whether jobs have limit keys), priority,
+-- deferral_s ({job type: seconds}, 3600 when missing).
+-- Writes: the job rows it takes (picked); the buckets' permits and tokens its admissions spend, and
+-- the fair queues' lines (fair_lines), in the statement that takes the jobs; the breaker trials it
+-- admits through the gate's layover.claim_trials, and a key's limit rows through layover.limit_rows.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION layover.pick(p_worker text, p_now timestamptz, p_limit int, p_types text[], p_after text,
+                             p_options jsonb)
+    RETURNS TABLE (task_name text, task_instance text, task_data bytea, execution_time timestamptz,
+                   picked boolean, picked_by text, last_success timestamptz, last_failure timestamptz,
+                   consecutive_failures int, last_heartbeat timestamptz, version bigint, priority smallint,
+                   provider_key text, verdict text, trial_token text, reserved float8[], rates float8[], detail text,
+                   turn bigint)
+    LANGUAGE plpgsql AS
+$$
+#variable_conflict use_column
+DECLARE
+    v_now          timestamptz := coalesce(p_now, clock_timestamp());
+    v_dead         interval := make_interval(secs => coalesce((p_options ->> 'dead_after_s')::float8, 40));
+    v_trial        interval := make_interval(secs => coalesce((p_options ->> 'trial_timeout_s')::float8, 60));
+    v_low          float8 := coalesce((p_options ->> 'low_priority_share')::float8, 0.1);
+    v_keyed        int;
+    v_keys         text[];
+    v_lkeys        text[] := '{}';
+    v_held         text[];
+    v_free         text[];
+    v_more         text[];
+    v_blocked      text[] := '{}';
+    v_lk_names     text[] := '{}';
+    v_lk_free      float8[] := '{}';
+    v_round        int;
+    v_trial_keys   text[];
+    v_trial_tokens text[];
+    v_taken        int := 0;
+    v_n            int;
+BEGIN
+    -- nothing here waits long for a lock another transaction holds (a bucket row a settle writes)
+    PERFORM set_config('lock_timeout', '2s', true);
+    -- 1. jobs whose deadline passed while they waited, whatever their key admits: their runs park them
+    RETURN QUERY
+    WITH chosen AS (
+        SELECT t.task_name, t.task_instance FROM layover.scheduled_tasks t
+        WHERE t.deadline < v_now AND NOT t.picked AND t.execution_time <= v_now AND t.task_name = ANY(p_types)
+        ORDER BY t.deadline LIMIT least(p_limit, 100)
+        FOR UPDATE SKIP LOCKED
+    )
+    UPDATE layover.scheduled_tasks t
+    SET picked = true, picked_by = p_worker, last_heartbeat = v_now, version = t.version + 1
+    FROM chosen c WHERE t.task_name = c.task_name AND t.task_instance = c.task_instance
+    RETURNING t.task_name, t.task_instance, t.task_data, t.execution_time, t.picked, t.picked_by, t.last_success,
+              t.last_failure, t.consecutive_failures, t.last_heartbeat, t.version, t.priority, t.provider_key,
+              'deadline'::text, NULL::text, NULL::float8[], NULL::float8[], NULL::text, NULL::bigint;
+    GET DIAGNOSTICS v_taken = ROW_COUNT;
+
+    -- 2. jobs with a provider key, as many of each key's as it admits
+    v_keyed := CASE WHEN EXISTS (SELECT 1 FROM layover.scheduled_tasks t
+                                 WHERE NOT t.picked AND t.provider_key IS NULL AND t.execution_time <= v_now
+                                   AND t.task_name = ANY(p_types))
+                    THEN ceil((p_limit - v_taken) * 0.75)::int
+                    ELSE p_limit - v_taken END;
+    v_keys := layover.pick_keys(coalesce(p_after, ''), greatest(p_limit, 64));
+    IF v_keyed > 0 AND cardinality(v_keys) > 0 THEN
+        IF coalesce((p_options ->> 'limit_keys')::boolean, false) THEN
+            -- the limit keys (tenants) of the jobs each key would admit first, in the orders of its queues below
+            -- (a job whose limit keys are not held by this pick is not admitted by it). A limit key with nothing
+            -- free now, or held by another pick, blocks: its jobs are passed over below, and the limit keys of
+            -- the jobs behind them are gathered too (at most three rounds)
+            FOR v_round IN 1..3 LOOP
+                v_more := ARRAY(
+                    SELECT DISTINCT lk FROM unnest(v_keys) u(k)
+                    CROSS JOIN LATERAL (
+                        (SELECT t.limit_keys FROM layover.scheduled_tasks t
+                         WHERE t.provider_key = u.k AND NOT t.picked AND t.fair_tag IS NULL AND t.execution_time <= v_now
+                           AND t.task_name = ANY(p_types) AND NOT (coalesce(t.limit_keys, '{}') && v_blocked)
+                         ORDER BY t.priority DESC NULLS LAST, t.execution_time, t.task_instance LIMIT v_keyed)
+                        UNION ALL
+                        (SELECT t.limit_keys FROM layover.scheduled_tasks t
+                         WHERE t.provider_key = u.k AND NOT t.picked AND t.fair_tag IS NOT NULL
+                           AND t.execution_time <= v_now AND t.task_name = ANY(p_types)
+                           AND NOT (coalesce(t.limit_keys, '{}') && v_blocked)
+                         ORDER BY t.priority DESC NULLS LAST, t.fair_tag LIMIT v_keyed)
+                        UNION ALL
+                        (SELECT t.limit_keys FROM layover.scheduled_tasks t
+                         WHERE t.provider_key = u.k AND NOT t.picked AND t.fair_tag IS NOT NULL
+                           AND t.execution_time <= v_now AND t.task_name = ANY(p_types)
+                           AND NOT (coalesce(t.limit_keys, '{}') && v_blocked)
+                           AND t.priority < (SELECT h.priority FROM layover.scheduled_tasks h
+                                             WHERE h.provider_key = u.k AND NOT h.picked AND h.fair_tag IS NOT NULL
+                                               AND h.task_name = ANY(p_types)
+                                             ORDER BY h.priority DESC NULLS LAST, h.fair_tag LIMIT 1)
+                         ORDER BY t.priority DESC NULLS LAST, t.fair_tag LIMIT v_keyed)) j
+                    CROSS JOIN LATERAL unnest(j.limit_keys) lk
+                    WHERE lk <> ALL(v_lkeys));
+                EXIT WHEN cardinality(v_more) = 0;
+                v_lkeys := v_lkeys || v_more;
+                PERFORM layover.limit_rows(ARRAY(SELECT k FROM unnest(v_more) k
+                                                 WHERE pg_try_advisory_xact_lock(1282371, hashtext(k))));
+                -- what each admits now: requests free, slots free (its jobs picked with a live heartbeat)
+                SELECT v_blocked || coalesce(array_agg(f.k) FILTER (WHERE f.free < 1), '{}'),
+                       v_lk_names || coalesce(array_agg(f.k) FILTER (WHERE f.free >= 1), '{}'),
+                       v_lk_free || coalesce(array_agg(f.free) FILTER (WHERE f.free >= 1), '{}')
+                INTO v_blocked, v_lk_names, v_lk_free
+                FROM (SELECT m.k, CASE WHEN NOT pg_try_advisory_xact_lock(1282371, hashtext(m.k)) THEN 0
+                                       ELSE layover.limit_free(m.k, v_now, v_dead) END AS free
+                      FROM unnest(v_more) m(k)) f;
+                EXIT WHEN NOT (v_blocked && v_more);
+            END LOOP;
+        END IF;
+        -- one pick at a time admits for a key: a key another pick holds is left to it
+        v_held := ARRAY(SELECT k FROM unnest(v_keys || v_lkeys) k WHERE pg_try_advisory_xact_lock(1282371, hashtext(k)));
+        PERFORM layover.limit_rows(v_held);
+        -- the one trial call of each held key whose breaker's open period is over, for a key with a due job
+        SELECT coalesce(array_agg(c.provider_key), '{}'), coalesce(array_agg(c.trial_token), '{}')
+        INTO v_trial_keys, v_trial_tokens
+        FROM layover.claim_trials(v_held, p_types, p_worker, v_now, v_trial) c;
+
+        -- a new statement, whose snapshot sees every pick that held these keys before this one: each key in
+        -- turn, as many of its jobs as it admits, until the pick is full (the keys' reads stop there)
+        RETURN QUERY
+        WITH cand AS (
+            SELECT u.ord, s.*, j.*
+            FROM unnest(v_keys) WITH ORDINALITY AS u(k, ord)
+            CROSS JOIN LATERAL (
+                -- the key: its mode, what its limits admit now (n jobs, free tokens), its fair queue's credit
+                SELECT m.*,
+                       CASE m.mode
+                           WHEN 'run' THEN greatest(0, least(floor(coalesce(m.req_free, v_keyed)),
+                                                             coalesce(m.slots_free, v_keyed), v_keyed))::int
+                           WHEN 'trial' THEN 1
+                           WHEN 'open' THEN least(v_keyed, 100)
+                           ELSE 0 END AS n,
+                       m.mode = 'run' AND EXISTS (
+                           SELECT 1 FROM layover.scheduled_tasks t
+                           WHERE t.provider_key = u.k AND NOT t.picked AND t.fair_tag IS NOT NULL
+                             AND t.task_name = ANY(p_types)
+                             AND t.priority < (SELECT h.priority FROM layover.scheduled_tasks h
+                                               WHERE h.provider_key = u.k AND NOT h.picked AND h.fair_tag IS NOT NULL
+                                                 AND h.task_name = ANY(p_types)
+                                               ORDER BY h.priority DESC NULLS LAST, h.fair_tag LIMIT 1)) AS has_low
+                FROM (SELECT l.*,
+                             CASE WHEN NOT (u.k = ANY(v_held)) THEN 'elsewhere'
+                                  WHEN cd.until IS NOT NULL THEN 'cooling'
+                                  WHEN br.state = 'open' AND br.open_until > v_now THEN 'open'
+                                  WHEN u.k = ANY(v_trial_keys) THEN 'trial'
+                                  WHEN coalesce(br.state, 'closed') <> 'closed' THEN 'trial_out'
+                                  ELSE 'run' END AS mode,
+                             v_trial_tokens[array_position(v_trial_keys, u.k)] AS token,
+                             br.open_until, br.reason AS b_reason, coalesce(fl.low_credit, 0) AS low_credit,
+                             CASE WHEN l.rr > 0 THEN layover.gcra_free(l.request_tat, v_now, l.rr, l.rc) END AS req_free,
+                             CASE WHEN l.tr > 0 THEN layover.gcra_free(l.token_tat, v_now, l.tr, l.tc) END AS tok_free,
+                             CASE WHEN l.ir > 0 THEN layover.gcra_free(l.input_tat, v_now, l.ir, l.ic) END AS in_free,
+                             CASE WHEN l.orr > 0 THEN layover.gcra_free(l.output_tat, v_now, l.orr, l.oc) END AS out_free,
+                             CASE WHEN l.max_in_flight IS NOT NULL THEN l.max_in_flight - (
+                                  SELECT count(*) FROM layover.scheduled_tasks x
+                                  WHERE x.provider_key = u.k AND x.picked AND x.last_heartbeat > v_now - v_dead) END AS slots_free
+                      FROM layover.limits_in_force(u.k, v_now) l
+                      LEFT JOIN layover.breakers br ON br.provider_key = u.k
+                      LEFT JOIN layover.cooldowns cd ON cd.provider_key = u.k AND cd.until > v_now
+                      LEFT JOIN layover.fair_lines fl ON fl.provider_key = u.k) m
+            ) s
+            CROSS JOIN LATERAL (
+                -- its jobs in its order, each with its verdict: untagged due jobs, highest priority then oldest first
+                -- (and a few past its admission, read to see whether a rate limit kept them waiting longer than
+                -- their type's maxDeferral: a wait for a concurrency slot or a worker never parks), then the low
+                -- share of its fair queue, then the fair queue in tag order; a job of a blocked limit key is passed over
+                WITH d AS (
+                    SELECT x.*, row_number() OVER (ORDER BY x.queue, x.pr DESC, x.ordkey, x.execution_time,
+                                                            x.task_instance) AS rn0
+                    FROM (
+                        SELECT DISTINCT ON (a.task_instance, a.task_name) a.*
+                        FROM (
+                            (SELECT t.task_name, t.task_instance, t.execution_time, t.priority, t.fair_tag,
+                                    t.token_estimate, t.limit_keys, 1 AS queue, coalesce(t.priority, -32768) AS pr,
+                                    extract(epoch FROM t.execution_time)::float8 AS ordkey
+                             FROM layover.scheduled_tasks t
+                             WHERE t.provider_key = u.k AND NOT t.picked AND t.fair_tag IS NULL
+                               AND t.execution_time <= v_now AND t.task_name = ANY(p_types)
+                               AND NOT (coalesce(t.limit_keys, '{}') && v_blocked)
+                             ORDER BY t.priority DESC NULLS LAST, t.execution_time, t.task_instance
+                             LIMIT s.n + 8)
+                            UNION ALL
+                            (SELECT t.task_name, t.task_instance, t.execution_time, t.priority, t.fair_tag,
+                                    t.token_estimate, t.limit_keys, 2, coalesce(t.priority, -32768), t.fair_tag
+                             FROM layover.scheduled_tasks t
+                             WHERE s.has_low AND t.provider_key = u.k AND NOT t.picked
+                               AND t.fair_tag IS NOT NULL AND t.execution_time <= v_now
+                               AND t.task_name = ANY(p_types) AND NOT (coalesce(t.limit_keys, '{}') && v_blocked)
+                               AND t.priority < (SELECT h.priority FROM layover.scheduled_tasks h
+                                                 WHERE h.provider_key = u.k AND NOT h.picked AND h.fair_tag IS NOT NULL
+                                                   AND h.task_name = ANY(p_types)
+                                                 ORDER BY h.priority DESC NULLS LAST, h.fair_tag LIMIT 1)
+                             ORDER BY t.priority DESC NULLS LAST, t.fair_tag
+                             LIMIT least(s.n, floor(s.low_credit + v_low * s.n))::int)
+                            UNION ALL
+                            (SELECT t.task_name, t.task_instance, t.execution_time, t.priority, t.fair_tag,
+                                    t.token_estimate, t.limit_keys, 3, coalesce(t.priority, -32768), t.fair_tag
+                             FROM layover.scheduled_tasks t
+                             WHERE s.n > 0 AND t.provider_key = u.k AND NOT t.picked AND t.fair_tag IS NOT NULL
+                               AND t.execution_time <= v_now AND t.task_name = ANY(p_types)
+                               AND NOT (coalesce(t.limit_keys, '{}') && v_blocked)
+                             ORDER BY t.priority DESC NULLS LAST, t.fair_tag
+                             LIMIT s.n)
+                        ) a
+                        ORDER BY a.task_instance, a.task_name, a.queue
+                    ) x
+                ), tk AS (
+                    -- whether each of its limit keys has a place left for it, in the key's order
+                    SELECT y.task_name, y.task_instance, bool_and(y.ok) AS ok
+                    FROM (SELECT d.task_name, d.task_instance,
+                                 lk.key = u.k OR row_number() OVER (PARTITION BY lk.key ORDER BY d.rn0)
+                                     <= coalesce(v_lk_free[array_position(v_lk_names, lk.key)], 0) AS ok
+                          FROM d CROSS JOIN LATERAL unnest(d.limit_keys) lk(key)) y
+                    GROUP BY y.task_name, y.task_instance
+                )
+                SELECT f.*,
+                       CASE WHEN f.too_large AND s.mode IN ('run', 'trial') THEN 'too_large'
+                            WHEN f.fits AND s.mode = 'open' THEN 'breaker_open'
+                            WHEN f.fits AND s.mode = 'trial' THEN 'trial'
+                            WHEN f.fits THEN 'run'
+                            WHEN f.queue = 1 AND f.tenant_ok
+                                 AND (s.mode IN ('cooling', 'trial_out')
+                                      OR (s.mode = 'run' AND coalesce(s.slots_free, 1) > 0
+                                          AND (f.rn <= s.n OR (s.rr > 0 AND f.rn > floor(greatest(s.req_free, 0))))))
+                                 AND f.execution_time < v_now - make_interval(
+                                     secs => coalesce((p_options -> 'deferral_s' ->> f.task_name)::float8, 3600))
+                            THEN 'deferral' END AS verdict
+                FROM (
+                    SELECT r.*,
+                           CASE s.mode
+                               WHEN 'trial' THEN r.rn = 1 AND NOT r.too_large AND r.tenant_ok
+                               WHEN 'open' THEN r.rn <= s.n
+                               WHEN 'run' THEN r.rn <= s.n AND NOT r.too_large AND r.tenant_ok
+                                   AND (coalesce(s.tr, 0) <= 0 OR sum(r.fit_t) OVER w <= greatest(s.tok_free, 0))
+                                   AND (coalesce(s.ir, 0) <= 0 OR sum(r.fit_i) OVER w <= greatest(s.in_free, 0))
+                                   AND (coalesce(s.orr, 0) <= 0 OR sum(r.fit_o) OVER w <= greatest(s.out_free, 0))
+                               ELSE false END AS fits
+                    FROM (
+                        SELECT q.*,
+                               q.need_t > coalesce(s.tc, 'infinity') OR q.need_i > coalesce(s.ic, 'infinity')
+                                   OR q.need_o > coalesce(s.oc, 'infinity') AS too_large,
+                               CASE WHEN q.need_t > coalesce(s.tc, 'infinity') THEN 0 ELSE q.need_t END AS fit_t,
+                               CASE WHEN q.need_i > coalesce(s.ic, 'infinity') THEN 0 ELSE q.need_i END AS fit_i,
+                               CASE WHEN q.need_o > coalesce(s.oc, 'infinity') THEN 0 ELSE q.need_o END AS fit_o
+                        FROM (
+                            -- a job its limit keys refuse (no place left in one of them) takes none of the key's
+                            SELECT b.*, row_number() OVER (ORDER BY NOT b.tenant_ok, b.rn0) AS rn,
+                                   CASE WHEN s.tr > 0 THEN coalesce(b.token_estimate[1], 0) * s.token_share ELSE 0 END AS need_t,
+                                   CASE WHEN s.ir > 0 THEN coalesce(b.token_estimate[2], 0) * s.input_share ELSE 0 END AS need_i,
+                                   CASE WHEN s.orr > 0 THEN coalesce(b.token_estimate[3], 0) * s.output_share ELSE 0 END AS need_o
+                            FROM (
+                                SELECT d.*, coalesce(tk.ok, true) AS tenant_ok
+                                FROM d LEFT JOIN tk ON tk.task_name = d.task_name AND tk.task_instance = d.task_instance
+                            ) b
+                        ) q
+                    ) r
+                    WINDOW w AS (ORDER BY r.rn)
+                ) f
+            ) j
+            WHERE s.mode NOT IN ('elsewhere') AND (s.mode <> 'trial' OR s.token IS NOT NULL) AND j.verdict IS NOT NULL
+            ORDER BY u.ord, j.rn
+            LIMIT v_keyed
+        ), tenants AS (
+            -- a job with limit keys: each of them admits it too (its place among the jobs they admit this pick)
+            SELECT lk.task_name, lk.task_instance,
+                   bool_and(lk.key = ANY(v_held) AND lk.place <= layover.limit_free(lk.key, v_now, v_dead)) AS ok
+            FROM (SELECT c.task_name, c.task_instance, x.key,
+                         row_number() OVER (PARTITION BY x.key ORDER BY c.ord, c.rn) AS place
+                  FROM cand c CROSS JOIN LATERAL unnest(c.limit_keys) x(key)
+                  WHERE c.verdict IN ('run', 'trial')) lk
+            GROUP BY lk.task_name, lk.task_instance
+        ), locked AS (
+            -- the chosen rows, locked now; one another transaction holds (an operator's pause, a worker's
+            -- write) is left for a later pick rather than waited for, and one changed since this statement's
+            -- snapshot is rechecked
+            SELECT c.*
+            FROM cand c
+            JOIN layover.scheduled_tasks x ON x.task_name = c.task_name AND x.task_instance = c.task_instance
+            LEFT JOIN tenants tn ON tn.task_name = c.task_name AND tn.task_instance = c.task_instance
+            WHERE NOT x.picked AND x.execution_time <= v_now
+              AND (coalesce(tn.ok, true) OR c.verdict NOT IN ('run', 'trial'))
+            FOR UPDATE OF x SKIP LOCKED
+        ), taken AS (
+            UPDATE layover.scheduled_tasks t
+            SET picked = true, picked_by = p_worker, last_heartbeat = v_now, version = t.version + 1
+            FROM locked c
+            WHERE t.task_name = c.task_name AND t.task_instance = c.task_instance
+            RETURNING t.*, c.ord, c.verdict, c.token, c.fair_tag AS tag, c.queue, c.has_low, c.low_credit,
+                      c.need_t, c.need_i, c.need_o, c.rr, c.tr, c.ir, c.orr, c.b_reason, c.open_until
+        ), spent AS (
+            -- the permits and tokens the admitted jobs took from their keys' buckets (a limit key's: its requests),
+            -- written by the statement that takes the jobs: an admission and what it spends are one write
+            UPDATE layover.buckets b
+            SET request_tat = layover.gcra_take(b.request_tat, v_now, l.rr, s.n),
+                token_tat = layover.gcra_take(b.token_tat, v_now, l.tr, s.t),
+                input_tat = layover.gcra_take(b.input_tat, v_now, l.ir, s.i),
+                output_tat = layover.gcra_take(b.output_tat, v_now, l.orr, s.o)
+            FROM (SELECT k.key, count(*)::float8 AS n, sum(t.need_t) FILTER (WHERE k.own) AS t,
+                         sum(t.need_i) FILTER (WHERE k.own) AS i, sum(t.need_o) FILTER (WHERE k.own) AS o
+                  FROM taken t
+                  CROSS JOIN LATERAL (SELECT t.provider_key, true
+                                      UNION ALL SELECT x, false FROM unnest(t.limit_keys) x WHERE x <> t.provider_key)
+                      k(key, own)
+                  WHERE t.verdict IN ('run', 'trial')
+                  GROUP BY k.key) s
+            CROSS JOIN LATERAL layover.limits_in_force(s.key, v_now) l
+            WHERE b.provider_key = s.key
+        ), lines AS (
+            -- each priority's clock moves to the highest tag it admitted; the low share's credit carries
+            INSERT INTO layover.fair_lines AS fl (provider_key, class_clocks, low_credit, picks, last_pick_at)
+            SELECT g.key, g.clocks, CASE WHEN g.has_low THEN greatest(0, g.credit + v_low * g.fair - g.low) ELSE 0 END,
+                   1, v_now
+            FROM (SELECT c.key, jsonb_object_agg(c.pr::text, c.tag) AS clocks, sum(c.n) AS fair, sum(c.low) AS low,
+                         bool_or(c.has_low) AS has_low, max(c.credit) AS credit
+                  FROM (SELECT t.provider_key AS key, coalesce(t.priority, 0) AS pr, max(t.tag) AS tag, count(*) AS n,
+                               count(*) FILTER (WHERE t.queue = 2) AS low, bool_or(t.has_low) AS has_low,
+                               max(t.low_credit) AS credit
+                        FROM taken t
+                        WHERE t.verdict IN ('run', 'trial') AND t.tag IS NOT NULL
+                        GROUP BY t.provider_key, coalesce(t.priority, 0)) c
+                  GROUP BY c.key) g
+            ON CONFLICT (provider_key) DO UPDATE
+            SET class_clocks = layover.clocks_merge(fl.class_clocks, excluded.class_clocks),
+                low_credit = excluded.low_credit, picks = fl.picks + 1, last_pick_at = v_now
+        )
+        SELECT t.task_name, t.task_instance, t.task_data, t.execution_time, t.picked, t.picked_by, t.last_success,
+               t.last_failure, t.consecutive_failures, t.last_heartbeat, t.version, t.priority, t.provider_key,
+               t.verdict, t.token,
+               CASE WHEN t.verdict IN ('run', 'trial') AND (t.need_t > 0 OR t.need_i > 0 OR t.need_o > 0)
+                    THEN ARRAY[t.need_t, t.need_i, t.need_o] END,
+               CASE WHEN t.verdict IN ('run', 'trial') AND (t.need_t > 0 OR t.need_i > 0 OR t.need_o > 0)
+                    THEN ARRAY[coalesce(t.tr, 0), coalesce(t.ir, 0), coalesce(t.orr, 0)] END,
+               CASE t.verdict
+                   WHEN 'breaker_open' THEN 'the breaker of ' || t.provider_key || ' is open until ' || t.open_until
+                                            || coalesce(': ' || t.b_reason, '')
+                   WHEN 'deferral' THEN 'due since ' || t.execution_time || ', not admitted by ' || t.provider_key
+                   WHEN 'too_large' THEN 'its token estimate (' || array_to_string(t.token_estimate, '/')
+                                         || ') is more than ' || t.provider_key || ' can ever admit (its token capacity)'
+               END,
+               t.ord
+        FROM taken t;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        v_taken := v_taken + v_n;
+    END IF;
+
+    -- 3. jobs without a provider key but with limit keys: each of their limit keys admits them, oldest first
+    IF p_limit - v_taken > 0 AND coalesce((p_options ->> 'limit_keys')::boolean, false) THEN
+        v_free := ARRAY(
+            SELECT DISTINCT lk
+            FROM (SELECT t.limit_keys FROM layover.scheduled_tasks t
+                  WHERE NOT t.picked AND t.provider_key IS NULL AND t.limit_keys IS NOT NULL
+                    AND t.execution_time <= v_now AND t.task_name = ANY(p_types)
+                  ORDER BY t.execution_time LIMIT p_limit - v_taken) j
+            CROSS JOIN LATERAL unnest(j.limit_keys) lk
+            WHERE pg_try_advisory_xact_lock(1282371, hashtext(lk)));
+        PERFORM layover.limit_rows(v_free);
+        RETURN QUERY
+        WITH cand AS (
+            SELECT t.task_name, t.task_instance, t.limit_keys, row_number() OVER (ORDER BY t.execution_time) AS rn
+            FROM (SELECT t.task_name, t.task_instance, t.limit_keys, t.execution_time FROM layover.scheduled_tasks t
+                  WHERE NOT t.picked AND t.provider_key IS NULL AND t.limit_keys IS NOT NULL
+                    AND t.execution_time <= v_now AND t.task_name = ANY(p_types)
+                  ORDER BY t.execution_time LIMIT p_limit - v_taken) t
+        ), admitted AS (
+            SELECT lk.task_name, lk.task_instance,
+                   bool_and(lk.key = ANY(v_free) AND lk.place <= layover.limit_free(lk.key, v_now, v_dead)) AS ok
+            FROM (SELECT c.task_name, c.task_instance, x.key,
+                         row_number() OVER (PARTITION BY x.key ORDER BY c.rn) AS place
+                  FROM cand c CROSS JOIN LATERAL unnest(c.limit_keys) x(key)) lk
+            GROUP BY lk.task_name, lk.task_instance
+        ), locked AS (
+            SELECT c.task_name, c.task_instance
+            FROM cand c
+            JOIN admitted a ON a.task_name = c.task_name AND a.task_instance = c.task_instance AND a.ok
+            JOIN layover.scheduled_tasks x ON x.task_name = c.task_name AND x.task_instance = c.task_instance
+            WHERE NOT x.picked AND x.execution_time <= v_now
+            FOR UPDATE OF x SKIP LOCKED
+        ), taken AS (
+            UPDATE layover.scheduled_tasks t
+            SET picked = true, picked_by = p_worker, last_heartbeat = v_now, version = t.version + 1
+            FROM locked c
+            WHERE t.task_name = c.task_name AND t.task_instance = c.task_instance
+            RETURNING t.*
+        ), spent AS (
+            UPDATE layover.buckets b
+            SET request_tat = layover.gcra_take(b.request_tat, v_now, l.rr, s.n)
+            FROM (SELECT x AS key, count(*)::float8 AS n FROM taken t CROSS JOIN LATERAL unnest(t.limit_keys) x
+                  GROUP BY x) s
+            CROSS JOIN LATERAL layover.limits_in_force(s.key, v_now) l
+            WHERE b.provider_key = s.key
+        )
+        SELECT t.task_name, t.task_instance, t.task_data, t.execution_time, t.picked, t.picked_by, t.last_success,
+               t.last_failure, t.consecutive_failures, t.last_heartbeat, t.version, t.priority, t.provider_key,
+               'run'::text, NULL::text, NULL::float8[], NULL::float8[], NULL::text, NULL::bigint
+        FROM taken t;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        v_taken := v_taken + v_n;
+    END IF;
+
+    -- 4. jobs without a provider key or limit keys: nothing to admit, oldest (or highest priority) first
+    IF p_limit - v_taken > 0 THEN
+        IF coalesce((p_options ->> 'priority')::boolean, false) THEN
+            RETURN QUERY
+            WITH chosen AS (
+                SELECT t.task_name, t.task_instance FROM layover.scheduled_tasks t
+                WHERE NOT t.picked AND t.provider_key IS NULL AND t.limit_keys IS NULL AND t.execution_time <= v_now
+                  AND t.task_name = ANY(p_types)
+                ORDER BY t.priority DESC NULLS LAST, t.execution_time, t.task_instance
+                LIMIT p_limit - v_taken
+                FOR UPDATE SKIP LOCKED
+            )
+            UPDATE layover.scheduled_tasks t
+            SET picked = true, picked_by = p_worker, last_heartbeat = v_now, version = t.version + 1
+            FROM chosen c WHERE t.task_name = c.task_name AND t.task_instance = c.task_instance
+            RETURNING t.task_name, t.task_instance, t.task_data, t.execution_time, t.picked, t.picked_by, t.last_success,
+                      t.last_failure, t.consecutive_failures, t.last_heartbeat, t.version, t.priority, t.provider_key,
+                      'run'::text, NULL::text, NULL::float8[], NULL::float8[], NULL::text, NULL::bigint;
+        ELSE
+            RETURN QUERY
+            WITH chosen AS (
+                SELECT t.task_name, t.task_instance FROM layover.scheduled_tasks t
+                WHERE NOT t.picked AND t.provider_key IS NULL AND t.limit_keys IS NULL AND t.execution_time <= v_now
+                  AND t.task_name = ANY(p_types)
+                ORDER BY t.execution_time, t.task_instance
+                LIMIT p_limit - v_taken
+                FOR UPDATE SKIP LOCKED
+            )
+            UPDATE layover.scheduled_tasks t
+            SET picked = true, picked_by = p_worker, last_heartbeat = v_now, version = t.version + 1
+            FROM chosen c WHERE t.task_name = c.task_name AND t.task_instance = c.task_instance
+            RETURNING t.task_name, t.task_instance, t.task_data, t.execution_time, t.picked, t.picked_by, t.last_success,
+                      t.last_failure, t.consecutive_failures, t.last_heartbeat, t.version, t.priority, t.provider_key,
+                      'run'::text, NULL::text, NULL::float8[], NULL::float8[], NULL::text, NULL::bigint;
+        END IF;
+    END IF;
+END
+$$;
 
 
 -- ===========================================================================
@@ -2067,11 +1923,11 @@ COMMENT ON VIEW layover.fairness IS
 -- a collected line is stored on its item and the job is made due: its next pick turns the line
 -- into its outcome, through the engine's one outcome writer, exactly as a direct call's answer.
 --
--- Owners: layover.batches and layover.batch_items are written by core's BatchStore / BatchSql only,
--- and by the functions below. The functions that also touch the job table (batch_gather,
--- batch_collect, batch_finish, batch_leave, batch_wake) are the only writes of scheduled_tasks
--- outside core's JobStore for batches; they never change a row's version or picked state except
--- where said (batch_gather, version-checked, as a reschedule of the picked job would).
+-- Owners: layover.batches and layover.batch_items are written by core's BatchStore / BatchSql and
+-- by the batch_* functions below. Their job rows are the job store's: the batch_* functions write
+-- them through layover.jobs_batched (a gathered job's item and wait, version-checked by
+-- batch_gather, as a reschedule of the picked job would) and layover.jobs_wake_batched (made due:
+-- the run time only), which never change a row's version or picked state otherwise.
 -- Nothing here spends an attempt or counts a reschedule.
 
 CREATE TABLE layover.batches (
@@ -2139,11 +1995,55 @@ COMMENT ON TABLE layover.batch_items IS
 CREATE INDEX batch_items_batch ON layover.batch_items (batch_id, id);
 CREATE INDEX batch_items_job ON layover.batch_items (task_name, task_instance);
 
+-- The job store's writes of the job rows of batches (the job table's owner, with core's JobSql;
+-- called by the batch_* functions below, which write the batch tables).
+--
+-- A gathered job waits for its batch: writes its job row's batch_item (p_item) and run time
+-- (p_wait_until), not picked (picked_by and last_heartbeat cleared), version + 1, fair_tag cleared
+-- (its run time moved), and a reschedule that counts nothing: reason 'batched', detail p_detail.
+CREATE FUNCTION layover.jobs_batched(p_task_name text, p_task_instance text, p_item bigint,
+                                     p_wait_until timestamptz, p_detail text)
+    RETURNS void
+    LANGUAGE plpgsql VOLATILE AS
+$$
+BEGIN
+    UPDATE layover.scheduled_tasks t
+    SET batch_item = p_item, execution_time = p_wait_until, picked = false, picked_by = NULL,
+        last_heartbeat = NULL, version = t.version + 1, fair_tag = NULL,
+        last_reschedule_reason = 'batched', last_reschedule_detail = p_detail,
+        last_rescheduled_at = now()
+    WHERE t.task_name = p_task_name AND t.task_instance = p_task_instance;
+END
+$$;
+
+COMMENT ON FUNCTION layover.jobs_batched(text, text, bigint, timestamptz, text) IS
+    'The job store''s write of a gathered job: its batch item and wait (reason batched); called by layover.batch_gather.';
+
+-- Makes due at once the jobs not picked whose batch item is one of p_items: writes their run time
+-- (execution_time = now()), nothing else. Returns how many jobs were made due.
+CREATE FUNCTION layover.jobs_wake_batched(p_items bigint[])
+    RETURNS int
+    LANGUAGE plpgsql VOLATILE AS
+$$
+DECLARE
+    v_n int;
+BEGIN
+    UPDATE layover.scheduled_tasks t SET execution_time = now()
+    WHERE t.batch_item = ANY(p_items) AND NOT t.picked;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    RETURN v_n;
+END
+$$;
+
+COMMENT ON FUNCTION layover.jobs_wake_batched(bigint[]) IS
+    'The job store''s write of the jobs waiting for batch items: made due; called by layover.batch_collect, batch_finish, batch_wake.';
+
 -- Gathers jobs into their key's open batch, in one transaction: the picked job (version-checked)
 -- and, along with it, others of the key's due backlog the caller locked (FOR UPDATE SKIP LOCKED,
 -- not picked, version-checked). Each gets an item, the open batch its line and bytes (sealed, and a
 -- new one opened, when the next line would pass p_max_lines or p_max_bytes), and its job row the
--- item and a run time of p_wait_until[i] (a reschedule that counts nothing: reason 'batched').
+-- item and a run time of p_wait_until[i] (a reschedule that counts nothing: reason 'batched'),
+-- written by the job store's layover.jobs_batched.
 -- Returns each gathered job's id and item; a job whose version changed is skipped.
 CREATE FUNCTION layover.batch_gather(
         p_task_name text, p_ids text[], p_versions bigint[], p_requests text[], p_latest timestamptz[],
@@ -2186,12 +2086,7 @@ BEGIN
                                      ELSE least(earliest_deadline, p_latest[i]) END
         WHERE id = b.id
         RETURNING * INTO b;
-        UPDATE layover.scheduled_tasks t
-        SET batch_item = v_item, execution_time = p_wait_until[i], picked = false, picked_by = NULL,
-            last_heartbeat = NULL, version = t.version + 1,
-            last_reschedule_reason = 'batched', last_reschedule_detail = 'in batch ' || b.id,
-            last_rescheduled_at = now()
-        WHERE t.task_name = p_task_name AND t.task_instance = p_ids[i];
+        PERFORM layover.jobs_batched(p_task_name, p_ids[i], v_item, p_wait_until[i], 'in batch ' || b.id);
         task_instance := p_ids[i];
         item := v_item;
         RETURN NEXT;
@@ -2208,8 +2103,8 @@ COMMENT ON FUNCTION layover.batch_gather(text, text[], bigint[], text[], timesta
 
 -- Stores a finished batch's result lines (a chunk of them; calling twice stores nothing twice:
 -- only items still 'gathered' take a line; an expired or cancelled line returns its item), adds
--- their counts and tokens to the batch, and makes their waiting jobs due at once. Returns how many
--- lines were stored.
+-- their counts and tokens to the batch, and makes their waiting jobs due at once (the job store's
+-- layover.jobs_wake_batched). Returns how many lines were stored.
 CREATE FUNCTION layover.batch_collect(
         p_batch bigint, p_custom_ids text[], p_kinds text[], p_statuses int[], p_results text[],
         p_input bigint[], p_output bigint[])
@@ -2217,7 +2112,8 @@ CREATE FUNCTION layover.batch_collect(
     LANGUAGE plpgsql VOLATILE AS
 $$
 DECLARE
-    v_n int;
+    v_items bigint[];
+    v_n     int;
 BEGIN
     WITH lines AS (
         SELECT * FROM unnest(p_custom_ids, p_kinds, p_statuses, p_results, p_input, p_output)
@@ -2238,15 +2134,11 @@ BEGIN
             output_tokens = b.output_tokens + (SELECT coalesce(sum(output_tokens), 0) FROM stored)
         WHERE b.id = p_batch
         RETURNING 1
-    ), woken AS (
-        UPDATE layover.scheduled_tasks t
-        SET execution_time = now()
-        FROM stored s
-        WHERE t.batch_item = s.id AND NOT t.picked
-        RETURNING 1
     )
-    SELECT (SELECT count(*) FROM stored) + 0 * (SELECT count(*) FROM counted) + 0 * (SELECT count(*) FROM woken)
-    INTO v_n;
+    -- counted runs whether read or not (a data-modifying WITH runs to completion)
+    SELECT coalesce(array_agg(s.id), '{}') INTO v_items FROM stored s;
+    v_n := cardinality(v_items);
+    PERFORM layover.jobs_wake_batched(v_items);
     IF v_n > 0 THEN
         PERFORM pg_notify('layover_jobs', '');
     END IF;
@@ -2258,14 +2150,16 @@ COMMENT ON FUNCTION layover.batch_collect(bigint, text[], text[], int[], text[],
     'Stores result lines on their items, once each (V22), and makes their jobs due.';
 
 -- Ends a batch in state p_state (ended, expired, cancelled, failed): items still without a line
--- are returned (their jobs route anew at their next pick, made due at once). Returns how many
--- items were returned. A batch already finished is left as it is (0).
+-- are returned (their jobs route anew at their next pick, made due at once by the job store's
+-- layover.jobs_wake_batched). Returns how many items were returned. A batch already finished is
+-- left as it is (0).
 CREATE FUNCTION layover.batch_finish(p_batch bigint, p_state text, p_error text)
     RETURNS int
     LANGUAGE plpgsql VOLATILE AS
 $$
 DECLARE
-    v_n int;
+    v_items bigint[];
+    v_n     int;
 BEGIN
     UPDATE layover.batches
     SET state = p_state, finished_at = now(), lease_owner = NULL, lease_until = NULL, next_poll_at = NULL,
@@ -2278,12 +2172,10 @@ BEGIN
         UPDATE layover.batch_items SET state = 'returned', answered_at = now()
         WHERE batch_id = p_batch AND state = 'gathered'
         RETURNING id
-    ), woken AS (
-        UPDATE layover.scheduled_tasks t SET execution_time = now()
-        FROM back WHERE t.batch_item = back.id AND NOT t.picked
-        RETURNING 1
     )
-    SELECT (SELECT count(*) FROM back) + 0 * (SELECT count(*) FROM woken) INTO v_n;
+    SELECT coalesce(array_agg(back.id), '{}') INTO v_items FROM back;
+    v_n := cardinality(v_items);
+    PERFORM layover.jobs_wake_batched(v_items);
     UPDATE layover.batches SET returned = returned + v_n WHERE id = p_batch;
     PERFORM pg_notify('layover_jobs', '');
     RETURN v_n;
@@ -2322,7 +2214,8 @@ COMMENT ON FUNCTION layover.batch_leave(bigint) IS
 
 -- Makes due the waiting jobs whose item has a line or was returned, in batches finished since
 -- p_since: a job picked while its line was being stored was rescheduled to wait, and this catches
--- it. Returns how many jobs were made due.
+-- it. Writes nothing itself: the job store's layover.jobs_wake_batched makes them due. Returns how
+-- many jobs were made due.
 CREATE FUNCTION layover.batch_wake(p_since timestamptz)
     RETURNS int
     LANGUAGE plpgsql VOLATILE AS
@@ -2330,11 +2223,12 @@ $$
 DECLARE
     v_n int;
 BEGIN
-    UPDATE layover.scheduled_tasks t SET execution_time = now()
-    FROM layover.batch_items i JOIN layover.batches b ON b.id = i.batch_id
-    WHERE t.batch_item = i.id AND i.state <> 'gathered' AND NOT t.picked AND t.execution_time > now()
-      AND b.finished_at >= p_since;
-    GET DIAGNOSTICS v_n = ROW_COUNT;
+    v_n := layover.jobs_wake_batched(ARRAY(
+        SELECT i.id
+        FROM layover.scheduled_tasks t
+        JOIN layover.batch_items i ON i.id = t.batch_item
+        JOIN layover.batches b ON b.id = i.batch_id
+        WHERE i.state <> 'gathered' AND NOT t.picked AND t.execution_time > now() AND b.finished_at >= p_since));
     IF v_n > 0 THEN
         PERFORM pg_notify('layover_jobs', '');
     END IF;
@@ -2389,6 +2283,13 @@ COMMENT ON VIEW layover.batch_status IS 'Batches with their counts, age and esti
 --          rescheduled - pushed forward without spending an attempt (rate limit, snooze, ...)
 --          scheduled   - waiting for its first run
 --   attempts: attempts spent so far (failed runs); a rate-limit reschedule never adds one.
+--   waiting_for, waiting_detail: why a due job of a provider key is not running, from its key's state
+--          now (nothing is written on a waiting job): cooldown, breaker_open, breaker_trial (the
+--          key's one trial is out), rate_limit (its bucket has no permit or tokens free now),
+--          concurrency (its slots are all in use); NULL when its key admits now (it waits for a
+--          worker) or it is not due.
+--   ahead: for a job waiting for its key, how many of the key's due jobs the pick takes before it
+--          (counted up to 10,000: select it for a few jobs, not a whole backlog).
 --   provider_trail: the job's fallback trail.
 --   batch_id, batch_item_state: the job's batch and its item's state (gathered | result |
 --          returned), NULL for a job that never went by batch.
@@ -2408,6 +2309,22 @@ SELECT t.task_instance                              AS id,
        coalesce(t.consecutive_failures, 0)          AS attempts,
        t.reschedules                                AS reschedules,
        t.provider_key                               AS provider_key,
+       w.waiting_for                                AS waiting_for,
+       w.waiting_detail                             AS waiting_detail,
+       CASE WHEN w.waiting_for IS NOT NULL THEN (
+           SELECT count(*) FROM (
+               SELECT 1 FROM layover.scheduled_tasks x
+               WHERE x.provider_key = t.provider_key AND NOT x.picked AND x.execution_time <= now()
+                 AND (x.task_name, x.task_instance) <> (t.task_name, t.task_instance)
+                 AND CASE WHEN t.fair_tag IS NULL
+                          THEN x.fair_tag IS NULL
+                               AND (coalesce(x.priority, -32768), -extract(epoch FROM x.execution_time))
+                                   > (coalesce(t.priority, -32768), -extract(epoch FROM t.execution_time))
+                          ELSE x.fair_tag IS NULL
+                               OR (coalesce(x.priority, -32768), -x.fair_tag) > (coalesce(t.priority, -32768), -t.fair_tag)
+                      END
+               LIMIT 10000) a)
+       END                                          AS ahead,
        t.last_reschedule_reason                     AS reschedule_reason,
        t.last_reschedule_detail                     AS reschedule_detail,
        t.last_rescheduled_at                        AS rescheduled_at,
@@ -2426,11 +2343,62 @@ SELECT t.task_instance                              AS id,
        bi.state                                     AS batch_item_state
 FROM layover.scheduled_tasks t
 LEFT JOIN layover.batch_items bi ON bi.id = t.batch_item
+LEFT JOIN LATERAL (
+    -- a slot is in use while its job's heartbeat is live (the pick's default: 40 s, 8 missed beats of 5 s)
+    SELECT CASE WHEN cd.until IS NOT NULL THEN 'cooldown'
+                WHEN br.state = 'open' THEN 'breaker_open'
+                WHEN br.state = 'half_open' THEN 'breaker_trial'
+                WHEN l.rr > 0 AND layover.gcra_free(l.request_tat, now(), l.rr, l.rc) < 1 THEN 'rate_limit'
+                WHEN (l.tr > 0 AND layover.gcra_free(l.token_tat, now(), l.tr, l.tc) <= 0)
+                     OR (l.ir > 0 AND layover.gcra_free(l.input_tat, now(), l.ir, l.ic) <= 0)
+                     OR (l.orr > 0 AND layover.gcra_free(l.output_tat, now(), l.orr, l.oc) <= 0) THEN 'rate_limit'
+                WHEN l.max_in_flight <= slots.n THEN 'concurrency'
+                WHEN lk.key IS NOT NULL THEN lk.why
+           END AS waiting_for,
+           CASE WHEN cd.until IS NOT NULL
+                    THEN 'key ' || t.provider_key || ': cooling down until ' || cd.until || ' (' || cd.reason || ')'
+                WHEN br.state = 'open'
+                    THEN 'key ' || t.provider_key || ': breaker open until ' || coalesce(br.open_until::text, 'closed by hand')
+                WHEN br.state = 'half_open' THEN 'key ' || t.provider_key || ': its one trial call is out'
+                WHEN l.rr > 0 AND layover.gcra_free(l.request_tat, now(), l.rr, l.rc) < 1
+                    THEN 'key ' || t.provider_key || ': no permit before ' || layover.gcra_fits_at(l.request_tat, l.rr, l.rc, 1)
+                WHEN (l.tr > 0 AND layover.gcra_free(l.token_tat, now(), l.tr, l.tc) <= 0)
+                     OR (l.ir > 0 AND layover.gcra_free(l.input_tat, now(), l.ir, l.ic) <= 0)
+                     OR (l.orr > 0 AND layover.gcra_free(l.output_tat, now(), l.orr, l.oc) <= 0)
+                    THEN 'key ' || t.provider_key || ': no tokens free now'
+                WHEN l.max_in_flight <= slots.n
+                    THEN 'key ' || t.provider_key || ': all ' || l.max_in_flight || ' concurrency slots in use'
+                WHEN lk.key IS NOT NULL THEN 'limit key ' || lk.key || ': ' || lk.detail
+           END AS waiting_detail
+    FROM layover.limits_in_force(t.provider_key, now()) l
+    LEFT JOIN layover.cooldowns cd ON cd.provider_key = t.provider_key AND cd.until > now()
+    LEFT JOIN layover.breakers br ON br.provider_key = t.provider_key AND br.state <> 'closed'
+    LEFT JOIN LATERAL (SELECT count(*) AS n FROM layover.scheduled_tasks x
+                       WHERE x.provider_key = t.provider_key AND x.picked
+                         AND x.last_heartbeat > now() - interval '40 seconds') slots ON l.max_in_flight IS NOT NULL
+    LEFT JOIN LATERAL (
+        -- the first of its limit keys (tenants) that has no permit or slot for it now
+        SELECT k.key,
+               CASE WHEN kl.rr > 0 AND layover.gcra_free(kl.request_tat, now(), kl.rr, kl.rc) < 1 THEN 'rate_limit'
+                    ELSE 'concurrency' END AS why,
+               CASE WHEN kl.rr > 0 AND layover.gcra_free(kl.request_tat, now(), kl.rr, kl.rc) < 1
+                    THEN 'no permit before ' || layover.gcra_fits_at(kl.request_tat, kl.rr, kl.rc, 1)
+                    ELSE 'all ' || kl.max_in_flight || ' concurrency slots in use' END AS detail
+        FROM unnest(t.limit_keys) WITH ORDINALITY k(key, ord)
+        CROSS JOIN LATERAL layover.limits_in_force(k.key, now()) kl
+        WHERE (kl.rr > 0 AND layover.gcra_free(kl.request_tat, now(), kl.rr, kl.rc) < 1)
+           OR kl.max_in_flight <= (SELECT count(*) FROM layover.scheduled_tasks x
+                                   WHERE x.limit_keys @> ARRAY[k.key] AND x.picked
+                                     AND x.last_heartbeat > now() - interval '40 seconds')
+        ORDER BY k.ord LIMIT 1) lk ON true
+    WHERE (t.provider_key IS NOT NULL OR t.limit_keys IS NOT NULL) AND NOT t.picked AND t.execution_time <= now()
+) w ON true
 -- rows of Layover's own recurring tasks (recovery sweep, retention) are not jobs
 WHERE t.task_name NOT LIKE 'layover-%';
 
 COMMENT ON VIEW layover.jobs IS
-    'Live jobs. state in (scheduled, running, rescheduled, retrying); attempts = attempts spent; args as jsonb.';
+    'Live jobs. state in (scheduled, running, rescheduled, retrying); attempts = attempts spent; waiting_for and '
+    'waiting_detail: why a due job''s key does not admit it now; args as jsonb.';
 
 
 -- ===========================================================================
@@ -2621,6 +2589,326 @@ COMMENT ON VIEW layover.time_series IS
 
 
 -- ===========================================================================
+-- Observability and enqueue from SQL (docs/observability.md, docs/enqueue-from-sql.md)
+-- ===========================================================================
+
+-- ---------------------------------------------------------------------------
+-- Trace context. scheduled_tasks.trace_context holds the W3C trace context current when the job
+-- was enqueued, {"traceparent": "00-<trace id>-<span id>-<flags>", "tracestate": "..."} (tracestate
+-- only when there is one): the context of the enqueue's span. Each run of the job is a span linked
+-- to it (a link, not a parent). Written once, at enqueue (core's job_insert*.sql, layover.enqueue);
+-- a reschedule or a retry updates the row and keeps it; a park moves it to the dead letter
+-- (dead_letters.trace_context), and a replay writes it back into the job it makes. NULL: nothing
+-- was traced at enqueue. A value a worker cannot read is ignored (the run's span has no link).
+-- ---------------------------------------------------------------------------
+COMMENT ON COLUMN layover.scheduled_tasks.trace_context IS
+    'The W3C trace context of the job''s enqueue, {"traceparent", "tracestate"}: each run''s span links to it. '
+    'Kept through reschedules and retries, moved to the dead letter by a park and back by a replay. NULL: none.';
+COMMENT ON COLUMN layover.dead_letters.trace_context IS
+    'The W3C trace context of the parked job''s enqueue ({"traceparent", "tracestate"}); a replay keeps it. NULL: none.';
+
+-- ---------------------------------------------------------------------------
+-- job_types: the job types workers run, as the last worker to start registered them (written by the
+-- job store, core JobSql.REGISTER_TYPES, when a Layover instance starts its workers; in a rolling
+-- deploy the newest start's row stands). layover.enqueue reads it: a type no worker registered is
+-- refused, and a key the type derives in Java from its args must be passed by the SQL caller.
+--   args_shape              the fingerprint of the args type's shape, written with each job
+--   args_properties         the properties the args type declares: an SQL enqueue may name only these
+--                           (NULL: any, for an args type that is a Map or a JsonNode)
+--   max_args_bytes          the worker's size cap of args (Layover.Builder#maxArgsBytes)
+--   provider_key            the type's fixed provider key (JobType.Builder#providerKey(String)); NULL
+--                           when it has none or derives it from args
+--   provider_key_from_args  the provider key is a function of the args (JobType.Builder#providerKey(Function))
+--   fairness_key_from_args  the type has a fairness key function (JobType.Builder#fairnessKey)
+--   limit_keys_from_args    the type has a limit keys function (JobType.Builder#limitKeys)
+-- ---------------------------------------------------------------------------
+CREATE TABLE layover.job_types (
+    job_type               text        PRIMARY KEY,
+    args_shape             text        NOT NULL,
+    args_properties        text[],
+    max_args_bytes         int         NOT NULL,
+    provider_key           text,
+    provider_key_from_args boolean     NOT NULL,
+    fairness_key_from_args boolean     NOT NULL,
+    limit_keys_from_args   boolean     NOT NULL,
+    registered_by          text        NOT NULL,
+    registered_at          timestamptz NOT NULL DEFAULT now()
+);
+
+COMMENT ON TABLE layover.job_types IS
+    'The job types workers run, as the last worker to start registered them; read by layover.enqueue.';
+
+-- ---------------------------------------------------------------------------
+-- layover.enqueue: a job from SQL, written as Layover's Java enqueue writes it (job_insert.sql): the
+-- same columns, the args as UTF-8 JSON (the text of the jsonb), the args shape of the type's
+-- registration, the fair-queue tag of a job due now with a fairness key (layover.fair_tags), the
+-- token estimate {combined, input, output}, nothing written for an idempotency key that names a
+-- live job, a dead letter still parked or in review, or a job completed within the history's
+-- retention. The job store's (it writes the job table). Refuses, with an error naming the problem
+-- (SQLSTATE 22023) and writing nothing: a job type no worker registered (layover.job_types); args
+-- that are not a JSON object, name a property the args type does not declare, or are larger than
+-- the cap; a key of 0 or more than 200 characters; a provider key the type derives from args and
+-- the call does not pass (pass '' for none, as the type's function returning null); likewise a
+-- fairness key ('' for none) and limit keys ('{}' for none); a provider key that differs from the
+-- type's fixed one, or a key the type does not have; a priority outside smallint; a token estimate
+-- without a provider key, negative or above 10^9; a malformed traceparent. A job id is the key, else
+-- a new time-ordered UUID (version 7: the database's millisecond, then random bits). Returns the id
+-- and whether the job was created.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION layover.enqueue(job_type text, args jsonb, run_at timestamptz DEFAULT NULL, key text DEFAULT NULL,
+                                priority int DEFAULT 0, deadline timestamptz DEFAULT NULL,
+                                provider_key text DEFAULT NULL, fairness_key text DEFAULT NULL,
+                                limit_keys text[] DEFAULT NULL, input_tokens bigint DEFAULT NULL,
+                                output_tokens bigint DEFAULT NULL, tokens bigint DEFAULT NULL,
+                                traceparent text DEFAULT NULL, tracestate text DEFAULT NULL)
+    RETURNS TABLE (job_id text, created boolean)
+    LANGUAGE plpgsql AS
+$$
+#variable_conflict use_variable
+DECLARE
+    v_type   layover.job_types%ROWTYPE;
+    v_now    timestamptz := clock_timestamp();
+    v_run_at timestamptz;
+    v_id     text;
+    v_data   bytea;
+    v_pkey   text;
+    v_fkey   text;
+    v_lkeys  text[];
+    v_est    float8[];
+    v_trace  jsonb;
+    v_odd    text[];
+    v_hex    text;
+    v_rows   int;
+BEGIN
+    SELECT * INTO v_type FROM layover.job_types jt WHERE jt.job_type = enqueue.job_type;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('layover.enqueue: unknown job type %L: no worker '
+            'registered it (layover.job_types lists the types workers run; a worker registers its types when it starts)',
+            job_type);
+    END IF;
+    IF args IS NULL OR jsonb_typeof(args) <> 'object' THEN
+        RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('layover.enqueue: the args of job type %L must be a '
+            'JSON object, got %s', job_type, coalesce(jsonb_typeof(args), 'NULL'));
+    END IF;
+    v_odd := ARRAY(SELECT p FROM jsonb_object_keys(args) p
+                   WHERE v_type.args_properties IS NOT NULL AND p <> ALL (v_type.args_properties) ORDER BY p);
+    IF cardinality(v_odd) > 0 THEN
+        RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('layover.enqueue: the args of job type %L name '
+            'properties its args type does not declare: %s (it declares: %s)', job_type, array_to_string(v_odd, ', '),
+            array_to_string(v_type.args_properties, ', '));
+    END IF;
+    v_data := convert_to(args::text, 'UTF8');
+    IF octet_length(v_data) > v_type.max_args_bytes THEN
+        RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('layover.enqueue: the args of job type %L are %s '
+            'bytes as JSON, over the cap of %s bytes; store large payloads elsewhere and pass a reference', job_type,
+            octet_length(v_data), v_type.max_args_bytes);
+    END IF;
+    IF key IS NOT NULL AND length(key) NOT BETWEEN 1 AND 200 THEN
+        RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('layover.enqueue: an idempotency key must be 1-200 '
+            'characters, was %s', length(key));
+    END IF;
+    IF priority IS NULL OR priority NOT BETWEEN -32768 AND 32767 THEN
+        RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('layover.enqueue: priority must fit a smallint, '
+            'was %s', coalesce(priority::text, 'NULL'));
+    END IF;
+
+    -- the provider key: the type's fixed one, or the one the caller computed as the type's function would
+    IF v_type.provider_key_from_args THEN
+        IF provider_key IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('layover.enqueue: job type %L computes its '
+                'provider key in Java from its args; pass provider_key => the key its function gives for these args '
+                '('''' when it gives none)', job_type);
+        END IF;
+        v_pkey := nullif(provider_key, '');
+    ELSIF v_type.provider_key IS NOT NULL THEN
+        IF provider_key IS NOT NULL AND provider_key <> v_type.provider_key THEN
+            RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('layover.enqueue: job type %L has the fixed '
+                'provider key %L; got %L', job_type, v_type.provider_key, provider_key);
+        END IF;
+        v_pkey := v_type.provider_key;
+    ELSIF nullif(provider_key, '') IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('layover.enqueue: job type %L has no provider key; '
+            'got %L', job_type, provider_key);
+    END IF;
+    IF length(v_pkey) > 200 THEN
+        RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('layover.enqueue: a provider key must be 1-200 '
+            'characters, was %s', length(v_pkey));
+    END IF;
+
+    IF v_type.fairness_key_from_args THEN
+        IF fairness_key IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('layover.enqueue: job type %L computes its '
+                'fairness key in Java from its args; pass fairness_key => the key its function gives for these args '
+                '('''' when it gives none)', job_type);
+        END IF;
+        v_fkey := nullif(fairness_key, '');
+    ELSIF nullif(fairness_key, '') IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('layover.enqueue: job type %L has no fairness key; '
+            'got %L', job_type, fairness_key);
+    END IF;
+    IF length(v_fkey) > 200 THEN
+        RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('layover.enqueue: a fairness key must be 1-200 '
+            'characters, was %s', length(v_fkey));
+    END IF;
+
+    IF v_type.limit_keys_from_args THEN
+        IF limit_keys IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('layover.enqueue: job type %L computes its limit '
+                'keys in Java from its args; pass limit_keys => the keys its function gives for these args (''{}'' '
+                'when it gives none)', job_type);
+        END IF;
+        -- as JobType#limitKeysOf: distinct, in order, without nulls and without the provider key
+        v_lkeys := ARRAY(SELECT u.k FROM unnest(limit_keys) WITH ORDINALITY AS u(k, n)
+                         WHERE u.k IS NOT NULL AND u.k IS DISTINCT FROM v_pkey
+                         GROUP BY u.k ORDER BY min(u.n));
+        IF EXISTS (SELECT 1 FROM unnest(v_lkeys) k WHERE length(k) NOT BETWEEN 1 AND 200) THEN
+            RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'layover.enqueue: limit keys must be 1-200 characters';
+        END IF;
+        v_lkeys := nullif(v_lkeys, '{}'::text[]);
+    ELSIF cardinality(limit_keys) > 0 THEN
+        RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('layover.enqueue: job type %L has no limit keys; '
+            'got %s', job_type, limit_keys);
+    END IF;
+
+    -- the token estimate {combined, input, output}: input + output ceiling (JobType.Builder#tokenEstimate),
+    -- or one number counted in every dimension (Layover.Builder#tokenCost)
+    IF input_tokens IS NOT NULL OR output_tokens IS NOT NULL OR tokens IS NOT NULL THEN
+        IF v_pkey IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('layover.enqueue: a token estimate reserves '
+                'tokens of a provider key''s limits, and this job of type %L has no provider key', job_type);
+        END IF;
+        IF tokens IS NOT NULL AND (input_tokens IS NOT NULL OR output_tokens IS NOT NULL) THEN
+            RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'layover.enqueue: give tokens, or input_tokens and '
+                'output_tokens, not both';
+        END IF;
+        IF least(input_tokens, output_tokens, tokens) < 0 OR greatest(input_tokens, output_tokens, tokens) > 1000000000 THEN
+            RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'layover.enqueue: token counts must be 0 to 10^9';
+        END IF;
+        v_est := CASE WHEN tokens IS NOT NULL THEN ARRAY[tokens, tokens, tokens]::float8[]
+                      ELSE ARRAY[coalesce(input_tokens, 0) + coalesce(output_tokens, 0), coalesce(input_tokens, 0),
+                                 coalesce(output_tokens, 0)]::float8[] END;
+    END IF;
+
+    IF traceparent IS NOT NULL THEN
+        IF traceparent !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' OR left(traceparent, 2) = 'ff'
+           OR substr(traceparent, 4, 32) = repeat('0', 32) OR substr(traceparent, 37, 16) = repeat('0', 16) THEN
+            RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('layover.enqueue: malformed traceparent %L '
+                '(W3C: 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>, lower case, ids not all zero)',
+                traceparent);
+        END IF;
+        IF length(tracestate) > 512 THEN
+            RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'layover.enqueue: a tracestate is at most 512 characters';
+        END IF;
+        v_trace := jsonb_strip_nulls(jsonb_build_object('traceparent', traceparent, 'tracestate', tracestate));
+    ELSIF tracestate IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'layover.enqueue: a tracestate needs its traceparent';
+    END IF;
+
+    v_run_at := coalesce(run_at, v_now);
+    v_id := key;
+    IF v_id IS NULL THEN
+        v_hex := replace(gen_random_uuid()::text, '-', '');
+        v_hex := lpad(to_hex(floor(extract(epoch FROM v_now) * 1000)::bigint), 12, '0') || '7'
+                 || substr(v_hex, 14, 3) || substr(v_hex, 17, 16);
+        v_id := substr(v_hex, 1, 8) || '-' || substr(v_hex, 9, 4) || '-' || substr(v_hex, 13, 4) || '-'
+                || substr(v_hex, 17, 4) || '-' || substr(v_hex, 21, 12);
+    END IF;
+
+    INSERT INTO layover.scheduled_tasks
+        (task_name, task_instance, task_data, execution_time, picked, version, priority, consecutive_failures,
+         provider_key, deadline, limit_keys, args_shape, fairness_key, token_estimate, fair_tag, trace_context)
+    SELECT v_type.job_type, v_id, v_data, v_run_at, false, 1, priority::smallint, 0, v_pkey, deadline, v_lkeys,
+           v_type.args_shape, v_fkey, v_est,
+           CASE WHEN v_fkey IS NOT NULL AND v_pkey IS NOT NULL AND v_run_at <= v_now
+                THEN (layover.fair_tags(v_pkey, v_run_at, ARRAY[v_fkey], ARRAY[priority], ARRAY[v_est[1]],
+                                        ARRAY[v_est[2]], ARRAY[v_est[3]]))[1] END,
+           v_trace
+    WHERE key IS NULL
+       OR (NOT EXISTS (SELECT 1 FROM layover.dead_letters d
+                       WHERE d.job_type = v_type.job_type AND d.job_id = v_id AND d.state IN ('parked', 'review'))
+           AND NOT EXISTS (SELECT 1 FROM layover.job_history h
+                           WHERE h.job_type = v_type.job_type AND h.job_id = v_id AND h.outcome = 'completed'))
+    ON CONFLICT (task_name, task_instance) DO NOTHING;
+    GET DIAGNOSTICS v_rows = ROW_COUNT;
+    job_id := v_id;
+    created := v_rows = 1;
+    RETURN NEXT;
+END
+$$;
+
+COMMENT ON FUNCTION layover.enqueue(text, jsonb, timestamptz, text, int, timestamptz, text, text, text[], bigint, bigint,
+                                    bigint, text, text) IS
+    'Enqueues a job from SQL as Layover''s Java enqueue does; returns its id and whether it was created (docs/enqueue-from-sql.md).';
+
+-- ---------------------------------------------------------------------------
+-- model_prices: what tokens cost, per model, as the application configured it (Layover.Builder#prices,
+-- the Spring Boot starter's layover.prices.*; written by core's internal.observe.PriceSql when an
+-- instance with a price table starts: its models are upserted, others are left). No price ships
+-- with Layover. Prices per million tokens in `currency`; cached input tokens at
+-- cached_input_per_million (NULL: the input price). provider_keys: the provider keys, or prefix*
+-- patterns, priced as this model; a key no row names is priced as the model its text after the
+-- first ':' names ('openai:gpt-4o-mini' -> 'gpt-4o-mini'), see layover.model_of.
+-- ---------------------------------------------------------------------------
+CREATE TABLE layover.model_prices (
+    model                    text        PRIMARY KEY,
+    currency                 text        NOT NULL,
+    input_per_million        numeric     NOT NULL CHECK (input_per_million >= 0),
+    cached_input_per_million numeric     CHECK (cached_input_per_million >= 0),
+    output_per_million       numeric     NOT NULL CHECK (output_per_million >= 0),
+    provider_keys            text[]      NOT NULL DEFAULT '{}',
+    configured_by            text        NOT NULL,
+    configured_at            timestamptz NOT NULL DEFAULT now()
+);
+
+COMMENT ON TABLE layover.model_prices IS
+    'Token prices per model (per million tokens), as the application configured them; read by layover.token_costs.';
+
+-- The model a provider key is priced as: the row naming the key, else the row with the longest prefix*
+-- pattern matching it, else the key's text after its first ':' (the key itself without one); NULL for
+-- no key.
+CREATE FUNCTION layover.model_of(p_provider_key text) RETURNS text
+    LANGUAGE sql STABLE AS
+$$
+    SELECT coalesce(
+        (SELECT m.model FROM layover.model_prices m, unnest(m.provider_keys) k
+         WHERE k = p_provider_key OR (right(k, 1) = '*' AND starts_with(p_provider_key, left(k, -1)))
+         ORDER BY k = p_provider_key DESC, length(k) DESC, m.model
+         LIMIT 1),
+        CASE WHEN strpos(p_provider_key, ':') > 0 THEN substr(p_provider_key, strpos(p_provider_key, ':') + 1)
+             ELSE nullif(p_provider_key, '') END)
+$$;
+
+-- ---------------------------------------------------------------------------
+-- The documented view of token use and its cost: per day (UTC), job type, provider key and fairness
+-- key (the tenant), the tokens the runs reported, from the time series' hour rows (kept 7 days by
+-- default; counters input_tokens, output_tokens, cached_input_tokens, detail the fairness key), priced
+-- by layover.model_prices. cost is NULL when the key's model has no price (priced false); a provider
+-- key '*' (the keys past the 100 busiest of a flush) or a fairness key '*' (past the busiest) sums the
+-- rest. Input tokens include the cached ones, which are priced at the cached price.
+-- ---------------------------------------------------------------------------
+CREATE VIEW layover.token_costs AS
+SELECT u.day, u.job_type, u.provider_key, u.fairness_key, m.model, p.model IS NOT NULL AS priced, p.currency,
+       u.input_tokens, u.output_tokens, u.cached_input_tokens,
+       round((greatest(u.input_tokens - u.cached_input_tokens, 0) * p.input_per_million
+              + u.cached_input_tokens * coalesce(p.cached_input_per_million, p.input_per_million)
+              + u.output_tokens * p.output_per_million) / 1000000, 6) AS cost
+FROM (SELECT (c.bucket AT TIME ZONE 'UTC')::date AS day, c.job_type, nullif(c.provider_key, '') AS provider_key,
+             nullif(c.detail, '') AS fairness_key,
+             coalesce(sum(c.amount) FILTER (WHERE c.counter = 'input_tokens'), 0) AS input_tokens,
+             coalesce(sum(c.amount) FILTER (WHERE c.counter = 'output_tokens'), 0) AS output_tokens,
+             coalesce(sum(c.amount) FILTER (WHERE c.counter = 'cached_input_tokens'), 0) AS cached_input_tokens
+      FROM layover.time_series_counts c
+      WHERE c.bucket_seconds = 3600 AND c.counter IN ('input_tokens', 'output_tokens', 'cached_input_tokens')
+      GROUP BY 1, 2, 3, 4) u
+     CROSS JOIN LATERAL (SELECT layover.model_of(u.provider_key) AS model) m
+     LEFT JOIN layover.model_prices p ON p.model = m.model;
+
+COMMENT ON VIEW layover.token_costs IS
+    'Tokens reported per day (UTC), job type, provider key and fairness key, and their cost by layover.model_prices '
+    '(NULL when the model has no price); from the time series'' hour rows.';
+
+
+-- ===========================================================================
 -- Console counts: dead letters counted as they change
 -- ===========================================================================
 
@@ -2711,6 +2999,65 @@ CREATE TRIGGER dead_letter_counts_truncate AFTER TRUNCATE ON layover.dead_letter
 
 
 -- ===========================================================================
+-- Workers: the running instances (docs/observability.md)
+-- ===========================================================================
+
+-- ---------------------------------------------------------------------------
+-- layover.workers: one row per running Layover instance (a worker JVM, named like the jobs'
+-- picked_by), written by core's WorkerRegistry through layover.worker_heartbeat(): when the
+-- instance starts, every 5 seconds after that, and at once when the operators' limits it applies
+-- change; deleted when it stops. A worker that died without stopping keeps its row, its heartbeat
+-- ageing; any worker's heartbeat deletes rows whose heartbeat is an hour old. Nothing decides on
+-- this table: the console's Workers page and SQL read it.
+--   worker_name   the instance's worker name (Layover.Builder#workerName; default host#pid)
+--   host          the machine's name
+--   threads       its worker threads (Layover.Builder#threads)
+--   version       its Layover version
+--   started_at    when it started, database time
+--   heartbeat_at  its last heartbeat, database time
+--   limits        the operators' limits (layover.limit_overrides) it applies, by key: the values
+--                 it applies and applied_at, when it first reported them (within a second of
+--                 applying them); {} when it applies none
+-- ---------------------------------------------------------------------------
+CREATE TABLE layover.workers (
+    worker_name  text        PRIMARY KEY,
+    host         text        NOT NULL,
+    threads      int         NOT NULL,
+    version      text,
+    started_at   timestamptz NOT NULL DEFAULT now(),
+    heartbeat_at timestamptz NOT NULL DEFAULT now(),
+    limits       jsonb       NOT NULL DEFAULT '{}'::jsonb
+);
+
+COMMENT ON TABLE layover.workers IS
+    'Running Layover instances: threads, version, heartbeat and the operators'' limits each applies, since when.';
+
+-- The limits a worker reports, each with the applied_at it had in the row before when the values
+-- are the same, else now().
+CREATE FUNCTION layover.worker_limits(reported jsonb, before jsonb) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(jsonb_object_agg(n.key,
+               CASE WHEN o.value IS NOT NULL AND (o.value - 'applied_at') = n.value THEN o.value
+                    ELSE n.value || jsonb_build_object('applied_at', now()) END), '{}'::jsonb)
+    FROM jsonb_each(reported) n
+    LEFT JOIN jsonb_each(coalesce(before, '{}'::jsonb)) o ON o.key = n.key
+$$;
+
+-- A worker's heartbeat (started: its first, at start), and the cleanup of rows an hour stale.
+CREATE FUNCTION layover.worker_heartbeat(p_name text, p_host text, p_threads int, p_version text,
+                                         p_limits jsonb, p_started boolean) RETURNS void
+LANGUAGE sql AS $$
+    INSERT INTO layover.workers AS w (worker_name, host, threads, version, limits)
+    VALUES (p_name, p_host, p_threads, p_version, layover.worker_limits(p_limits, NULL))
+    ON CONFLICT (worker_name) DO UPDATE
+    SET host = excluded.host, threads = excluded.threads, version = excluded.version, heartbeat_at = now(),
+        started_at = CASE WHEN p_started THEN now() ELSE w.started_at END,
+        limits = layover.worker_limits(p_limits, w.limits);
+    DELETE FROM layover.workers WHERE heartbeat_at < now() - interval '1 hour';
+$$;
+
+
+-- ===========================================================================
 -- Audit
 -- ===========================================================================
 
@@ -2756,6 +3103,9 @@ COMMENT ON TABLE layover.audit_log IS
 -- jobs and dead letters), and the provider state of some keys (breakers, cooldowns, buckets and
 -- the recovery sweep's state). Not for production use: a live job of the type that runs meanwhile
 -- finishes, but its outcome finds no row to write. Each returns the rows deleted.
+-- forget_job_type deletes from scheduled_tasks and dead_letters: the job store's (which moves a
+-- job into its dead letter too). forget_provider_keys deletes from breakers, cooldowns, buckets
+-- (the gate's) and recovery_state: the gate's, forgetting a key's state whole.
 -- ---------------------------------------------------------------------------
 CREATE FUNCTION layover.forget_job_type(p_job_type text) RETURNS bigint
     LANGUAGE sql VOLATILE AS

@@ -20,33 +20,79 @@ import org.junit.jupiter.api.Test;
 
 /**
  * One owner per table: every statement that writes a table of the {@code layover} schema
- * ({@code INSERT INTO}, {@code UPDATE}, {@code DELETE FROM}, {@code TRUNCATE}) sits in the Java
- * file docs/architecture.md names as that table's owner. Writes that a statement of one owner
- * needs of another owner's table go through that owner's SQL function (defined in the migrations,
- * which this scan does not cover). The benchmark harnesses are the one exception.
+ * ({@code INSERT INTO}, {@code UPDATE}, {@code DELETE FROM}, {@code TRUNCATE}) sits in one of the
+ * writer units docs/architecture.md names as that table's owner. A unit is a Java file under
+ * {@code src/main/java}, a SQL file under {@code src/main/resources} (core's named statements), or
+ * a function the migrations define ({@code function layover.pick}: its body, trigger functions
+ * too). A statement of one owner that needs a write of another owner's table calls that owner's
+ * function. The benchmark harnesses are the one exception.
  */
 class TableOwnersTest {
 
     private static final String CORE = "core/src/main/java/dev/layover/core/";
+    private static final String CORE_SQL = "core/src/main/resources/dev/layover/core/sql/";
     private static final String DLQ = "dlq/src/main/java/dev/layover/dlq/";
 
-    /** The owner of each table: the files whose SQL may write it. */
+    private static String function(String name) {
+        return "function layover." + name;
+    }
+
+    /** The job store: core's job statements and the functions that write job rows for others. */
+    private static final Set<String> JOB_STORE = Set.of(
+            CORE + "internal/jobs/JobSql.java",
+            CORE_SQL + "job_insert.sql",
+            CORE_SQL + "job_insert_batch.sql",
+            // the engine's pick is the admission: it takes the jobs its keys admit
+            function("pick"),
+            // the job rows of batches, for the batch_* functions
+            function("jobs_batched"),
+            function("jobs_wake_batched"),
+            // forgetting a job type (demos, tests): its live jobs and dead letters
+            function("forget_job_type"),
+            // the SQL enqueue (other languages): the insert job_insert.sql makes
+            function("enqueue"));
+
+    /** The owner of each table: the units whose SQL may write it. */
     private static final Map<String, Set<String>> OWNERS = Map.ofEntries(
-            Map.entry("scheduled_tasks", Set.of(CORE + "internal/jobs/JobSql.java")),
+            Map.entry("scheduled_tasks", JOB_STORE),
             // the park is a move: the job store's one statement writes the dead letter it moves the job into
-            Map.entry("dead_letters", Set.of(CORE + "internal/jobs/JobSql.java", DLQ + "DlqSql.java")),
+            Map.entry("dead_letters", Set.of(CORE + "internal/jobs/JobSql.java", function("forget_job_type"),
+                    DLQ + "DlqSql.java")),
             Map.entry("job_history", Set.of(CORE + "internal/jobs/JobSql.java", CORE + "history/JobHistoryRetention.java")),
-            Map.entry("breakers", Set.of(CORE + "internal/gate/StateSql.java")),
-            Map.entry("cooldowns", Set.of(CORE + "internal/gate/StateSql.java")),
-            Map.entry("buckets", Set.of(CORE + "internal/gate/StateSql.java", CORE + "internal/gate/TokenSql.java")),
-            Map.entry("pauses", Set.of(CORE + "internal/engine/ControlSql.java")),
-            Map.entry("recovery_state", Set.of(DLQ + "DlqSql.java")),
-            Map.entry("audit_log", Set.of(DLQ + "DlqSql.java")),
-            Map.entry("time_series_counts", Set.of(CORE + "internal/observe/TimeSeriesSql.java")),
+            Map.entry("database_returns", Set.of(function("database_returned"))),
+            Map.entry("breakers", Set.of(CORE + "internal/gate/StateSql.java", function("claim_trials"),
+                    function("forget_provider_keys"))),
+            Map.entry("cooldowns", Set.of(CORE + "internal/gate/StateSql.java", function("forget_provider_keys"))),
+            Map.entry("buckets", Set.of(CORE + "internal/gate/StateSql.java", CORE + "internal/gate/TokenSql.java",
+                    CORE_SQL + "bucket_configure.sql", function("take"), function("limit_rows"),
+                    function("forget_provider_keys"),
+                    // co-owner: the pick writes the permits and tokens its admissions spend in the statement
+                    // that takes the jobs (one statement per pick; the gate's take is one call of one key)
+                    function("pick"))),
+            Map.entry("concurrency_limits", Set.of(function("configure_concurrency"), function("limit_rows"))),
+            // the pick's fair queues: each priority's clock, the low share's credit
+            Map.entry("fair_lines", Set.of(function("pick"))),
             Map.entry("fairness_weights", Set.of(CORE + "internal/gate/FairSql.java")),
             Map.entry("limit_overrides", Set.of(CORE + "internal/gate/OverrideSql.java")),
-            Map.entry("batches", Set.of(CORE + "internal/batch/BatchSql.java")),
-            Map.entry("batch_items", Set.of(CORE + "internal/batch/BatchSql.java")));
+            Map.entry("pauses", Set.of(CORE + "internal/engine/ControlSql.java")),
+            // co-owner: forgetting a provider key (demos, tests) forgets the recovery sweep's state of it too
+            Map.entry("recovery_state", Set.of(DLQ + "DlqSql.java", function("forget_provider_keys"))),
+            Map.entry("audit_log", Set.of(DLQ + "DlqSql.java")),
+            // each running instance's row: its start, heartbeat and stop
+            Map.entry("workers", Set.of(CORE + "internal/observe/WorkerSql.java", function("worker_heartbeat"))),
+            // the statement triggers on layover.dead_letters
+            Map.entry("dead_letter_counts", Set.of(function("dead_letter_counts_apply"),
+                    function("dead_letter_counts_reset"))),
+            // the job types workers run, registered at start; read by layover.enqueue
+            Map.entry("job_types", Set.of(CORE + "internal/jobs/JobSql.java")),
+            // the application's price table, written at start
+            Map.entry("model_prices", Set.of(CORE + "internal/observe/PriceSql.java")),
+            Map.entry("time_series_counts", Set.of(CORE + "internal/observe/TimeSeriesSql.java",
+                    function("time_series_add"))),
+            Map.entry("batches", Set.of(CORE + "internal/batch/BatchSql.java", function("batch_gather"),
+                    function("batch_collect"), function("batch_finish"), function("batch_leave"))),
+            Map.entry("batch_items", Set.of(CORE + "internal/batch/BatchSql.java", function("batch_gather"),
+                    function("batch_collect"), function("batch_finish"), function("batch_leave"))));
 
     /**
      * The benchmarks are measurement harnesses, not Layover: they fill tables to measure reads of
@@ -54,32 +100,120 @@ class TableOwnersTest {
      */
     private static final String FIXTURES = "bench/";
 
+    /**
+     * A migration's own statements, outside its functions, run once when it applies: they change
+     * the schema (a backfill with it), they write nothing at run time. Its functions are scanned.
+     */
+    private static final String MIGRATIONS = "migrations/";
+
     private static final Pattern WRITE = Pattern.compile(
             "(?i)\\b(?:INSERT\\s+INTO|UPDATE|DELETE\\s+FROM|TRUNCATE(?:\\s+TABLE)?)\\s+layover\\.([a-z_]+)");
+
+    private static final Pattern FUNCTION = Pattern.compile(
+            "(?i)\\bCREATE\\s+(?:OR\\s+REPLACE\\s+)?FUNCTION\\s+layover\\.([a-z_0-9]+)\\s*\\(");
+
+    private static final Pattern DOLLAR_QUOTE = Pattern.compile("\\$([A-Za-z_][A-Za-z_0-9]*)?\\$");
 
     @Test
     void everyWriteOfALayoverTableIsInItsOwnersSql() throws IOException {
         Path root = reactorRoot();
+        Map<String, String> units = new TreeMap<>();
+        try (Stream<Path> files = Files.walk(root)) {
+            files.forEach(p -> {
+                String rel = root.relativize(p).toString();
+                if (rel.endsWith(".java") && rel.contains("/src/main/java/")) {
+                    units.put(rel, read(p));
+                } else if (rel.endsWith(".sql") && rel.contains("/src/main/resources/")) {
+                    splitSql(rel, stripComments(read(p)), units);
+                }
+            });
+        }
+
         Map<String, Set<String>> writers = new TreeMap<>();
         List<String> strays = new ArrayList<>();
-        try (Stream<Path> files = Files.walk(root)) {
-            files.filter(p -> p.toString().endsWith(".java") && p.toString().contains("/src/main/java/"))
-                    .forEach(p -> {
-                        String rel = root.relativize(p).toString();
-                        Matcher m = WRITE.matcher(read(p));
-                        while (m.find()) {
-                            String table = m.group(1);
-                            writers.computeIfAbsent(table, t -> new TreeSet<>()).add(rel);
-                            Set<String> owners = OWNERS.get(table);
-                            if (!rel.startsWith(FIXTURES) && (owners == null || !owners.contains(rel))) {
-                                strays.add(rel + " writes layover." + table);
-                            }
-                        }
-                    });
+        units.forEach((unit, text) -> {
+            Matcher m = WRITE.matcher(text);
+            while (m.find()) {
+                String table = m.group(1);
+                writers.computeIfAbsent(table, t -> new TreeSet<>()).add(unit);
+                Set<String> owners = OWNERS.get(table);
+                boolean exempt = unit.startsWith(FIXTURES) || unit.startsWith(MIGRATIONS);
+                if (!exempt && (owners == null || !owners.contains(unit))) {
+                    strays.add(unit + " writes layover." + table);
+                }
+            }
+        });
+        List<String> distinct = strays.stream().distinct().toList();
+        assertTrue(distinct.isEmpty(), () -> "writes outside the table's owner (docs/architecture.md):\n  "
+                + String.join("\n  ", distinct) + "\nall writers: " + writers);
+
+        List<String> missing = OWNERS.values().stream().flatMap(Set::stream).distinct()
+                .filter(owner -> !units.containsKey(owner)).sorted().toList();
+        assertEquals(List.of(), missing, "owners named in the map that the scan did not find (renamed, removed?)");
+
+        // the scan read every kind of unit: Java, core's SQL files, the migrations' functions and triggers
+        Set<String> jobWriters = writers.getOrDefault("scheduled_tasks", Set.of());
+        for (String unit : List.of(CORE + "internal/jobs/JobSql.java", CORE_SQL + "job_insert.sql",
+                function("pick"), function("jobs_wake_batched"))) {
+            assertTrue(jobWriters.contains(unit), "the scan found " + unit + " writing the job table: " + writers);
         }
-        assertEquals(List.of(), strays, "writes outside the table's owner (docs/architecture.md); all writers: " + writers);
-        assertTrue(writers.get("scheduled_tasks").contains(CORE + "internal/jobs/JobSql.java"),
-                "the scan found the job table's owner: " + writers);
+        assertTrue(writers.getOrDefault("dead_letter_counts", Set.of()).contains(function("dead_letter_counts_apply")),
+                "the scan found the trigger functions: " + writers);
+        List<String> functions = units.keySet().stream().filter(u -> u.startsWith("function ")).toList();
+        assertTrue(functions.size() > 30, "the scan found " + functions.size() + " functions in the migrations: " + functions);
+    }
+
+    /**
+     * Adds a SQL file's units: each {@code CREATE FUNCTION layover.name}'s body as
+     * {@code function layover.name} (every definition of it, overloads and replacements
+     * included), and the rest of the file under its path.
+     */
+    private static void splitSql(String path, String sql, Map<String, String> units) {
+        StringBuilder rest = new StringBuilder();
+        int at = 0;
+        Matcher f = FUNCTION.matcher(sql);
+        while (f.find(at)) {
+            String name = function(f.group(1).toLowerCase(java.util.Locale.ROOT));
+            Matcher open = DOLLAR_QUOTE.matcher(sql);
+            if (!open.find(f.end())) {
+                throw new IllegalStateException(path + ": " + name + " has no dollar-quoted body");
+            }
+            String tag = open.group();
+            int close = sql.indexOf(tag, open.end());
+            if (close < 0) {
+                throw new IllegalStateException(path + ": " + name + "'s body " + tag + " is not closed");
+            }
+            rest.append(sql, at, f.start());
+            units.merge(name, sql.substring(open.end(), close), (a, b) -> a + "\n" + b);
+            at = close + tag.length();
+        }
+        rest.append(sql.substring(at));
+        units.put(path, rest.toString());
+    }
+
+    /** The SQL without its comments ({@code --} to the end of the line, and block comments). */
+    private static String stripComments(String sql) {
+        StringBuilder out = new StringBuilder(sql.length());
+        boolean quoted = false;
+        for (int i = 0; i < sql.length(); i++) {
+            char c = sql.charAt(i);
+            if (quoted) {
+                quoted = c != '\'';
+                out.append(c);
+            } else if (c == '\'') {
+                quoted = true;
+                out.append(c);
+            } else if (sql.startsWith("--", i)) {
+                int eol = sql.indexOf('\n', i);
+                i = (eol < 0 ? sql.length() : eol) - 1;
+            } else if (sql.startsWith("/*", i)) {
+                int end = sql.indexOf("*/", i + 2);
+                i = (end < 0 ? sql.length() : end + 2) - 1;
+            } else {
+                out.append(c);
+            }
+        }
+        return out.toString();
     }
 
     private static Path reactorRoot() {

@@ -163,8 +163,7 @@ public final class BacklogBench {
         long bytesAtStart = BenchDatabase.count(ds, "select pg_table_size('layover.scheduled_tasks')"
                 + " + pg_indexes_size('layover.scheduled_tasks')");
         System.out.println("  enqueued " + jobs + " in " + String.format(Locale.ROOT, "%.1f s", enqueueSeconds) + ": " + rows(ds,
-                "select s || '=' || n from (select coalesce(last_reschedule_reason, 'due')"
-                + " || case when permit_at is null then '' else '+permit' end as s, count(*) as n"
+                "select s || '=' || n from (select coalesce(last_reschedule_reason, 'due') as s, count(*) as n"
                 + " from layover.scheduled_tasks where task_name = 'backlog' group by 1) x order by 1"));
         long writes0 = writes(ds);
         long walBytes0 = BenchDatabase.count(ds, "select wal_bytes::bigint from pg_stat_wal");
@@ -208,7 +207,7 @@ public final class BacklogBench {
         }
         System.out.println("  jobs at the end: " + rows(ds, """
                 select state || '=' || n from (
-                    select coalesce(last_reschedule_reason, 'new') || case when permit_at is null then '' else '+permit' end
+                    select coalesce(last_reschedule_reason, 'new')
                            || case when execution_time <= now() then ' due' when execution_time <= now() + interval '1 minute'
                                    then ' <1min' when execution_time <= now() + interval '1 hour' then ' <1h' else ' later' end
                            AS state, count(*) AS n

@@ -32,7 +32,8 @@ import java.util.Set;
  *   <li>batch routing: deferrable jobs by batch, urgent ones directly, a worker JVM killed
  *       mid-submit ({@link BatchBench});
  *   <li>a deep backlog behind rate-limited keys ({@link BacklogBench});
- *   <li>10,000 provider keys with buckets or concurrency limits against one ({@link KeysBench}).
+ *   <li>10,000 provider keys with buckets or concurrency limits against one ({@link KeysBench});
+ *   <li>what traces, the MDC and token counts cost a run ({@link ObserveBench}).
  * </ol>
  *
  * <p>Usage: {@code mvn -q -pl bench -am -DskipTests package exec:java -Dexec.args="[--quick]
@@ -54,7 +55,7 @@ public final class Bench {
 
     /** The sections, in the order they run. */
     static final List<String> SECTIONS = List.of("throughput", "latency", "tail", "enqueue", "etiquette", "recovery", "console",
-            "tokens", "inflight", "fairness", "batch", "backlog", "keys");
+            "tokens", "inflight", "fairness", "batch", "backlog", "keys", "observe");
 
     /** Everything one run measured (null where a section was not run). */
     public static final class Report {
@@ -72,6 +73,12 @@ public final class Bench {
         BatchBench.Result batch;
         List<BacklogBench.Arm> backlog;
         List<KeysBench.Arm> keys;
+        List<ObserveBench.Run> observe;
+
+        /** @return the observability arms (issue 49), every round in turn, or null */
+        public List<ObserveBench.Run> observe() {
+            return observe;
+        }
         double seconds;
 
         /** @return the many-keys arms (bucket and concurrency limit, one key and many), or null */
@@ -296,6 +303,13 @@ public final class Bench {
                 KeysBench.Settings s = quick ? KeysBench.Settings.quick() : KeysBench.Settings.full();
                 report.keys = KeysBench.measure(args, s);
                 keys(out, report.keys, s, t);
+            }
+            if (only.contains("observe")) {
+                int jobs = quick ? 3_000 : 20_000;
+                int rounds = quick ? 1 : 3;
+                long t = System.nanoTime();
+                report.observe = ObserveBench.measure(db.dataSource(), jobs, threads, rounds);
+                observe(out, report.observe, jobs, threads, rounds, t);
             }
         }
         report.seconds = (System.nanoTime() - start) / 1e9;
@@ -584,6 +598,26 @@ public final class Bench {
         took(out, t);
     }
 
+    /** Each arm's median jobs per second over its rounds, and its ratio to the default arm's. */
+    private static void observe(PrintStream out, List<ObserveBench.Run> runs, int jobs, int threads, int rounds, long t) {
+        out.printf(Locale.ROOT, "%n### Observability: traces, MDC, token counts (%,d no-op jobs, %d threads, %d rounds, "
+                + "arms in turn)%n%n| arm | jobs/s (median) | vs default | spans exported |%n|---|---|---|---|%n", jobs,
+                threads, rounds);
+        double base = observeMedian(runs, ObserveBench.DEFAULT);
+        for (String arm : ObserveBench.ARMS) {
+            double m = observeMedian(runs, arm);
+            long spans = runs.stream().filter(r -> r.arm().equals(arm)).mapToLong(ObserveBench.Run::spans).max().orElse(0);
+            out.printf(Locale.ROOT, "| %s | %,.0f | %.2f× | %,d |%n", arm, m, m / base, spans);
+        }
+        out.printf(Locale.ROOT, "%n(%.0f s)%n", (System.nanoTime() - t) / 1e9);
+    }
+
+    private static double observeMedian(List<ObserveBench.Run> runs, String arm) {
+        double[] v = runs.stream().filter(r -> r.arm().equals(arm)).mapToDouble(ObserveBench.Run::perSecond).sorted()
+                .toArray();
+        return v.length == 0 ? 0 : v[v.length / 2];
+    }
+
     private static double keysRatio(List<KeysBench.Arm> arms, int k) {
         return arms.get(k + 1).msPerJob() / arms.get(k).msPerJob();
     }
@@ -659,7 +693,7 @@ public final class Bench {
         out.printf(Locale.ROOT, "| goodput | ≥ 0.95 R | %.3f R | %s |%n", fair.goodput(), fair.goodput() >= 0.95 ? "yes" : "**no**");
         out.printf(Locale.ROOT, "| Jain's fairness index over the tenants | ≥ 0.95 | %.3f | %s |%n", fair.jain(),
                 fair.jain() >= 0.95 ? "yes" : "**no**");
-        out.printf(Locale.ROOT, "| a round's cost per booked job, 10,000 fairness keys / 10 | ≤ 2× | %.2f× | %s |%n", scaleRatio,
+        out.printf(Locale.ROOT, "| a pick's cost per admitted job, 10,000 fairness keys / 10 | ≤ 2× | %.2f× | %s |%n", scaleRatio,
                 scaleRatio <= 2 ? "yes" : "**no**");
         for (FairnessBench.Arm a : arms) {
             if (!a.label().endsWith("fair share of tokens") && !a.label().endsWith("fair share of slots")) {

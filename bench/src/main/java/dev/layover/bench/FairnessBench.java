@@ -373,12 +373,13 @@ public final class FairnessBench {
     }
 
     /**
-     * The cost of a round with many fairness keys: 20,000 waiting jobs spread over {@code flows}
-     * fairness keys, tagged, then {@code rounds} rounds each half a second later on the
-     * database's view (p_now moves, no sleeping), each booking the next horizon's permits at R =
-     * 50/s; database time per round and per booked job.
+     * The cost of the pick's fair order with many fairness keys: 20,000 waiting jobs spread over
+     * {@code flows} fairness keys, tagged (each flow's jobs one apart, as enqueue tags them), then
+     * {@code rounds} picks each half a second later on the database's view ({@code p_now} moves, no
+     * sleeping), each admitting what the key's bucket (R = 50/s, 1 s burst) has for it; database
+     * time per pick and per admitted job.
      *
-     * @return {flows, ms per round (median), µs per booked job (median), rounds}
+     * @return {flows, ms per pick (median), µs per admitted job (median), picks}
      */
     static double[] scale(DataSource ds, int flows, int rounds) throws Exception {
         clean(ds);
@@ -386,23 +387,23 @@ public final class FairnessBench {
             st.execute("insert into layover.buckets (provider_key, requests_per_minute, burst_ms) values ('" + KEY
                     + "', 3000, 1000)");
             st.execute("insert into layover.scheduled_tasks (task_name, task_instance, execution_time, picked, version, "
-                    + "priority, provider_key, fairness_key) select 'fair-bench-scale', 'j' || i, now() - interval '1 s', "
-                    + "false, 1, 0, '" + KEY + "', 'tenant:' || (i % " + flows + ") from generate_series(1, 20000) i");
+                    + "priority, provider_key, fairness_key, fair_tag) select 'fair-bench-scale', 'j' || i, "
+                    + "now() - interval '1 s', false, 1, 0, '" + KEY + "', 'tenant:' || (i % " + flows + "), "
+                    + "(i / " + flows + ")::float8 + 1 from generate_series(1, 20000) i");
             st.execute("analyze layover.scheduled_tasks");
-            // tag everything (two rounds of at most 10,000 each)
-            st.execute("select layover.fair_round('" + KEY + "', now(), 50, 50, 0.5, 0.1, 10000, null, null, null, 2)");
-            st.execute("select layover.fair_round('" + KEY + "', now(), 50, 50, 0.5, 0.1, 10000, null, null, null, 2)");
             double[] ms = new double[rounds];
             double[] perJob = new double[rounds];
             for (int i = 0; i < rounds; i++) {
                 long t = System.nanoTime();
-                try (ResultSet rs = st.executeQuery("select booked from layover.fair_round('" + KEY + "', now() + interval '"
-                        + (i + 1) * 500 + " milliseconds', 50, 50, 0.5, 0.1, 10000, null, null, null, 2)")) {
+                try (ResultSet rs = st.executeQuery("select count(*) filter (where verdict = 'run') from layover.pick("
+                        + "'scale-bench', now() + interval '" + (i + 1) * 500 + " milliseconds', 100, "
+                        + "array['fair-bench-scale'], null, '{}'::jsonb)")) {
                     rs.next();
                     double took = (System.nanoTime() - t) / 1e6;
                     ms[i] = took;
                     perJob[i] = took * 1000 / Math.max(1, rs.getInt(1));
                 }
+                st.execute("delete from layover.scheduled_tasks where task_name = 'fair-bench-scale' and picked");
             }
             st.execute("delete from layover.scheduled_tasks where task_name = 'fair-bench-scale'");
             return new double[] {flows, pct(ms, 0.5), pct(perJob, 0.5), rounds};
@@ -424,7 +425,7 @@ public final class FairnessBench {
 
     private static long fairRounds(DataSource ds) throws Exception {
         try (Connection c = ds.getConnection(); Statement st = c.createStatement();
-                ResultSet rs = st.executeQuery("select coalesce(sum(rounds), 0) from layover.fair_lines")) {
+                ResultSet rs = st.executeQuery("select coalesce(sum(picks), 0) from layover.fair_lines")) {
             rs.next();
             return rs.getLong(1);
         }
@@ -436,21 +437,20 @@ public final class FairnessBench {
             st.execute("delete from layover.scheduled_tasks where task_name like 'fair-bench-%'");
             st.execute("delete from layover.dead_letters where job_type like 'fair-bench-%'");
             st.execute("delete from layover.fair_lines");
-            st.execute("delete from layover.fair_flows");
             st.execute("delete from layover.fairness_weights");
         }
     }
 
     /** Markdown for the scale comparison. */
     static void printScale(java.io.PrintStream out, double[] few, double[] many) {
-        out.println("#### A round's database time with 20,000 waiting jobs over 10 and over 10,000 fairness keys (R = 50/s, 0.5 s horizon: 25 permits a round)");
+        out.println("#### A pick's database time with 20,000 waiting jobs over 10 and over 10,000 fairness keys (R = 50/s, a pick every 0.5 s: 25 admitted)");
         out.println();
-        out.println("| fairness keys | ms per round (median) | µs per booked job (median) | rounds |");
+        out.println("| fairness keys | ms per pick (median) | µs per admitted job (median) | picks |");
         out.println("|---|---|---|---|");
         for (double[] r : new double[][] {few, many}) {
             out.printf(java.util.Locale.ROOT, "| %,d | %.2f | %.0f | %.0f |%n", (long) r[0], r[1], r[2], r[3]);
         }
-        out.printf(java.util.Locale.ROOT, "%n**ratio, 10,000 keys / 10 keys: %.2f× per booked job**%n%n", many[2] / few[2]);
+        out.printf(java.util.Locale.ROOT, "%n**ratio, 10,000 keys / 10 keys: %.2f× per admitted job**%n%n", many[2] / few[2]);
     }
 
     /** Markdown for one run. */
@@ -459,7 +459,7 @@ public final class FairnessBench {
                 s.rate(), s.sizes()[0], s.sizes()[1], s.sizes()[2], s.lateJobs(), s.lateAfter().toSeconds(),
                 s.window().toSeconds(), s.threads());
         for (Arm a : arms) {
-            out.printf(java.util.Locale.ROOT, "#### %s: goodput %.3f R, Jain's index %.3f, fair rounds %,d, parked %s%n%n",
+            out.printf(java.util.Locale.ROOT, "#### %s: goodput %.3f R, Jain's index %.3f, fair picks %,d, parked %s%n%n",
                     a.label(), a.goodput(), a.jain(), a.fairRounds(), a.parked().isEmpty() ? "0" : a.parked());
             out.println("| tenant | weight | jobs | started | share while active | ideal share | ratio | wait p50 / p95 (s) | ideal p50 / p95 (s) | p95 / ideal |");
             out.println("|---|---|---|---|---|---|---|---|---|---|");

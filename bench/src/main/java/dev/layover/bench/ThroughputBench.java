@@ -138,7 +138,7 @@ public final class ThroughputBench {
                 """);
     }
 
-    private static void waitEmpty(DataSource ds, String rows) throws Exception {
+    static void waitEmpty(DataSource ds, String rows) throws Exception {
         while (true) {
             try (Connection c = ds.getConnection(); Statement st = c.createStatement();
                     ResultSet rs = st.executeQuery("select exists (select 1 from " + rows + ")")) {

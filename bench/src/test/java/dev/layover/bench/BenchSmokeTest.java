@@ -32,7 +32,7 @@ class BenchSmokeTest {
         System.out.println(printed);
         for (String table : new String[] {"### Throughput", "### Wake-up latency", "### Tail latency", "### Enqueue", "### Provider etiquette",
                 "### Recovery", "### Console API", "### Token limits", "### Slow calls in flight", "### Batch routing", "### Deep backlog",
-                "### Many provider keys", "### Goals of issue 11"}) {
+                "### Many provider keys", "### Observability", "### Goals of issue 11"}) {
             assertTrue(printed.contains(table), "missing " + table + " in:\n" + printed);
         }
         assertFalse(printed.contains("NaN"), printed);
@@ -75,6 +75,10 @@ class BenchSmokeTest {
         assertBatch(r.batch());
         assertBacklog(r.backlog());
         assertKeys(r.keys());
+        assertEquals(ObserveBench.ARMS.size(), r.observe().size(), "one quick round of every arm");
+        r.observe().forEach(o -> assertTrue(o.perSecond() > 0 && Double.isFinite(o.perSecond()), o.toString()));
+        r.observe().stream().filter(o -> o.arm().equals(ObserveBench.TRACED))
+                .forEach(o -> assertEquals(o.jobs(), o.spans(), "a span per run: " + o));
     }
 
     /** The many-keys arms: every job of every arm done, each arm's database time measured. */

@@ -12,8 +12,10 @@ import java.time.Instant;
  *   <li><b>run time</b>: now (default), at an instant, or after a delay;
  *   <li><b>idempotency key</b>: becomes the job's id. Enqueueing a key that names a live job, or a
  *       dead letter still {@code parked} or in {@code review}, writes nothing and returns that job.
- *       Without a key the id is a new time-ordered UUID (version 7: the enqueue's millisecond, then
- *       74 random bits), so the primary key of jobs enqueued together shares its index pages;
+ *       Without a key the id is a new time-ordered UUID (version 7: the enqueue's millisecond, a
+ *       counter that keeps one JVM's ids increasing, then 62 random bits), so the primary key of
+ *       jobs enqueued together shares its index pages, and jobs due at the same time are picked in
+ *       enqueue order;
  *   <li><b>priority</b>: higher runs first among due jobs (only when the Layover instance has
  *       priority enabled; stored either way). Default 0;
  *   <li><b>deadline</b>: absolute ({@link #withDeadline(Instant)}) or relative to the enqueue

@@ -14,10 +14,12 @@ import java.util.Objects;
  *   <tr><td>{@link #backoffBase()}</td><td>2 s</td><td>retry delay is full jitter:
  *       {@code uniform(0, min(cap, base * 2^attempts))}</td></tr>
  *   <tr><td>{@link #backoffCap()}</td><td>10 min</td><td>the longest retry delay</td></tr>
- *   <tr><td>{@link #maxReschedules()}</td><td>100</td><td>reschedules (rate limits, quota
- *       waits, snoozes, cooldowns) before the job is parked</td></tr>
+ *   <tr><td>{@link #maxReschedules()}</td><td>100</td><td>reschedules (rate limits and quota
+ *       waits its own calls met, snoozes) before the job is parked; waiting for its key's
+ *       admission is not a reschedule</td></tr>
  *   <tr><td>{@link #maxDeferral()}</td><td>1 h</td><td>the longest single wait a rate limit or
- *       quota reset may impose; a longer one parks the job (and the recovery sweep brings it back
+ *       quota reset may impose, and the longest a due job waits for its key's rate limit at the
+ *       pick; a longer one parks the job (and the recovery sweep brings it back
  *       when the provider recovers)</td></tr>
  *   <tr><td>{@link #timeout()}</td><td>30 min</td><td>the longest a handler may run; past it its
  *       thread is interrupted and the run counts as TRANSIENT (an attempt spent, a breaker failure of

@@ -36,6 +36,7 @@ public final class JobType<A> {
     private final JobHandler<A> handler;
     private final JobPolicy policy;
     private final Function<? super A, String> providerKey;
+    private final String fixedProviderKey;
     private final Function<? super A, ? extends Collection<String>> limitKeys;
     private final Function<? super A, String> fairnessKey;
     private final ObjectMapper objectMapper;
@@ -48,6 +49,7 @@ public final class JobType<A> {
         this.handler = Objects.requireNonNull(b.handler, () -> "job type '" + b.name + "' has no handler");
         this.policy = b.policy;
         this.providerKey = b.providerKey;
+        this.fixedProviderKey = b.fixedProviderKey;
         this.limitKeys = b.limitKeys;
         this.fairnessKey = b.fairnessKey;
         this.objectMapper = b.objectMapper;
@@ -154,6 +156,27 @@ public final class JobType<A> {
     }
 
     /**
+     * @return the provider key every job of this type has ({@link Builder#providerKey(String)}), or
+     *     {@code null} when the type has none or derives it from each job's args
+     */
+    public String fixedProviderKey() {
+        return fixedProviderKey;
+    }
+
+    /**
+     * @return whether the provider key is a function of the args ({@link Builder#providerKey(Function)}):
+     *     an enqueue from SQL must then pass it ({@code docs/enqueue-from-sql.md})
+     */
+    public boolean providerKeyFromArgs() {
+        return providerKey != null && fixedProviderKey == null;
+    }
+
+    /** @return whether the job type derives a fairness key from its args ({@link Builder#fairnessKey}) */
+    public boolean hasFairnessKey() {
+        return fairnessKey != null;
+    }
+
+    /**
      * @return the job type's token estimate ({@link Builder#tokenEstimate}), or {@code null} when
      *     it has none
      */
@@ -190,6 +213,7 @@ public final class JobType<A> {
         private JobHandler<A> handler;
         private JobPolicy policy = JobPolicy.defaults();
         private Function<? super A, String> providerKey;
+        private String fixedProviderKey;
         private Function<? super A, ? extends Collection<String>> limitKeys;
         private Function<? super A, String> fairnessKey;
         private ObjectMapper objectMapper;
@@ -236,6 +260,7 @@ public final class JobType<A> {
         public Builder<A> providerKey(String key) {
             Objects.requireNonNull(key, "key");
             this.providerKey = a -> key;
+            this.fixedProviderKey = key;
             return this;
         }
 
@@ -247,6 +272,7 @@ public final class JobType<A> {
          */
         public Builder<A> providerKey(Function<? super A, String> key) {
             this.providerKey = Objects.requireNonNull(key, "key");
+            this.fixedProviderKey = null;
             return this;
         }
 
@@ -278,12 +304,13 @@ public final class JobType<A> {
          * never holds the others back ({@code docs/fairness.md}). Stored in
          * {@code scheduled_tasks.fairness_key} at enqueue (1-200 characters; {@code null}: none).
          *
-         * <p>Database effect: when the key's bucket has no permit free now, the job waits in the
-         * key's fair queue ({@code layover.fair_round}: a tag, then a permit booked in its
-         * turn; no attempt spent, not counted against {@code maxReschedules}) instead of booking
-         * the next free permit first come, first served. Applies to request-rate limits
-         * (configured buckets and paces learned from a stated limit); on a key whose bucket limits tokens the job is
-         * admitted as one without a fairness key. A job type without one behaves exactly as before.
+         * <p>Database effect: a job enqueued due gets a virtual-time tag in the same {@code INSERT}
+         * ({@code scheduled_tasks.fair_tag}, from {@code layover.fair_tags}), and the pick admits the
+         * key's tagged jobs lowest tag first, under every limit of the key (bucket, tokens,
+         * concurrency). No attempt spent, no reschedule counted. A job moved to a later run time
+         * (a rate-limit reschedule, a retry, a pause) loses its tag and, once due, goes with the
+         * key's untagged jobs, which the pick admits first. A job type without a fairness key
+         * behaves exactly as before.
          *
          * @param key a function of the args; may return {@code null}
          * @return this builder

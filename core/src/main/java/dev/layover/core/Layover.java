@@ -11,7 +11,10 @@ import dev.layover.core.internal.gate.Limits;
 import dev.layover.core.internal.jobs.JobLookup;
 import dev.layover.core.internal.jobs.Registry;
 import dev.layover.core.internal.observe.TimeSeriesSettings;
+import dev.layover.core.internal.observe.ObserveSettings;
 import dev.layover.core.metrics.LayoverMetrics;
+import dev.layover.core.tokens.Prices;
+import dev.layover.core.tracing.LayoverTracing;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.ProviderClassifier;
 import dev.layover.core.provider.state.BreakerListener;
@@ -81,7 +84,7 @@ public final class Layover implements AutoCloseable {
                 b.shutdownMaxWait, b.priority, b.prefetch, b.breakers, b.perKeyBreakers, b.cooldowns, b.buckets,
                 b.patternBuckets, b.concurrencyLimits, b.breakerListeners, b.tokenCosts, b.metrics, b.history,
                 b.historyArgs, b.stackTraceChars, b.timeSeries, b.notifications, b.giveBackAfter, b.virtualThreads,
-                b.fairness, b.batching));
+                b.fairness, b.batching, new ObserveSettings(b.tracing, b.mdc, b.prices)));
         this.extraTasks = List.copyOf(b.extraTasks);
         this.plugins = List.copyOf(b.plugins);
         this.historyRetention = b.history && !b.historyKeep.isZero()
@@ -195,15 +198,8 @@ public final class Layover implements AutoCloseable {
      * <p>Database: one {@code INSERT} into the job table. With an idempotency key that names a live
      * job, a dead letter still {@code parked} or in {@code review}, or a job that completed within
      * the history's retention, nothing is written and the result says {@code created = false}
-     * ({@link #lookup} tells where that job is). A job due now whose provider key has a
-     * configured request bucket (no token limit) books its permit in the same statement, when the
-     * bucket has one within the job type's {@code maxDeferral} and 60 s: the bucket's
-     * {@code request_tat} moves past it, and the job is inserted at the permit, holding it
-     * ({@code permit_at}, {@code reschedule_reason} {@code bucket}, no reschedule counted, no
-     * attempt), so no worker writes it again before it runs. Not for a job with a deadline, limit
-     * keys, a fairness key, a raised priority or a batchable type, and never in the caller's
-     * transaction ({@link #enqueue(Connection, JobType, Object, EnqueueOptions)}), which would hold
-     * the bucket row until it commits.
+     * ({@link #lookup} tells where that job is). Nothing else is written at enqueue: the job
+     * waits, untouched, until a pick admits it under its key's limits ({@code docs/architecture.md}).
      *
      * @param type a registered job type
      * @param args its arguments
@@ -241,9 +237,8 @@ public final class Layover implements AutoCloseable {
 
     /**
      * Enqueues many jobs to run now, with new ids (time-ordered UUIDs), 5,000 rows per
-     * {@code INSERT}. Jobs behind a configured request bucket book their permits in enqueue order, as with
-     * {@link #enqueue(JobType, Object, EnqueueOptions)}; those beyond the booking horizon are
-     * inserted due.
+     * {@code INSERT}; the pick admits them under their keys' limits in enqueue order (fairness
+     * keys aside).
      *
      * @param type a registered job type
      * @param args the arguments, one job each
@@ -425,7 +420,7 @@ public final class Layover implements AutoCloseable {
      *   <tr><td>{@link #virtualThreads(boolean)}</td><td>off: platform threads (on: virtual
      *       threads, Java 21+)</td></tr>
      *   <tr><td>{@link #fairness(FairnessSettings)}</td><td>{@link FairnessSettings#defaults()}:
-     *       100 ms horizon, 0.1 reserved for lower priorities, every fairness key weighs 1</td></tr>
+     *       0.1 of each key's admissions reserved for lower priorities, every fairness key weighs 1</td></tr>
      *   <tr><td>{@link #pollInterval(Duration)}</td><td>1 s (a job enqueued in this JVM wakes the
      *       workers at once)</td></tr>
      *   <tr><td>{@link #heartbeat(Duration, int)}</td><td>every 5 s; dead after 8 missed (40 s)</td></tr>
@@ -445,6 +440,10 @@ public final class Layover implements AutoCloseable {
      *   <tr><td>{@link #concurrencyLimit(String, int)}</td><td>none: no limit on calls in flight</td></tr>
      *   <tr><td>{@link #metrics(LayoverMetrics)}</td><td>none: nothing
      *       measured, no sampling query</td></tr>
+     *   <tr><td>{@link #tracing(LayoverTracing)}</td><td>none: no span, no trace context stored</td></tr>
+     *   <tr><td>{@link #mdc(boolean)}</td><td>on: a run's job type, id, attempt, provider key (and
+     *       trace id) in the SLF4J MDC</td></tr>
+     *   <tr><td>{@link #prices(Prices)}</td><td>none: token costs unknown</td></tr>
      *   <tr><td>{@link #history(boolean)}</td><td>on: every finished job gets a row in
      *       {@code layover.job_history}</td></tr>
      *   <tr><td>{@link #historyArgs(boolean)}</td><td>off: history rows keep no args</td></tr>
@@ -486,6 +485,9 @@ public final class Layover implements AutoCloseable {
         private final List<BreakerListener> breakerListeners = new ArrayList<>();
         private final Map<String, ToLongFunction<Object>> tokenCosts = new LinkedHashMap<>();
         private LayoverMetrics metrics = LayoverMetrics.none();
+        private LayoverTracing tracing = LayoverTracing.none();
+        private boolean mdc = true;
+        private Prices prices = Prices.none();
         private boolean history = true;
         private boolean historyArgs;
         private Duration historyKeep = JobHistoryRetention.DEFAULT_KEEP;
@@ -764,14 +766,14 @@ public final class Layover implements AutoCloseable {
         }
 
         /**
-         * How a provider key's permits are shared among the fairness keys of its jobs
-         * ({@code JobType.Builder#fairnessKey}, {@code docs/fairness.md}): the horizon a round
-         * books ahead, the share reserved for lower priorities, the weights. Database: the
-         * weights are written to {@code layover.fairness_weights} at {@link #start()} (an
-         * operator's weight set at run time is kept); the fair queues live in
-         * {@code layover.fair_lines} / {@code fair_flows} and the jobs' {@code fair_tag}.
+         * How a provider key's admissions are shared among the fairness keys of its jobs
+         * ({@code JobType.Builder#fairnessKey}, {@code docs/fairness.md}): the share reserved for
+         * lower priorities, the weights. Database: the weights are written to
+         * {@code layover.fairness_weights} at {@link #start()} (an operator's weight set at run
+         * time is kept); the fair queue is the jobs' {@code fair_tag} (given at enqueue) and each
+         * key's clocks in {@code layover.fair_lines} (moved by the pick).
          *
-         * @param settings the settings; default {@link FairnessSettings#defaults()} (100 ms, 0.1, every weight 1)
+         * @param settings the settings; default {@link FairnessSettings#defaults()} (0.1, every weight 1)
          * @return this builder
          */
         public Builder fairness(FairnessSettings settings) {
@@ -906,6 +908,53 @@ public final class Layover implements AutoCloseable {
          */
         public Builder metrics(LayoverMetrics metrics) {
             this.metrics = Objects.requireNonNull(metrics, "metrics");
+            return this;
+        }
+
+        /**
+         * Where this instance reports its traces (see {@code docs/observability.md#traces}): an
+         * enqueue inside a span stores that span's W3C trace context with the job, and each run of a
+         * job is a span linked to it. With OpenTelemetry:
+         * {@code tracing(OpenTelemetryTracing.of(openTelemetry))}, or
+         * {@code OpenTelemetryTracing.global()} (the Java agent's). The OpenTelemetry API is an
+         * optional dependency; without this call none of it is loaded.
+         *
+         * <p>Database: an enqueue inside a span writes {@code trace_context} with the job (same
+         * {@code INSERT}); each pick reads its jobs' {@code trace_context} and {@code reschedules}
+         * (one more statement per pick).
+         *
+         * @param tracing the tracing; default {@link LayoverTracing#none()}
+         * @return this builder
+         */
+        public Builder tracing(LayoverTracing tracing) {
+            this.tracing = Objects.requireNonNull(tracing, "tracing");
+            return this;
+        }
+
+        /**
+         * Whether a run puts its job into the SLF4J MDC while it runs, so the handler's log lines
+         * and Layover's can be found together: {@code layover.job_type}, {@code layover.job_id},
+         * {@code layover.attempt}, {@code layover.provider_key}, and with tracing {@code trace_id}
+         * and {@code span_id}; restored when the run's outcome is written. No database effect.
+         *
+         * @param on default true
+         * @return this builder
+         */
+        public Builder mdc(boolean on) {
+            this.mdc = on;
+            return this;
+        }
+
+        /**
+         * The price table of the models this application's jobs call ({@link Prices}), written to
+         * {@code layover.model_prices} when this instance starts; it prices the token counts of the
+         * time series in {@code layover.token_costs} and on the console. Layover ships no prices.
+         *
+         * @param prices the prices; default {@link Prices#none()} (nothing written, costs unknown)
+         * @return this builder
+         */
+        public Builder prices(Prices prices) {
+            this.prices = Objects.requireNonNull(prices, "prices");
             return this;
         }
 

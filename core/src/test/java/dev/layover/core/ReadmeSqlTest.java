@@ -52,6 +52,7 @@ class ReadmeSqlTest {
                         'dead-worker#1', now() - interval '1 minute', 4);
                 insert into layover.dead_letters (job_type, job_id, args, failure_type, attempts, first_enqueued_at)
                 values ('translate', 'parked-1', '{"doc":4}', 'provider_unavailable', 10, now() - interval '1 day');
+                insert into layover.workers (worker_name, host, threads, version) values ('dead-worker#1', 'host-1', 8, '0.1.0');
                 """);
         List<String> queries = readmeQueries();
         assertTrue(queries.size() >= 5, "the README documents its queries: " + queries.size());
@@ -66,5 +67,6 @@ class ReadmeSqlTest {
         assertEquals("Read timed out", db.rows(queries.get(2)).get(0).get("message"));
         assertEquals("provider_unavailable", db.rows(queries.get(3)).get(0).get("failure_type"));
         assertEquals("stuck", db.rows(queries.get(4)).get(0).get("id"));
+        assertEquals(1L, ((Number) db.rows(queries.get(5)).get(0).get("running")).longValue(), "the worker's running job");
     }
 }

@@ -11,6 +11,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.layover.core.ConfigurationException;
 import dev.layover.core.control.CancelResult;
 import dev.layover.core.control.Pause;
+import dev.layover.core.outcome.FailureType;
 import dev.layover.core.provider.state.LimitOverride;
 import dev.layover.dlq.ActionOptions;
 import dev.layover.dlq.AuditEntry;
@@ -22,6 +23,7 @@ import dev.layover.dlq.DeadLetterState;
 import dev.layover.dlq.DeadLetterSummary;
 import dev.layover.dlq.DeadLetters;
 import dev.layover.dlq.FacetCounts;
+import dev.layover.dlq.RecoverySweep;
 import dev.layover.dlq.ReplayOptions;
 import dev.layover.dlq.Replayed;
 import dev.layover.dlq.Selection;
@@ -35,6 +37,7 @@ import java.time.ZoneOffset;
 import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.Base64;
+import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -114,10 +117,11 @@ final class ConsoleApi {
         s.get("/limits", this::limits);
         s.post("/limits", "setting a key's limits", this::setLimit);
         s.post("/limits/revert", "reverting a key's limits", this::revertLimit);
+        s.get("/workers", r -> workers());
         s.get("/batches", this::batches);
         s.get("/batches/{id}", this::batch);
         s.get("/time-series", r -> timeSeries(r).toJson(r.param("providerKey"), r.param("jobType")));
-        s.getSvg("/time-series/{chart}.svg", r -> SvgChart.draw(timeSeries(r), SvgChart.Kind.of(r.path(0))));
+        s.getSvg("/time-series/{chart}.svg", r -> SvgChart.draw(timeSeries(r), SvgChart.Kind.of(r.path(0)), zone(r)));
     }
 
     // ---------------------------------------------------------------- time series
@@ -152,6 +156,19 @@ final class ConsoleApi {
         return sql.timeSeries(seconds, minutes * 60 / seconds, key, type);
     }
 
+    /** The chart's time zone: {@code tz}, a zone id such as {@code UTC} or {@code Europe/Berlin}; default UTC. */
+    private static java.time.ZoneId zone(ConsoleRequest r) {
+        String tz = one(r, "tz");
+        if (tz == null) {
+            return ZoneOffset.UTC;
+        }
+        try {
+            return java.time.ZoneId.of(tz);
+        } catch (java.time.DateTimeException e) {
+            throw ApiException.badRequest("tz must be a time zone id such as UTC or Europe/Berlin, was '" + tz + "'", "tz");
+        }
+    }
+
     private static String one(ConsoleRequest r, String name) {
         List<String> v = checked(r.params(name), name);
         if (v.size() > 1) {
@@ -164,9 +181,11 @@ final class ConsoleApi {
 
     private JsonNode session(ConsoleRequest r) {
         ObjectNode n = F.objectNode();
-        n.put("readOnly", options.readOnly());
-        n.put("revealAllowed", !options.readOnly());
+        boolean readOnly = security.readOnly(r.auth());
+        n.put("readOnly", readOnly);
+        n.put("revealAllowed", !readOnly);
         n.put("auth", r.auth().via());
+        n.put("anonymous", r.auth().anonymous());
         n.put("csrfToken", r.auth().csrf());
         if (r.auth().user() == null) {
             n.putNull("user");
@@ -247,6 +266,8 @@ final class ConsoleApi {
         }
         finished.put("lastFinishedAt", lastFinished);
 
+        out.set("outages", outages(null));
+
         ArrayNode keys = out.putArray("providerKeys");
         for (JsonNode row : sql.providerKeys()) {
             ObjectNode k = (ObjectNode) row;
@@ -271,6 +292,7 @@ final class ConsoleApi {
         out.put("nextCursor", page.nextCursor());
         out.put("limit", limit);
         out.set("filter", filter.toJson());
+        out.set("outages", outages(null));
         return out;
     }
 
@@ -353,10 +375,10 @@ final class ConsoleApi {
             details.put("dead_letter_id", id);
             store.auditLog().record(r.operator(), "reveal", "dead_letter:" + id, 1, null, details.toString());
         }
-        return detail(d, reveal);
+        return detail(d, reveal, security.readOnly(r.auth()));
     }
 
-    private ObjectNode detail(DeadLetter d, boolean reveal) {
+    private ObjectNode detail(DeadLetter d, boolean reveal, boolean readOnly) {
         ObjectNode n = F.objectNode();
         boolean[] masked = {false};
         n.put("id", d.id());
@@ -455,12 +477,12 @@ final class ConsoleApi {
             v.put("message", noValidationMessage(d.jobType()));
         }
         ObjectNode actions = n.putObject("actions");
-        boolean rw = !options.readOnly();
+        boolean rw = !readOnly;
         actions.put("replay", rw && stateOk && registered);
         actions.put("editArgs", rw && stateOk && canValidate && d.args() != null);
         actions.put("discard", rw && stateOk);
         actions.put("moveBack", rw && d.state() == DeadLetterState.REVIEW);
-        actions.put("reveal", !options.readOnly() && !reveal && masked[0]);
+        actions.put("reveal", rw && !reveal && masked[0]);
         return n;
     }
 
@@ -674,6 +696,19 @@ final class ConsoleApi {
         out.put("limit", limit);
         ArrayNode st = out.putArray("states");
         states.forEach(st::add);
+        // the filter's jobs by why they wait (and key): what the page leads with
+        ArrayNode groups = sql.jobsSummary(f, SUMMARY_GROUPS + 1);
+        ArrayNode summary = out.putArray("summary");
+        long total = 0;
+        for (int i = 0; i < groups.size() && i < SUMMARY_GROUPS; i++) {
+            ObjectNode g = (ObjectNode) groups.get(i);
+            total = g.path("total").asLong();
+            g.remove("total");
+            maskField(g, "someDetail");
+            summary.add(g);
+        }
+        out.put("total", total);
+        out.put("summaryMore", groups.size() > SUMMARY_GROUPS);
         return out;
     }
 
@@ -897,7 +932,16 @@ final class ConsoleApi {
         }
         out.setAll(state);
         ArrayNode overrides = sql.limitOverrides(key, 1);
-        out.set("limitOverride", overrides.isEmpty() ? F.nullNode() : limitRow((ObjectNode) overrides.get(0)));
+        if (overrides.isEmpty()) {
+            out.putNull("limitOverride");
+        } else {
+            ObjectNode o = limitRow((ObjectNode) overrides.get(0));
+            o.set("workers", limitApplied(key).getOrDefault(key, F.arrayNode()));
+            out.set("limitOverride", o);
+        }
+        out.set("outage", outages(key).path(0));
+        out.set("endpoints", endpoints(key));
+        out.set("asEndpoint", asEndpoint(key));
 
         ObjectNode jobs = out.putObject("jobs");
         long total = 0;
@@ -960,6 +1004,124 @@ final class ConsoleApi {
         }
         return out;
     }
+
+    // ---------------------------------------------------------------- fallback endpoints, outages, workers (issue 41)
+
+    /**
+     * The endpoints the key's fallback chains called in the last hour, busiest first: this key's
+     * calls through each, and how the endpoint's calls ended (every caller's).
+     */
+    private ArrayNode endpoints(String key) {
+        ArrayNode out = F.arrayNode();
+        for (JsonNode row : sql.keyEndpoints(key)) {
+            ObjectNode e = out.addObject();
+            e.put("providerKey", row.path("endpoint").asText());
+            e.put("calls", row.path("calls").asLong());
+            e.setAll(callResults(parse(row.path("results").asText("{}"))));
+        }
+        return out;
+    }
+
+    /** The key as an endpoint of fallback chains in the last hour, or null when no chain called it. */
+    private JsonNode asEndpoint(String key) {
+        JsonNode row = sql.keyAsEndpoint(key);
+        JsonNode results = parse(row.path("results").asText("{}"));
+        JsonNode usedBy = parse(row.path("usedBy").asText("{}"));
+        if (results.isEmpty() && usedBy.isEmpty()) {
+            return F.nullNode();
+        }
+        ObjectNode out = callResults(results);
+        ArrayNode by = out.putArray("usedBy");
+        usedBy.fields().forEachRemaining(e -> by.addObject().put("providerKey", e.getKey()).put("calls", e.getValue().asLong()));
+        return out;
+    }
+
+    /** Calls by result ({@code endpoint_call}'s details): answered, 429s, errors (every other result), and each. */
+    private static ObjectNode callResults(JsonNode results) {
+        ObjectNode o = F.objectNode();
+        long answered = results.path("answered").asLong();
+        long limited = results.path("rate_limited").asLong();
+        long all = total(results);
+        o.put("answered", answered);
+        o.put("rateLimited", limited);
+        o.put("errors", all - answered - limited);
+        o.put("made", all);
+        o.set("byResult", results.deepCopy());
+        return o;
+    }
+
+    /** @return the sum of an object's numbers */
+    private static long total(JsonNode counts) {
+        long t = 0;
+        for (JsonNode n : counts) {
+            t += n.asLong();
+        }
+        return t;
+    }
+
+    /**
+     * Keys whose breaker is not closed, each with what the recovery sweep will do: the parked
+     * dead letters it replays once the breaker closes (the failure types it replays by default)
+     * and those that wait for a person, and when the next trial call is due.
+     */
+    private ArrayNode outages(String key) {
+        ArrayNode out = F.arrayNode();
+        for (JsonNode row : sql.outages(key)) {
+            ObjectNode o = out.addObject();
+            for (String f : List.of("providerKey", "state", "effectiveState", "openedAt", "openUntil", "reason",
+                    "sweepPhase", "trials", "lastTrialAt", "sweepScheduled")) {
+                o.set(f, row.get(f));
+            }
+            maskField(o, "reason");
+            ObjectNode bySweep = o.putObject("sweepReplays");
+            ObjectNode byPerson = o.putObject("waitsForAPerson");
+            boolean sweep = row.path("sweepScheduled").asBoolean(); // without a sweep, every one waits for a person
+            parse(row.path("parked").asText("{}")).fields().forEachRemaining(e ->
+                    (sweep && SWEEP_REPLAYS.contains(e.getKey()) ? bySweep : byPerson).set(e.getKey(), e.getValue()));
+            o.put("sweepReplaysTotal", total(bySweep));
+            o.put("waitsForAPersonTotal", total(byPerson));
+            String openUntil = row.path("openUntil").asText(null);
+            String effective = row.path("effectiveState").asText();
+            if ("infinity".equals(openUntil)) {
+                o.putNull("nextTrialAt");
+                o.put("trial", "none: forced open without an end, it stays open until a person closes it");
+            } else if (!effective.equals("open")) {
+                o.put("nextTrialAt", row.path("openUntil").asText(null));
+                o.put("trial", "due: the key's next call is the trial");
+            } else {
+                String next = row.path("nextTrialAt").asText(null);
+                boolean later = next != null && openUntil != null && Instant.parse(next).isAfter(Instant.parse(openUntil));
+                o.put("nextTrialAt", later ? next : openUntil);
+                o.put("trial", "after the open period: a waiting job's call, or one parked job replayed as the trial");
+            }
+        }
+        return out;
+    }
+
+    /** The failure types the recovery sweep replays unless an application configures others. */
+    private static final Set<String> SWEEP_REPLAYS = RecoverySweep.DEFAULT_AUTO_REPLAY.stream().map(FailureType::code)
+            .collect(java.util.stream.Collectors.toUnmodifiableSet());
+
+    /**
+     * The workers ({@code layover.workers}): each running instance's threads, version,
+     * heartbeat and age, and the jobs it runs now; a worker running jobs without a row (an older version)
+     * is listed by its jobs.
+     */
+    private JsonNode workers() {
+        ObjectNode out = F.objectNode();
+        out.put("at", sql.dbNow());
+        out.put("staleAfterMs", WORKER_STALE_MS);
+        ArrayNode items = out.putArray("items");
+        for (JsonNode row : sql.workers()) {
+            ObjectNode w = (ObjectNode) row;
+            w.put("alive", w.path("hasRow").asBoolean() && w.path("heartbeatAgeMs").asLong() < WORKER_STALE_MS);
+            items.add(w);
+        }
+        return out;
+    }
+
+    /** A worker whose row's heartbeat (every 5 s) is older than this reads as stale. */
+    static final long WORKER_STALE_MS = 20_000;
 
     // ---------------------------------------------------------------- batches (issue 24)
 
@@ -1080,7 +1242,7 @@ final class ConsoleApi {
         ArrayNode rows = sql.fairness(key, limit + 1);
         JsonNode first = rows.isEmpty() ? null : rows.get(0);
         out.put("flows", first == null ? 0 : first.path("flows").asLong());
-        for (String t : List.of("waiting", "booked", "untagged", "running")) {
+        for (String t : List.of("waiting", "untagged", "running")) {
             String col = "total" + Character.toUpperCase(t.charAt(0)) + t.substring(1);
             out.put(t, first == null ? 0 : first.path(col).asLong());
         }
@@ -1090,7 +1252,7 @@ final class ConsoleApi {
         ArrayNode items = out.putArray("items");
         for (int i = 0; i < rows.size() && i < limit; i++) {
             ObjectNode o = (ObjectNode) rows.get(i);
-            for (String col : List.of("flows", "totalWaiting", "totalBooked", "totalUntagged", "totalRunning")) {
+            for (String col : List.of("flows", "totalWaiting", "totalUntagged", "totalRunning")) {
                 o.remove(col);
             }
             items.add(o);
@@ -1198,6 +1360,8 @@ final class ConsoleApi {
 
     // ---------------------------------------------------------------- limits at run time (issue 19)
 
+    /** The most groups the jobs page's summary shows ({@code summaryMore}: there are more). */
+    static final int SUMMARY_GROUPS = 30;
     /** The most override rows {@code GET /api/limits} lists ({@code more}: there are more). */
     static final int MAX_LIMIT_ROWS = 200;
     /** A limit's dimensions, as the body and the answers name them. */
@@ -1222,8 +1386,29 @@ final class ConsoleApi {
         ArrayNode rows = sql.limitOverrides(key, MAX_LIMIT_ROWS + 1);
         out.put("more", rows.size() > MAX_LIMIT_ROWS);
         ArrayNode items = out.putArray("items");
+        Map<String, ArrayNode> applied = limitApplied(key);
         for (int i = 0; i < rows.size() && i < MAX_LIMIT_ROWS; i++) {
-            items.add(limitRow((ObjectNode) rows.get(i)));
+            ObjectNode o = limitRow((ObjectNode) rows.get(i));
+            o.set("workers", applied.getOrDefault(o.path("key").asText(), F.arrayNode()));
+            items.add(o);
+        }
+        return out;
+    }
+
+    /**
+     * Whether each worker applies each override ({@code layover.workers.limits}), by key:
+     * since when, and whether it is the override as it stands (a worker that has not refreshed
+     * yet applies an earlier one, or none: then no {@code appliedAt}).
+     */
+    private Map<String, ArrayNode> limitApplied(String key) {
+        Map<String, ArrayNode> out = new java.util.HashMap<>();
+        for (JsonNode row : sql.limitApplied(key)) {
+            ObjectNode w = (ObjectNode) row;
+            if (!w.path("appliesIt").asBoolean()) {
+                w.putNull("appliedAt");
+            }
+            String k = w.remove("limitKey").asText();
+            out.computeIfAbsent(k, x -> F.arrayNode()).add(w);
         }
         return out;
     }

@@ -37,6 +37,10 @@ import java.util.Objects;
  *       {@code ?token=...} expires after this</td></tr>
  *   <tr><td>{@link #withExternalAuthentication(boolean)}</td><td>false: the console's own token
  *       is required</td></tr>
+ *   <tr><td>{@link #withAnonymousAccess(boolean)}</td><td>false: with external authentication, a
+ *       request without a signed-in user ({@code getRemoteUser() == null}) is refused 401</td></tr>
+ *   <tr><td>{@link #withAnonymousWrites(boolean)}</td><td>false: a request let in without a
+ *       signed-in user may read, never act</td></tr>
  *   <tr><td>{@link #withHeaderTimeout(Duration)}</td><td>10 seconds for a request's headers</td></tr>
  *   <tr><td>{@link #withReadTimeout(Duration)}</td><td>30 seconds for a request's body</td></tr>
  *   <tr><td>{@link #withIdleTimeout(Duration)}</td><td>30 seconds of silence closes a connection</td></tr>
@@ -69,6 +73,8 @@ public final class ConsoleOptions {
     private int threads = 8;
     private Duration sessionTtl = Duration.ofHours(12);
     private boolean externalAuthentication;
+    private boolean anonymousAccess;
+    private boolean anonymousWrites;
     private Duration headerTimeout = Duration.ofSeconds(10);
     private Duration readTimeout = Duration.ofSeconds(30);
     private Duration idleTimeout = Duration.ofSeconds(30);
@@ -88,6 +94,8 @@ public final class ConsoleOptions {
         o.threads = threads;
         o.sessionTtl = sessionTtl;
         o.externalAuthentication = externalAuthentication;
+        o.anonymousAccess = anonymousAccess;
+        o.anonymousWrites = anonymousWrites;
         o.headerTimeout = headerTimeout;
         o.readTimeout = readTimeout;
         o.idleTimeout = idleTimeout;
@@ -246,8 +254,11 @@ public final class ConsoleOptions {
      * state-changing request, which the page reads from {@code api/session}), the same-origin
      * check, read-only mode and every response header (CSP and friends) still apply.
      *
-     * <p>Hazard: with this on, whoever reaches the servlet is let in. Mount it only behind the
-     * application's authentication.
+     * <p>A request that reaches the servlet without a signed-in user ({@code getRemoteUser()}
+     * is {@code null}: the application's security let it through, or there is none; Spring
+     * Security's anonymous user counts as none) is refused 401 unless
+     * {@link #withAnonymousAccess(boolean)} allows it, and such a request is read-only unless
+     * {@link #withAnonymousWrites(boolean)} says otherwise.
      *
      * @param external true to rely on the application's authentication; default false
      * @return new options
@@ -255,6 +266,42 @@ public final class ConsoleOptions {
     public ConsoleOptions withExternalAuthentication(boolean external) {
         ConsoleOptions o = copy();
         o.externalAuthentication = external;
+        return o;
+    }
+
+    /**
+     * With {@link #withExternalAuthentication(boolean) external authentication}: whether a request
+     * without a signed-in user ({@code request.getRemoteUser() == null}) is let in. Such a request
+     * is read-only (403 on every state-changing request and every reveal) unless
+     * {@link #withAnonymousWrites(boolean)} is also set. Without external authentication the
+     * console's own token authenticates and this setting changes nothing.
+     *
+     * <p>Hazard: with this on, anyone who reaches the servlet reads the console: dead letters'
+     * (masked) args and errors, provider state, the audit log.
+     *
+     * @param allowed true to let requests without a user in (read-only); default false (401)
+     * @return new options
+     */
+    public ConsoleOptions withAnonymousAccess(boolean allowed) {
+        ConsoleOptions o = copy();
+        o.anonymousAccess = allowed;
+        return o;
+    }
+
+    /**
+     * Whether a request let in without a signed-in user (see {@link #withAnonymousAccess(boolean)})
+     * may act: replay, discard, force breakers, set limits, reveal masked values. CSRF and
+     * same-origin checks still apply; the audit log names the operator header's value or the
+     * default operator.
+     *
+     * <p>Hazard: with anonymous access on, anyone who reaches the servlet can act.
+     *
+     * @param allowed true to let anonymous requests act; default false (read-only)
+     * @return new options
+     */
+    public ConsoleOptions withAnonymousWrites(boolean allowed) {
+        ConsoleOptions o = copy();
+        o.anonymousWrites = allowed;
         return o;
     }
 
@@ -367,6 +414,16 @@ public final class ConsoleOptions {
         return externalAuthentication;
     }
 
+    /** @return whether a request without a signed-in user is let in (external authentication) */
+    public boolean anonymousAccess() {
+        return anonymousAccess;
+    }
+
+    /** @return whether a request let in without a signed-in user may act */
+    public boolean anonymousWrites() {
+        return anonymousWrites;
+    }
+
     /** @return the time allowed for a request's headers */
     public Duration headerTimeout() {
         return headerTimeout;
@@ -392,7 +449,8 @@ public final class ConsoleOptions {
         return "ConsoleOptions[bind=" + bind + ", port=" + port + ", token=" + (token == null ? "generated" : "set")
                 + ", readOnly=" + readOnly + ", operatorHeader=" + operatorHeader + ", defaultOperator="
                 + defaultOperator + ", publicUrl=" + publicUrl + ", threads=" + threads + ", sessionTtl=" + sessionTtl
-                + ", externalAuthentication=" + externalAuthentication + ", headerTimeout=" + headerTimeout
+                + ", externalAuthentication=" + externalAuthentication + ", anonymousAccess=" + anonymousAccess
+                + ", anonymousWrites=" + anonymousWrites + ", headerTimeout=" + headerTimeout
                 + ", readTimeout=" + readTimeout + ", idleTimeout=" + idleTimeout + ", maxConnections="
                 + maxConnections + "]";
     }

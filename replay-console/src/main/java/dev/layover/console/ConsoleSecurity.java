@@ -24,7 +24,9 @@ import java.util.concurrent.ConcurrentHashMap;
  *   <li>every request is authenticated: {@code Authorization: Bearer <token>}, or
  *       {@code X-Layover-Token: <token>}, or the browser session cookie set by {@code ?token=};
  *       with external authentication the application has done it (see
- *       {@link ConsoleOptions#withExternalAuthentication(boolean)});
+ *       {@link ConsoleOptions#withExternalAuthentication(boolean)}), and a request without a
+ *       signed-in user is refused unless anonymous access was allowed, and then reads only unless
+ *       anonymous writes were allowed too;
  *   <li>a state-changing request (and a reveal of masked values) additionally carries a token in
  *       a header (the access token, or the session's CSRF token which the page reads from
  *       {@code /api/session}), passes a same-origin check ({@code Origin} or {@code Referer} must
@@ -65,7 +67,13 @@ final class ConsoleSecurity {
      * @param csrf the CSRF token the page sends in the token header, or {@code null} (bearer, header)
      * @param user the application's user ({@code getRemoteUser()}) with external authentication
      */
-    record Auth(String via, Session session, boolean headerToken, String csrf, String user) {}
+    record Auth(String via, Session session, boolean headerToken, String csrf, String user) {
+
+        /** @return whether the application let the request through without a signed-in user */
+        boolean anonymous() {
+            return via.equals("external") && user == null;
+        }
+    }
 
     /**
      * @param token the access token
@@ -143,6 +151,9 @@ final class ConsoleSecurity {
         String headerToken = ex.getHeader(TOKEN_HEADER);
         if (options.externalAuthentication()) {
             String user = ex.getRemoteUser();
+            if (user == null && !options.anonymousAccess()) {
+                return null;
+            }
             String csrf = externalCsrf(user);
             return new Auth("external", null, headerToken != null && constantTimeEquals(headerToken, csrf), csrf,
                     user);
@@ -161,6 +172,15 @@ final class ConsoleSecurity {
             return new Auth("session", s, csrf, s.csrf(), null);
         }
         return null;
+    }
+
+    /**
+     * @param auth a request's authentication
+     * @return whether that request may only read: read-only mode, or a request without a
+     *     signed-in user when anonymous writes were not allowed
+     */
+    boolean readOnly(Auth auth) {
+        return options.readOnly() || (auth.anonymous() && !options.anonymousWrites());
     }
 
     /**
@@ -189,6 +209,10 @@ final class ConsoleSecurity {
     void checkStateChanging(HttpServletRequest ex, Auth auth, String what) {
         if (options.readOnly()) {
             throw ApiException.forbidden("this console is read-only: " + what + " is not allowed");
+        }
+        if (readOnly(auth)) {
+            throw ApiException.forbidden("this console is read-only without a signed-in user: " + what
+                    + " needs the application's login");
         }
         if (!auth.headerToken()) {
             throw ApiException.forbidden(what + (auth.via().equals("external")

@@ -51,7 +51,9 @@ import org.slf4j.LoggerFactory;
  * <p>Authentication: by default every request needs the console's access token ({@link #token()},
  * see {@link ConsoleSecurity}); with {@link ConsoleOptions#withExternalAuthentication(boolean)}
  * the application's own security authenticates, and the audit log names
- * {@code request.getRemoteUser()}. Either way state-changing requests need the CSRF header and a
+ * {@code request.getRemoteUser()}. A request that reaches the servlet without a remote user is
+ * then refused 401, unless {@link ConsoleOptions#withAnonymousAccess(boolean)} lets it read (and
+ * {@link ConsoleOptions#withAnonymousWrites(boolean)} act). Either way state-changing requests need the CSRF header and a
  * same-origin request, and every response carries the strict Content-Security-Policy.
  *
  * <p>Database: the console reads the documented views and tables of the Layover schema (which must
@@ -71,6 +73,9 @@ public final class ConsoleServlet extends HttpServlet {
             "/static/console.css", new String[] {"console.css", "text/css; charset=utf-8"},
             "/static/console.js", new String[] {"console.js", "text/javascript; charset=utf-8"});
     private static final Pattern PARAM = Pattern.compile("\\{([A-Za-z]+)}");
+    /** The refusal of a request without a signed-in user, with external authentication. */
+    private static final String NO_USER = "this console needs a signed-in user of the application: the request "
+            + "reached it without one (no remote user), and anonymous access is not allowed";
 
     /** An API endpoint. */
     @FunctionalInterface
@@ -251,6 +256,15 @@ public final class ConsoleServlet extends HttpServlet {
         ConsoleSecurity.Auth auth = security.authenticate(req);
         if (!path.startsWith("/api/")) {
             String[] asset = ASSETS.get(path);
+            if (auth == null && security.external()) {
+                if (path.equals("/")) {
+                    page(resp, 401, "<!doctype html><meta charset=utf-8><title>Layover console</title>"
+                            + "<h1>Layover replay console</h1><p>" + NO_USER + "</p>");
+                } else {
+                    error(resp, 401, NO_USER, null);
+                }
+                return;
+            }
             if (auth == null) {
                 if (path.equals("/")) {
                     page(resp, 401, "<!doctype html><meta charset=utf-8><title>Layover console</title>"
@@ -267,6 +281,10 @@ public final class ConsoleServlet extends HttpServlet {
                 return;
             }
             asset(req, resp, asset[0], asset[1]);
+            return;
+        }
+        if (auth == null && security.external()) {
+            error(resp, 401, NO_USER, null);
             return;
         }
         if (auth == null) {

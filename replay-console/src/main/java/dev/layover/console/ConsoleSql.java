@@ -99,10 +99,10 @@ final class ConsoleSql {
                    bk.tokens_per_minute, bk.burst_ms,
                    CASE WHEN bk.learned_until > now() THEN bk.learned_until END AS pace_learned_until,
                    CASE WHEN greatest(bk.request_tat, bk.token_tat) > now()
-                        THEN greatest(bk.request_tat, bk.token_tat) END AS bucket_booked_until,
+                        THEN greatest(bk.request_tat, bk.token_tat) END AS bucket_full_at,
                    CASE WHEN greatest(bk.request_tat, bk.token_tat) > now()
                         THEN (extract(epoch FROM greatest(bk.request_tat, bk.token_tat) - now()) * 1000)::bigint
-                        ELSE 0 END AS bucket_booked_ahead_ms,
+                        ELSE 0 END AS bucket_in_use_ms,
                    coalesce(jc.n, 0) AS jobs,
                    (SELECT coalesce(sum(d.n), 0)::bigint FROM layover.dead_letter_counts d
                     WHERE d.provider_key = k.provider_key AND d.state = 'parked') AS parked
@@ -149,6 +149,11 @@ final class ConsoleSql {
                             WHEN j.run_at >= '9999-12-31T00:00:00Z' THEN 'paused'
                             -- in a batch: it waits for its line, or its line waits to be applied
                             WHEN j.batch_item_state IN ('gathered', 'result') THEN 'batch'
+                            -- due, and its key (or a limit key) does not admit it now: the pick leaves it as it is
+                            WHEN j.waiting_for = 'cooldown' THEN 'cooldown'
+                            WHEN j.waiting_for LIKE 'breaker%' THEN 'breaker'
+                            WHEN j.waiting_for = 'rate_limit' THEN 'bucket'
+                            WHEN j.waiting_for = 'concurrency' THEN 'concurrency'
                             WHEN j.state = 'retrying' THEN 'retry'
                             WHEN j.reschedule_reason = 'concurrency' THEN 'concurrency'
                             WHEN j.state = 'rescheduled' THEN
@@ -274,6 +279,8 @@ final class ConsoleSql {
                 SELECT t.bucket_start, t.counter, t.detail, sum(t.amount) AS amount
                 FROM layover.time_series t, w
                 WHERE t.bucket_seconds = ? AND t.bucket_start >= w.first_bucket AND t.counter <> 'sampled'
+                  -- token counts are not events: they are not drawn on the same axis (docs/observability.md)
+                  AND t.counter NOT IN ('input_tokens', 'output_tokens', 'cached_input_tokens')
                   AND (?::text IS NULL OR t.provider_key = ?) AND (?::text IS NULL OR t.job_type = ?)
                 GROUP BY 1, 2, 3
                 UNION ALL
@@ -305,27 +312,146 @@ final class ConsoleSql {
                    c.updated_by
             FROM layover.cooldowns c WHERE c.provider_key = ?""";
 
-    /** A key's bucket: configured or learned, in force or lapsed, how far ahead it has booked. */
+    /**
+     * A key's bucket: configured or learned, in force or lapsed, how much of its burst is in use
+     * ({@code in_use_ms}) and when it is full again ({@code full_at}; null: full now).
+     */
     static final String BUCKET_ROW = """
             SELECT bk.requests_per_minute, bk.tokens_per_minute, bk.burst_ms, bk.configured_at, bk.configured_by,
                    bk.learned_until, bk.learned_until IS NOT NULL AS learned,
-                   (bk.learned_until IS NULL OR bk.learned_until > now()) AS in_force, bk.last_slot,
+                   (bk.learned_until IS NULL OR bk.learned_until > now()) AS in_force,
                    CASE WHEN greatest(bk.request_tat, bk.token_tat) > now()
-                        THEN greatest(bk.request_tat, bk.token_tat) END AS booked_until,
+                        THEN greatest(bk.request_tat, bk.token_tat) END AS full_at,
                    CASE WHEN greatest(bk.request_tat, bk.token_tat) > now()
                         THEN (extract(epoch FROM greatest(bk.request_tat, bk.token_tat) - now()) * 1000)::bigint
-                        ELSE 0 END AS booked_ahead_ms
+                        ELSE 0 END AS in_use_ms
             FROM layover.buckets bk WHERE bk.provider_key = ?""";
 
     /** A concurrency limit on the key, with the calls in flight. */
     static final String CONCURRENCY_ROW = """
-            SELECT c.max_in_flight, c.in_flight, c.last_claimed_at, c.configured_at, c.configured_by
+            SELECT c.max_in_flight, c.in_flight, c.last_heartbeat_at, c.configured_at, c.configured_by
             FROM layover.concurrency c WHERE c.limit_key = ?""";
 
     /** The key's active pause. */
     static final String KEY_PAUSE = """
             SELECT p.id, p.paused_at, p.paused_by, p.reason, p.held_jobs
             FROM layover.pauses p WHERE p.scope = 'key' AND p.target = ? AND p.resumed_at IS NULL""";
+
+    /**
+     * The jobs of a filter grouped by why they wait (the {@code why} of {@link #JOBS_SELECT}, read
+     * from {@code layover.jobs}' columns) and provider key: how many, the first and last run time,
+     * how many are due, and for a key cooling down or with its breaker not closed, until when.
+     * Wraps a filtered {@link #JOBS_SELECT}.
+     */
+    static final String JOBS_SUMMARY = """
+            SELECT s.why, s.provider_key, count(*) AS n, sum(count(*)) OVER ()::bigint AS total,
+                   count(*) FILTER (WHERE s.due) AS due,
+                   min(s.run_at) AS first_run_at, max(s.run_at) AS last_run_at,
+                   max(s.cooldown_until) AS cooldown_until,
+                   max(s.breaker_open_until) FILTER (WHERE s.breaker_state <> 'closed') AS breaker_open_until,
+                   max(s.breaker_state) FILTER (WHERE s.breaker_state <> 'closed') AS breaker_state,
+                   max(s.reschedule_detail) AS some_detail
+            FROM (%s) s
+            GROUP BY s.why, s.provider_key
+            ORDER BY count(*) DESC, s.why, s.provider_key
+            LIMIT %d""";
+
+    /**
+     * The workers: the rows of {@code layover.workers} and the jobs each runs now
+     * ({@code layover.jobs}, state running, by {@code picked_by}); a worker that runs jobs but
+     * writes no row (a version from before the table) appears with the jobs only.
+     */
+    static final String WORKERS = """
+            WITH running AS (
+                SELECT j.picked_by, count(*) AS n, max(j.heartbeat_at) AS last_job_heartbeat_at
+                FROM layover.jobs j WHERE j.state = 'running' AND j.picked_by IS NOT NULL GROUP BY j.picked_by)
+            SELECT coalesce(w.worker_name, r.picked_by) AS worker_name, w.host, w.threads, w.version,
+                   w.started_at, w.heartbeat_at,
+                   (extract(epoch FROM now() - w.heartbeat_at) * 1000)::bigint AS heartbeat_age_ms,
+                   (extract(epoch FROM now() - w.started_at) * 1000)::bigint AS up_ms,
+                   coalesce(r.n, 0) AS running_jobs, r.last_job_heartbeat_at,
+                   w.worker_name IS NOT NULL AS has_row,
+                   (SELECT count(*) FROM jsonb_object_keys(w.limits)) AS limits_applied
+            FROM layover.workers w
+            FULL JOIN running r ON r.picked_by = w.worker_name
+            ORDER BY w.heartbeat_at DESC NULLS LAST, coalesce(w.worker_name, r.picked_by)
+            LIMIT 500""";
+
+    /**
+     * Whether each worker applies each limit override: since when ({@code applied_at} of
+     * {@code layover.workers.limits}) and whether what it applies is the override as it stands.
+     * Parameters: a key or null (every override), twice.
+     */
+    static final String LIMIT_APPLIED = """
+            SELECT o.limit_key, w.worker_name, (extract(epoch FROM now() - w.heartbeat_at) * 1000)::bigint AS heartbeat_age_ms,
+                   (w.limits -> o.limit_key ->> 'applied_at')::timestamptz AS applied_at,
+                   coalesce((w.limits -> o.limit_key) - 'applied_at' = jsonb_strip_nulls(jsonb_build_object(
+                       'requests_per_minute', o.requests_per_minute, 'tokens_per_minute', o.tokens_per_minute,
+                       'input_tokens_per_minute', o.input_tokens_per_minute,
+                       'output_tokens_per_minute', o.output_tokens_per_minute, 'max_in_flight', o.max_in_flight)),
+                       false) AS applies_it
+            FROM layover.limit_overrides o CROSS JOIN layover.workers w
+            WHERE (?::text IS NULL OR o.limit_key = ?::text)
+            ORDER BY o.limit_key, w.worker_name
+            LIMIT 10000""";
+
+    /**
+     * The endpoints a key's fallback chains called in the last hour ({@code chain_call} under
+     * the key), with how each endpoint's calls ended ({@code endpoint_call} under the endpoint,
+     * whoever called it). Parameter: the key.
+     */
+    static final String KEY_ENDPOINTS = """
+            WITH via AS (
+                SELECT t.detail AS endpoint, sum(t.amount)::bigint AS calls
+                FROM layover.time_series t
+                WHERE t.bucket_seconds = 60 AND t.bucket_start >= now() - interval '1 hour'
+                  AND t.provider_key = ? AND t.counter = 'chain_call' AND t.detail IS NOT NULL
+                GROUP BY t.detail)
+            SELECT v.endpoint, v.calls,
+                   (SELECT coalesce(jsonb_object_agg(x.detail, x.n), '{}'::jsonb)::text FROM (
+                        SELECT e.detail, sum(e.amount)::bigint AS n FROM layover.time_series e
+                        WHERE e.bucket_seconds = 60 AND e.bucket_start >= now() - interval '1 hour'
+                          AND e.provider_key = v.endpoint AND e.counter = 'endpoint_call'
+                        GROUP BY e.detail) x) AS results
+            FROM via v
+            ORDER BY v.calls DESC, v.endpoint
+            LIMIT 50""";
+
+    /**
+     * A key as an endpoint of fallback chains in the last hour: its calls by result, and the keys
+     * whose chains called it. Parameters: the key, twice.
+     */
+    static final String KEY_AS_ENDPOINT = """
+            SELECT (SELECT coalesce(jsonb_object_agg(x.detail, x.n), '{}'::jsonb)::text FROM (
+                        SELECT e.detail, sum(e.amount)::bigint AS n FROM layover.time_series e
+                        WHERE e.bucket_seconds = 60 AND e.bucket_start >= now() - interval '1 hour'
+                          AND e.provider_key = ? AND e.counter = 'endpoint_call'
+                        GROUP BY e.detail) x) AS results,
+                   (SELECT coalesce(jsonb_object_agg(x.provider_key, x.n), '{}'::jsonb)::text FROM (
+                        SELECT c.provider_key, sum(c.amount)::bigint AS n FROM layover.time_series c
+                        WHERE c.bucket_seconds = 60 AND c.bucket_start >= now() - interval '1 hour'
+                          AND c.counter = 'chain_call' AND c.detail = ? AND c.provider_key IS NOT NULL
+                        GROUP BY c.provider_key) x) AS used_by""";
+
+    /**
+     * Keys whose breaker is not closed, with what the recovery sweep knows of them
+     * ({@code layover.recovery_state}), their parked dead letters by failure type, and whether a
+     * recovery sweep is scheduled at all. Parameters: a key or null (every key), twice.
+     */
+    static final String OUTAGES = """
+            SELECT b.provider_key, b.state, EFFECTIVE AS effective_state, b.opened_at, b.open_until, b.reason,
+                   r.phase AS sweep_phase, r.next_trial_at, r.last_trial_at, r.trials,
+                   (SELECT coalesce(jsonb_object_agg(x.failure_type, x.n), '{}'::jsonb)::text FROM (
+                        SELECT d.failure_type, sum(d.n)::bigint AS n FROM layover.dead_letter_counts d
+                        WHERE d.provider_key = b.provider_key AND d.state = 'parked' AND d.n <> 0
+                        GROUP BY d.failure_type) x) AS parked,
+                   EXISTS (SELECT 1 FROM layover.scheduled_tasks t WHERE t.task_name = 'layover-recovery-sweep')
+                       AS sweep_scheduled
+            FROM layover.breakers b
+            LEFT JOIN layover.recovery_state r ON r.provider_key = b.provider_key
+            WHERE b.state <> 'closed' AND (?::text IS NULL OR b.provider_key = ?::text)
+            ORDER BY b.opened_at DESC NULLS LAST, b.provider_key
+            LIMIT 20""".replace("EFFECTIVE", BREAKER_EFFECTIVE);
 
     /** The key's queued jobs by why they wait, with the earliest run time of each. */
     static final String KEY_JOBS_BY_WHY = "SELECT x.why, count(*) AS n, min(x.run_at) AS next_run_at FROM ("
@@ -351,7 +477,7 @@ final class ConsoleSql {
     /** The members of an API key pool: keys named {@code <pool>#<key>}, with their state. */
     static final String POOL_MEMBERS = """
             SELECT pk.provider_key, pk.breaker_state, %s AS breaker_effective_state, pk.breaker_open_until,
-                   pk.cooldown_until, pk.cooldown_reason, pk.requests_per_minute, pk.bucket_booked_until
+                   pk.cooldown_until, pk.cooldown_reason, pk.requests_per_minute, pk.bucket_full_at
             FROM layover.provider_keys pk
             LEFT JOIN layover.breakers b ON b.provider_key = pk.provider_key
             WHERE pk.provider_key LIKE ? ESCAPE '\\'
@@ -366,19 +492,21 @@ final class ConsoleSql {
      * is read from {@code scheduled_tasks} and only its rows are weighed. Parameters: key, limit.
      */
     static final String FAIRNESS = """
-            SELECT f.fairness_key, f.waiting, f.booked, f.untagged, f.running, f.weight, f.share, f.lag, f.tagged,
-                   f.booked_total, f.last_booked_at,
+            SELECT f.fairness_key, f.waiting, f.untagged, f.running, f.weight, f.share, f.lag,
                    count(*) OVER () AS flows, (sum(f.waiting) OVER ())::bigint AS total_waiting,
-                   (sum(f.booked) OVER ())::bigint AS total_booked, (sum(f.untagged) OVER ())::bigint AS total_untagged,
+                   (sum(f.untagged) OVER ())::bigint AS total_untagged,
                    (sum(f.running) OVER ())::bigint AS total_running
             FROM layover.fairness f
             WHERE f.provider_key = ?
-            ORDER BY f.waiting DESC, f.booked DESC, f.fairness_key
+            ORDER BY f.waiting DESC, f.running DESC, f.fairness_key
             LIMIT ?""";
 
-    /** A provider key's fair queue line ({@code layover.fair_lines}): its clock and rounds. */
+    /**
+     * A provider key's fair queue ({@code layover.fair_lines}): each priority's virtual clock, the
+     * low priorities' credit, how many picks admitted from it and the last one.
+     */
     static final String FAIR_LINE = """
-            SELECT l.vclock, l.active_weight, l.rounds, l.booked, l.last_round_at
+            SELECT l.class_clocks::text AS class_clocks, l.low_credit, l.picks, l.last_pick_at
             FROM layover.fair_lines l WHERE l.provider_key = ?""";
 
     /**
@@ -562,6 +690,19 @@ final class ConsoleSql {
     ArrayNode jobs(JobFilter f, JobCursor after, int limit) {
         StringBuilder sql = new StringBuilder(JOBS_SELECT);
         List<Object> params = new ArrayList<>();
+        appendFilter(f, sql, params);
+        if (after != null) {
+            sql.append(JOBS_AFTER);
+            params.add(after.runAt());
+            params.add(after.jobType());
+            params.add(after.id());
+        }
+        sql.append(JOBS_ORDER);
+        params.add(limit);
+        return query("reading jobs", JOBS_WITH_TRAIL.formatted(TRAIL_SHOWN, sql), params.toArray());
+    }
+
+    private static void appendFilter(JobFilter f, StringBuilder sql, List<Object> params) {
         if (!f.jobTypes().isEmpty()) {
             sql.append(JOBS_BY_TYPE);
             params.add(f.jobTypes().toArray(String[]::new));
@@ -578,15 +719,6 @@ final class ConsoleSql {
             sql.append(JOBS_BY_WHY);
             params.add(f.whys().toArray(String[]::new));
         }
-        if (after != null) {
-            sql.append(JOBS_AFTER);
-            params.add(after.runAt());
-            params.add(after.jobType());
-            params.add(after.id());
-        }
-        sql.append(JOBS_ORDER);
-        params.add(limit);
-        return query("reading jobs", JOBS_WITH_TRAIL.formatted(TRAIL_SHOWN, sql), params.toArray());
     }
 
     /** A filter of the history page; empty lists and nulls mean any. */
@@ -696,6 +828,43 @@ final class ConsoleSql {
         out.set("concurrency", first(query("reading a concurrency limit", CONCURRENCY_ROW, key)));
         out.set("pause", first(query("reading a pause", KEY_PAUSE, key)));
         return out;
+    }
+
+    /**
+     * @param f the filter (its whys, states, types and keys)
+     * @param limit groups
+     * @return the filter's jobs grouped by why and provider key, largest first
+     */
+    ArrayNode jobsSummary(JobFilter f, int limit) {
+        StringBuilder sql = new StringBuilder(JOBS_SELECT);
+        List<Object> params = new ArrayList<>();
+        appendFilter(f, sql, params);
+        return query("summarizing jobs", JOBS_SUMMARY.formatted(sql, limit), params.toArray());
+    }
+
+    /** @return the workers: rows of {@code layover.workers} and the jobs each runs */
+    ArrayNode workers() {
+        return query("reading the workers", WORKERS);
+    }
+
+    /** @return whether and since when each worker applies each override (only {@code key}'s unless null) */
+    ArrayNode limitApplied(String key) {
+        return query("reading which workers apply a limit", LIMIT_APPLIED, key, key);
+    }
+
+    /** @return the endpoints the key's fallback chains called in the last hour */
+    ArrayNode keyEndpoints(String key) {
+        return query("reading a key's endpoints", KEY_ENDPOINTS, key);
+    }
+
+    /** @return the key's calls as an endpoint in the last hour, and who called it */
+    JsonNode keyAsEndpoint(String key) {
+        return query("reading a key's calls as an endpoint", KEY_AS_ENDPOINT, key, key).get(0);
+    }
+
+    /** @return keys whose breaker is not closed (only {@code key} unless null), with the sweep's state */
+    ArrayNode outages(String key) {
+        return query("reading open breakers", OUTAGES, key, key);
     }
 
     /** @return the key's queued jobs by why they wait */

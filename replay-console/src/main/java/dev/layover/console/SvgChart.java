@@ -1,6 +1,7 @@
 package dev.layover.console;
 
 import java.time.Instant;
+import java.time.ZoneId;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.List;
@@ -10,7 +11,8 @@ import java.util.Locale;
  * Draws one chart of a {@link TimeSeriesData} window as a standalone SVG document, on the server:
  * no script, no style element or attribute (presentation attributes only), every text escaped, so
  * it works as an {@code <img>} under the console's Content-Security-Policy. Counts are stacked
- * bars per point; 429s, replays and the queue depth are lines over them. Times are UTC.
+ * bars per point; 429s, replays and the queue depth are lines over them. Times are in the zone
+ * asked for (UTC by default), named on the axis.
  */
 final class SvgChart {
 
@@ -19,7 +21,9 @@ final class SvgChart {
         THROUGHPUT("throughput", "Completed"),
         LIMITS("limits", "429s and reschedules"),
         FAILURES("failures", "Retries, parks and replays"),
-        DEPTH("depth", "Queue depth (due, waiting)");
+        DEPTH("depth", "Queue depth (due, waiting)"),
+        /** A fallback chain's calls: by endpoint under the job's key, by result under an endpoint's key. */
+        CALLS("calls", "Provider calls");
 
         final String code;
         final String title;
@@ -35,8 +39,8 @@ final class SvgChart {
                     return k;
                 }
             }
-            throw ApiException.badRequest("chart must be one of throughput, limits, failures, depth, was '" + code + "'",
-                    "chart");
+            throw ApiException.badRequest("chart must be one of throughput, limits, failures, depth, calls, was '" + code
+                    + "'", "chart");
         }
     }
 
@@ -53,6 +57,10 @@ final class SvgChart {
     private SvgChart() {}
 
     static String draw(TimeSeriesData d, Kind kind) {
+        return draw(d, kind, ZoneOffset.UTC);
+    }
+
+    static String draw(TimeSeriesData d, Kind kind, ZoneId zone) {
         List<TimeSeriesData.Series> bars;
         List<TimeSeriesData.Series> lines;
         switch (kind) {
@@ -67,6 +75,12 @@ final class SvgChart {
             case FAILURES -> {
                 bars = d.of("retried", "parked");
                 lines = d.of("replayed");
+            }
+            case CALLS -> {
+                // an endpoint's calls by result; else (a chain's model key) its calls by endpoint
+                List<TimeSeriesData.Series> byResult = d.of("endpoint_call");
+                bars = byResult.isEmpty() ? d.of("chain_call") : byResult;
+                lines = List.of();
             }
             default -> {
                 bars = List.of();
@@ -103,11 +117,11 @@ final class SvgChart {
         b.append(text(LEFT - 6, (TOP + BOTTOM) / 2.0 + 4, 11, "#667085", "end", half(max)));
         b.append(text(LEFT - 6, BOTTOM + 4, 11, "#667085", "end", "0"));
         DateTimeFormatter f = DateTimeFormatter.ofPattern(
-                (long) d.stepSeconds() * n > 86_400 ? "MM-dd HH:mm" : "HH:mm", Locale.ROOT).withZone(ZoneOffset.UTC);
+                (long) d.stepSeconds() * n > 86_400 ? "MM-dd HH:mm" : "HH:mm", Locale.ROOT).withZone(zone);
         Instant end = d.starts().get(n - 1).plusSeconds(d.stepSeconds());
         b.append(text(LEFT, BOTTOM + 14, 11, "#667085", "start", f.format(d.starts().get(0))));
         b.append(text((LEFT + RIGHT) / 2.0, BOTTOM + 14, 11, "#667085", "middle", f.format(d.starts().get(n / 2))));
-        b.append(text(RIGHT, BOTTOM + 14, 11, "#667085", "end", f.format(end) + " UTC"));
+        b.append(text(RIGHT, BOTTOM + 14, 11, "#667085", "end", f.format(end) + " " + zoneName(zone, end)));
 
         int color = 0;
         double scale = (BOTTOM - TOP) / (double) max;
@@ -171,6 +185,15 @@ final class SvgChart {
         }
         b.append("</svg>");
         return b.toString();
+    }
+
+    /** UTC, or the zone's short name at that instant (CET, EDT) with its offset when it has no letters. */
+    static String zoneName(ZoneId zone, Instant at) {
+        if (zone.normalized().equals(ZoneOffset.UTC)) {
+            return "UTC";
+        }
+        String s = DateTimeFormatter.ofPattern("zzz", Locale.ROOT).withZone(zone).format(at);
+        return s.matches("[A-Za-z]{2,5}") ? s : "UTC" + DateTimeFormatter.ofPattern("xxx", Locale.ROOT).withZone(zone).format(at);
     }
 
     private static String label(TimeSeriesData d) {

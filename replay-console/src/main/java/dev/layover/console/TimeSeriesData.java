@@ -33,7 +33,7 @@ record TimeSeriesData(Instant at, int bucketSeconds, int stepSeconds, List<Insta
 
     /** The counters, in the order the API lists them. */
     static final List<String> ORDER = List.of("completed", "rate_limited", "rescheduled", "retried", "parked",
-            "replayed", "due", "waiting");
+            "replayed", "due", "waiting", "endpoint_call", "chain_call");
 
     /**
      * One counter (and detail) over the window.
@@ -61,6 +61,12 @@ record TimeSeriesData(Instant at, int bucketSeconds, int stepSeconds, List<Insta
         }
 
         String label() {
+            if (counter.equals("endpoint_call") && detail != null) {
+                return detail; // an endpoint's calls by result
+            }
+            if (counter.equals("chain_call") && detail != null) {
+                return "via " + detail; // a model key's calls by endpoint
+            }
             return detail == null ? counter : counter + ": " + detail;
         }
     }

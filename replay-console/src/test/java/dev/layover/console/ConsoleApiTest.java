@@ -99,7 +99,7 @@ class ConsoleApiTest {
         assertEquals("rate_limited", test.get("cooldownReason").asText());
         assertTrue(Instant.parse(test.get("cooldownUntil").asText()).isAfter(Instant.now()));
         assertEquals(60.0, test.get("requestsPerMinute").asDouble());
-        assertTrue(test.get("bucketBookedAheadMs").asLong() > 0);
+        assertTrue(test.get("bucketInUseMs").asLong() > 0);
         assertEquals(2, test.get("jobs").asLong());
         assertTrue(test.get("paceLearnedUntil").isNull(), "a configured bucket");
         JsonNode learned = key(o.get("providerKeys"), "learned:in-force");

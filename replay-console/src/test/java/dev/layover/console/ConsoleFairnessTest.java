@@ -49,15 +49,18 @@ class ConsoleFairnessTest {
         }
     }
 
-    /** {@code n} jobs of a fairness key on a provider key, tagged (waiting in its fair queue) or not yet. */
+    /**
+     * {@code n} jobs of a fairness key on a provider key, tagged (waiting in its fair queue) or
+     * not (due, as a job whose rescheduled run time came).
+     */
     static void jobs(TestDatabase db, String providerKey, String fairnessKey, int n, boolean tagged) {
         db.update("""
                 INSERT INTO layover.scheduled_tasks (task_name, task_instance, execution_time, picked, version, priority,
                                                      consecutive_failures, provider_key, fairness_key, fair_tag)
-                SELECT 'fairwork', ? || '-' || g, now() + interval '1 hour', false, 1, 0, 0, ?, ?,
-                       CASE WHEN ? THEN g::float8 END
+                SELECT 'fairwork', ? || '-' || g, CASE WHEN ? THEN now() + interval '1 hour' ELSE now() - interval '1 second' END,
+                       false, 1, 0, 0, ?, ?, CASE WHEN ? THEN g::float8 END
                 FROM generate_series(1, ?) g""",
-                providerKey + "/" + fairnessKey, providerKey, fairnessKey, tagged, n);
+                providerKey + "/" + fairnessKey, tagged, providerKey, fairnessKey, tagged, n);
     }
 
     private static String weightBody(String pattern, Object weight, String reason) {
@@ -79,7 +82,7 @@ class ConsoleFairnessTest {
         assertEquals(9, f.get("waiting").asLong());
         assertEquals(1, f.get("untagged").asLong());
         assertFalse(f.get("more").asBoolean());
-        assertTrue(f.get("fairQueue").isNull(), "no round ran for the key");
+        assertTrue(f.get("fairQueue").isNull(), "no pick admitted from the key's fair queue yet");
         JsonNode items = f.get("items");
         assertEquals(3, items.size());
         assertEquals("tenant:a", items.get(0).get("fairnessKey").asText());

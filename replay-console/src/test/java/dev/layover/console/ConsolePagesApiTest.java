@@ -172,7 +172,7 @@ class ConsolePagesApiTest {
         assertTrue(k.at("/bucket/learned").asBoolean());
         assertTrue(k.at("/bucket/inForce").asBoolean());
         assertEquals(500.0, k.at("/bucket/requestsPerMinute").asDouble());
-        assertTrue(k.at("/bucket/bookedAheadMs").asLong() > 0);
+        assertTrue(k.at("/bucket/inUseMs").asLong() > 0);
         assertEquals(2, k.at("/jobs/total").asLong());
         assertEquals("new", k.at("/jobs/byWhy/0/why").asText());
         assertEquals(2, k.at("/jobs/items").size());

@@ -134,4 +134,62 @@ class ConsoleServletTest {
         assertTrue(r.error().contains("read-only"), r.error());
         assertEquals(0, db.count("select count(*) from layover.jobs"));
     }
+
+    @Test
+    void withExternalAuthenticationARequestWithoutAUserIsRefusedUnlessAnonymousAccessWasAllowed(TestDatabase db)
+            throws Exception {
+        ApiClient api = mount(db, ConsoleOptions.defaults().withExternalAuthentication(true), false);
+        long id = Fixtures.deadLetter("a1").insert(db);
+        ApiClient.Resp overview = api.send(api.request("api/overview").GET());
+        assertEquals(401, overview.status(), overview.body());
+        assertTrue(overview.error().contains("signed-in user"), overview.error());
+        ApiClient.Resp page = api.send(api.request("").GET());
+        assertEquals(401, page.status());
+        assertFalse(page.body().contains("<script"), "no console page without a user: " + page.body());
+        ApiClient.Resp session = api.send(api.request("api/session").GET());
+        assertEquals(401, session.status(), "no CSRF token for anyone: " + session.body());
+        ApiClient.Resp discard = api.send(api.request("api/dead-letters/" + id + "/discard")
+                .header("Origin", "http://127.0.0.1:" + app.port()).POST(HttpRequest.BodyPublishers.noBody()));
+        assertEquals(401, discard.status(), discard.body());
+        assertEquals("parked", db.value("select state from layover.dead_letters where id = ?", id));
+    }
+
+    @Test
+    void anAnonymousRequestLetInReadsOnlyUnlessAnonymousWritesWereAllowed(TestDatabase db) throws Exception {
+        ApiClient api = mount(db, ConsoleOptions.defaults().withExternalAuthentication(true).withAnonymousAccess(true),
+                false);
+        long id = Fixtures.deadLetter("a2").insert(db);
+        String origin = "http://127.0.0.1:" + app.port();
+        assertEquals(200, api.send(api.request("api/overview").GET()).status());
+        assertEquals(200, api.send(api.request("api/dead-letters/" + id).GET()).status());
+        ApiClient.Resp session = api.send(api.request("api/session").GET());
+        assertEquals(200, session.status(), session.body());
+        assertTrue(session.json().get("readOnly").asBoolean(), session.body());
+        assertTrue(session.json().get("anonymous").asBoolean(), session.body());
+        assertFalse(session.json().get("revealAllowed").asBoolean(), session.body());
+        String csrf = session.json().get("csrfToken").asText();
+        ApiClient.Resp detail = api.send(api.request("api/dead-letters/" + id).GET());
+        assertFalse(detail.json().get("actions").get("discard").asBoolean(), detail.body());
+        ApiClient.Resp discard = api.send(api.request("api/dead-letters/" + id + "/discard")
+                .header("X-Layover-Token", csrf).header("Origin", origin).POST(HttpRequest.BodyPublishers.noBody()));
+        assertEquals(403, discard.status(), discard.body());
+        assertTrue(discard.error().contains("read-only"), discard.error());
+        assertEquals("parked", db.value("select state from layover.dead_letters where id = ?", id));
+        app.close();
+        app = null;
+        layover.stop();
+
+        api = mount(db, ConsoleOptions.defaults().withExternalAuthentication(true).withAnonymousAccess(true)
+                .withAnonymousWrites(true), false);
+        origin = "http://127.0.0.1:" + app.port();
+        session = api.send(api.request("api/session").GET());
+        assertFalse(session.json().get("readOnly").asBoolean(), session.body());
+        ApiClient.Resp allowed = api.send(api.request("api/dead-letters/" + id + "/discard")
+                .header("X-Layover-Token", session.json().get("csrfToken").asText()).header("Origin", origin)
+                .POST(HttpRequest.BodyPublishers.noBody()));
+        assertEquals(200, allowed.status(), allowed.body());
+        assertEquals("discarded", db.value("select state from layover.dead_letters where id = ?", id));
+        assertEquals("console", db.value("select actor from layover.audit_log where action = 'discard'"),
+                "no user: the default operator");
+    }
 }

@@ -65,6 +65,7 @@ class ConsoleTimeSeriesApiTest {
         counts(db, "other", "k2", "completed", "", 7);
         counts(db, "work", "test:provider", "due", "", 3);
         counts(db, "work", "test:provider", "due", "", 1); // a smaller sample of the same bucket: the gauge keeps 3
+        counts(db, "work", "test:provider", "input_tokens", "tenant:1", 5000); // tokens are not drawn with the events
         // 3 hours ago, in the minute and the hour row, as layover.time_series_add writes it
         for (int seconds : new int[] {60, 3600}) {
             db.update("INSERT INTO layover.time_series_counts (bucket_seconds, bucket, job_type, provider_key, counter, amount)"
@@ -83,6 +84,7 @@ class ConsoleTimeSeriesApiTest {
         assertEquals(12, completed.path("values").get(359).asLong(), "in the current point");
         assertEquals(12, all.path("totals").path("completed").asLong());
         assertEquals(3, series(all, "due", null).path("total").asLong(), "a gauge keeps its largest sample");
+        assertNull(series(all, "input_tokens", "tenant:1"), "token counts are not drawn with the events");
 
         JsonNode key = api.get("/api/time-series?providerKey=test%3Aprovider").json();
         assertEquals(60, key.path("stepSeconds").asInt());

@@ -310,6 +310,21 @@ public final class JvmProcess implements AutoCloseable {
     }
 
     /**
+     * Writes to the child's standard input, flushed at once (the Enter a program waits for).
+     *
+     * @param text what to write
+     * @throws IllegalStateException when the child's input is closed (it exited)
+     */
+    public void input(String text) {
+        try {
+            process.getOutputStream().write(text.getBytes(StandardCharsets.UTF_8));
+            process.getOutputStream().flush();
+        } catch (IOException e) {
+            throw new IllegalStateException(name + " takes no more input: " + e.getMessage(), e);
+        }
+    }
+
+    /**
      * Kills the child at once (SIGKILL: no shutdown hooks, no graceful stop) and waits for it to
      * be gone.
      */

@@ -20,6 +20,13 @@ final class Databases {
     /** How many scripts the chain has. */
     static final int CHAIN_SCRIPTS = 28;
 
+    /**
+     * What the baseline changed since the chain, one script per change, in order (resources under
+     * {@code db/since-chain/}): the chain plus these is the baseline.
+     */
+    static final java.util.List<String> SINCE_CHAIN = java.util.List.of("the-pick-is-the-admission", "workers",
+            "observability");
+
     private Databases() {}
 
     /** @return an unpooled data source on the database: every connection is a new one */
@@ -69,6 +76,26 @@ final class Databases {
             return rs.getInt(1);
         } catch (SQLException e) {
             throw new IllegalStateException(e.getMessage(), e);
+        }
+    }
+
+    /** Applies the changes since the chain ({@link #SINCE_CHAIN}), each in one transaction. */
+    static void applySinceChain(TestDatabase db) {
+        for (String change : SINCE_CHAIN) {
+            String sql;
+            try (java.io.InputStream in = Databases.class.getResourceAsStream("/db/since-chain/" + change + ".sql")) {
+                sql = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            } catch (java.io.IOException | NullPointerException e) {
+                throw new IllegalStateException("missing db/since-chain/" + change + ".sql", e);
+            }
+            try (java.sql.Connection c = plain(db).getConnection(); java.sql.Statement st = c.createStatement()) {
+                c.setAutoCommit(false);
+                st.execute("SET search_path TO " + LayoverMigrations.SCHEMA);
+                st.execute(sql);
+                c.commit();
+            } catch (java.sql.SQLException e) {
+                throw new IllegalStateException(change + ": " + e.getMessage(), e);
+            }
         }
     }
 }

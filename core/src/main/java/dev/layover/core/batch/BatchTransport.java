@@ -8,8 +8,9 @@ import java.util.Optional;
 import java.util.function.Consumer;
 
 /**
- * How Layover talks to one provider's batch API. {@link OpenAiBatches} and
- * {@link AnthropicBatches} implement it on the real SDKs; implement it for another provider.
+ * How Layover talks to one provider's batch API. {@link OpenAiBatches}, {@link AnthropicBatches},
+ * {@link GeminiBatches} and {@link BedrockBatches} implement it on the real SDKs; implement it for
+ * another provider.
  * Called only from Layover's batch loop thread, never from a worker thread, and never inside a
  * database transaction. An exception thrown by any method is logged and the step is tried again at
  * the next poll; it never fails a job by itself.

@@ -116,7 +116,8 @@ public interface LayoverMetrics {
      * Tokens of a provider key's bucket, as this instance's calls moved them (docs/tokens.md).
      *
      * @param providerKey the bucket's key (a provider key or a limit key)
-     * @param kind {@code reserved} (taken before a call: input estimate + output ceiling),
+     * @param kind {@code reserved} (taken by the pick or an endpoint's admission before a call:
+     *     input estimate + output ceiling; counted when the run settles),
      *     {@code used} (what the call reported), {@code refunded} (the unused reservation given
      *     back), {@code charged} (an under-estimate charged after the call)
      * @param tokens how many (input + output), at least 1

@@ -214,11 +214,11 @@ public final class MicrometerMetrics implements LayoverMetrics {
                         : Math.max(0, Duration.between(sample.at(), k.cooldownUntil()).toNanos());
                 cooldown(k.providerKey()).until = sampledAt + leftNanos;
                 if (k.requestPermits() != null) {
-                    set(seen, "layover.bucket.permits", "permits of the key's bucket free now (negative: promised ahead)",
+                    set(seen, "layover.bucket.permits", "permits of the key's bucket free now (negative: owed after a 429)",
                             k.requestPermits(), "provider_key", k.providerKey(), "limit", "requests");
                 }
                 if (k.tokenPermits() != null) {
-                    set(seen, "layover.bucket.permits", "permits of the key's bucket free now (negative: promised ahead)",
+                    set(seen, "layover.bucket.permits", "permits of the key's bucket free now (negative: owed after a 429)",
                             k.tokenPermits(), "provider_key", k.providerKey(), "limit", "tokens");
                 }
             }

@@ -63,7 +63,7 @@ public record StateSample(Instant at, List<JobCount> jobs, List<DeadLetterCount>
      * @param cooldownUntil no call before this, or {@code null} (an ended cooldown may still be
      *     given: compare with the time)
      * @param requestPermits request permits free now, when the key's bucket limits requests, else
-     *     {@code null}; negative when permits are already promised to rescheduled jobs
+     *     {@code null}; negative when the bucket is owed (a 429 emptied it until after its wait)
      * @param tokenPermits token permits free now, likewise for a token limit
      */
     public record ProviderKeyState(String providerKey, String breakerState, Instant cooldownUntil,

@@ -303,7 +303,11 @@ public sealed interface Outcome
         RATE_LIMIT,
         /** The key waits until the quota's stated reset, when one was stated. */
         UNTIL_RESET,
-        /** A short escalating cooldown ({@code CooldownSettings} overload base up to its cap). */
+        /**
+         * The provider's retry-after when it stated one; else a short escalating cooldown
+         * ({@code CooldownSettings} overload base up to its cap) only when the key's breaker window
+         * shows a rate of failures (at least 3, and 20 % of its calls): one stray 503 pauses no one.
+         */
         OVERLOAD
     }
 
@@ -327,7 +331,8 @@ public sealed interface Outcome
      *       <td>until the reset</td><td>{@code quota_exhausted}</td><td>no reset within
      *       {@code maxDeferral}</td></tr>
      *   <tr><td>OVERLOADED</td><td>overloaded</td><td>yes</td><td>no</td><td>failure</td>
-     *       <td>short, escalating</td><td>{@code provider_unavailable}</td><td>attempts run out</td></tr>
+     *       <td>its retry-after; else short, escalating, when failures are a trend</td>
+     *       <td>{@code provider_unavailable}</td><td>attempts run out</td></tr>
      *   <tr><td>TRANSIENT</td><td>transient</td><td>yes</td><td>no</td><td>failure</td><td>-</td>
      *       <td>{@code provider_unavailable}</td><td>attempts run out</td></tr>
      *   <tr><td>RETRY</td><td>error</td><td>yes</td><td>no</td><td>-</td><td>-</td>

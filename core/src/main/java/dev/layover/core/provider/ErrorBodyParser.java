@@ -2,9 +2,12 @@ package dev.layover.core.provider;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.TextNode;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * Reads the error out of a response body in any of the providers' shapes: OpenAI/Azure
@@ -88,9 +91,12 @@ final class ErrorBodyParser {
         if (error != null && error.isObject()) {
             node = error;
         } else if (error != null && error.isTextual()) {
-            return new ErrorDetails(null, null, error.asText(), null, 0, List.of(), List.of(), null, stream, null);
+            // {"error": "..."} (Ollama, vLLM's auth); xAI adds a gRPC "code", Fireworks a "message"
+            String rootMessage = text(root.get("message"));
+            String message = rootMessage == null ? error.asText() : error.asText() + ": " + rootMessage;
+            return new ErrorDetails(null, null, message, null, 0, List.of(), List.of(), null, stream, null);
         } else if (!strict && (root.has("message") || root.has("Message") || root.has("__type")
-                || (root.has("type") && root.has("code")))) {
+                || (root.has("type") && root.has("code")) || root.get("detail") instanceof TextNode)) {
             node = root;
         } else {
             return ErrorDetails.NONE;
@@ -115,6 +121,9 @@ final class ErrorBodyParser {
         String message = text(node.get("message"));
         if (message == null) {
             message = text(node.get("Message"));
+        }
+        if (message == null) {
+            message = text(node.get("detail")); // FastAPI's {"detail": "..."}
         }
         String status = text(node.get("status"));
 
@@ -157,7 +166,83 @@ final class ErrorBodyParser {
                 }
             }
         }
-        return new ErrorDetails(type, code, message, status, embedded, quotas, reasons, retryDelay, stream, null);
+        reasonTokens(node, reasons);
+        JsonNode metadata = node.get("metadata");
+        String detail = null;
+        Map<String, List<String>> bodyHeaders = Map.of();
+        if (metadata != null && metadata.isObject()) {
+            bodyHeaders = quotedHeaders(metadata.get("headers"));
+            detail = relayed(metadata.get("raw"), reasons);
+            String source = text(metadata.get("limit_source"));
+            if (source != null) {
+                reasons.add(source);
+            }
+        }
+        return new ErrorDetails(type, code, message, status, embedded, quotas, reasons, retryDelay, stream, null,
+                detail, bodyHeaders);
+    }
+
+    /** Azure's {@code innererror.code}, Google's older {@code errors[].reason}: more reason tokens. */
+    private static void reasonTokens(JsonNode node, List<String> reasons) {
+        JsonNode inner = node.get("innererror");
+        if (inner != null && inner.isObject() && text(inner.get("code")) != null) {
+            reasons.add(text(inner.get("code")));
+        }
+        JsonNode errors = node.get("errors");
+        if (errors != null && errors.isArray()) {
+            for (JsonNode e : errors) {
+                String reason = e == null ? null : text(e.get("reason"));
+                if (reason != null && reasons.size() < 16) {
+                    reasons.add(reason);
+                }
+            }
+        }
+    }
+
+    /** OpenRouter's {@code metadata.headers}: the upstream's or its own rate-limit headers, quoted. */
+    private static Map<String, List<String>> quotedHeaders(JsonNode headers) {
+        if (headers == null || !headers.isObject()) {
+            return Map.of();
+        }
+        Map<String, List<String>> out = new LinkedHashMap<>();
+        headers.fields().forEachRemaining(e -> {
+            String v = text(e.getValue());
+            if (v != null && out.size() < 32) {
+                out.put(e.getKey(), List.of(v));
+            }
+        });
+        return out;
+    }
+
+    /**
+     * OpenRouter's {@code metadata.raw}: what the upstream provider answered, as text or JSON. Its
+     * error type and code join the reason tokens; its words are returned to be read with the message.
+     */
+    private static String relayed(JsonNode raw, List<String> reasons) {
+        if (raw == null || raw.isNull()) {
+            return null;
+        }
+        JsonNode parsed = raw;
+        String text = raw.isTextual() ? raw.asText() : raw.toString();
+        if (raw.isTextual() && text.strip().startsWith("{") && text.length() <= MAX_EVENT_DATA) {
+            try {
+                parsed = JSON.readTree(text);
+            } catch (Exception | StackOverflowError notJson) {
+                parsed = raw;
+            }
+        }
+        if (parsed != null && parsed.isObject()) {
+            ErrorDetails upstream = fromJson(parsed, false);
+            for (String token : new String[] {upstream.type(), upstream.code(), upstream.status()}) {
+                if (token != null) {
+                    reasons.add(token);
+                }
+            }
+            if (upstream.message() != null) {
+                text = upstream.message();
+            }
+        }
+        return snippet(text);
     }
 
     private static boolean looksLikeSse(String body) {

@@ -17,6 +17,10 @@ import java.util.List;
  * @param retryDelay Google {@code RetryInfo.retryDelay}, or {@code null}
  * @param streamError whether the error was found inside an event stream (SSE) or stream chunk
  * @param rawText the body when it was not JSON (a proxy's HTML page, plain text), or {@code null}
+ * @param detail what a relaying gateway quoted of the upstream's error (OpenRouter's
+ *     {@code error.metadata.raw}), or {@code null}
+ * @param bodyHeaders response headers a gateway quoted in its body (OpenRouter's
+ *     {@code error.metadata.headers}); empty when none
  */
 record ErrorDetails(
         String type,
@@ -28,14 +32,24 @@ record ErrorDetails(
         List<String> reasons,
         Duration retryDelay,
         boolean streamError,
-        String rawText) {
+        String rawText,
+        String detail,
+        java.util.Map<String, List<String>> bodyHeaders) {
 
     static final ErrorDetails NONE =
-            new ErrorDetails(null, null, null, null, 0, List.of(), List.of(), null, false, null);
+            new ErrorDetails(null, null, null, null, 0, List.of(), List.of(), null, false, null, null, null);
 
     ErrorDetails {
         quotas = quotas == null ? List.of() : List.copyOf(quotas);
         reasons = reasons == null ? List.of() : List.copyOf(reasons);
+        bodyHeaders = bodyHeaders == null ? java.util.Map.of() : java.util.Map.copyOf(bodyHeaders);
+    }
+
+    /** The same without the gateway's quote and headers (the fields of the first nine components). */
+    ErrorDetails(String type, String code, String message, String status, int embeddedStatus, List<Quota> quotas,
+            List<String> reasons, Duration retryDelay, boolean streamError, String rawText) {
+        this(type, code, message, status, embeddedStatus, quotas, reasons, retryDelay, streamError, rawText, null,
+                null);
     }
 
     /** Whether anything that looks like an error was found. */
@@ -59,12 +73,12 @@ record ErrorDetails(
 
     ErrorDetails withType(String newType) {
         return new ErrorDetails(newType, code, message, status, embeddedStatus, quotas, reasons, retryDelay,
-                streamError, rawText);
+                streamError, rawText, detail, bodyHeaders);
     }
 
     ErrorDetails asStreamError() {
         return new ErrorDetails(type, code, message, status, embeddedStatus, quotas, reasons, retryDelay,
-                true, rawText);
+                true, rawText, detail, bodyHeaders);
     }
 
     /**

@@ -57,4 +57,27 @@ final class HeaderMap {
     boolean has(String name) {
         return map.containsKey(name);
     }
+
+    /** The header names, as first seen. */
+    java.util.Set<String> names() {
+        return map.keySet();
+    }
+
+    /**
+     * These headers, and those of {@code more} that are absent here (headers a gateway quoted in its
+     * body, e.g. OpenRouter's {@code error.metadata.headers}).
+     */
+    HeaderMap withFallback(Map<String, List<String>> more) {
+        if (more == null || more.isEmpty()) {
+            return this;
+        }
+        TreeMap<String, List<String>> m = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+        m.putAll(map);
+        for (Map.Entry<String, List<String>> e : more.entrySet()) {
+            if (e.getKey() != null && e.getValue() != null && !m.containsKey(e.getKey().trim())) {
+                m.put(e.getKey().trim(), List.copyOf(e.getValue()));
+            }
+        }
+        return new HeaderMap(m);
+    }
 }

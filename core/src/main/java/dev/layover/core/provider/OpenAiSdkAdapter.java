@@ -17,9 +17,11 @@ import java.util.Optional;
  * An {@code OpenAIServiceException} (every HTTP error, and {@code SseException} for an error inside
  * a stream) carries all of the response: {@code statusCode()}, {@code headers()} and {@code body()}
  * (the parsed {@code error} member); its {@code code()}, {@code type()} and {@code param()} are read
- * from that same body, so reading the body reads them. Without a provider hint, Azure OpenAI is
- * recognised by its API Management headers. Only loaded after {@link ProviderClassifier.SdkFamily}
- * has seen a {@code com.openai} class.
+ * from that same body, so reading the body reads them. openai-java reports every server it is pointed
+ * at as OpenAI: without a hint (or with {@link Provider#OPENAI}), the server is recognised by the
+ * headers in which it names itself (Azure's API Management headers, Groq's {@code x-groq-region},
+ * ...: the detect rows of {@link ProviderRules}). Only loaded after
+ * {@link ProviderClassifier.SdkFamily} has seen a {@code com.openai} class.
  */
 final class OpenAiSdkAdapter {
 
@@ -28,7 +30,7 @@ final class OpenAiSdkAdapter {
     static Optional<Classification> classify(Throwable t, ProviderClassifier classifier, Provider hint) {
         if (t instanceof OpenAIServiceException e) {
             Map<String, List<String>> headers = headers(e.headers());
-            Provider provider = hint != null ? hint : isAzure(headers) ? Provider.AZURE_OPENAI : Provider.OPENAI;
+            Provider provider = hint != null ? hint : Provider.OPENAI;
             // body() is the "error" member the SDK parsed (or the whole body when it had none)
             String body = json(e.body());
             return Optional.of(classifier.classifyRaw(provider, e.statusCode(), headers, body, e instanceof SseException));
@@ -47,18 +49,6 @@ final class OpenAiSdkAdapter {
             }
         }
         return out;
-    }
-
-    /** Azure OpenAI answers through API Management and says so in its headers. */
-    static boolean isAzure(Map<String, List<String>> headers) {
-        for (String name : headers.keySet()) {
-            String n = name.toLowerCase(java.util.Locale.ROOT);
-            if (n.equals("apim-request-id") || n.equals("x-ms-region") || n.startsWith("azureml-")
-                    || n.equals("x-ms-client-request-id")) {
-                return true;
-            }
-        }
-        return false;
     }
 
     private static String json(JsonValue body) {

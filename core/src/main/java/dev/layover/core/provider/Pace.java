@@ -22,6 +22,7 @@ import java.util.regex.Pattern;
  *       ({@code GenerateRequestsPerMinutePerProjectPerModel...}) with its {@code quotaValue}, per
  *       minute.
  * </ol>
+ * Groq's {@code x-ratelimit-*-requests} headers count requests per day: they give no pace.
  * A message or header that names a token limit gives nothing (the request rate is not what
  * refused; see {@link TokenLimits}). Bedrock states no limit in its 429s, nor Gemini when its
  * {@code QuotaFailure} has no {@code quotaValue}: nothing. Never throws.
@@ -45,13 +46,14 @@ final class Pace {
      * @param d what the body said
      * @return requests per second, or null when the 429 does not say
      */
-    static Double find(HeaderMap headers, ErrorDetails d) {
+    static Double find(Provider provider, HeaderMap headers, ErrorDetails d) {
         String message = d.message();
         Double r = fromMessage(message);
         if (r == null && message != null && message.length() <= 4096 && OPENAI_TOKENS.matcher(message).find()) {
             return null;
         }
-        if (r == null) {
+        if (r == null && provider != Provider.GROQ) {
+            // Groq's x-ratelimit-*-requests count requests per day, not per minute
             r = openAiHeaders(headers);
         }
         if (r == null) {

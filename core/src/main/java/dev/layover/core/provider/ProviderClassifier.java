@@ -39,7 +39,11 @@ import java.util.Set;
  *       <td>{@link #classifyNoResponse(Provider, Throwable)} (never empty)</td></tr>
  * </table>
  * {@link #outcomeOf(Throwable)} and {@link #outcomeOf(Provider, Throwable)} go one step further, to
- * the {@link Outcome}. The rules are listed in {@code docs/provider-classification.md}.
+ * the {@link Outcome}. The rules are a versioned table, {@link ProviderRules#builtIn()} (the
+ * resource {@code rules-v1.tsv}), to which an application adds rows of its own
+ * ({@link Builder#rules(ProviderRules)}); they are listed in {@code docs/provider-classification.md}.
+ * A hint of {@link Provider#OPENAI}, {@link Provider#UNKNOWN} or none is refined by the headers in
+ * which an OpenAI-compatible server names itself (Groq's {@code x-groq-region}, ...).
  *
  * <h2>Waits</h2>
  * A wait ({@code retryAfter}) or reset ({@code resetAt}) the provider states is kept exactly, however
@@ -76,10 +80,15 @@ public final class ProviderClassifier {
 
     private final Clock clock;
     private final Duration maxWait;
+    private final ProviderRules rules;
+    private final List<Row.Wait> waitRows;
 
-    private ProviderClassifier(Clock clock, Duration maxWait) {
+    private ProviderClassifier(Clock clock, Duration maxWait, ProviderRules rules) {
         this.clock = clock;
         this.maxWait = maxWait;
+        this.rules = rules;
+        // the built-in table is read at the first classification, not when the shared instance is made
+        this.waitRows = rules.size() == 0 ? null : List.copyOf(rules.waits());
     }
 
     /**
@@ -123,14 +132,22 @@ public final class ProviderClassifier {
     }
 
     /**
+     * @return the application's rules, tried before the built-in ones ({@link ProviderRules#builtIn()});
+     *     {@link ProviderRules#empty()} by default
+     */
+    public ProviderRules rules() {
+        return rules;
+    }
+
+    /**
      * Classifies an HTTP response read by hand.
      *
      * <p>The body decides when it can be read: an error inside a 200 event stream (an SSE
      * {@code error} event, an OpenAI chunk {@code {"error":{...}}}, a Gemini chunk) is classified by
      * what it says, not by the status. When nothing can be read, the status decides: 429 is
-     * RATE_LIMITED, 529 and 503 OVERLOADED, other 5xx and 408, 409, 425 TRANSIENT, 401 and 403
-     * AUTH_REFUSED, other 4xx BAD_REQUEST, and anything else (3xx, 1xx, 0 for "no status known")
-     * TRANSIENT.
+     * RATE_LIMITED, 529, 503 and 498 OVERLOADED, 402 QUOTA_EXHAUSTED, other 5xx and 408, 409, 424,
+     * 425, 444, 460, 499 TRANSIENT, 401 and 403 AUTH_REFUSED, other 4xx BAD_REQUEST, and anything
+     * else (3xx, 1xx, 0 for "no status known") TRANSIENT.
      *
      * @param provider where the response came from; {@code null} means {@link Provider#UNKNOWN}
      * @param status the HTTP status; 0 when unknown
@@ -291,25 +308,34 @@ public final class ProviderClassifier {
             if (d.type() == null && amznType != null) {
                 d = d.withType(amznType);
             }
+            HeaderMap h = headers.withFallback(d.bodyHeaders());
+            p = Rules.detect(rules, p, h, d);
             Instant now = clock.instant();
-            Rules.Verdict v = Rules.decide(status, d);
-            Duration stated = RetryAfter.find(headers, d, now);
+            Rules.Verdict v = Rules.decide(rules, p, status, h, d);
+            List<Row.Wait> waitRows = waitRows();
+            Duration stated = RetryAfter.find(h, d, now, waitRows, p);
             Duration retryAfter = clamp(stated);
             boolean clamped = stated != null && stated.compareTo(maxWait) > 0;
-            boolean unreadable = RetryAfter.unreadable(headers, now);
+            boolean unreadable = RetryAfter.unreadable(h, now, waitRows, p);
             Instant resetAt = null;
             if (v.failureClass() == FailureClass.QUOTA_EXHAUSTED) {
                 Instant regain = Waits.regainAccess(d.message());
                 unreadable |= regain == null && Waits.mentionsRegainAccess(d.message());
                 Instant at = regain;
-                if (at == null && v.quotaReset() == Rules.QuotaReset.NEXT_PACIFIC_MIDNIGHT) {
+                if (at == null && v.quotaReset() == Row.Reset.PACIFIC_MIDNIGHT) {
                     at = Waits.nextPacificMidnight(now);
                 }
-                if (at == null && v.quotaReset() == Rules.QuotaReset.NEXT_MONTH_UTC) {
+                if (at == null && v.quotaReset() == Row.Reset.NEXT_MONTH_UTC) {
                     at = Waits.nextMonthUtc(now);
                 }
                 if (at == null && retryAfter != null) {
                     at = now.plus(retryAfter);
+                }
+                if (at == null && v.quotaReset() == Row.Reset.UTC_MIDNIGHT) {
+                    at = Waits.nextUtcMidnight(now);
+                }
+                if (at == null && v.quotaReset() == Row.Reset.NEXT_MONDAY_UTC) {
+                    at = Waits.nextMondayUtc(now);
                 }
                 if (at != null) {
                     Duration until = Waits.until(now, at);
@@ -320,8 +346,8 @@ public final class ProviderClassifier {
             Double pace = null;
             TokenLimits.Found tokens = TokenLimits.NONE;
             if (v.failureClass() == FailureClass.RATE_LIMITED) {
-                tokens = TokenLimits.find(headers, d);
-                pace = Pace.find(headers, d);
+                tokens = TokenLimits.find(h, d);
+                pace = Pace.find(p, h, d);
             } else if (v.failureClass() == FailureClass.BAD_REQUEST && d.message() != null
                     && Rules.neverFits(Rules.lower(d.message()))) {
                 tokens = TokenLimits.fromMessage(d.message());
@@ -362,6 +388,17 @@ public final class ProviderClassifier {
             return Optional.of(transientFailure(hint == null ? Provider.UNKNOWN : hint, t));
         }
         return Optional.empty();
+    }
+
+    /** The wait rows of the application's table, then the built-in ones. */
+    private List<Row.Wait> waitRows() {
+        List<Row.Wait> builtIn = ProviderRules.builtIn().waits();
+        if (waitRows == null || waitRows.isEmpty()) {
+            return builtIn;
+        }
+        List<Row.Wait> all = new java.util.ArrayList<>(waitRows);
+        all.addAll(builtIn);
+        return all;
     }
 
     private Duration clamp(Duration d) {
@@ -443,13 +480,21 @@ public final class ProviderClassifier {
     }
 
     /**
-     * Builds a {@link ProviderClassifier}. Defaults: {@link Clock#systemUTC()} and
-     * {@link ProviderClassifier#DEFAULT_MAX_WAIT}.
+     * Builds a {@link ProviderClassifier}.
+     *
+     * <table>
+     *   <caption>settings and defaults</caption>
+     *   <tr><th>setting</th><th>default</th></tr>
+     *   <tr><td>{@link #clock(Clock)}</td><td>{@link Clock#systemUTC()}</td></tr>
+     *   <tr><td>{@link #maxWait(Duration)}</td><td>{@value ProviderClassifier#DEFAULT_MAX_WAIT_DAYS} days</td></tr>
+     *   <tr><td>{@link #rules(ProviderRules)}</td><td>none: the built-in table alone</td></tr>
+     * </table>
      */
     public static final class Builder {
 
         private Clock clock = Clock.systemUTC();
         private Duration maxWait = DEFAULT_MAX_WAIT;
+        private ProviderRules rules = ProviderRules.empty();
 
         private Builder() {}
 
@@ -483,9 +528,23 @@ public final class ProviderClassifier {
             return this;
         }
 
+        /**
+         * Rules of the application's own, e.g. for its gateway: their rows are tried before the built-in
+         * table's ({@link ProviderRules#builtIn()}), so they win where both match. Called again, the
+         * later rules are tried after the earlier ones. Default: none.
+         *
+         * @param more the rules, e.g. {@link ProviderRules#parse(String, String)} or
+         *     {@link ProviderRules#load(java.nio.file.Path)}; not {@code null}
+         * @return this builder
+         */
+        public Builder rules(ProviderRules more) {
+            this.rules = rules.and(Objects.requireNonNull(more, "rules"));
+            return this;
+        }
+
         /** @return a new immutable classifier */
         public ProviderClassifier build() {
-            return new ProviderClassifier(clock, maxWait);
+            return new ProviderClassifier(clock, maxWait, rules);
         }
     }
 }

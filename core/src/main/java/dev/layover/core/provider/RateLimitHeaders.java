@@ -110,7 +110,7 @@ public record RateLimitHeaders(Window requests, Window tokens, Window inputToken
         }
         Long limit = count(h.first("x-ratelimit-limit-" + kind));
         Long remaining = count(h.first("x-ratelimit-remaining-" + kind));
-        Duration reset = Waits.goDuration(h.first("x-ratelimit-reset-" + kind));
+        Duration reset = Waits.inForm(h.first("x-ratelimit-reset-" + kind), Row.Form.AUTO, now);
         Instant at = reset == null ? null : plus(now, reset);
         Window w = new Window(limit, remaining, at);
         return w.isEmpty() ? null : w;

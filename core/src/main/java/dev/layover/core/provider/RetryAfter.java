@@ -11,7 +11,10 @@ import java.util.List;
  * behaviour); Gemini's {@code RetryInfo.retryDelay}; OpenAI's {@code x-ratelimit-reset-requests/-tokens}
  * (the one whose {@code x-ratelimit-remaining-*} is 0, else the larger); Anthropic's
  * {@code anthropic-ratelimit-*-reset} times whose matching {@code -remaining} is 0 (the latest);
- * a "try again in 644ms" hint in the message. A source that cannot be read is skipped.
+ * the wait rows of the rule tables ({@code x-ratelimit-reset} in epoch milliseconds, epoch seconds,
+ * seconds, RFC 3339 or a duration; the IETF {@code RateLimit-Reset} and {@code RateLimit}); a
+ * "try again in 644ms" or "replenished in 2.12:43:08" hint in the message. Headers a gateway quoted
+ * in its body count when the response lacks them. A source that cannot be read is skipped.
  */
 final class RetryAfter {
 
@@ -23,13 +26,10 @@ final class RetryAfter {
 
     private RetryAfter() {}
 
-    static Duration find(HeaderMap headers, ErrorDetails d, Instant now) {
+    static Duration find(HeaderMap headers, ErrorDetails d, Instant now, List<Row.Wait> rows, Provider provider) {
         Duration wait = longest(headers.all("retry-after-ms"), v -> Waits.decimal(v, NANOS_PER_MS));
         if (wait == null) {
-            wait = longest(headers.all("retry-after"), v -> {
-                Duration seconds = Waits.decimal(v, NANOS_PER_S);
-                return seconds != null ? seconds : Waits.httpDate(v, now);
-            });
+            wait = longest(headers.all("retry-after"), v -> Waits.retryAfter(v, now));
         }
         if (wait == null) {
             wait = longest(headers.all("x-amz-retry-after"), v -> Waits.decimal(v, NANOS_PER_MS));
@@ -38,10 +38,13 @@ final class RetryAfter {
             wait = d.retryDelay();
         }
         if (wait == null) {
-            wait = openAiReset(headers);
+            wait = openAiReset(headers, now);
         }
         if (wait == null) {
             wait = anthropicReset(headers, now);
+        }
+        for (int i = 0; wait == null && i < rows.size(); i++) {
+            wait = fromRow(rows.get(i), headers, now, provider);
         }
         if (wait == null) {
             wait = Waits.hint(d.message());
@@ -49,11 +52,33 @@ final class RetryAfter {
         return wait;
     }
 
+    /** The wait a wait row's header states, when its limit is spent; null when absent or unreadable. */
+    private static Duration fromRow(Row.Wait row, HeaderMap headers, Instant now, Provider provider) {
+        if (!applies(row, headers, provider)) {
+            return null;
+        }
+        return longest(headers.all(row.header()), v -> Waits.inForm(v, row.form(), now));
+    }
+
+    private static boolean applies(Row.Wait row, HeaderMap headers, Provider provider) {
+        if (row.providers() != null && !row.providers().contains(provider)) {
+            return false;
+        }
+        if (row.form() == Row.Form.STRUCTURED && Waits.structuredHasRoom(headers.first(row.header()))) {
+            return false;
+        }
+        if (row.remaining() != null) {
+            Long left = integer(headers.first(row.remaining()));
+            return left == null || left <= 0;
+        }
+        return true;
+    }
+
     /**
      * Whether a wait header holds a value that cannot be read ({@code retry-after: soon}, a reset
      * {@code whenever}); such a value is skipped by {@link #find}, never guessed.
      */
-    static boolean unreadable(HeaderMap headers, Instant now) {
+    static boolean unreadable(HeaderMap headers, Instant now, List<Row.Wait> rows, Provider provider) {
         for (String name : new String[] {"retry-after-ms", "x-amz-retry-after"}) {
             for (String v : headers.all(name)) {
                 if (!v.isBlank() && longest(List.of(v), x -> Waits.decimal(x, NANOS_PER_MS)) == null) {
@@ -62,22 +87,26 @@ final class RetryAfter {
             }
         }
         for (String v : headers.all("retry-after")) {
-            if (!v.isBlank() && longest(List.of(v), x -> {
-                Duration seconds = Waits.decimal(x, NANOS_PER_S);
-                return seconds != null ? seconds : Waits.httpDate(x, now);
-            }) == null) {
+            if (!v.isBlank() && longest(List.of(v), x -> Waits.retryAfter(x, now)) == null) {
                 return true;
             }
         }
         for (String limit : OPENAI_LIMITS) {
             String v = headers.first("x-ratelimit-reset-" + limit);
-            if (v != null && Waits.goDuration(v) == null) {
+            if (v != null && Waits.inForm(v, Row.Form.AUTO, now) == null) {
                 return true;
             }
         }
         for (String limit : ANTHROPIC_LIMITS) {
             String v = headers.first("anthropic-ratelimit-" + limit + "-reset");
             if (v != null && Waits.rfc3339(v) == null) {
+                return true;
+            }
+        }
+        for (Row.Wait row : rows) {
+            String v = headers.first(row.header());
+            if (v != null && applies(row, headers, provider)
+                    && longest(List.of(v), x -> Waits.inForm(x, row.form(), now)) == null) {
                 return true;
             }
         }
@@ -109,11 +138,12 @@ final class RetryAfter {
         return best;
     }
 
-    private static Duration openAiReset(HeaderMap headers) {
+    private static Duration openAiReset(HeaderMap headers, Instant now) {
         Duration exhausted = null;
         Duration any = null;
         for (String limit : OPENAI_LIMITS) {
-            Duration reset = Waits.goDuration(headers.first("x-ratelimit-reset-" + limit));
+            // OpenAI and Groq write durations (6m0s); other servers epoch times: the auto form reads both
+            Duration reset = Waits.inForm(headers.first("x-ratelimit-reset-" + limit), Row.Form.AUTO, now);
             Long remaining = integer(headers.first("x-ratelimit-remaining-" + limit));
             if (reset == null || (remaining != null && remaining < 0)) {
                 // Azure sends remaining -1 with reset 0 when it has no limit to report

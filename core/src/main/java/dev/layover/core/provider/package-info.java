@@ -8,8 +8,9 @@
  * <p>Start with {@link dev.layover.core.provider.ProviderClassifier}, whose {@code classify}
  * methods all answer {@code Optional<Classification>} (empty: not a provider failure).
  * {@link dev.layover.core.provider.RateLimitHeaders} reads how much of each limit a successful
- * response says is left. Nothing in this package touches the database; the rules are listed in
- * {@code docs/provider-classification.md}. The provider SDKs (openai-java, anthropic-java,
+ * response says is left. Nothing in this package touches the database; the rules are a versioned
+ * table, {@link dev.layover.core.provider.ProviderRules} ({@code rules-v1.tsv}, to which an
+ * application adds rows of its own), listed in {@code docs/provider-classification.md}. The provider SDKs (openai-java, anthropic-java,
  * google-genai, AWS SDK v2 bedrockruntime) are optional: the adapter for an SDK is only loaded
  * once an exception from that SDK has been seen.
  */

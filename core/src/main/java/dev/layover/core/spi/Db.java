@@ -130,6 +130,7 @@ public final class Db {
             boolean was = c.getAutoCommit();
             c.setAutoCommit(false);
             try {
+                bounded(c);
                 T result = work.run(c);
                 c.commit();
                 return result;
@@ -150,6 +151,27 @@ public final class Db {
             throw failure(what, heard(e));
         }
     }
+
+    /**
+     * Bounds what a transaction of Layover's may do to others if its JVM stops between two of its
+     * statements (a long GC pause, SIGSTOP, a debugger): the server ends it after
+     * {@link #IDLE_IN_TRANSACTION_TIMEOUT_MS} idle, releasing its locks, and none of its statements
+     * waits longer than {@link #LOCK_TIMEOUT_MS} for another's lock. Both for this transaction only.
+     */
+    private static void bounded(Connection c) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(
+                "SELECT set_config('idle_in_transaction_session_timeout', ?, true), set_config('lock_timeout', ?, true)")) {
+            ps.setString(1, String.valueOf(IDLE_IN_TRANSACTION_TIMEOUT_MS));
+            ps.setString(2, String.valueOf(LOCK_TIMEOUT_MS));
+            ps.execute();
+        }
+    }
+
+    /** How long a transaction of Layover's may sit idle before the server ends it (ms): 30 s. */
+    public static final int IDLE_IN_TRANSACTION_TIMEOUT_MS = 30_000;
+
+    /** How long a statement of a Layover transaction waits for another's lock at most (ms): 10 s. */
+    public static final int LOCK_TIMEOUT_MS = 10_000;
 
     /** Thrown inside {@link #transaction} to roll back without an error. */
     public static final class Rollback extends RuntimeException {

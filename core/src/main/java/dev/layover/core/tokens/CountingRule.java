@@ -23,7 +23,10 @@ import dev.layover.core.provider.Provider;
  *       (https://docs.aws.amazon.com/bedrock/latest/userguide/quotas-token-burndown.html); weight
  *       1. That page lists the models, Anthropic Claude 3.7 Sonnet and the Claude 4 family among
  *       them, whose output burndown rate is 5: use {@code new CountingRule(false, 5)} for them.
- *   <li>Unknown: cache reads count; weight 1.
+ *   <li>Groq: cache reads do not count ("Cached tokens do not count towards your rate limits",
+ *       https://console.groq.com/docs/rate-limits); weight 1.
+ *   <li>The other OpenAI-compatible servers, unknown: cache reads count (as in OpenAI's
+ *       {@code prompt_tokens}; to stay under the limit); weight 1.
  * </ul>
  *
  * @param cacheReadsCount whether input tokens read from a prompt cache count against the input
@@ -57,8 +60,9 @@ public record CountingRule(boolean cacheReadsCount, int outputWeight) {
             return new CountingRule(true, 1);
         }
         return switch (provider) {
-            case ANTHROPIC, ANTHROPIC_BEDROCK, BEDROCK -> new CountingRule(false, 1);
-            case OPENAI, AZURE_OPENAI, GEMINI, UNKNOWN -> new CountingRule(true, 1);
+            case ANTHROPIC, ANTHROPIC_BEDROCK, BEDROCK, GROQ -> new CountingRule(false, 1);
+            case OPENAI, AZURE_OPENAI, GEMINI, UNKNOWN, MISTRAL, DEEPSEEK, OPENROUTER, TOGETHER, FIREWORKS, XAI, VLLM,
+                    OLLAMA -> new CountingRule(true, 1);
         };
     }
 }

@@ -278,9 +278,11 @@ public record TokenUsage(Provider provider, long inputTokens, long outputTokens,
     }
 
     static boolean includesCache(Provider provider) {
+        // the OpenAI-compatible servers count prompt_tokens as OpenAI does, cached ones included
         return switch (provider) {
             case ANTHROPIC, ANTHROPIC_BEDROCK, BEDROCK -> false;
-            case OPENAI, AZURE_OPENAI, GEMINI, UNKNOWN -> true;
+            case OPENAI, AZURE_OPENAI, GEMINI, UNKNOWN, GROQ, MISTRAL, DEEPSEEK, OPENROUTER, TOGETHER, FIREWORKS, XAI,
+                    VLLM, OLLAMA -> true;
         };
     }
 

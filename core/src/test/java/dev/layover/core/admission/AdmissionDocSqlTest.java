@@ -43,13 +43,12 @@ class AdmissionDocSqlTest {
         db.update("insert into layover.scheduled_tasks (task_name, task_instance, execution_time, picked, picked_by, "
                 + "last_heartbeat, version, consecutive_failures, provider_key, cancel_requested_at, cancel_requested_by) "
                 + "values ('chat', 'running', now(), true, 'w1', now(), 2, 0, 'openai:gpt-4o', now(), 'carol')");
+        db.update("insert into layover.scheduled_tasks (task_name, task_instance, execution_time, picked, picked_by, "
+                + "last_heartbeat, version, consecutive_failures, provider_key) values "
+                + "('chat', 'running-too', now(), true, 'w1', now(), 2, 0, 'openai:gpt-4o')");
         db.update("insert into layover.scheduled_tasks (task_name, task_instance, execution_time, picked, version, "
-                + "consecutive_failures, provider_key, holds, last_reschedule_reason, last_reschedule_detail) values "
-                + "('chat', 'held', now() + interval '1 second', false, 3, 0, 'openai:gpt-4o', 3, 'concurrency', "
-                + "'all 2 concurrency slots of openai:gpt-4o are in flight')");
+                + "consecutive_failures, provider_key) values ('chat', 'waiting', now(), false, 1, 0, 'openai:gpt-4o')");
         db.execute("select layover.configure_concurrency('openai:gpt-4o', 2, 'w1')");
-        db.update("update layover.concurrency_slots set holder_type = 'chat', holder_id = 'running', holder_version = 2, "
-                + "claimed_at = now(), claimed_by = 'w1' where slot = 0");
         db.update("insert into layover.cooldowns (provider_key, until, reason, detail, started_at, updated_at) "
                 + "values ('openai#team-a', now() + interval '1 minute', 'quota_exhausted', 'daily limit', now(), now())");
 
@@ -64,6 +63,6 @@ class AdmissionDocSqlTest {
             List<Map<String, Object>> rows = db.rows(q.endsWith(";") ? q.substring(0, q.length() - 1) : q);
             assertFalse(rows.isEmpty(), "no row for:\n" + q);
         }
-        assertEquals(1L, db.value("select in_flight from layover.concurrency"));
+        assertEquals(2L, db.value("select in_flight from layover.concurrency"));
     }
 }

@@ -103,9 +103,9 @@ class ConcurrencyLimitTest {
         for (int i = 0; i < 3; i++) {
             layover.enqueue(t, new Task("job " + i), EnqueueOptions.now());
         }
-        Await.until(START, "the jobs here held for the slot", () -> db.count(
-                "select count(*) from layover.jobs j join layover.job_controls c using (job_type, id) "
-                        + "where j.reschedule_reason = 'concurrency' and c.holds > 0") == 3);
+        Await.until(START, "the jobs here wait for the slot, untouched", () -> db.count(
+                "select count(*) from layover.scheduled_tasks where not picked and version = 1") == 3
+                && db.count("select count(*) from layover.jobs where waiting_for = 'concurrency'") == 3);
         Admission.sleep(1500);
         assertEquals(0, ranHere.get(), "nothing ran here while the other JVM held the only slot");
         assertEquals(0, db.count("select count(*) from layover.jobs where attempts > 0 or reschedules > 0"),

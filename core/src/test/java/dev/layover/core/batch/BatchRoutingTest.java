@@ -6,6 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.anthropic.client.AnthropicClient;
 import com.anthropic.client.okhttp.AnthropicOkHttpClient;
+import com.google.genai.Client;
+import com.google.genai.types.HttpOptions;
+import com.google.genai.types.HttpRetryOptions;
 import com.openai.client.OpenAIClient;
 import com.openai.client.okhttp.OpenAIOkHttpClient;
 import dev.layover.core.EnqueueOptions;
@@ -37,11 +40,19 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
+import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.bedrock.BedrockClient;
+import software.amazon.awssdk.services.s3.S3Client;
 
 /**
  * Deadline-aware batch routing end to end: a real Postgres, the fake provider's batch endpoints in
- * the providers' real shapes, and the real SDKs (retries off) under {@link OpenAiBatches} and
- * {@link AnthropicBatches}. Every figure is read back from the tables.
+ * the providers' real shapes, and the real SDKs (retries off) under {@link OpenAiBatches},
+ * {@link AnthropicBatches}, {@link GeminiBatches} and {@link BedrockBatches}. Every figure is read
+ * back from the tables.
  */
 @ExtendWith(LayoverPostgresExtension.class)
 class BatchRoutingTest {
@@ -70,6 +81,41 @@ class BatchRoutingTest {
     private AnthropicClient anthropic() {
         return AnthropicOkHttpClient.builder().apiKey("test-key").baseUrl(fake.baseUri().toString()).maxRetries(0)
                 .timeout(Duration.ofSeconds(10)).build();
+    }
+
+    private Client gemini() {
+        return Client.builder().apiKey("fake-key").httpOptions(HttpOptions.builder().baseUrl(fake.baseUri().toString())
+                .retryOptions(HttpRetryOptions.builder().attempts(1).httpStatusCodes(List.of()).build()).build()).build();
+    }
+
+    private BedrockBatches bedrock() {
+        StaticCredentialsProvider credentials =
+                StaticCredentialsProvider.create(AwsBasicCredentials.create("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG"));
+        BedrockClient client = BedrockClient.builder().region(Region.US_EAST_1).credentialsProvider(credentials)
+                .endpointOverride(fake.baseUri()).httpClient(UrlConnectionHttpClient.builder().build())
+                .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.doNotRetry())).build();
+        S3Client s3 = S3Client.builder().region(Region.US_EAST_1).credentialsProvider(credentials)
+                .endpointOverride(java.net.URI.create(fake.baseUri() + "/s3")).forcePathStyle(true)
+                .httpClient(UrlConnectionHttpClient.builder().build())
+                .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.doNotRetry())).build();
+        return BedrockBatches.builder(client, S3BatchStorage.of(s3)).modelId("anthropic.claude-3-5-haiku-20241022-v1:0")
+                .roleArn("arn:aws:iam::000000000000:role/bedrock-batch")
+                .location(java.net.URI.create("s3://layover-test/batches/")).build();
+    }
+
+    /** Anthropic Messages params as a line, the answer read from the Message's first text block. */
+    private Batching<Doc> messagesLines(Map<String, Object> extra) {
+        return Batching.<Doc>of(
+                d -> {
+                    Map<String, Object> body = new java.util.LinkedHashMap<>(extra);
+                    body.put("max_tokens", 50);
+                    body.put("messages", List.of(Map.of("role", "user", "content", "Summarise " + d.text())));
+                    return body;
+                },
+                (d, r) -> {
+                    answers.put(d.id(), r.json().path("content").path(0).path("text").asText());
+                    return Outcome.done();
+                });
     }
 
     /** A summary job type: by batch when deferrable, else its handler "calls" directly. */
@@ -261,6 +307,64 @@ class BatchRoutingTest {
         assertTrue(answers.values().stream().noneMatch(String::isEmpty), "each answer read from its Message: " + answers);
         assertEquals(0, direct.get());
         assertEquals("anthropic", db.value("select provider from layover.batch_status limit 1"));
+    }
+
+    @Test
+    void geminiJobsGoByTheGeminiBatchMode(TestDatabase db) {
+        Batching<Doc> lines = Batching.<Doc>of(
+                d -> Map.of("contents", List.of(Map.of("role", "user", "parts", List.of(Map.of("text", "Summarise " + d.text())))),
+                        "generationConfig", Map.of("maxOutputTokens", 50)),
+                (d, r) -> {
+                    answers.put(d.id(), r.json().at("/candidates/0/content/parts/0/text").asText());
+                    return Outcome.done();
+                });
+        JobType<Doc> type = type(JobPolicy.defaults(), lines);
+        Layover l = start(db, type, fast(GeminiBatches.of(gemini(), "gemini-2.5-flash")));
+        for (int i = 0; i < 8; i++) {
+            l.enqueue(type, new Doc("g" + i, "document " + i), EnqueueOptions.key("g" + i).withDeadline(Duration.ofHours(6)));
+        }
+        Await.until(WAIT, "every job done", () -> left(db) == 0);
+
+        assertEquals(8, answers.size());
+        assertTrue(answers.values().stream().allMatch(a -> a.contains("Summarise document")), "answers: " + answers);
+        assertEquals(0, direct.get());
+        assertEquals("gemini", db.value("select provider from layover.batch_status limit 1"));
+        assertEquals(0, fake.batches().chargedMoreThanOnce());
+    }
+
+    @Test
+    void bedrockJobsGoByBatchInferenceThroughS3(TestDatabase db) {
+        fake.batches().bedrockMinimumRecords(1);
+        JobType<Doc> type = type(JobPolicy.defaults(), messagesLines(Map.of("anthropic_version", "bedrock-2023-05-31")));
+        Layover l = start(db, type, fast(bedrock()));
+        for (int i = 0; i < 8; i++) {
+            l.enqueue(type, new Doc("b" + i, "document " + i), EnqueueOptions.key("b" + i).withDeadline(Duration.ofHours(30)));
+        }
+        Await.until(WAIT, "every job done", () -> left(db) == 0);
+
+        assertEquals(8, answers.size());
+        assertTrue(answers.values().stream().noneMatch(String::isEmpty), "each answer read from its output: " + answers);
+        assertEquals(0, direct.get());
+        assertEquals("bedrock", db.value("select provider from layover.batch_status limit 1"));
+        assertEquals(8L, db.count("""
+                select count(*) from layover.job_history h
+                join layover.batch_items i on i.task_name = h.job_type and i.task_instance = h.job_id
+                where h.outcome = 'completed' and h.input_tokens > 0"""), "the output's usage reached the history");
+    }
+
+    @Test
+    void aBedrockJobBelowItsMinimumFailsAndItsJobsAreCalledDirectly(TestDatabase db) {
+        // Bedrock's default minimum is 100 records: 6 jobs make a batch it refuses
+        JobType<Doc> type = type(JobPolicy.defaults(), messagesLines(Map.of("anthropic_version", "bedrock-2023-05-31")));
+        Layover l = start(db, type, fast(bedrock()));
+        for (int i = 0; i < 6; i++) {
+            l.enqueue(type, new Doc("b" + i, "document " + i), EnqueueOptions.key("b" + i).withDeadline(Duration.ofHours(30)));
+        }
+        Await.until(WAIT, "every job done", () -> left(db) == 0);
+
+        assertEquals(0, answers.size());
+        assertEquals(6, direct.get(), "the refused batch's jobs were called directly");
+        assertEquals(1L, db.count("select count(*) from layover.batch_status where state = 'failed'"));
     }
 
     @Test

@@ -28,8 +28,12 @@ class BatchTransportsWithoutSdksTest {
         try (URLClassLoader loader = new URLClassLoader(urls, ClassLoader.getPlatformClassLoader())) {
             assertThrows(ClassNotFoundException.class, () -> loader.loadClass("com.openai.client.OpenAIClient"));
             assertThrows(ClassNotFoundException.class, () -> loader.loadClass("com.anthropic.client.AnthropicClient"));
+            assertThrows(ClassNotFoundException.class, () -> loader.loadClass("com.google.genai.Client"));
+            assertThrows(ClassNotFoundException.class,
+                    () -> loader.loadClass("software.amazon.awssdk.services.s3.S3Client"));
             for (Class<?> c : List.of(BatchTransport.class, BatchLine.class, BatchProgress.class,
-                    BatchProgress.State.class, BatchResultLine.class, BatchResultLine.Kind.class, BatchLines.class)) {
+                    BatchProgress.State.class, BatchResultLine.class, BatchResultLine.Kind.class, BatchLines.class,
+                    BatchStorage.class)) {
                 Class<?> isolated = Class.forName(c.getName(), true, loader);
                 assertTrue(isolated != c, "loaded in isolation: " + c.getName());
             }
@@ -49,6 +53,17 @@ class BatchTransportsWithoutSdksTest {
         assertFalse(anthropic.contains("com/openai/"));
         assertFalse(anthropic.contains(OpenAiBatches.class.getName().replace('.', '/')),
                 "AnthropicBatches does not load OpenAiBatches");
+        String gemini = classFile(GeminiBatches.class);
+        assertTrue(gemini.contains("com/google/genai/"));
+        assertFalse(gemini.contains("com/openai/") || gemini.contains("com/anthropic/") || gemini.contains("awssdk"));
+        String bedrock = classFile(BedrockBatches.class);
+        assertTrue(bedrock.contains("software/amazon/awssdk/services/bedrock/"));
+        assertFalse(bedrock.contains("software/amazon/awssdk/services/s3/"),
+                "BedrockBatches takes any BatchStorage: the S3 SDK is S3BatchStorage's alone");
+        assertFalse(bedrock.contains("com/google/genai/") || bedrock.contains("com/openai/"));
+        String s3 = classFile(S3BatchStorage.class);
+        assertTrue(s3.contains("software/amazon/awssdk/services/s3/"));
+        assertFalse(s3.contains("software/amazon/awssdk/services/bedrock/"));
     }
 
     private static String classFile(Class<?> c) throws Exception {

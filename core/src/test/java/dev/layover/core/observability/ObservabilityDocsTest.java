@@ -73,9 +73,21 @@ class ObservabilityDocsTest {
         db.value("SELECT layover.time_series_add(ARRAY['translate', 'translate', 'translate', ''],"
                 + " ARRAY['openai:gpt-4o', 'openai:gpt-4o', 'openai:gpt-4o', ''], ARRAY['rate_limited', 'completed', 'due', 'sampled'],"
                 + " ARRAY['', '', '', ''], ARRAY[3, 40, 7, 1]::bigint[])");
+        // the tokens runs reported, one key priced and one not
+        db.value("SELECT layover.time_series_add(ARRAY['translate', 'translate', 'translate', 'translate'],"
+                + " ARRAY['openai:gpt-4o', 'openai:gpt-4o', 'openai:gpt-4o', 'openai:gpt-unknown'],"
+                + " ARRAY['input_tokens', 'output_tokens', 'cached_input_tokens', 'input_tokens'],"
+                + " ARRAY['tenant:42', 'tenant:42', 'tenant:42', ''], ARRAY[1000, 200, 100, 50]::bigint[])");
+        db.update("insert into layover.model_prices (model, currency, input_per_million, output_per_million, configured_by)"
+                + " values ('gpt-4o', 'USD', 2.5, 10, 'docs')");
+
+        db.update("""
+                insert into layover.workers (worker_name, host, threads, version, limits)
+                values ('host#1', 'host', 10, '0.1.0',
+                        '{"openai:gpt-4o": {"requests_per_minute": 300, "applied_at": "2026-01-01T10:00:01Z"}}')""");
 
         List<String> queries = queries();
-        assertEquals(10, queries.size(), "the documented queries");
+        assertEquals(15, queries.size(), "the documented queries");
         for (String q : queries) {
             assertFalse(db.rows(q).isEmpty(), "the seeded data answers this documented query:\n" + q);
         }
@@ -93,11 +105,20 @@ class ObservabilityDocsTest {
         assertEquals(20000L, lines.get(0).get("wait_ms"));
         assertTrue(((String) db.rows(queries.get(5)).get(0).get("stack_trace")).startsWith("java.lang.IllegalStateException"));
         assertEquals(3L, ((Number) db.rows(queries.get(6)).get(0).get("rate_limited")).longValue());
-        assertEquals(2, db.rows(queries.get(7)).size(), "completed and rate_limited, not the gauge nor the marker");
+        assertEquals(6, db.rows(queries.get(7)).size(),
+                "completed, rate_limited and the 4 token counts, not the gauge nor the marker");
         assertEquals(7L, ((Number) db.rows(queries.get(8)).get(0).get("due")).longValue());
         List<Map<String, Object>> depth = db.rows(queries.get(9));
         assertEquals(1, depth.size(), "the last sample's gauges: " + depth);
         assertEquals(7L, ((Number) depth.get(0).get("amount")).longValue());
+        assertEquals("2026-01-01T10:00:01Z", db.rows(queries.get(10)).get(0).get("applies_gpt4o_limit_since"), "the workers");
+        Map<String, Object> tenant = db.rows(queries.get(11)).get(0);
+        assertEquals("tenant:42", tenant.get("tenant"));
+        // (1000 - 100) x 2.5 + 100 x 2.5 + 200 x 10, per million
+        assertEquals(0, new java.math.BigDecimal("0.0045").compareTo((java.math.BigDecimal) tenant.get("cost")));
+        assertEquals(false, db.rows(queries.get(12)).get(0).get("all_priced"), "gpt-unknown has no price");
+        assertEquals("gpt-unknown", db.rows(queries.get(13)).get(0).get("model"));
+        assertEquals(1000L, ((Number) db.rows(queries.get(14)).get(0).get("input_tokens")).longValue());
     }
 
     @Test

@@ -172,6 +172,16 @@ class AnthropicSdkAdapterTest {
     }
 
     @Test
+    void anthropicApiError500SayingOverloadedIsOverloaded() {
+        // anthropics/claude-code#8118: a 500 api_error whose message is "Overloaded"
+        Classification c = call(client, reply(500).json("""
+                {"type":"error","error":{"type":"api_error","message":"Overloaded"},"request_id":null}"""));
+        assertEquals(FailureClass.OVERLOADED, c.failureClass());
+        assertEquals(500, c.httpStatus());
+        assertEquals(Provider.ANTHROPIC, c.provider());
+    }
+
+    @Test
     void anthropicAuthenticationErrorIsAuthRefused() {
         Classification c = call(client, reply(401).json("""
                 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"""));

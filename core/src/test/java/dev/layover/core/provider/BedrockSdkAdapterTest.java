@@ -113,6 +113,14 @@ class BedrockSdkAdapterTest {
     }
 
     @Test
+    void bedrockInputTooLongIsRejected() {
+        // https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_InvokeModel.html: ValidationException
+        Classification c = call(awsError(400, "ValidationException", "Input is too long for requested model."),
+                software.amazon.awssdk.services.bedrockruntime.model.ValidationException.class);
+        assertEquals(FailureClass.BAD_REQUEST, c.failureClass());
+    }
+
+    @Test
     void bedrockThrottlingRetryAfterIsReadFromTheSdkResponse() {
         Classification c = call(awsError(429, "ThrottlingException", "Too many requests, please wait before trying again.")
                 .header("Retry-After", "7"), ThrottlingException.class);

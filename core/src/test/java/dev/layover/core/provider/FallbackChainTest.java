@@ -219,6 +219,39 @@ class FallbackChainTest {
         assertEquals(1, breaker(db, PRIMARY).get("failures"), "refused credentials are a breaker failure");
     }
 
+    @Test
+    void eachCallToAnEndpointIsCountedInTheTimeSeriesUnderTheEndpointAndUnderTheJobsKey(TestDatabase db) {
+        fake.primary().throttledRetryAfter(Duration.ofSeconds(30)).phase(FakeProvider.Phase.THROTTLED);
+        FallbackChain<URI> chain = FallbackChain.<URI>builder()
+                .endpoint(PRIMARY, fake.primary().url())
+                .endpoint(SECONDARY, fake.secondary().url())
+                .build();
+        JobType<Work> type = JobType.builder("translate", Work.class)
+                .providerKey("fake:model")
+                .handler((args, ctx) -> {
+                    results.put(ctx.jobId(), chain.call(ctx, ep -> FakeChat.complete(ep.client(), args.text())));
+                    return Outcome.done();
+                })
+                .build();
+        // nothing flushes while it runs: the stop writes every count at once
+        layover = Layover.builder(db.dataSource()).register(type).threads(2).pollInterval(Duration.ofMillis(50))
+                .timeSeriesFlushInterval(Duration.ofHours(1)).shutdownMaxWait(Duration.ofSeconds(5)).start();
+        runToDone(db, type, "one"); // primary 429, secondary answered
+        runToDone(db, type, "two"); // primary skipped (cooling down), secondary answered
+        layover.stop();
+        layover = null;
+
+        String sum = "select coalesce(sum(amount), 0) from layover.time_series where bucket_seconds = 60 "
+                + "and job_type = 'translate' and provider_key = ? and counter = ? and detail = ?";
+        assertEquals(1L, db.count(sum, PRIMARY, "endpoint_call", "rate_limited"));
+        assertEquals(2L, db.count(sum, SECONDARY, "endpoint_call", "answered"));
+        assertEquals(0L, db.count("select count(*) from layover.time_series where detail like 'skipped%'"),
+                "a step passed over is not a call");
+        assertEquals(1L, db.count(sum, "fake:model", "chain_call", PRIMARY), "the model key knows its endpoints");
+        assertEquals(2L, db.count(sum, "fake:model", "chain_call", SECONDARY));
+        assertEquals(2L, db.count(sum.replace(" and detail = ?", " and detail is null"), "fake:model", "completed"));
+    }
+
     private static JsonNode json(Object text) {
         try {
             return JSON.readTree((String) text);

@@ -196,6 +196,25 @@ class GenAiSdkAdapterTest {
     }
 
     @Test
+    void geminiInternal500SayingOverloadedThroughSdkIsOverloaded() {
+        // overload said in words under another status: the words decide, not INTERNAL
+        Classification c = call(reply(500).json("""
+                {"error":{"code":500,"message":"The model is overloaded. Please try again later.","status":"INTERNAL"}}"""));
+        assertEquals(FailureClass.OVERLOADED, c.failureClass());
+        assertEquals(500, c.httpStatus());
+    }
+
+    @Test
+    void geminiBillingDisabledThroughSdkIsQuotaNotAuth() {
+        // PERMISSION_DENIED with ErrorInfo BILLING_DISABLED: money, not a refused key
+        Classification c = call(reply(403).json("""
+                {"error":{"code":403,"message":"This API method requires billing to be enabled.","status":\
+                "PERMISSION_DENIED","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":\
+                "BILLING_DISABLED","domain":"googleapis.com"}]}}"""));
+        assertEquals(FailureClass.QUOTA_EXHAUSTED, c.failureClass());
+    }
+
+    @Test
     void geminiInternalThroughSdkIsTransient() {
         Classification c = call(reply(500).json("""
                 {"error":{"code":500,"message":"An internal error has occurred.","status":"INTERNAL"}}"""));

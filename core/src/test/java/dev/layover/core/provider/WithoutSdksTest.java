@@ -80,7 +80,8 @@ class WithoutSdksTest {
         for (Class<?> c : List.of(ProviderClassifier.class, ProviderClassifier.Builder.class, Classification.class,
                 FailureClass.class, Provider.class, HeaderMap.class, ErrorDetails.class, ErrorBodyParser.class,
                 Rules.class, RetryAfter.class, Waits.class, Pace.class, TokenLimits.class, TokenDimension.class,
-                WaitReading.class, RateLimitHeaders.class, RateLimitHeaders.Window.class)) {
+                WaitReading.class, RateLimitHeaders.class, RateLimitHeaders.Window.class, ProviderRules.class,
+                Row.class, Row.Facts.class, Row.Match.class, Row.Detect.class, Row.Wait.class)) {
             for (Field f : c.getDeclaredFields()) {
                 assertNotSdk(f.getGenericType().getTypeName(), c + "." + f.getName());
             }

@@ -25,7 +25,12 @@
     lastRefresh: null,
     chartWindow: '1h-10s', // the window the charts show (CHART_WINDOWS)
     charts: new Map(),     // chart <img> elements kept across refreshes, so a new image replaces the old without a blank
+    tz: readTz(),          // the one zone every time is shown in: 'utc' or 'local' (the operator's switch, kept in this browser)
   };
+
+  function readTz() {
+    try { return localStorage.getItem('layover.console.tz') === 'utc' ? 'utc' : 'local'; } catch (e) { return 'local'; }
+  }
   const expiring = new WeakMap();
 
   // ------------------------------------------------------------------ DOM helpers (text only)
@@ -107,7 +112,71 @@
   }
 
   function jobLink(type, id) {
-    return link('#/job/' + encodeURIComponent(type) + '/' + encodeURIComponent(id), el('code', null, id), { class: 'job-link' });
+    return link('#/job/' + encodeURIComponent(type) + '/' + encodeURIComponent(id), el('code', null, shortId(id)),
+      { class: 'job-link', title: id });
+  }
+
+  // A generated job id (a time-ordered UUID: its start is the time, the same for jobs enqueued together) by its
+  // last 8 characters; an idempotency key whole. The full id is the link's title and the job page's.
+  function shortId(id) {
+    return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(String(id)) ? '…' + String(id).slice(-8) : String(id);
+  }
+
+  // A worker name (host#pid by default) without its host's domain: worker-7f3c9a2e#48213; the full name as the title.
+  function workerText(name) {
+    if (!name) return '–';
+    const s = String(name);
+    const hash = s.lastIndexOf('#');
+    const host = hash > 0 ? s.slice(0, hash) : s;
+    const dot = host.indexOf('.');
+    return el('span', { class: 'worker', title: s }, dot > 0 && !/^\d+\.\d+\.\d+\.\d+$/.test(host) ? host.slice(0, dot) + (hash > 0 ? s.slice(hash) : '') : s);
+  }
+
+  // How long ago, for heartbeats: whole seconds, then minutes.
+  function ago(ms) {
+    if (ms == null) return '–';
+    if (ms < 1000) return 'just now';
+    if (ms < 120000) return Math.round(ms / 1000) + ' s ago';
+    if (ms < 7200000) return Math.round(ms / 60000) + ' min ago';
+    return (ms / 3600000).toFixed(1) + ' h ago';
+  }
+
+  // Why a job waits, in words (the "why" of the jobs API, read from layover.jobs' columns).
+  const WHY_TEXT = {
+    new: 'enqueued, waiting for its run time',
+    replay: 'replayed from a dead letter',
+    retry: 'an attempt failed: runs again after its backoff',
+    cooldown: 'its key cools down after a 429: no call before it ends',
+    bucket: 'waiting for a permit of its key\'s rate limit',
+    breaker: 'its key\'s breaker is not closed',
+    rate_limited: 'the provider answered 429: runs again after the wait it asked for',
+    quota: 'its key\'s quota is spent until the reset',
+    snooze: 'its handler snoozed it',
+    concurrency: 'no free slot of its key\'s concurrency limit',
+    batch: 'in a provider batch',
+    paused: 'held by a pause',
+    running: 'running on a worker',
+  };
+
+  // The whys whose reschedule detail says more than the summary's "held by" (a cooldown's or breaker's says the same).
+  const DETAIL_WHYS = new Set(['rate_limited', 'quota', 'snooze', 'bucket', 'concurrency', 'paused', 'batch']);
+
+  // An open breaker's plan, in words: what the recovery sweep replays once it closes, and when the next trial is.
+  function outageBanner(o) {
+    const list = m => Object.keys(m).sort().map(k => k + ' ' + num(m[k])).join(', ');
+    const open = o.openUntil === 'infinity' ? 'forced open until a person closes it'
+      : [o.effectiveState === 'open' ? 'open until ' : 'open period ended ', timeCell(o.openUntil)];
+    return el('div', { class: 'notice warn outage', role: 'status', 'data-outage': o.providerKey },
+      el('strong', null, 'Outage: '), keyLink(o.providerKey), ' — breaker ', open,
+      o.reason ? [' (', el('span', { class: 'small' }, o.reason), ')'] : null, '.',
+      el('div', null, o.sweepReplaysTotal
+        ? ['The recovery sweep will replay ', el('strong', null, num(o.sweepReplaysTotal) + ' parked job' + (o.sweepReplaysTotal === 1 ? '' : 's')),
+          ' (' + list(o.sweepReplays) + ') by itself once the breaker closes, in growing batches: replaying them by hand now sends them into the open breaker.']
+        : (o.sweepScheduled ? 'Nothing parked for the recovery sweep to replay.'
+          : 'No recovery sweep is scheduled (RecoverySweep.plugin()): its parked jobs wait for a person.'),
+      o.waitsForAPersonTotal ? [' ', num(o.waitsForAPersonTotal) + ' wait' + (o.waitsForAPersonTotal === 1 ? 's' : '') + ' for a person (' + list(o.waitsForAPerson) + ').'] : null),
+      el('div', { class: 'small' }, 'Next trial: ', o.nextTrialAt ? timeCell(o.nextTrialAt) : 'none', ' — ', o.trial,
+        o.trials ? ' · trials so far: ' + num(o.trials) : null));
   }
 
   function duration(ms) {
@@ -117,14 +186,65 @@
     return (ms / 60000).toFixed(1) + ' min';
   }
 
-  function fmtTime(iso) {
+  // A time in the zone the operator chose (S.tz): 'YYYY-MM-DD HH:MM:SS'; today's as 'HH:MM:SS' when short.
+  function fmtTime(iso, short) {
     if (!iso) return '–';
     if (iso === 'infinity') return 'until forced closed';
     const d = new Date(iso);
     if (isNaN(d.getTime())) return String(iso);
+    const p = zoneParts(d);
+    const time = p.h + ':' + p.mi + ':' + p.s;
+    if (short) {
+      const t = zoneParts(new Date(now()));
+      if (t.y === p.y && t.mo === p.mo && t.d === p.d) return time;
+    }
+    return p.y + '-' + p.mo + '-' + p.d + ' ' + time;
+  }
+
+  function zoneParts(d) {
     const pad = n => String(n).padStart(2, '0');
-    return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + ' ' +
-      pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds());
+    const utc = S.tz === 'utc';
+    return {
+      y: String(utc ? d.getUTCFullYear() : d.getFullYear()), mo: pad((utc ? d.getUTCMonth() : d.getMonth()) + 1),
+      d: pad(utc ? d.getUTCDate() : d.getDate()), h: pad(utc ? d.getUTCHours() : d.getHours()),
+      mi: pad(utc ? d.getUTCMinutes() : d.getMinutes()), s: pad(utc ? d.getUTCSeconds() : d.getSeconds()),
+    };
+  }
+
+  // The shown zone in words: 'UTC', or the browser's zone with its offset now ('Europe/Paris, UTC+01:00').
+  function zoneName() {
+    if (S.tz === 'utc') return 'UTC';
+    const off = -new Date().getTimezoneOffset();
+    const a = Math.abs(off);
+    const offset = 'UTC' + (off < 0 ? '-' : '+') + String(Math.floor(a / 60)).padStart(2, '0') + ':' + String(a % 60).padStart(2, '0');
+    let name = '';
+    try { name = Intl.DateTimeFormat().resolvedOptions().timeZone || ''; } catch (e) { name = ''; }
+    return name && name !== 'UTC' ? name + ', ' + offset : offset;
+  }
+
+  // The zone id the server draws charts in.
+  function zoneId() {
+    if (S.tz === 'utc') return 'UTC';
+    try { return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC'; } catch (e) { return 'UTC'; }
+  }
+
+  // A date filter: the ISO instant kept in the address, shown in (and read from) the input in the shown zone.
+  function toInput(iso) {
+    if (!iso) return '';
+    const d = new Date(iso);
+    if (isNaN(d.getTime())) return '';
+    const p = zoneParts(d);
+    return p.y + '-' + p.mo + '-' + p.d + 'T' + p.h + ':' + p.mi + ':' + p.s;
+  }
+
+  function fromInput(v) {
+    if (!v) return '';
+    if (/(Z|[+-]\d\d:\d\d)$/.test(v)) return new Date(v).toISOString();
+    const m = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)(?::(\d\d))?/.exec(v);
+    if (!m) return v; // the server says what is wrong with it
+    const d = S.tz === 'utc' ? new Date(Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +(m[6] || 0)))
+      : new Date(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +(m[6] || 0));
+    return d.toISOString();
   }
 
   function now() { return Date.now() + S.skewMs; }
@@ -151,7 +271,8 @@
   // A time with its distance from now, which ticks every second.
   function timeCell(iso) {
     const r = relTime(iso);
-    return el('span', { class: 'time', title: iso || '' }, fmtTime(iso), r ? el('small', { class: 'rel', 'data-rel': iso }, ' (' + r + ')') : null);
+    return el('span', { class: 'time', title: iso ? fmtTime(iso) + ' ' + zoneName() + ' (' + iso + ')' : '' }, fmtTime(iso, true),
+      r ? el('small', { class: 'rel', 'data-rel': iso }, ' (' + r + ')') : null);
   }
 
   function isPast(iso) {
@@ -200,6 +321,11 @@
     return until(openUntil,
       () => [stateBadge('open'), el('div', { class: 'small muted' }, openUntil === 'infinity' ? 'until forced closed' : ['until ', timeCell(openUntil)])],
       () => [stateBadge('half_open_due', 'half-open due'), el('div', { class: 'small muted' }, 'open period ended ', timeCell(openUntil), '; the next call is its trial')]);
+  }
+
+  // "Database time 11:55:30 (UTC)": the clock every "until" is compared with, in the shown zone, named.
+  function dbTime(at) {
+    return el('span', { class: 'muted', id: 'updated' }, 'Database time ' + fmtTime(at, true) + ' (' + zoneName() + ')');
   }
 
   function num(n) {
@@ -332,7 +458,7 @@
     const l = document.getElementById('live');
     if (!l) return;
     const paused = document.visibilityState !== 'visible';
-    l.textContent = paused ? 'refresh paused (tab hidden)' : (S.lastRefresh ? 'updated ' + fmtTime(new Date(S.lastRefresh).toISOString()).slice(11) + ' · every ' + (REFRESH_MS / 1000) + ' s' : '');
+    l.textContent = paused ? 'refresh paused (tab hidden)' : (S.lastRefresh ? 'updated ' + fmtTime(new Date(S.lastRefresh).toISOString(), true) + ' · every ' + (REFRESH_MS / 1000) + ' s' : '');
   }
 
   async function render(soft) {
@@ -357,9 +483,13 @@
       else if (r.path === '/batches') await pageBatches(id, r.params);
       else if (batch) await pageBatch(id, decodeURIComponent(batch[1]), r.params);
       else if (r.path === '/breakers') await pageBreakers(id);
+      else if (r.path === '/workers') await pageWorkers(id);
       else if (r.path === '/audit') await pageAudit(id, r.params);
       else show(id, el('h1', null, 'Not found'), el('p', null, 'No such page.'));
-      if (id === S.renderId) S.lastRefresh = Date.now();
+      if (id === S.renderId) {
+        S.lastRefresh = Date.now();
+        main().setAttribute('data-rendered', location.hash); // which address the page now shows (tests wait for it)
+      }
     } catch (e) {
       if (id !== S.renderId) return;
       if (soft) flash('Refresh failed: ' + e.message, 'error');
@@ -411,7 +541,8 @@
       el('td', { class: 'num' }, link('#/dead-letters?state=parked&providerKey=' + encodeURIComponent(k.providerKey), num(k.parked)))));
     show(id,
       el('div', { class: 'page-head' }, el('h1', null, 'Overview'),
-        el('span', { class: 'muted', id: 'updated' }, 'Database time ' + fmtTime(o.at))),
+        dbTime(o.at)),
+      (o.outages || []).map(outageBanner),
       el('div', { class: 'cards' }, jobsCard, finishedCard, deadCard, parkedCard),
       chartsSection(null),
       el('h2', null, 'Provider keys'),
@@ -433,7 +564,7 @@
   const CHART_REFRESH_MS = 10000; // the engine writes the time series every 10 s
 
   function chartImage(kind, alt, query) {
-    const base = 'api/time-series/' + kind + '.svg?' + query;
+    const base = 'api/time-series/' + kind + '.svg?' + query + '&tz=' + encodeURIComponent(zoneId());
     let c = S.charts.get(base);
     if (!c) {
       c = { img: el('img', { class: 'chart-img', alt: alt, width: '640', height: '200', 'data-chart': kind }), at: 0 };
@@ -447,7 +578,7 @@
   }
 
   // The overview's and a provider key's charts: what got through, over time (layover.time_series).
-  function chartsSection(providerKey) {
+  function chartsSection(providerKey, calls) {
     const w = CHART_WINDOWS.find(x => x.id === S.chartWindow) || CHART_WINDOWS[0];
     const query = w.q + (providerKey ? '&providerKey=' + encodeURIComponent(providerKey) : '');
     const buttons = CHART_WINDOWS.map(x => el('button', { type: 'button', class: 'small-btn' + (x.id === w.id ? ' active' : ''),
@@ -455,8 +586,9 @@
       onclick: () => { S.chartWindow = x.id; render(true); } }, x.label));
     return el('section', { class: 'card', id: 'charts' },
       el('div', { class: 'page-head' }, el('h2', null, 'Over time'), el('div', { class: 'actions left', id: 'chart-windows' }, buttons)),
-      el('div', { class: 'charts' }, CHART_KINDS.map(k => el('figure', { class: 'chart' }, chartImage(k[0], k[1] + (providerKey ? ' of ' + providerKey : ''), query)))),
-      el('p', { class: 'muted small' }, 'Counted by the workers and written every 10 s (times in UTC); the same numbers in SQL: layover.time_series (docs/observability.md). Empty charts: no worker with Layover.Builder.timeSeries on has counted anything in this window.'));
+      el('div', { class: 'charts' }, CHART_KINDS.concat(calls ? [['calls', 'Provider calls']] : [])
+        .map(k => el('figure', { class: 'chart' }, chartImage(k[0], k[1] + (providerKey ? ' of ' + providerKey : ''), query)))),
+      el('p', { class: 'muted small' }, 'Counted by the workers and written every 10 s (times in ' + zoneName() + '); the same numbers in SQL: layover.time_series (docs/observability.md). Empty charts: no worker with Layover.Builder.timeSeries on has counted anything in this window.'));
   }
 
   function bucketText(k) {
@@ -466,14 +598,14 @@
       limits.push(num(k.requestsPerMinute) + ' req/min' + (k.paceLearnedUntil ? ' (learned from a 429)' : ''));
     }
     if (k.tokensPerMinute != null) limits.push(num(k.tokensPerMinute) + ' tok/min');
-    const ahead = k.bucketBookedAheadMs || 0;
+    const used = k.bucketInUseMs || 0;
     const burst = k.burstMs || 0;
-    const pct = burst > 0 ? Math.min(100, Math.round(ahead * 100 / burst)) : (ahead > 0 ? 100 : 0);
+    const pct = burst > 0 ? Math.min(100, Math.round(used * 100 / burst)) : (used > 0 ? 100 : 0);
     const fill = el('span', { class: 'fill' + (pct >= 100 ? ' full' : '') });
     fill.style.width = pct + '%'; // CSSOM, allowed by the CSP (inline style attributes are not)
     return el('div', { class: 'bucket' },
-      el('div', { class: 'meter', title: 'booked ' + (ahead / 1000).toFixed(1) + ' s ahead (burst ' + (burst / 1000).toFixed(1) + ' s)' }, fill),
-      el('small', null, limits.join(', ') + ' · ' + (ahead > 0 ? 'booked ' + (ahead / 1000).toFixed(1) + ' s ahead' : 'free')));
+      el('div', { class: 'meter', title: (used / 1000).toFixed(1) + ' s of the ' + (burst / 1000).toFixed(1) + ' s burst in use' }, fill),
+      el('small', null, limits.join(', ') + ' · ' + (used > 0 ? 'full again in ' + (used / 1000).toFixed(1) + ' s' : 'full')));
   }
 
   // ------------------------------------------------------------------ dead letters list
@@ -486,8 +618,7 @@
       for (const v of params.getAll(k)) {
         if (!v) continue;
         if (k === 'parkedFrom' || k === 'parkedUntil') {
-          const d = new Date(v);
-          q.append(k, isNaN(d.getTime()) ? v : d.toISOString());
+          q.append(k, fromInput(v)); // a time without a zone is in the shown zone
         } else {
           q.append(k, v);
         }
@@ -525,6 +656,8 @@
     const datalist = (idName, facet) => el('datalist', { id: idName }, facet.filter(f => f.value).map(f => el('option', { value: f.value })));
     const input = (name, label, attrs) => el('label', null, label,
       el('input', Object.assign({ name: name, id: 'f-' + name, value: params.get(name) || '' }, attrs || {})));
+    const when = (name, label) => el('label', null, label + ' (' + (S.tz === 'utc' ? 'UTC' : 'local') + ')',
+      el('input', { name: name, id: 'f-' + name, type: 'datetime-local', step: '1', value: toInput(params.get(name)) }));
     const stateSel = el('select', { name: 'state', id: 'f-state' }, el('option', { value: '' }, 'any'),
       DL_STATES.map(s => el('option', { value: s, selected: params.get('state') === s }, s)));
     const form = el('form', { class: 'filters', id: 'filters' },
@@ -532,8 +665,8 @@
       input('providerKey', 'Provider key', { list: 'dl-provider-keys', autocomplete: 'off' }),
       input('failureType', 'Failure type', { list: 'dl-failure-types', autocomplete: 'off' }),
       el('label', null, 'State', stateSel),
-      input('parkedFrom', 'Parked from', { type: 'datetime-local', step: '1' }),
-      input('parkedUntil', 'Parked until', { type: 'datetime-local', step: '1' }),
+      when('parkedFrom', 'Parked from'),
+      when('parkedUntil', 'Parked until'),
       input('text', 'Text in error', { type: 'search', maxlength: '200' }),
       el('div', { class: 'filter-actions' },
         el('button', { type: 'submit', class: 'primary', id: 'apply-filter' }, 'Apply'),
@@ -545,7 +678,7 @@
       const p = new URLSearchParams();
       for (const k of FILTER_KEYS) {
         const v = form.elements[k].value.trim();
-        if (v) p.set(k, v);
+        if (v) p.set(k, k === 'parkedFrom' || k === 'parkedUntil' ? fromInput(v) : v);
       }
       go('/dead-letters', p);
     });
@@ -606,7 +739,7 @@
       params.get('cursor') ? el('button', { type: 'button', onclick: () => { const p = new URLSearchParams(params); p.delete('cursor'); go('/dead-letters', p); } }, '← First page') : null,
       page.nextCursor ? el('button', { type: 'button', id: 'next-page', onclick: () => { const p = new URLSearchParams(params); p.set('cursor', page.nextCursor); go('/dead-letters', p); } }, 'Next page →') : null);
 
-    show(id, el('div', { class: 'page-head' }, el('h1', null, 'Dead letters')), form, chips, bulk,
+    show(id, el('div', { class: 'page-head' }, el('h1', null, 'Dead letters')), (page.outages || []).map(outageBanner), form, chips, bulk,
       table([all, 'Id', 'Job type', 'Provider key', 'Failure type', 'State', 'Error', 'Attempts', 'Parked', 'Replays'], rows, { id: 'dead-letters' },
         q.toString() ? emptyState('No dead letter matches this filter.', 'Clear or widen the filter above.')
           : emptyState('No dead letters.', 'A job lands here when it fails for good: attempts spent (JobPolicy.withMaxAttempts), a credential refused, a request the provider rejects, or arguments that cannot be read. Nothing has failed that way yet.',
@@ -843,19 +976,17 @@
       }
       go('/jobs', p);
     });
-    // one or two lines a row: long texts folded, the trail as its newest line
+    // one or two lines a row: long texts folded, the trail as its newest line; the key's state is in the summary above
     const rows = page.items.map(j => el('tr', { 'data-job': j.id },
-      el('td', null, jobLink(j.jobType, j.id), j.deadLetterId ? el('div', { class: 'small' }, link('#/dead-letters/' + j.deadLetterId, 'replay of #' + j.deadLetterId)) : null),
-      el('td', null, j.jobType),
-      el('td', null, stateBadge(j.state)),
+      el('td', null, jobLink(j.jobType, j.id), el('div', { class: 'small muted' }, j.jobType),
+        j.deadLetterId ? el('div', { class: 'small' }, link('#/dead-letters/' + j.deadLetterId, 'replay of #' + j.deadLetterId)) : null),
+      el('td', null, stateBadge(j.state), ' ', badge(j.why, 'why')),
       el('td', { class: 'nowrap' }, timeCell(j.runAt), j.due && j.state !== 'running' ? el('div', { class: 'small muted' }, 'due, waiting for a worker') : null),
       el('td', { class: 'num' }, num(j.attempts) + ' / ' + num(j.reschedules)),
-      el('td', null, badge(j.why, 'why'), j.rescheduleDetail ? [' ', fold(j.rescheduleDetail, 'why-' + j.jobType + '/' + j.id)] : null),
-      el('td', null, j.providerKey ? [keyLink(j.providerKey), ' ',
-        j.breakerState !== 'closed' ? breakerText(j.breakerState, null, j.breakerOpenUntil) : null,
-        j.cooldownUntil ? cooldownText(j.cooldownUntil, null) : null] : '–'),
-      el('td', { class: 'error-cell' }, j.lastErrorMessage ? fold((j.lastErrorClass ? j.lastErrorClass + ': ' : '') + j.lastErrorMessage, 'err-' + j.jobType + '/' + j.id) : '–'),
-      el('td', null, trailLines(j.providerTrail, 'trail-' + j.jobType + '/' + j.id)),
+      el('td', null, j.providerKey ? keyLink(j.providerKey) : '–'),
+      el('td', { class: 'error-cell' }, j.lastErrorMessage ? fold((j.lastErrorClass ? j.lastErrorClass + ': ' : '') + j.lastErrorMessage, 'err-' + j.jobType + '/' + j.id)
+        : (j.rescheduleDetail && j.why !== 'cooldown' && j.why !== 'breaker' ? fold(j.rescheduleDetail, 'why-' + j.jobType + '/' + j.id) : '–')),
+      el('td', { class: 'trail-cell' }, trailLines(j.providerTrail, 'trail-' + j.jobType + '/' + j.id)),
       el('td', { class: 'actions-cell' }, ro ? '–' : el('button', { type: 'button', class: 'danger small-btn', 'data-cancel': j.id,
         onclick: () => cancelJob(j) }, j.state === 'running' ? 'Ask to stop…' : 'Cancel…'))));
     const filtered = ['jobType', 'providerKey', 'state', 'why'].some(k => params.get(k));
@@ -863,12 +994,43 @@
       params.get('cursor') ? el('button', { type: 'button', onclick: () => { const p = new URLSearchParams(params); p.delete('cursor'); go('/jobs', p); } }, '← First page') : null,
       page.nextCursor ? el('button', { type: 'button', onclick: () => { const p = new URLSearchParams(params); p.set('cursor', page.nextCursor); go('/jobs', p); } }, 'Next page →') : null);
     show(id, el('div', { class: 'page-head' }, el('h1', null, 'Jobs waiting'),
-      el('span', { class: 'muted' }, 'Oldest run time first. Why: new, replay, retry (an attempt failed), cooldown, bucket, breaker, rate limited, quota, snooze, concurrency (no free slot), paused.')),
+      el('span', { class: 'muted' }, num(page.total) + (filtered ? ' matching the filter' : ' in the queue') + ', grouped by why they wait; the list below, oldest run time first.')),
+      jobsSummary(page, params),
       pausesPanel(pz, ro),
-      form, table(['Job', 'Type', 'State', 'Run at', 'Att. / resch.', 'Why', 'Provider', 'Last error', 'Trail', ''], rows, { id: 'jobs' },
+      form, table(['Job', 'State · why', 'Run at', 'Att. / resch.', 'Provider key', 'Last error or detail', 'Trail (newest)', ''], rows, { id: 'jobs' },
         filtered ? emptyState('No job matches this filter.', 'Clear or widen the filter above.')
           : emptyState('No job is waiting.', 'Jobs show here while they wait: enqueued to run later (EnqueueOptions.after), rescheduled by a cooldown, bucket or breaker, retrying after a failed attempt, or held by a pause. Finished jobs are on the History page.',
             [link('#/history', 'History'), ' · docs/admission-and-control.md'])), pager);
+  }
+
+  // The jobs page's lead: the filter's jobs by why they wait and key, how many, when they run, until when the key
+  // holds them. A grid of groups (not a table): on a narrow screen each group stacks, nothing scrolls out of view.
+  function jobsSummary(page, params) {
+    const groups = (page.summary || []).map(g => {
+      const p = new URLSearchParams(params);
+      p.delete('cursor');
+      p.set('why', g.why);
+      if (g.providerKey) p.set('providerKey', g.providerKey);
+      const holds = [];
+      if (g.cooldownUntil) holds.push(['cools down until ', timeCell(g.cooldownUntil)]);
+      if (g.breakerState) {
+        holds.push(['breaker ' + g.breakerState.replace(/_/g, ' '), g.breakerOpenUntil === 'infinity' ? ' until forced closed'
+          : (g.breakerOpenUntil ? [' until ', timeCell(g.breakerOpenUntil)] : '')]);
+      }
+      const first = g.firstRunAt;
+      const last = g.lastRunAt;
+      return el('div', { class: 'why-group', 'data-why': g.why, 'data-key': g.providerKey || '' },
+        el('div', { class: 'wg-count' }, link('#/jobs?' + p, num(g.n)), g.due ? el('div', { class: 'small muted' }, num(g.due) + ' due') : null),
+        el('div', { class: 'wg-why' }, badge(g.why, 'why'), el('div', { class: 'small muted' }, WHY_TEXT[g.why] || '')),
+        el('div', { class: 'wg-key' }, g.providerKey ? keyLink(g.providerKey) : el('span', { class: 'muted' }, 'no key')),
+        el('div', { class: 'wg-when' }, el('span', { class: 'small muted' }, g.why === 'running' ? 'running ' : 'run at '),
+          g.why === 'running' ? 'now' : (first === last ? timeCell(first) : [timeCell(first), el('div', { class: 'small muted' }, 'last ', timeCell(last))])),
+        el('div', { class: 'wg-held' }, holds.length ? holds.map(h => el('div', null, h)) : null,
+          g.someDetail && DETAIL_WHYS.has(g.why) ? el('div', { class: 'small' }, fold(g.someDetail, 'sum-' + g.why + '/' + g.providerKey)) : null));
+    });
+    return el('section', { class: 'card', id: 'jobs-summary' }, el('h2', null, 'Why they wait'),
+      groups.length ? el('div', { class: 'why-groups', id: 'jobs-summary-groups' }, groups) : el('p', { class: 'muted' }, 'No job is waiting.'),
+      page.summaryMore ? el('p', { class: 'small muted' }, 'The 30 largest groups; narrow the filter for the rest.') : null);
   }
 
   function cancelJob(j) {
@@ -945,8 +1107,7 @@
       const v = params.get(k);
       if (!v) continue;
       if (k === 'from' || k === 'until') {
-        const d = new Date(v);
-        q.set(k, isNaN(d.getTime()) ? v : d.toISOString());
+        q.set(k, fromInput(v)); // a time without a zone is in the shown zone
       } else {
         q.set(k, v);
       }
@@ -964,8 +1125,8 @@
       el('label', null, 'Outcome', el('select', { name: 'outcome', id: 'h-outcome' }, el('option', { value: '' }, 'any'),
         OUTCOMES.map(o => el('option', { value: o, selected: params.get('outcome') === o }, o)))),
       input('providerKey', 'Provider key'),
-      input('from', 'Finished from', { type: 'datetime-local', step: '1' }),
-      input('until', 'Finished until', { type: 'datetime-local', step: '1' }),
+      input('from', 'Finished from (' + (S.tz === 'utc' ? 'UTC' : 'local') + ')', { type: 'datetime-local', step: '1', value: toInput(params.get('from')) }),
+      input('until', 'Finished until (' + (S.tz === 'utc' ? 'UTC' : 'local') + ')', { type: 'datetime-local', step: '1', value: toInput(params.get('until')) }),
       el('div', { class: 'filter-actions' }, el('button', { type: 'submit', class: 'primary', id: 'history-apply' }, 'Search'),
         el('button', { type: 'button', onclick: () => go('/history') }, 'Clear')));
     form.addEventListener('submit', e => {
@@ -973,28 +1134,27 @@
       const p = new URLSearchParams();
       for (const k of HISTORY_KEYS) {
         const v = form.elements[k].value.trim();
-        if (v) p.set(k, v);
+        if (v) p.set(k, k === 'from' || k === 'until' ? fromInput(v) : v);
       }
       go('/history', p);
     });
     const rows = page.items.map(h => el('tr', { 'data-job': h.jobType + '/' + h.jobId },
       el('td', { class: 'nowrap' }, timeCell(h.finishedAt)),
-      el('td', null, jobLink(h.jobType, h.jobId)),
-      el('td', null, h.jobType),
+      el('td', null, jobLink(h.jobType, h.jobId), el('div', { class: 'small muted' }, h.jobType)),
       el('td', null, outcomeBadge(h.outcome), h.failureType ? el('div', { class: 'small muted' }, h.failureType) : null),
       el('td', { class: 'num' }, duration(h.durationMs)),
       el('td', { class: 'num' }, num(h.attempts) + ' / ' + num(h.reschedules)),
       el('td', null, keyLink(h.providerKey)),
       el('td', null, h.answeredBy ? el('code', null, h.answeredBy) : (h.trailLength ? el('span', { class: 'muted' }, 'no endpoint answered') : '–')),
       el('td', { class: 'error-cell' }, h.detail ? fold(h.detail, 'hd-' + h.jobType + '/' + h.jobId + '@' + h.finishedAt) : (h.deadLetterId ? link('#/dead-letters/' + h.deadLetterId, 'dead letter #' + h.deadLetterId) : '–')),
-      el('td', { class: 'small muted' }, h.worker || '–')));
+      el('td', { class: 'small muted' }, workerText(h.worker))));
     const pager = el('div', { class: 'pager' },
       params.get('cursor') ? el('button', { type: 'button', onclick: () => { const p = new URLSearchParams(params); p.delete('cursor'); go('/history', p); } }, '← Newest') : null,
       page.nextCursor ? el('button', { type: 'button', id: 'history-next', onclick: () => { const p = new URLSearchParams(params); p.set('cursor', page.nextCursor); go('/history', p); } }, 'Older →') : null);
     show(id, el('div', { class: 'page-head' }, el('h1', null, 'History'),
       el('span', { class: 'muted' }, 'Finished jobs, newest first: completed, parked or cancelled. Took: the last run\'s handler time; attempts / reschedules.')),
       form,
-      table(['Finished', 'Job', 'Type', 'Outcome', 'Took', 'Att. / resch.', 'Provider key', 'Answered by', 'Detail', 'Worker'], rows, { id: 'history' },
+      table(['Finished', 'Job', 'Outcome', 'Took', 'Att. / resch.', 'Provider key', 'Answered by', 'Detail', 'Worker'], rows, { id: 'history' },
         filterQ ? emptyState('No finished job matches.', 'Nothing with this id, type, outcome, key or time is recorded. A job id is matched exactly; history is kept 7 days by default.')
           : emptyState('No finished job is recorded yet.', 'Each job that completes, is parked or is cancelled writes a row to layover.job_history, kept 7 days by default. Nothing has finished since, or history is off.',
             ['Settings: Layover.Builder.history(true) (the default) and historyRetention(Duration); see docs/observability.md.'])),
@@ -1030,7 +1190,7 @@
       el('td', null, keyLink(r.providerKey)),
       el('td', null, r.answeredBy ? el('code', null, r.answeredBy) : (r.providerTrail.length ? el('span', { class: 'muted' }, 'none') : '–')),
       el('td', { class: 'error-cell' }, r.detail ? fold(r.detail, 'jr-' + n + r.finishedAt) : (r.deadLetterId ? link('#/dead-letters/' + r.deadLetterId, (r.replayKind ? r.replayKind + ' replay of ' : '') + 'dead letter #' + r.deadLetterId) : '–')),
-      el('td', { class: 'small muted' }, r.worker || '–')));
+      el('td', { class: 'small muted' }, workerText(r.worker))));
     const trails = j.runs.filter(r => r.providerTrail.length).map(r => el('section', { class: 'card' },
       el('h2', null, 'Trail of the run that finished ', timeCell(r.finishedAt)), trailTable(r.providerTrail)));
     const dls = j.deadLetters.map(d => el('tr', null,
@@ -1069,7 +1229,7 @@
           el('dt', null, 'failures / calls (window)'), el('dd', null, num(b.failures) + ' / ' + num(b.calls)),
           el('dt', null, 'openings since last close'), el('dd', null, num(b.openCount)),
           el('dt', null, 'last closed'), el('dd', null, timeCell(b.closedAt)),
-          el('dt', null, 'trial by'), el('dd', null, b.trialClaimedBy || '–')),
+          el('dt', null, 'trial by'), el('dd', null, workerText(b.trialClaimedBy))),
         b.reason ? el('div', { class: 'small' }, fold(b.reason, 'kb-reason')) : null,
         b.lastFailure ? el('div', { class: 'small muted' }, fold('last failure: ' + b.lastFailure, 'kb-last')) : null]
         : el('p', { class: 'muted' }, 'No breaker yet: it is made the first time a worker calls this key.'),
@@ -1082,19 +1242,20 @@
         el('dl', { class: 'counts' },
           el('dt', null, 'strikes in a row'), el('dd', null, num(c.strikes)),
           el('dt', null, 'since'), el('dd', null, timeCell(c.startedAt)),
-          el('dt', null, 'set by'), el('dd', null, c.updatedBy || '–')),
+          el('dt', null, 'set by'), el('dd', null, workerText(c.updatedBy))),
         c.detail ? el('div', { class: 'small' }, fold(c.detail, 'kc-detail')) : null]
         : el('p', { class: 'muted' }, 'Never cooled down: a 429 or a spent quota would make every worker wait here.'));
     const bk = k.bucket;
     const bucketCard = el('section', { class: 'card', id: 'key-bucket' }, el('h2', null, bk && bk.learned ? 'Learned pace' : 'Bucket'),
       bk ? [bucketText({ requestsPerMinute: bk.inForce ? bk.requestsPerMinute : null, tokensPerMinute: bk.tokensPerMinute, burstMs: bk.burstMs,
-        bucketBookedAheadMs: bk.bookedAheadMs, paceLearnedUntil: bk.learned && bk.inForce ? bk.learnedUntil : null }),
+        bucketInUseMs: bk.inUseMs, paceLearnedUntil: bk.learned && bk.inForce ? bk.learnedUntil : null }),
         el('dl', { class: 'counts' },
           bk.learned ? [el('dt', null, bk.inForce ? 'in force until' : 'lapsed at'), el('dd', null, timeCell(bk.learnedUntil))]
             : [el('dt', null, 'configured'), el('dd', null, timeCell(bk.configuredAt))],
           el('dt', null, 'burst'), el('dd', null, duration(bk.burstMs)),
-          el('dt', null, 'booked until'), el('dd', null, bk.bookedUntil ? timeCell(bk.bookedUntil) : 'free now'))]
-        : el('p', { class: 'muted' }, 'No rate limit: configure one with Layover.Builder bucket(key, ...), or one is learned from a 429 that states the limit.'));
+          el('dt', null, 'full again at'), el('dd', null, bk.fullAt ? timeCell(bk.fullAt) : 'full now'))]
+        : el('p', { class: 'muted' }, 'No rate limit: configure one with Layover.Builder bucket(key, ...), or one is learned from a 429 that states the limit.'),
+      overrideNote(k.limitOverride));
     const con = k.concurrency;
     const pause = k.pause;
     const extraCard = el('section', { class: 'card', id: 'key-limits' }, el('h2', null, 'Concurrency and pause'),
@@ -1133,10 +1294,12 @@
     show(id,
       el('p', null, link('#/overview', '← Overview')),
       el('div', { class: 'page-head' }, el('h1', null, 'Provider key ', el('code', null, key)),
-        el('span', { class: 'muted' }, 'Database time ' + fmtTime(k.at))),
+        dbTime(k.at)),
+      k.outage ? outageBanner(k.outage) : null,
       el('div', { class: 'cards' }, breakerCard, cooldownCard, bucketCard, extraCard, finishedCard),
+      endpointsSection(k),
       limitSection(key, k.limitOverride, ro),
-      chartsSection(key),
+      chartsSection(key, (k.endpoints && k.endpoints.length) || k.asEndpoint),
       el('section', { class: 'card' }, el('h2', null, 'Jobs waiting on it and why'), whys,
         table(['Job', 'Type', 'State', 'Run at', 'Why'], jobs, { id: 'key-jobs' },
           emptyState('No job of this key is in the queue.', 'Jobs show here while they wait for this key: new, rescheduled by its cooldown, bucket or breaker, or retrying.')),
@@ -1149,6 +1312,57 @@
           'None: jobs of this key that fail for good would be listed here.'),
         k.deadLetters.total ? el('p', null, link('#/dead-letters?providerKey=' + encodeURIComponent(key), 'All on the dead letters page →')) : null),
       poolSec);
+  }
+
+  // A fallback chain seen from its model key (the endpoints it called, each one's calls, 429s and errors) or
+  // from one of its endpoints (its calls by result, and the keys whose chains called it): the last hour.
+  function endpointsSection(k) {
+    const share = (n, all) => all ? Math.round(n * 100 / all) + ' %' : '–';
+    if (k.endpoints && k.endpoints.length) {
+      const all = k.endpoints.reduce((a, e) => a + e.calls, 0);
+      const rows = k.endpoints.map(e => el('tr', { 'data-endpoint': e.providerKey },
+        el('td', null, keyLink(e.providerKey)),
+        el('td', { class: 'num' }, num(e.calls), el('div', { class: 'small muted' }, share(e.calls, all) + ' of the calls')),
+        el('td', { class: 'num' }, num(e.answered)),
+        el('td', { class: 'num' }, num(e.rateLimited)),
+        el('td', { class: 'num' }, num(e.errors), e.errors ? el('div', { class: 'small muted' }, Object.keys(e.byResult)
+          .filter(r => r !== 'answered' && r !== 'rate_limited').map(r => r + ' ' + num(e.byResult[r])).join(', ')) : null)));
+      return el('section', { class: 'card', id: 'key-endpoints' }, el('h2', null, 'Fallback endpoints (last hour)'),
+        el('p', { class: 'muted small' }, 'The endpoints this key\'s fallback chains called, busiest first: calls made through each for this key; answered, 429s and errors of all the endpoint\'s calls.'),
+        table(['Endpoint', 'Calls', 'Answered', '429s', 'Errors'], rows, { id: 'key-endpoints-table' }));
+    }
+    const e = k.asEndpoint;
+    if (!e) return null;
+    return el('section', { class: 'card', id: 'key-as-endpoint' }, el('h2', null, 'As a fallback endpoint (last hour)'),
+      el('dl', { class: 'counts' },
+        el('dt', null, 'calls'), el('dd', null, num(e.made)),
+        el('dt', null, 'answered'), el('dd', null, num(e.answered)),
+        el('dt', null, '429s'), el('dd', null, num(e.rateLimited)),
+        el('dt', null, 'errors'), el('dd', null, num(e.errors))),
+      e.usedBy.length ? el('p', { class: 'small' }, 'Called by the chains of ', e.usedBy.map((u, i) => [i ? ', ' : '', keyLink(u.providerKey), ' (' + num(u.calls) + ')'])) : null);
+  }
+
+  // ------------------------------------------------------------------ workers (layover.workers)
+
+  async function pageWorkers(id) {
+    const res = await api('GET', '/workers');
+    if (id !== S.renderId) return;
+    const rows = res.items.map(w => el('tr', { 'data-worker': w.workerName },
+      el('td', null, !w.hasRow ? [badge('no row', 'st-discarded'), el('div', { class: 'small muted' }, 'a worker of a version without layover.workers')]
+        : (w.alive ? badge('alive', 'st-closed') : badge('stale', 'st-open'))),
+      el('td', { class: 'num' }, ago(w.heartbeatAgeMs)),
+      el('td', null, el('code', null, workerText(w.workerName)), w.host ? el('div', { class: 'small muted' }, w.host) : null),
+      el('td', { class: 'num' }, w.threads == null ? '–' : num(w.threads)),
+      el('td', { class: 'num' }, w.runningJobs ? link('#/jobs?state=running', num(w.runningJobs)) : '0'),
+      el('td', null, w.startedAt ? [timeCell(w.startedAt), el('div', { class: 'small muted' }, 'up ' + ago(w.upMs).replace(' ago', ''))] : '–'),
+      el('td', null, w.version || '–'),
+      el('td', { class: 'num' }, num(w.limitsApplied))));
+    const alive = res.items.filter(w => w.alive).length;
+    show(id, el('div', { class: 'page-head' }, el('h1', null, 'Workers'),
+      el('span', { class: 'muted' }, num(alive) + ' alive · each writes its row every 5 s; stale after ' + Math.round(res.staleAfterMs / 1000) + ' s without a heartbeat (a row an hour stale is deleted).'), dbTime(res.at)),
+      table(['State', 'Heartbeat', 'Worker', 'Threads', 'Running jobs', 'Started', 'Version', 'Operator limits applied'], rows, { id: 'workers' },
+        emptyState('No worker is running.', 'A Layover instance writes its row in layover.workers when it starts and deletes it when it stops.',
+          ['See docs/console-api.md (GET /api/workers).'])));
   }
 
   // ------------------------------------------------------------------ limits at run time (an operator's override of a key's limits)
@@ -1172,10 +1386,11 @@
         el('span', { class: 'muted' }, ' in place of the configured limits')),
       el('dl', { class: 'counts' },
         LIMIT_DIMS.map(d => [el('dt', null, d[1]), el('dd', { 'data-dim': d[0] }, o[d[0]] === null ? 'as configured' : num(o[d[0]]))]),
-        el('dt', null, 'set'), el('dd', null, timeCell(o.setAt), o.setBy ? el('span', { class: 'muted' }, ' by ' + o.setBy) : null),
+        el('dt', null, 'set'), el('dd', null, timeCell(o.setAt), o.setBy ? el('span', { class: 'muted' }, ' by ', workerText(o.setBy)) : null),
         o.bucket ? [el('dt', null, 'bucket row now'), el('dd', null, limitText(o.bucket) || '–')] : null,
         o.concurrency ? [el('dt', null, 'in flight / limit now'), el('dd', null, num(o.concurrency.inFlight) + ' / ' + num(o.concurrency.maxInFlight))] : null),
       o.reason ? el('div', { class: 'small' }, fold(o.reason, 'lo-reason')) : null,
+      limitWorkers(o),
       ro ? null : el('div', { class: 'actions left' },
         el('button', { type: 'button', class: 'small-btn', id: 'key-limit-revert', onclick: () => revertLimit(key, o) }, 'Revert…'))]
       : el('p', { class: 'muted', id: 'limit-none' }, 'No operator\'s limit: the limits configured in the workers apply (Layover.Builder bucket, concurrencyLimit).');
@@ -1216,6 +1431,33 @@
       shown, form ? [el('h3', null, 'Set limit at run time'), form] : null);
   }
 
+  // On the bucket card: an operator's limit in force over the rate shown, and how many workers apply it.
+  function overrideNote(o) {
+    if (!o || (o.requestsPerMinute == null && o.tokensPerMinute == null && o.inputTokensPerMinute == null && o.outputTokensPerMinute == null)) return null;
+    const ws = o.workers || [];
+    const applying = ws.filter(w => w.appliedAt).length;
+    return el('div', { class: 'small override-note', id: 'bucket-override' }, badge('operator', 'st-parked'), ' ', limitText(o), ' in force',
+      ws.length ? ', applied by ' + applying + ' of ' + ws.length + ' worker' + (ws.length === 1 ? '' : 's') : '',
+      el('div', { class: 'muted' }, 'The rate above is the bucket row as a worker last wrote it; which worker applies the limit, and since when: Limits at run time, below.'));
+  }
+
+  // Which worker applies the override, and since when (layover.workers); a worker that has not yet, by its heartbeat's age.
+  function limitWorkers(o) {
+    const ws = o.workers || [];
+    const rows = ws.map(w => {
+      const after = w.appliedAt && o.setAt ? new Date(w.appliedAt).getTime() - new Date(o.setAt).getTime() : null;
+      return el('tr', { 'data-worker': w.workerName },
+        el('td', null, el('code', null, workerText(w.workerName))),
+        el('td', null, w.appliedAt ? [badge('applied', 'st-closed'), ' ', timeCell(w.appliedAt),
+          after != null && after >= 0 ? el('div', { class: 'small muted' }, duration(after) + ' after it was set') : null]
+          : [badge('not yet', 'st-half_open'), el('div', { class: 'small muted' }, 'applies an earlier limit, or none')]),
+        el('td', { class: 'num' }, ago(w.heartbeatAgeMs)));
+    });
+    return el('div', { id: 'limit-workers' }, el('h3', null, 'Applied by the workers'),
+      rows.length ? table(['Worker', 'Applied', 'Last heartbeat'], rows, { id: 'limit-workers-table' })
+        : el('p', { class: 'muted small' }, 'No worker has written its row in layover.workers (workers of this version write it every 5 s): whether the fleet applies this limit is unknown here.'));
+  }
+
   function revertLimit(key, o) {
     const reason = el('input', { id: 'limit-revert-reason', maxlength: '500', placeholder: 'why (goes to the audit log)' });
     modal('Revert the limits of ' + key + '?', [el('p', null, 'The operator\'s limits (' + limitText(o) + ') go; the limits configured in the workers apply again within about a second.'),
@@ -1244,12 +1486,11 @@
     if (!f || (!f.flows && !f.fairQueue)) return null;
     const rows = f.items.map(r => el('tr', { 'data-fairness-key': r.fairnessKey },
       el('td', null, el('code', null, r.fairnessKey)),
-      el('td', { class: 'num' }, num(r.waiting), r.untagged ? el('div', { class: 'small muted' }, '+' + num(r.untagged) + ' not queued yet') : null),
-      el('td', { class: 'num' }, num(r.booked)),
+      el('td', { class: 'num' }, num(r.waiting), r.untagged ? el('div', { class: 'small muted' }, '+' + num(r.untagged) + ' due again, ahead of the fair queue') : null),
       el('td', { class: 'num' }, num(r.running)),
       el('td', { class: 'num fair-weight' }, weightText(r.weight)),
       el('td', { class: 'num fair-share' }, pct(r.share)),
-      el('td', { class: 'nowrap' }, r.lastBookedAt ? timeCell(r.lastBookedAt) : '–')));
+      el('td', { class: 'num fair-lag' }, r.lag == null ? '–' : r.lag.toFixed(1))));
     const weights = f.weights.map(w => el('tr', { 'data-pattern': w.pattern },
       el('td', null, el('code', null, w.pattern)),
       el('td', { class: 'num' }, weightText(w.weight)),
@@ -1288,11 +1529,11 @@
     }
     return el('section', { class: 'card', id: 'key-fair-share' }, el('h2', null, 'Fair share'),
       el('div', { class: 'facets' }, el('strong', null, num(f.flows) + ' fairness key' + (f.flows === 1 ? '' : 's')),
-        el('span', { class: 'chip' }, 'waiting ' + num(f.waiting)), el('span', { class: 'chip' }, 'booked ' + num(f.booked)),
+        el('span', { class: 'chip' }, 'waiting ' + num(f.waiting)),
         el('span', { class: 'chip' }, 'running ' + num(f.running)),
-        f.fairQueue && f.fairQueue.lastRoundAt ? el('span', { class: 'muted' }, ' · last round ', timeCell(f.fairQueue.lastRoundAt)) : null),
-      el('p', { class: 'muted small' }, 'The key\'s permits go to its fairness keys with waiting jobs in proportion to their weights (share: while all of them wait). A new weight applies to jobs queued from then on. The same rows: the view layover.fairness.'),
-      table(['Fairness key', 'Waiting', 'Booked', 'Running', 'Weight', 'Share', 'Last booked'], rows, { id: 'fair-keys-table' },
+        f.fairQueue && f.fairQueue.lastPickAt ? el('span', { class: 'muted' }, ' · last pick ', timeCell(f.fairQueue.lastPickAt)) : null),
+      el('p', { class: 'muted small' }, 'The pick admits the key\'s jobs to its fairness keys with waiting jobs in proportion to their weights (share: while all of them wait; lag: how far ahead of the key\'s virtual clock the last of its waiting jobs is). A new weight applies to jobs queued from then on. The same rows: the view layover.fairness.'),
+      table(['Fairness key', 'Waiting', 'Running', 'Weight', 'Share', 'Lag'], rows, { id: 'fair-keys-table' },
         'No job of this key with a fairness key is waiting now.'),
       f.more ? el('p', { class: 'small muted', id: 'fair-more' }, 'The ' + num(f.items.length) + ' with the most waiting of ' + num(f.flows) + '.') : null,
       el('h3', null, 'Weights'),
@@ -1330,9 +1571,9 @@
       el('td', { class: 'num' }, num(b.failures) + ' / ' + num(b.calls)),
       el('td', { class: 'num' }, num(b.openCount)),
       el('td', null, timeCell(b.closedAt)),
-      el('td', null, b.trialClaimedBy || '–'),
+      el('td', null, workerText(b.trialClaimedBy)),
       el('td', { class: 'error-cell' }, el('div', { class: 'error-text small' }, b.reason || '–'), b.lastFailure ? fold('last failure: ' + b.lastFailure, 'bf-' + b.providerKey) : null),
-      el('td', null, timeCell(b.changedAt), el('div', { class: 'small muted' }, b.changedBy || '')),
+      el('td', null, timeCell(b.changedAt), el('div', { class: 'small muted' }, workerText(b.changedBy))),
       el('td', { class: 'actions-cell' }, ro ? '–' : [
         el('button', { type: 'button', class: 'danger small-btn', disabled: b.state === 'open', onclick: () => forceOpen(b.providerKey) }, 'Force open…'),
         el('button', { type: 'button', class: 'small-btn', disabled: b.state === 'closed', onclick: () => forceClose(b.providerKey) }, 'Force close…')])));
@@ -1572,6 +1813,20 @@
     });
     const mode = document.getElementById('mode');
     if (S.session.readOnly) { mode.textContent = 'read-only'; mode.hidden = false; }
+    const tz = document.getElementById('tz');
+    const tzText = () => {
+      tz.textContent = 'Times: ' + (S.tz === 'utc' ? 'UTC' : 'local');
+      tz.title = 'Every time on these pages is in ' + zoneName() + '. Click for ' + (S.tz === 'utc' ? 'local time' : 'UTC') + '.';
+      tz.setAttribute('data-tz', S.tz);
+    };
+    tzText();
+    tz.addEventListener('click', () => {
+      S.tz = S.tz === 'utc' ? 'local' : 'utc';
+      try { localStorage.setItem('layover.console.tz', S.tz); } catch (e) { /* storage off */ }
+      S.charts = new Map(); // charts are drawn in the zone too
+      tzText();
+      render();
+    });
     window.addEventListener('hashchange', () => { flash(null); render(); });
     document.addEventListener('visibilitychange', () => { liveText(); if (document.visibilityState === 'visible') refresh(); });
     setInterval(refresh, REFRESH_MS);

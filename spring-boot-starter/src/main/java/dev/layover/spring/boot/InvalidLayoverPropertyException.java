@@ -11,14 +11,32 @@ public class InvalidLayoverPropertyException extends RuntimeException {
 
     /** The property's name. */
     private final String property;
+    /** What to do, when more than changing the property's value; or null. */
+    private final String action;
 
     /**
      * @param property the property's name, e.g. {@code layover.threads}
      * @param cause Layover's explanation
      */
     public InvalidLayoverPropertyException(String property, RuntimeException cause) {
+        this(property, cause, null);
+    }
+
+    /**
+     * @param property the property's name, e.g. {@code layover.console.allow-anonymous}
+     * @param cause Layover's explanation
+     * @param action what the application's developer should do, shown as the failure report's
+     *     "Action"; {@code null} for "change the property"
+     */
+    public InvalidLayoverPropertyException(String property, RuntimeException cause, String action) {
         super(property + ": " + cause.getMessage(), cause);
         this.property = property;
+        this.action = action;
+    }
+
+    /** @return what to do, or {@code null} when it is to change the property's value */
+    public String action() {
+        return action;
     }
 
     /** @return the property's name */

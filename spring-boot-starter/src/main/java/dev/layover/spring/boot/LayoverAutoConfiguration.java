@@ -4,7 +4,9 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.LayoverPlugin;
 import dev.layover.core.metrics.MicrometerMetrics;
+import dev.layover.core.tracing.OpenTelemetryTracing;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.opentelemetry.api.OpenTelemetry;
 import javax.sql.DataSource;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -17,6 +19,7 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.Ordered;
 import org.springframework.core.annotation.Order;
+import org.springframework.core.env.Environment;
 
 /**
  * Layover on the application's {@link DataSource}.
@@ -31,6 +34,9 @@ import org.springframework.core.annotation.Order;
  *       gracefully with it.
  *   <li>With Micrometer and a {@code MeterRegistry} bean (Spring Boot Actuator): Layover's metrics
  *       ({@code docs/observability.md}) go to that registry.
+ *   <li>With the OpenTelemetry API and an {@code OpenTelemetry} bean (Spring Boot's OpenTelemetry
+ *       support, Micrometer Tracing's OpenTelemetry bridge, OpenTelemetry's own starter): Layover's
+ *       traces go through it ({@code layover.tracing.enabled=false} turns that off).
  * </ul>
  *
  * <p>Off with {@code layover.enabled=false}. The pool needs at least {@code layover.threads + 6}
@@ -41,7 +47,10 @@ import org.springframework.core.annotation.Order;
         "org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration",
         "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
         "org.springframework.boot.actuate.autoconfigure.metrics.CompositeMeterRegistryAutoConfiguration",
-        "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration"})
+        "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
+        "org.springframework.boot.actuate.autoconfigure.opentelemetry.OpenTelemetryAutoConfiguration",
+        "org.springframework.boot.opentelemetry.autoconfigure.OpenTelemetrySdkAutoConfiguration",
+        "io.opentelemetry.instrumentation.spring.autoconfigure.OpenTelemetryAutoConfiguration"})
 @ConditionalOnClass(Layover.class)
 @ConditionalOnSingleCandidate(DataSource.class)
 @ConditionalOnProperty(prefix = "layover", name = "enabled", havingValue = "true", matchIfMissing = true)
@@ -56,18 +65,50 @@ public class LayoverAutoConfiguration {
      * @param jobTypes every {@code JobType} bean
      * @param plugins every {@code LayoverPlugin} bean
      * @param customizers every {@code LayoverBuilderCustomizer} bean
+     * @param environment where a removed property is looked for
      * @return the instance
      */
     @Bean
     @ConditionalOnMissingBean
     public Layover layover(DataSource dataSource, LayoverProperties properties, ObjectProvider<JobType<?>> jobTypes,
-            ObjectProvider<LayoverPlugin> plugins, ObjectProvider<LayoverBuilderCustomizer> customizers) {
+            ObjectProvider<LayoverPlugin> plugins, ObjectProvider<LayoverBuilderCustomizer> customizers,
+            Environment environment) {
+        refuseRemoved(environment);
         Layover.Builder builder = Layover.builder(dataSource);
         PropertiesApplier.apply(properties, builder);
         jobTypes.orderedStream().forEach(builder::register);
         plugins.orderedStream().forEach(builder::plugin);
         customizers.orderedStream().forEach(c -> c.customize(builder));
         return builder.build();
+    }
+
+    /**
+     * Properties a release removed, each with what replaced it: refused rather than ignored, so that
+     * an upgrade does not run silently without a setting its application relies on.
+     */
+    private static final java.util.Map<String, String> REMOVED = java.util.Map.of(
+            "layover.fairness.horizon", "was removed: the pick admits jobs in fair order when they run, nothing is "
+                    + "booked ahead (docs/decisions/0001-the-pick-is-the-admission.md); delete it");
+
+    private static void refuseRemoved(Environment environment) {
+        REMOVED.forEach((name, why) -> {
+            if (environment.containsProperty(name)) {
+                throw new InvalidLayoverPropertyException(name, new IllegalArgumentException(why));
+            }
+        });
+        // a bucket's lease, under any key: layover.buckets[openai:gpt-4o].lease
+        for (org.springframework.boot.context.properties.source.ConfigurationPropertySource source
+                : org.springframework.boot.context.properties.source.ConfigurationPropertySources.get(environment)) {
+            if (source instanceof org.springframework.boot.context.properties.source.IterableConfigurationPropertySource it) {
+                it.stream().map(Object::toString)
+                        .filter(n -> n.startsWith("layover.buckets") && n.endsWith(".lease"))
+                        .findFirst().ifPresent(n -> {
+                            throw new InvalidLayoverPropertyException(n, new IllegalArgumentException(
+                                    "was removed: a worker no longer leases permits ahead, the pick takes what it "
+                                            + "admits (docs/decisions/0001-the-pick-is-the-admission.md); delete it"));
+                        });
+            }
+        }
     }
 
     /**
@@ -99,6 +140,28 @@ public class LayoverAutoConfiguration {
         @Order(Ordered.HIGHEST_PRECEDENCE)
         LayoverBuilderCustomizer layoverMicrometerMetrics(ObjectProvider<MeterRegistry> registry) {
             return builder -> registry.ifUnique(r -> builder.metrics(MicrometerMetrics.of(r)));
+        }
+    }
+
+    /** OpenTelemetry, when the application has it. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "io.opentelemetry.api.OpenTelemetry")
+    @ConditionalOnProperty(prefix = "layover.tracing", name = "enabled", havingValue = "true", matchIfMissing = true)
+    static class Traces {
+
+        /**
+         * Traces Layover's enqueues and runs through the application's {@code OpenTelemetry} bean
+         * (the primary one, when there are several); runs before the application's customizers,
+         * which may replace it. Without a bean (the Java agent alone), a customizer sets
+         * {@code OpenTelemetryTracing.global()}.
+         *
+         * @param openTelemetry the application's OpenTelemetry, when there is one
+         * @return the customizer
+         */
+        @Bean
+        @Order(Ordered.HIGHEST_PRECEDENCE)
+        LayoverBuilderCustomizer layoverOpenTelemetryTracing(ObjectProvider<OpenTelemetry> openTelemetry) {
+            return builder -> openTelemetry.ifUnique(o -> builder.tracing(OpenTelemetryTracing.of(o)));
         }
     }
 }

@@ -8,8 +8,9 @@ class LayoverFailureAnalyzer extends AbstractFailureAnalyzer<InvalidLayoverPrope
 
     @Override
     protected FailureAnalysis analyze(Throwable rootFailure, InvalidLayoverPropertyException cause) {
-        return new FailureAnalysis("Layover refused the property " + cause.getMessage(),
-                "Change " + cause.property() + " in the application's configuration (application.properties, "
-                        + "application.yml or the environment).", cause);
+        String action = cause.action() != null ? cause.action()
+                : "Change " + cause.property() + " in the application's configuration (application.properties, "
+                        + "application.yml or the environment).";
+        return new FailureAnalysis("Layover refused the property " + cause.getMessage(), action, cause);
     }
 }

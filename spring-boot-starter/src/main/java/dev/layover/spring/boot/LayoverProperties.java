@@ -105,8 +105,8 @@ public class LayoverProperties {
      * Fleet-wide admission limits per provider key, limit key, API key pool key or
      * {@code prefix*} pattern (bracket the key, and escape its colon in a .properties file:
      * {@code layover.buckets[openai\:gpt-4o].requests-per-minute=500}).
-     * Each has requests-per-minute and/or tokens-per-minute, burst (default 1s) and lease
-     * (default 8).
+     * Each has requests-per-minute and/or tokens-per-minute (and input, output tokens per minute),
+     * burst (default 1s) and token-burst (default 1m).
      */
     private final Map<String, Bucket> buckets = new LinkedHashMap<>();
 
@@ -119,6 +119,20 @@ public class LayoverProperties {
     private final Fairness fairness = new Fairness();
     private final DeadLetters dlq = new DeadLetters();
     private final Console console = new Console();
+
+    /**
+     * Whether a run puts its job into the SLF4J MDC (layover.job_type, layover.job_id,
+     * layover.attempt, layover.provider_key; trace_id and span_id with tracing).
+     */
+    private boolean mdc = true;
+
+    /**
+     * Token prices per model (Prices), for layover.token_costs and the console: bracket the model
+     * ({@code layover.prices[gpt-4o-mini].input=0.15}); prices per million tokens. Layover ships none.
+     */
+    private final Map<String, Price> prices = new LinkedHashMap<>();
+
+    private final Tracing tracing = new Tracing();
 
     /** @return whether Layover is configured */
     public boolean isEnabled() {
@@ -308,6 +322,106 @@ public class LayoverProperties {
     /** @return the replay console settings (used when layover-replay-console is on the classpath) */
     public Console getConsole() {
         return console;
+    }
+
+    /** @return whether runs put their job into the MDC */
+    public boolean isMdc() {
+        return mdc;
+    }
+
+    /** @param mdc whether runs put their job into the MDC */
+    public void setMdc(boolean mdc) {
+        this.mdc = mdc;
+    }
+
+    /** @return token prices by model */
+    public Map<String, Price> getPrices() {
+        return prices;
+    }
+
+    /** @return the tracing settings */
+    public Tracing getTracing() {
+        return tracing;
+    }
+
+    /** Traces through the application's OpenTelemetry bean (docs/observability.md#traces). */
+    public static class Tracing {
+        /** Whether Layover traces through the application's OpenTelemetry bean, when it has one. */
+        private boolean enabled = true;
+
+        /** @return whether tracing is on */
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        /** @param enabled whether tracing is on */
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+    }
+
+    /** One model's token prices (ModelPrice), per million tokens. */
+    public static class Price {
+        /** ISO 4217 currency code. */
+        private String currency = "USD";
+        /** Price of a million input tokens. */
+        private Double input;
+        /** Price of a million input tokens read from a prompt cache; unset: the input price. */
+        private Double cachedInput;
+        /** Price of a million output tokens. */
+        private Double output;
+        /** Provider keys or prefix* patterns billed as this model (beside keys whose text after ':' is its name). */
+        private java.util.List<String> providerKeys = new java.util.ArrayList<>();
+
+        /** @return the currency */
+        public String getCurrency() {
+            return currency;
+        }
+
+        /** @param currency the currency */
+        public void setCurrency(String currency) {
+            this.currency = currency;
+        }
+
+        /** @return the input price */
+        public Double getInput() {
+            return input;
+        }
+
+        /** @param input the input price */
+        public void setInput(Double input) {
+            this.input = input;
+        }
+
+        /** @return the cached input price, or null */
+        public Double getCachedInput() {
+            return cachedInput;
+        }
+
+        /** @param cachedInput the cached input price */
+        public void setCachedInput(Double cachedInput) {
+            this.cachedInput = cachedInput;
+        }
+
+        /** @return the output price */
+        public Double getOutput() {
+            return output;
+        }
+
+        /** @param output the output price */
+        public void setOutput(Double output) {
+            this.output = output;
+        }
+
+        /** @return the provider keys billed as this model */
+        public java.util.List<String> getProviderKeys() {
+            return providerKeys;
+        }
+
+        /** @param providerKeys the provider keys billed as this model */
+        public void setProviderKeys(java.util.List<String> providerKeys) {
+            this.providerKeys = providerKeys;
+        }
     }
 
     /** Heartbeats of running jobs. */
@@ -617,7 +731,6 @@ public class LayoverProperties {
         /** How much of the rate may be spent at once. */
         private Duration burst = Duration.ofSeconds(1);
         /** The most request permits a worker takes per round trip. */
-        private int lease = 8;
         /** Input tokens per minute; 0 for none. */
         private double inputTokensPerMinute;
         /** Output tokens per minute; 0 for none. */
@@ -685,19 +798,10 @@ public class LayoverProperties {
             this.burst = burst;
         }
 
-        /** @return the lease */
-        public int getLease() {
-            return lease;
-        }
-
-        /** @param lease the lease */
-        public void setLease(int lease) {
-            this.lease = lease;
-        }
     }
 
     /**
-     * Fair share of a provider key's permits among the fairness keys of its jobs
+     * Fair share of a provider key's admissions among the fairness keys of its jobs
      * ({@code FairnessSettings}, {@code docs/fairness.md}). While none of these is set the builder's
      * fairness is left as it is (Layover's defaults); once one is, the others keep Layover's
      * defaults. Database: the weights are written to {@code layover.fairness_weights} when the
@@ -705,12 +809,7 @@ public class LayoverProperties {
      */
     public static class Fairness {
         /**
-         * How far ahead a round of a key's fair queue books permits, 50ms to 10s (unset: Layover's
-         * 100ms).
-         */
-        private Duration horizon;
-        /**
-         * The share of each round's permits reserved for jobs below the highest priority waiting,
+         * The share of each key's admissions reserved for jobs below the highest priority waiting,
          * in [0, 1); 0 is strict priority (unset: Layover's 0.1).
          */
         private Double lowPriorityShare;
@@ -720,16 +819,6 @@ public class LayoverProperties {
          * colon in a .properties file: {@code layover.fairness.weights[tenant\:premium-*]=2}.
          */
         private final Map<String, Double> weights = new LinkedHashMap<>();
-
-        /** @return the horizon, or null for Layover's default (100 ms) */
-        public Duration getHorizon() {
-            return horizon;
-        }
-
-        /** @param horizon the horizon, 50 ms to 10 s; null for Layover's default */
-        public void setHorizon(Duration horizon) {
-            this.horizon = horizon;
-        }
 
         /** @return the share reserved for lower priorities, or null for Layover's default (0.1) */
         public Double getLowPriorityShare() {
@@ -944,8 +1033,19 @@ public class LayoverProperties {
         private String bind = "127.0.0.1";
         /** Standalone mode: the access token (at least 16 characters); default: a random one, logged. */
         private String token;
-        /** Whether the console refuses every state-changing request. */
-        private boolean readOnly;
+        /**
+         * Whether the console refuses every state-changing request. Unset: read-only for requests
+         * without a signed-in user (allow-anonymous), read-write for signed-in users and for the
+         * standalone console's token holders.
+         */
+        private Boolean readOnly;
+        /**
+         * Servlet mode: let requests without a signed-in user in (read-only unless read-only=false).
+         * Needed to mount the console in an application without Spring Security; false: such a
+         * request gets 401, and the application fails to start when no Spring Security
+         * SecurityFilterChain protects it.
+         */
+        private boolean allowAnonymous;
         /** Standalone mode: the URL browsers use, when behind a reverse proxy. */
         private String publicUrl;
 
@@ -1009,14 +1109,24 @@ public class LayoverProperties {
             this.token = token;
         }
 
-        /** @return whether the console is read-only */
-        public boolean isReadOnly() {
+        /** @return whether the console is read-only; {@code null} when unset (see the field) */
+        public Boolean getReadOnly() {
             return readOnly;
         }
 
-        /** @param readOnly whether the console is read-only */
-        public void setReadOnly(boolean readOnly) {
+        /** @param readOnly whether the console is read-only; {@code null} to leave it unset */
+        public void setReadOnly(Boolean readOnly) {
             this.readOnly = readOnly;
+        }
+
+        /** @return whether requests without a signed-in user are let in (servlet mode) */
+        public boolean isAllowAnonymous() {
+            return allowAnonymous;
+        }
+
+        /** @param allowAnonymous whether requests without a signed-in user are let in (servlet mode) */
+        public void setAllowAnonymous(boolean allowAnonymous) {
+            this.allowAnonymous = allowAnonymous;
         }
 
         /** @return the public URL, or null */

@@ -5,6 +5,8 @@ import dev.layover.core.provider.state.BreakerSettings;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.provider.state.CooldownSettings;
 import dev.layover.core.provider.state.FairnessSettings;
+import dev.layover.core.tokens.ModelPrice;
+import dev.layover.core.tokens.Prices;
 import java.util.Map;
 import java.util.function.Supplier;
 
@@ -50,6 +52,30 @@ final class PropertiesApplier {
                     () -> b.concurrencyLimit(e.getKey(), e.getValue() == null ? 0 : e.getValue()));
         }
         fairness(p.getFairness(), b);
+        b.mdc(p.isMdc());
+        if (!p.getPrices().isEmpty()) {
+            set("layover.prices", () -> b.prices(prices(p.getPrices())));
+        }
+    }
+
+    /** The price table of {@code layover.prices[model].*}; a model without an input or output price is refused. */
+    static Prices prices(Map<String, LayoverProperties.Price> prices) {
+        Prices.Builder out = Prices.builder();
+        for (Map.Entry<String, LayoverProperties.Price> e : prices.entrySet()) {
+            LayoverProperties.Price p = e.getValue();
+            value("layover.prices[" + e.getKey() + "]", () -> {
+                if (p.getInput() == null || p.getOutput() == null) {
+                    throw new IllegalArgumentException("model " + e.getKey() + " needs both an input and an output price "
+                            + "(per million tokens)");
+                }
+                ModelPrice price = ModelPrice.perMillion(p.getCurrency(), p.getInput(), p.getOutput());
+                if (p.getCachedInput() != null) {
+                    price = price.withCachedInput(p.getCachedInput());
+                }
+                return out.model(e.getKey(), price, p.getProviderKeys().toArray(String[]::new));
+            });
+        }
+        return out.build();
     }
 
     /**
@@ -59,14 +85,10 @@ final class PropertiesApplier {
      * customizers).
      */
     static void fairness(LayoverProperties.Fairness f, Layover.Builder b) {
-        if (f.getHorizon() == null && f.getLowPriorityShare() == null && f.getWeights().isEmpty()) {
+        if (f.getLowPriorityShare() == null && f.getWeights().isEmpty()) {
             return;
         }
         FairnessSettings s = FairnessSettings.defaults();
-        if (f.getHorizon() != null) {
-            FairnessSettings base = s;
-            s = value("layover.fairness.horizon", () -> base.withHorizon(f.getHorizon()));
-        }
         if (f.getLowPriorityShare() != null) {
             FairnessSettings base = s;
             s = value("layover.fairness.low-priority-share", () -> base.withLowPriorityShare(f.getLowPriorityShare()));
@@ -95,7 +117,7 @@ final class PropertiesApplier {
     }
 
     static BucketSettings bucket(LayoverProperties.Bucket p) {
-        return new BucketSettings(p.getRequestsPerMinute(), p.getTokensPerMinute(), p.getBurst(), p.getLease(),
+        return new BucketSettings(p.getRequestsPerMinute(), p.getTokensPerMinute(), p.getBurst(),
                 p.getInputTokensPerMinute(), p.getOutputTokensPerMinute(), p.getTokenBurst());
     }
 

@@ -29,7 +29,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.context.properties.source.ConfigurationPropertySources;
-import org.springframework.boot.convert.DurationStyle;
 import org.springframework.boot.diagnostics.FailureAnalysis;
 import org.springframework.boot.env.PropertiesPropertySourceLoader;
 import org.springframework.boot.env.PropertySourceLoader;
@@ -98,7 +97,6 @@ class FairnessPropertiesTest {
         for (LayoverProperties p : List.of(bind(load(new PropertiesPropertySourceLoader(), "fairness-test.properties")),
                 bind(load(new YamlPropertySourceLoader(), "fairness-test.yml")))) {
             assertEquals(expected, p.getFairness().getWeights(), "the ':' and '*' of a bracketed key are kept");
-            assertEquals(Duration.ofSeconds(2), p.getFairness().getHorizon());
             assertEquals(0.5, p.getFairness().getLowPriorityShare());
         }
         // without brackets Boot drops every character but letters, digits, '-' and '.': the pitfall the docs warn of
@@ -117,9 +115,7 @@ class FairnessPropertiesTest {
         }
         Map<String, JsonNode> properties = new java.util.HashMap<>();
         metadata.get("properties").forEach(n -> properties.put(n.get("name").asText(), n));
-        JsonNode horizon = properties.get("layover.fairness.horizon");
-        assertEquals("java.time.Duration", horizon.get("type").asText());
-        assertEquals(FairnessSettings.DEFAULT_HORIZON, DurationStyle.detectAndParse(horizon.get("defaultValue").asText()));
+        assertNull(properties.get("layover.fairness.horizon"), "a removed property is not offered");
         JsonNode share = properties.get("layover.fairness.low-priority-share");
         assertEquals(FairnessSettings.DEFAULT_LOW_PRIORITY_SHARE, share.get("defaultValue").asDouble());
         assertEquals("java.util.Map<java.lang.String,java.lang.Double>",
@@ -168,12 +164,8 @@ class FairnessPropertiesTest {
                     layover.enqueueBatch(work, jobs,
                             w -> EnqueueOptions.now().withPriority(w.tenant().equals("interactive") ? 5 : 0));
 
-                    // horizon 2s: a round books permits up to 2 s ahead (the default 100 ms never books past 0.1 s)
-                    Await.until(Duration.ofSeconds(20), "a permit booked more than 1 s ahead", () -> db.count(
-                            "select count(*) from layover.scheduled_tasks where permit_at > now() + interval '1 second'") > 0);
-
-                    // low-priority-share 0.5: at least half of each round's permits go to batch while interactive
-                    // jobs wait (without the property, with this horizon: 6 of the first 40)
+                    // low-priority-share 0.5: about half of the key's admissions go to batch while interactive jobs
+                    // wait (without the property, 0.1: about 4 of the first 40)
                     Await.until(Duration.ofSeconds(30), "the first 40 starts", () -> FairApp.STARTED.size() >= 40);
                     List<String> first = new ArrayList<>(FairApp.STARTED).subList(0, 40);
                     int batch = Collections.frequency(first, "batch");
@@ -186,7 +178,6 @@ class FairnessPropertiesTest {
         Contexts.on(db).withUserConfiguration(FairApp.class).run(context -> {
             assertThat(context).hasNotFailed();
             LayoverProperties.Fairness f = context.getBean(LayoverProperties.class).getFairness();
-            assertNull(f.getHorizon());
             assertNull(f.getLowPriorityShare());
             assertTrue(f.getWeights().isEmpty());
             assertTrue(context.getBean(Layover.class).isRunning());
@@ -251,9 +242,9 @@ class FairnessPropertiesTest {
                 "layover.fairness.weights[tenant:acme]", "fairness weight of tenant:acme must be in (0, 1000000], was -1.0");
         assertRefused(Contexts.on(db).withPropertyValues("layover.fairness.low-priority-share=1"),
                 "layover.fairness.low-priority-share", "lowPriorityShare must be in [0, 1), was 1.0");
-        assertRefused(Contexts.on(db).withPropertyValues("layover.fairness.horizon=20s"),
-                "layover.fairness.horizon", "horizon must be between 50 ms and 10 s, was PT20S");
-        assertRefused(Contexts.on(db).withPropertyValues("layover.fairness.horizon=10ms"),
-                "layover.fairness.horizon", "horizon must be between 50 ms and 10 s, was PT0.01S");
+        assertRefused(Contexts.on(db).withPropertyValues("layover.fairness.horizon=2s"),
+                "layover.fairness.horizon", "was removed: the pick admits jobs in fair order");
+        assertRefused(Contexts.on(db).withPropertyValues("layover.buckets[fake].lease=8"),
+                "layover.buckets[fake].lease", "was removed: a worker no longer leases permits ahead");
     }
 }

@@ -25,13 +25,16 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * The fake provider's batch APIs: OpenAI's Batch API (with its Files API) and Anthropic's Message
- * Batches, in their real JSON shapes, reached from {@link FakeProvider#batches()}. One instance
+ * The fake provider's batch APIs: OpenAI's Batch API (with its Files API), Anthropic's Message
+ * Batches, the Gemini API's batch mode (inlined requests; see {@code FakeGeminiBatches}) and Bedrock's
+ * batch inference with its S3 ({@link FakeS3}; see {@code FakeBedrockBatches}), in their real shapes,
+ * reached from {@link FakeProvider#batches()}. One instance
  * serves both endpoints of the fake ({@link FakeProvider#primary()} and {@link FakeProvider#secondary()},
  * below their {@link FakeProvider.Endpoint#base()}); batch calls are not counted in the endpoint's
  * direct-call counters, and each batch line is answered with the content and token usage rules of
@@ -72,6 +75,9 @@ import java.util.regex.Pattern;
  *       manual mode: until {@link #complete(String)}), then {@code cancelled} / {@code ended}:
  *       lines done keep their result, the others are cancelled.
  * </ul>
+ * Gemini and Bedrock batches move the same way, in their words ({@code BATCH_STATE_*}; Bedrock's
+ * {@code Validating}, {@code InProgress}, {@code Completed} / {@code PartiallyCompleted},
+ * {@code Stopping}, {@code Stopped}, {@code Expired}, {@code Failed}).
  * In {@link #manual()} mode, batches move only when the test says: {@link #process(String, int)}
  * answers some lines (an OpenAI batch with every line answered is {@code finalizing}),
  * {@link #complete(String)} ends it (or ends its cancel), {@link #expire(String)} expires it.
@@ -102,8 +108,31 @@ import java.util.regex.Pattern;
  */
 public final class FakeBatches {
 
-    /** A batch as the fake holds it, for tests. */
-    public record Batch(String id, Api api, String status, int lines, Instant createdAt, Map<String, String> metadata) {}
+    /** The batch API a batch was created through, which decides the words of its status. */
+    public enum Wire {
+        /** OpenAI's Batch API ({@code /v1/batches}). */
+        OPENAI,
+        /** Anthropic's Message Batches ({@code /v1/messages/batches}). */
+        ANTHROPIC,
+        /** The Gemini API's batch mode ({@code :batchGenerateContent}, {@code /v1beta/batches}). */
+        GEMINI,
+        /** Bedrock's batch inference ({@code /model-invocation-job}), its files in {@link FakeS3}. */
+        BEDROCK
+    }
+
+    /**
+     * A batch as the fake holds it, for tests.
+     *
+     * @param id the batch's id (Bedrock: the job id, the last part of its ARN)
+     * @param api the API its lines are answered as
+     * @param status its status in its batch API's words now
+     * @param lines how many request lines it holds
+     * @param createdAt when it was created, on the fake's clock
+     * @param metadata OpenAI's metadata; Gemini's {@code displayName}; Bedrock's {@code jobName}
+     * @param wire the batch API it came through
+     */
+    public record Batch(String id, Api api, String status, int lines, Instant createdAt, Map<String, String> metadata,
+            Wire wire) {}
 
     /**
      * One request line as the fake received it.
@@ -148,10 +177,17 @@ public final class FakeBatches {
     private int held;
     private boolean closed;
 
+    private final FakeS3 s3 = new FakeS3();
+    private final FakeGeminiBatches gemini;
+    private final FakeBedrockBatches bedrock;
+    private int bedrockMinimumRecords = FakeBedrockBatches.MINIMUM_RECORDS;
+
     FakeBatches(ObjectMapper json, FakeShapes shapes, Supplier<Instant> clock) {
         this.json = json;
         this.shapes = shapes;
         this.clock = clock;
+        this.gemini = new FakeGeminiBatches(this, json);
+        this.bedrock = new FakeBedrockBatches(this, json, s3);
     }
 
     // ---- test controls ---------------------------------------------------------------------------
@@ -315,7 +351,29 @@ public final class FakeBatches {
         }
     }
 
-    /** @return batches created (both APIs), failed ones included */
+    /**
+     * The fewest records a Bedrock job takes (Bedrock's default quota, 100); a job of fewer fails at
+     * its first poll, as Bedrock's validation does.
+     *
+     * @param n the minimum, 1 or more
+     * @return this
+     */
+    public FakeBatches bedrockMinimumRecords(int n) {
+        if (n < 1) {
+            throw new IllegalArgumentException("the minimum must be 1 or more, was " + n);
+        }
+        synchronized (lock) {
+            bedrockMinimumRecords = n;
+        }
+        return this;
+    }
+
+    /** @return the object store Bedrock jobs read their input from and write their output to */
+    public FakeS3 s3() {
+        return s3;
+    }
+
+    /** @return batches created (every API), failed ones included */
     public int created() {
         synchronized (lock) {
             return created;
@@ -358,8 +416,8 @@ public final class FakeBatches {
         synchronized (lock) {
             List<Batch> out = new ArrayList<>();
             for (Stored b : batches.values()) {
-                out.add(new Batch(b.id, b.api, b.api == Api.OPENAI_CHAT ? b.status.openAi : b.status.anthropic(),
-                        b.lines.size(), b.createdAt, Map.copyOf(b.metadata)));
+                out.add(new Batch(b.id, b.api, statusWord(b), b.lines.size(), b.createdAt, Map.copyOf(b.metadata),
+                        b.wire));
             }
             return List.copyOf(out);
         }
@@ -394,7 +452,8 @@ public final class FakeBatches {
     static boolean serves(String sub) {
         return sub.equals("/v1/files") || sub.startsWith("/v1/files/") || sub.equals("/v1/batches")
                 || sub.startsWith("/v1/batches/") || sub.equals("/v1/messages/batches")
-                || sub.startsWith("/v1/messages/batches/");
+                || sub.startsWith("/v1/messages/batches/") || FakeGeminiBatches.serves(sub)
+                || FakeBedrockBatches.serves(sub) || sub.startsWith(FakeS3.PREFIX);
     }
 
     /** Serves one batch API call arriving at an endpoint whose base is {@code base}. */
@@ -406,7 +465,13 @@ public final class FakeBatches {
             body = in.readAllBytes();
         }
         Matcher m;
-        if (sub.startsWith("/v1/messages/batches")) {
+        if (sub.startsWith(FakeS3.PREFIX)) {
+            s3.handle(ex, sub.substring(FakeS3.PREFIX.length() - 1), body);
+        } else if (FakeGeminiBatches.isGemini(sub, ex.getRequestHeaders())) {
+            gemini.handle(ex, sub, query, body, answerer);
+        } else if (FakeBedrockBatches.serves(sub)) {
+            bedrock.handle(ex, sub, query, body, answerer);
+        } else if (sub.startsWith("/v1/messages/batches")) {
             if (sub.equals("/v1/messages/batches")) {
                 if (method.equals("POST")) {
                     anthropicCreate(ex, body, answerer, base);
@@ -535,7 +600,7 @@ public final class FakeBatches {
                 send(ex, 404, openAiError("No such File object: " + fileId, "input_file_id"));
                 return;
             }
-            b = new Stored("batch_fake" + (++seq), Api.OPENAI_CHAT, now(), answerer, null);
+            b = new Stored("batch_fake" + (++seq), Wire.OPENAI, Api.OPENAI_CHAT, now(), answerer, null);
             b.endpoint = endpoint;
             b.inputFileId = fileId;
             b.metadata.putAll(metadata);
@@ -607,7 +672,7 @@ public final class FakeBatches {
         }
         ObjectNode root;
         synchronized (lock) {
-            List<Stored> page = page(Api.OPENAI_CHAT, query.get("after"), null, limit);
+            List<Stored> page = page(Wire.OPENAI, query.get("after"), null, limit);
             if (page == null) {
                 send(ex, 404, openAiError("No such Batch object: " + query.get("after"), "after"));
                 return;
@@ -622,7 +687,7 @@ public final class FakeBatches {
             Stored last = page.isEmpty() ? null : page.get(page.size() - 1);
             putNullable(root, "first_id", first == null ? null : first.id);
             putNullable(root, "last_id", last == null ? null : last.id);
-            root.put("has_more", hasMore(Api.OPENAI_CHAT, last));
+            root.put("has_more", hasMore(Wire.OPENAI, last));
         }
         send(ex, 200, root.toString());
     }
@@ -763,7 +828,7 @@ public final class FakeBatches {
         }
         Stored b;
         synchronized (lock) {
-            b = new Stored("msgbatch_fake" + (++seq), Api.ANTHROPIC_MESSAGES, now(), answerer, base);
+            b = new Stored("msgbatch_fake" + (++seq), Wire.ANTHROPIC, Api.ANTHROPIC_MESSAGES, now(), answerer, base);
             b.lines.addAll(lines);
             b.status = Status.IN_PROGRESS;
             store(b);
@@ -786,7 +851,7 @@ public final class FakeBatches {
         }
         String view;
         synchronized (lock) {
-            List<Stored> page = page(Api.ANTHROPIC_MESSAGES, query.get("after_id"), query.get("before_id"), limit);
+            List<Stored> page = page(Wire.ANTHROPIC, query.get("after_id"), query.get("before_id"), limit);
             ObjectNode root = json.createObjectNode();
             ArrayNode data = root.putArray("data");
             for (Stored b : page == null ? List.<Stored>of() : page) {
@@ -797,9 +862,9 @@ public final class FakeBatches {
             if (page == null || page.isEmpty()) {
                 more = false;
             } else if (query.get("before_id") != null) {
-                more = hasNewer(Api.ANTHROPIC_MESSAGES, page.get(0));
+                more = hasNewer(Wire.ANTHROPIC, page.get(0));
             } else {
-                more = hasMore(Api.ANTHROPIC_MESSAGES, page.get(page.size() - 1));
+                more = hasMore(Wire.ANTHROPIC, page.get(page.size() - 1));
             }
             root.put("has_more", more);
             putNullable(root, "first_id", page == null || page.isEmpty() ? null : page.get(0).id);
@@ -844,7 +909,7 @@ public final class FakeBatches {
         List<String> rows;
         synchronized (lock) {
             Stored b = batches.get(id);
-            if (b == null || b.api != Api.ANTHROPIC_MESSAGES) {
+            if (b == null || b.wire != Wire.ANTHROPIC) {
                 send(ex, 404, shapes.anthropicError("not_found_error", "Not found: message batch " + id));
                 return;
             }
@@ -886,7 +951,7 @@ public final class FakeBatches {
         String view;
         synchronized (lock) {
             Stored b = batches.get(id);
-            if (b == null || b.api != api) {
+            if (b == null || b.wire != (api == Api.OPENAI_CHAT ? Wire.OPENAI : Wire.ANTHROPIC)) {
                 if (api == Api.OPENAI_CHAT) {
                     send(ex, 404, openAiError("No such Batch object: " + id, "batch_id"));
                 } else {
@@ -895,16 +960,12 @@ public final class FakeBatches {
                 return;
             }
             if (cancel) {
-                start(b);
-                if (b.finished() || b.status == Status.FAILED) {
+                if (!cancel(b)) {
                     if (api == Api.OPENAI_CHAT) {
                         send(ex, 409, openAiError("Cannot cancel a batch with status '" + b.status.openAi + "'.", null));
                         return;
                     }
                     // Anthropic: cancelling an ended batch leaves it as it is
-                } else if (b.status != Status.CANCELLING) {
-                    b.status = Status.CANCELLING;
-                    b.cancellingAt = now();
                 }
             } else {
                 poll(b);
@@ -914,8 +975,25 @@ public final class FakeBatches {
         send(ex, 200, view);
     }
 
+    /**
+     * Asks a batch to cancel (it is cancelling until the next poll). Called under the lock.
+     *
+     * @return false when it has ended or failed already (nothing changes)
+     */
+    boolean cancel(Stored b) {
+        start(b);
+        if (b.finished() || b.status == Status.FAILED) {
+            return false;
+        }
+        if (b.status != Status.CANCELLING) {
+            b.status = Status.CANCELLING;
+            b.cancellingAt = now();
+        }
+        return true;
+    }
+
     /** What a look at a batch moves (see the class description). Called under the lock. */
-    private void poll(Stored b) {
+    void poll(Stored b) {
         start(b);
         if (manual) {
             return;
@@ -933,7 +1011,7 @@ public final class FakeBatches {
     }
 
     /** A validating batch is failed (a malformed input file) or in progress. */
-    private void start(Stored b) {
+    void start(Stored b) {
         if (b.status != Status.VALIDATING) {
             return;
         }
@@ -960,9 +1038,7 @@ public final class FakeBatches {
         }
         b.status = Status.COMPLETED;
         b.completedAt = now();
-        if (b.api == Api.OPENAI_CHAT) {
-            writeFiles(b);
-        }
+        ended(b);
     }
 
     private void expireNow(Stored b) {
@@ -973,9 +1049,7 @@ public final class FakeBatches {
         }
         b.status = Status.EXPIRED;
         b.expiredAt = now();
-        if (b.api == Api.OPENAI_CHAT) {
-            writeFiles(b);
-        }
+        ended(b);
     }
 
     private void finishCancel(Stored b) {
@@ -986,9 +1060,7 @@ public final class FakeBatches {
         }
         b.status = Status.CANCELLED;
         b.cancelledAt = now();
-        if (b.api == Api.OPENAI_CHAT) {
-            writeFiles(b);
-        }
+        ended(b);
     }
 
     /** Answers one line and charges it. */
@@ -996,7 +1068,7 @@ public final class FakeBatches {
         Matcher fail = FAIL.matcher(l.body);
         if (fail.find()) {
             int status = Integer.parseInt(fail.group(1));
-            l.result = new Result(Kind.ERRORED, status, lineError(b.api, status), 0, 0);
+            l.result = new Result(Kind.ERRORED, status, lineError(b, status), 0, 0);
         } else {
             Answer a = b.answerer.answer(b.api, l.body);
             l.result = new Result(Kind.SUCCEEDED, 200, a.json(), a.inputTokens(), a.outputTokens());
@@ -1006,9 +1078,20 @@ public final class FakeBatches {
         charges.merge(l.customId, 1, Integer::sum);
     }
 
-    /** The error body of a line failed with {@code status}, in the API's shape. */
-    private String lineError(Api api, int status) {
-        if (api == Api.ANTHROPIC_MESSAGES) {
+    /**
+     * The error body of a line failed with {@code status}, in the API's shape; for the Gemini and
+     * Bedrock wires, the message alone (their handlers write the shape).
+     */
+    private String lineError(Stored b, int status) {
+        if (b.wire == Wire.GEMINI || b.wire == Wire.BEDROCK) {
+            return switch (status) {
+                case 429 -> "Too many requests, please wait before trying again.";
+                case 500 -> "Internal server error";
+                case 503 -> "Service unavailable";
+                default -> "The fake provider failed this request as asked ([fail:" + status + "]).";
+            };
+        }
+        if (b.api == Api.ANTHROPIC_MESSAGES) {
             String type = switch (status) {
                 case 400 -> "invalid_request_error";
                 case 401 -> "authentication_error";
@@ -1039,7 +1122,57 @@ public final class FakeBatches {
         };
     }
 
-    private void store(Stored b) {
+    /** What a batch does when it ends: OpenAI writes its files, another wire what it needs. */
+    private void ended(Stored b) {
+        if (b.wire == Wire.OPENAI) {
+            writeFiles(b);
+        }
+        if (b.onEnd != null) {
+            b.onEnd.accept(b);
+        }
+    }
+
+    /** A batch's status in its wire's words. Called under the lock. */
+    String statusWord(Stored b) {
+        return switch (b.wire) {
+            case OPENAI -> b.status.openAi;
+            case ANTHROPIC -> b.status.anthropic();
+            case GEMINI -> b.status.gemini();
+            case BEDROCK -> b.status.bedrock(b.lines.stream().anyMatch(l -> l.result != null
+                    && l.result.kind() == Kind.ERRORED));
+        };
+    }
+
+    // ---- for the Gemini and Bedrock wires (FakeGeminiBatches, FakeBedrockBatches) -----------------
+
+    Object lock() {
+        return lock;
+    }
+
+    /** A fresh id with a prefix. Called under the lock. */
+    String nextId(String prefix) {
+        return prefix + (++seq);
+    }
+
+    /** The batch of an id, or null. Called under the lock. */
+    Stored find(String id) {
+        return batches.get(id);
+    }
+
+    int bedrockMinimumRecords() {
+        return bedrockMinimumRecords;
+    }
+
+    Instant clockNow() {
+        return now();
+    }
+
+    void holdCreateIfAsked() {
+        holdIfAsked();
+    }
+
+    /** Stores a new batch (counting it, taking an asked expiry). Called under the lock. */
+    void store(Stored b) {
         if (expireNext) {
             b.expireWhenDue = true;
             expireNext = false;
@@ -1070,10 +1203,10 @@ public final class FakeBatches {
      * A page of one API's batches, newest first: after {@code after} (older than it), or before
      * {@code before} (newer than it, the nearest ones); {@code null} when the cursor is unknown.
      */
-    private List<Stored> page(Api api, String after, String before, int limit) {
+    List<Stored> page(Wire wire, String after, String before, int limit) {
         List<Stored> newestFirst = new ArrayList<>();
         for (Stored b : batches.values()) {
-            if (b.api == api) {
+            if (b.wire == wire) {
                 newestFirst.add(0, b);
             }
         }
@@ -1097,7 +1230,7 @@ public final class FakeBatches {
         return new ArrayList<>(newestFirst.subList(from, Math.min(to, from + limit)));
     }
 
-    private boolean hasMore(Api api, Stored last) {
+    boolean hasMore(Wire wire, Stored last) {
         if (last == null) {
             return false;
         }
@@ -1107,17 +1240,17 @@ public final class FakeBatches {
                 seen = true;
                 break;
             }
-            if (b.api == api) {
+            if (b.wire == wire) {
                 return true;
             }
         }
         return !seen;
     }
 
-    private boolean hasNewer(Api api, Stored first) {
+    private boolean hasNewer(Wire wire, Stored first) {
         boolean after = false;
         for (Stored b : batches.values()) {
-            if (after && b.api == api) {
+            if (after && b.wire == wire) {
                 return true;
             }
             after |= b == first;
@@ -1224,8 +1357,8 @@ public final class FakeBatches {
 
     // ---- state -----------------------------------------------------------------------------------
 
-    /** The statuses, in OpenAI's words; Anthropic's are derived. */
-    private enum Status {
+    /** The statuses, in OpenAI's words; the other wires' are derived. */
+    enum Status {
         VALIDATING("validating"),
         IN_PROGRESS("in_progress"),
         FINALIZING("finalizing"),
@@ -1248,13 +1381,38 @@ public final class FakeBatches {
                 default -> "in_progress";
             };
         }
+
+        /** The Gemini API's {@code BATCH_STATE_*}: a cancel in flight is still running. */
+        String gemini() {
+            return switch (this) {
+                case VALIDATING -> "BATCH_STATE_PENDING";
+                case IN_PROGRESS, FINALIZING, CANCELLING -> "BATCH_STATE_RUNNING";
+                case COMPLETED -> "BATCH_STATE_SUCCEEDED";
+                case EXPIRED -> "BATCH_STATE_EXPIRED";
+                case CANCELLED -> "BATCH_STATE_CANCELLED";
+                case FAILED -> "BATCH_STATE_FAILED";
+            };
+        }
+
+        /** Bedrock's job status; a completed job with errored records is partially completed. */
+        String bedrock(boolean errored) {
+            return switch (this) {
+                case VALIDATING -> "Validating";
+                case IN_PROGRESS, FINALIZING -> "InProgress";
+                case COMPLETED -> errored ? "PartiallyCompleted" : "Completed";
+                case EXPIRED -> "Expired";
+                case CANCELLING -> "Stopping";
+                case CANCELLED -> "Stopped";
+                case FAILED -> "Failed";
+            };
+        }
     }
 
-    private enum Kind { SUCCEEDED, ERRORED, EXPIRED, CANCELLED }
+    enum Kind { SUCCEEDED, ERRORED, EXPIRED, CANCELLED }
 
-    private record Result(Kind kind, int status, String json, long inputTokens, long outputTokens) {}
+    record Result(Kind kind, int status, String json, long inputTokens, long outputTokens) {}
 
-    private record ValidationError(String code, String message, int line) {}
+    record ValidationError(String code, String message, int line) {}
 
     private record File(String id, String filename, String purpose, Instant createdAt, byte[] content) {}
 
@@ -1265,7 +1423,7 @@ public final class FakeBatches {
         }
     }
 
-    private static final class Line {
+    static final class Line {
         final String customId;
         final String body;
         Result result;
@@ -1276,8 +1434,9 @@ public final class FakeBatches {
         }
     }
 
-    private static final class Stored {
+    static final class Stored {
         final String id;
+        final Wire wire;
         final Api api;
         final Instant createdAt;
         final Answerer answerer;
@@ -1299,8 +1458,14 @@ public final class FakeBatches {
         Instant cancellingAt;
         Instant cancelledAt;
 
-        Stored(String id, Api api, Instant createdAt, Answerer answerer, String base) {
+        /** What the batch's wire does when the batch ends (Bedrock: writes its output to S3). */
+        Consumer<Stored> onEnd;
+        /** Why a failed batch failed, in the wire's words (Bedrock's message); null for OpenAI's errors. */
+        String failure;
+
+        Stored(String id, Wire wire, Api api, Instant createdAt, Answerer answerer, String base) {
             this.id = id;
+            this.wire = wire;
             this.api = api;
             this.createdAt = createdAt;
             this.answerer = answerer;

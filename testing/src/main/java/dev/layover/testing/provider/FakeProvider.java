@@ -67,8 +67,11 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <tr><td>{@link Api#GEMINI_GENERATE_CONTENT}</td><td>{@code POST /v1beta/models/{model}:generateContent}</td><td>google-genai {@code HttpOptions.baseUrl(base)}</td></tr>
  *   <tr><td>{@link Api#BEDROCK_CONVERSE}</td><td>{@code POST /model/{modelId}/converse}</td><td>bedrockruntime {@code endpointOverride(base)}</td></tr>
  * </table>
- * Both endpoints also serve the batch APIs, OpenAI's {@code /v1/files} and {@code /v1/batches} and
- * Anthropic's {@code /v1/messages/batches}: see {@link #batches()} and {@link FakeBatches}.
+ * Both endpoints also serve the batch APIs, OpenAI's {@code /v1/files} and {@code /v1/batches},
+ * Anthropic's {@code /v1/messages/batches}, the Gemini API's {@code :batchGenerateContent} and
+ * {@code /v1beta/batches}, Bedrock's {@code /model-invocation-job} (bedrock {@code endpointOverride(base)})
+ * and the S3 it reads and writes below {@code /s3/} (s3 {@code endpointOverride(base + "/s3")},
+ * {@code forcePathStyle(true)}): see {@link #batches()}, {@link FakeBatches} and {@link FakeS3}.
  * Any other path below {@code /v1/}, {@code /v1beta/}, {@code /model/} (or {@code /secondary/}) is a
  * 404 in OpenAI's shape.
  *
@@ -149,7 +152,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <h2>Phases</h2>
  * {@link Endpoint#phase(Phase)} switches at once; {@link Endpoint#script(Stage...)} runs phases one
- * after another from now (the last one stays). {@link Phase#THROTTLED}: every request 429 with a
+ * after another from now (the last one stays); {@link Endpoint#throttleFirst(int)} answers the next
+ * requests 429 whenever they come. {@link Phase#THROTTLED}: every request 429 with a
  * wait of {@link Endpoint#throttledRetryAfter} (OpenAI's message names the request limit when one
  * is set, else a token limit, so that no request pace is learned from it); {@link Phase#OUTAGE}: 503
  * in the API's shape; {@link Phase#OVERLOADED}: Anthropic's 529 {@code overloaded_error};
@@ -285,7 +289,7 @@ public final class FakeProvider implements AutoCloseable {
         batches = new FakeBatches(JSON, shapes, time::instant);
         primary = new Endpoint("", "gpt-4o-mini");
         secondary = new Endpoint(SECONDARY_PREFIX, "claude-haiku");
-        for (String context : List.of("/v1/", "/v1beta/", "/model/")) {
+        for (String context : List.of("/v1/", "/v1beta/", "/model/", "/model-invocation-job", FakeS3.PREFIX)) {
             server.createContext(context, primary::handle);
         }
         server.createContext(SECONDARY_PREFIX + "/", secondary::handle);
@@ -398,6 +402,7 @@ public final class FakeProvider implements AutoCloseable {
         private List<Stage> script = List.of();
         private long scriptStart;
         private Duration throttledRetryAfter = Duration.ofSeconds(2);
+        private int throttleLeft;
         private Duration latency = Duration.ZERO;
         private Style style = Style.PLAIN;
         private Style everyStyle;
@@ -682,6 +687,24 @@ public final class FakeProvider implements AutoCloseable {
         }
 
         /**
+         * Answers the next {@code n} requests that would be answered normally with a 429, as
+         * {@link Phase#THROTTLED} does (its wait: {@link #throttledRetryAfter}), then normally:
+         * a rate limit met whatever time the calls come at.
+         *
+         * @param n requests, at least 0
+         * @return this endpoint
+         */
+        public Endpoint throttleFirst(int n) {
+            if (n < 0) {
+                throw new IllegalArgumentException("n must be at least 0, was " + n);
+            }
+            synchronized (lock) {
+                throttleLeft = n;
+            }
+            return this;
+        }
+
+        /**
          * Runs phases one after another from now; the last one stays.
          *
          * @param stages the stages, e.g. normal 5 s, throttled 10 s, outage 10 s, normal
@@ -949,6 +972,10 @@ public final class FakeProvider implements AutoCloseable {
             synchronized (lock) {
                 long t = time.nanos();
                 p = phaseNow(t);
+                if (p == Phase.NORMAL && throttleLeft > 0) {
+                    throttleLeft--;
+                    p = Phase.THROTTLED;
+                }
                 delay = latency;
                 noLimit = statesNoLimit;
                 Style s = style;

@@ -2,7 +2,8 @@ package dev.layover.core.internal.batch;
 
 /**
  * Every statement of {@code layover.batches} and {@code layover.batch_items} (their owner), and
- * the calls of {@code layover.batch_*} functions, which also move the jobs they touch.
+ * the calls of {@code layover.batch_*} functions, which move the jobs they touch through the job
+ * store's functions ({@code layover.jobs_batched}, {@code layover.jobs_wake_batched}).
  */
 final class BatchSql {
 

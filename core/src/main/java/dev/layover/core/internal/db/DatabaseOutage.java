@@ -357,17 +357,13 @@ public final class DatabaseOutage implements AutoCloseable {
 
     /**
      * The data source db-scheduler gets: {@code getConnection()} waits while the database is away
-     * (instead of failing, which db-scheduler would log at every poll and heartbeat), and every
-     * failed statement of its connections is reported to {@link #failed}.
+     * (instead of failing, which db-scheduler would log at every poll and heartbeat), and a failure
+     * to connect is reported to {@link #failed}.
      *
      * @param raw the pool
-     * @param rewrite rewrites db-scheduler's statements further (after {@link HeartbeatRewrite})
-     * @param onPick given the rows of each pick once its connection is closed, before db-scheduler
-     *     hands them to its threads (must not throw); null: none
      * @return the gated data source
      */
-    public DataSource gate(DataSource raw, java.util.function.UnaryOperator<String> rewrite,
-            java.util.function.Consumer<java.util.List<PickedJob>> onPick) {
-        return new GatedDataSource(raw, this, rewrite, onPick);
+    public DataSource gate(DataSource raw) {
+        return new GatedDataSource(raw, this);
     }
 }

@@ -6,8 +6,6 @@ import dev.layover.core.JobType;
 import dev.layover.core.outcome.FailureType;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.ProviderCalls;
-import dev.layover.core.internal.gate.Admission;
-import dev.layover.core.internal.gate.Limits;
 import dev.layover.core.provider.RateLimitHeaders;
 import dev.layover.core.tokens.TokenEstimate;
 import dev.layover.core.tokens.TokenUsage;
@@ -38,15 +36,12 @@ import dev.layover.core.internal.jobs.JobRun;
  *   <li>before anything: a cancel request or a passed deadline this worker knows of ends the job
  *       (cancelled, or parked {@code deadline_exceeded}); a pause of its job type or one of its
  *       keys holds it without running;
- *   <li>admission: {@link ProviderGate#admit} as before, or, when a concurrency limit or a bucket
- *       on a limit key applies, {@link Limits#admit} (all limits or none); no free concurrency
- *       slot holds the job briefly;
  *   <li>the handler runs under the job type's execution timeout (interrupted past it: TRANSIENT);
  *   <li>after it: a cancel requested meanwhile turns anything but done into a cancel.
  * </ol>
  *
  * Everything here reads memory ({@link ControlState}, refreshed once a second and on NOTIFY); the
- * only statements are the writes of a decision, and the claim of limits for jobs that have them.
+ * only statements are the writes of a decision. Admission itself is the pick's ({@link Picker}).
  */
 final class AdmissionControl {
 
@@ -57,14 +52,12 @@ final class AdmissionControl {
         final JobRun run;
         final String providerKey;
         final List<String> limitKeys;
-        final boolean limited;
         final CompletionHandler<byte[]> stop;
 
-        Check(JobRun run, String providerKey, List<String> limitKeys, boolean limited, CompletionHandler<byte[]> stop) {
+        Check(JobRun run, String providerKey, List<String> limitKeys, CompletionHandler<byte[]> stop) {
             this.run = run;
             this.providerKey = providerKey;
             this.limitKeys = limitKeys;
-            this.limited = limited;
             this.stop = stop;
         }
 
@@ -78,17 +71,15 @@ final class AdmissionControl {
     private final OutcomeWriter writer;
     private final ProviderGate gate;
     private final ControlState state;
-    private final Limits limits;
     private volatile ScheduledThreadPoolExecutor watchdog;
     private final String workerName;
 
-    AdmissionControl(Db db, Clock clock, String workerName, OutcomeWriter writer, ProviderGate gate, Limits limits) {
+    AdmissionControl(Db db, Clock clock, String workerName, OutcomeWriter writer, ProviderGate gate) {
         this.clock = clock;
         this.writer = writer;
         this.gate = gate;
         this.workerName = workerName;
         this.state = new ControlState(db, clock, workerName, writer);
-        this.limits = limits;
     }
 
     void start() {
@@ -120,54 +111,27 @@ final class AdmissionControl {
             limitKeys = type.limitKeysOf(args);
         } catch (RuntimeException e) {
             Outcome o = new Outcome.Retry("the job type's limit keys could not be derived from the args", e, null);
-            return new Check(run, providerKey, List.of(), false, (complete, ops) -> writer.apply(run, o));
+            return new Check(run, providerKey, List.of(), (complete, ops) -> writer.apply(run, o));
         }
         ControlState.Mine m = state.mine(run.taskName(), run.id(), run.version());
         if (m != null && m.cancelAt() != null) {
-            return new Check(run, providerKey, limitKeys, false,
+            return new Check(run, providerKey, limitKeys,
                     (complete, ops) -> writer.cancelledWhileRunning(run, null, null, m.cancelBy(), m.cancelReason()));
         }
         if (m != null && m.deadline() != null && m.deadline().isBefore(clock.instant())) {
             String why = "its deadline " + m.deadline() + " passed before it started";
-            return new Check(run, providerKey, limitKeys, false,
+            return new Check(run, providerKey, limitKeys,
                     (complete, ops) -> writer.park(run, FailureType.DEADLINE_EXCEEDED, "DeadlineExceeded", why));
         }
         if (state.anyPause()) {
             List<String> keys = keys(providerKey, limitKeys);
             ControlState.PauseInfo p = state.pauseOf(run.taskName(), keys);
             if (p != null) {
-                return new Check(run, providerKey, limitKeys, false,
+                return new Check(run, providerKey, limitKeys,
                         (complete, ops) -> writer.holdPaused(run, keys, limitKeys, p.describe()));
             }
         }
-        boolean limited = limits.applies(providerKey, limitKeys);
-        return new Check(run, providerKey, limitKeys, limited, null);
-    }
-
-    /**
-     * @param providerKey a provider key
-     * @return whether a job of the key without limit keys is admitted by {@link ProviderGate#admit}
-     *     alone (the key has no concurrency limit) and no pause holds jobs now
-     */
-    boolean admitsByBucketAlone(String providerKey) {
-        return !state.anyPause() && !limits.applies(providerKey, List.of());
-    }
-
-    /**
-     * @return {@link ProviderGate#admit} for a job without limits of its own, else every limit of
-     *     the job at once
-     */
-    Admission admit(Check c, ProviderRun pr) {
-        return c.limited ? limits.admit(gate, pr, c.limitKeys) : gate.admit(pr);
-    }
-
-    /**
-     * @return whether a wait is a hold: no free concurrency slot, or a turn in a fair queue that
-     *     holds no permit yet (queueing within the key's own limit, docs/fairness.md); no cap, no
-     *     attempt, never parked
-     */
-    static boolean isHold(Admission.Wait w) {
-        return Limits.CONCURRENCY.equals(w.reason()) || (Limits.FAIR.equals(w.reason()) && w.permitAt() == null);
+        return new Check(run, providerKey, limitKeys, null);
     }
 
     /** @return the handler's context, which also answers {@link JobContext#isCancelled()} */

@@ -30,6 +30,8 @@ final class BatchCompleter implements AutoCloseable {
     private final Observability observability;
     private final LinkedBlockingQueue<JobStore.Done> queue = new LinkedBlockingQueue<>();
     private final AtomicLong pending = new AtomicLong();
+    /** Runs whose handler returned and whose outcome is not written or handed in yet. */
+    private final AtomicLong finishing = new AtomicLong();
     private final Object idle = new Object();
     private final Thread thread;
     private volatile boolean stopping;
@@ -57,6 +59,20 @@ final class BatchCompleter implements AutoCloseable {
         queue.add(done);
     }
 
+    /** A run's handler returned: {@link #awaitFlushed} waits for its outcome too. */
+    void runEnding() {
+        finishing.incrementAndGet();
+    }
+
+    /** The run's outcome is written, or handed in ({@link #complete}). */
+    void runEnded() {
+        if (finishing.decrementAndGet() == 0 && pending.get() == 0) {
+            synchronized (idle) {
+                idle.notifyAll();
+            }
+        }
+    }
+
     /** The thread starts with the first finished job, so an instance that never runs jobs owns none. */
     private synchronized void startThread() {
         if (!started) {
@@ -66,14 +82,19 @@ final class BatchCompleter implements AutoCloseable {
     }
 
     /**
-     * Waits until every job handed in so far is deleted, or the timeout passes.
+     * Waits until every job handed in so far is deleted, and every run whose handler returned has its
+     * outcome written or handed in, or the timeout passes.
      *
      * @return true when nothing is pending
      */
     boolean awaitFlushed(Duration timeout) {
+        return await(timeout, true);
+    }
+
+    private boolean await(Duration timeout, boolean finishingToo) {
         long deadline = System.nanoTime() + timeout.toNanos();
         synchronized (idle) {
-            while (pending.get() > 0) {
+            while (pending.get() > 0 || (finishingToo && finishing.get() > 0)) {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
                     return false;
@@ -114,7 +135,7 @@ final class BatchCompleter implements AutoCloseable {
                 }
                 int n = batch.size();
                 batch.clear();
-                if (pending.addAndGet(-n) == 0) {
+                if (pending.addAndGet(-n) == 0 && finishing.get() == 0) {
                     synchronized (idle) {
                         idle.notifyAll();
                     }
@@ -152,7 +173,7 @@ final class BatchCompleter implements AutoCloseable {
         if (!started) {
             return;
         }
-        awaitFlushed(timeout);
+        await(timeout, false); // what was handed in; a run the stop interrupted may never hand its outcome in
         stopping = true;
         thread.interrupt();
         try {

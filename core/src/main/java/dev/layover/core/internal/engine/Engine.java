@@ -6,14 +6,12 @@ import com.github.kagkarlsson.scheduler.SchedulerBuilder;
 import com.github.kagkarlsson.scheduler.SchedulerName;
 import com.github.kagkarlsson.scheduler.task.OnStartup;
 import com.github.kagkarlsson.scheduler.task.Task;
-import dev.layover.core.JobPolicy;
 import dev.layover.core.control.JobControl;
 import dev.layover.core.internal.batch.BatchKeys;
 import dev.layover.core.internal.batch.BatchLoop;
 import dev.layover.core.internal.batch.BatchStore;
 import dev.layover.core.internal.db.DatabaseClock;
 import dev.layover.core.internal.db.DatabaseOutage;
-import dev.layover.core.internal.db.PickRewrite;
 import dev.layover.core.spi.Db;
 import dev.layover.core.internal.gate.Limits;
 import dev.layover.core.internal.gate.ProviderGate;
@@ -24,10 +22,14 @@ import dev.layover.core.internal.jobs.JobStore;
 import dev.layover.core.internal.jobs.PassThroughSerializer;
 import dev.layover.core.internal.jobs.Registry;
 import dev.layover.core.internal.observe.Observability;
+import dev.layover.core.internal.observe.PriceSql;
+import dev.layover.core.internal.observe.Runs;
 import dev.layover.core.internal.observe.SafeMetrics;
 import dev.layover.core.internal.observe.StateSampler;
 import dev.layover.core.internal.observe.TimeSeries;
+import dev.layover.core.internal.observe.WorkerRegistry;
 import dev.layover.core.provider.ProviderClassifier;
+import dev.layover.core.provider.state.BreakerSettings;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.provider.state.ProviderStates;
 import java.sql.SQLException;
@@ -83,13 +85,14 @@ public final class Engine {
     private final BatchCompleter completer;
     private final Lifeline lifeline;
     private final PickLimit pickLimit;
-    /** How late a held bucket permit may still be spent: two poll intervals, at least the gate's default. */
-    private final Duration permitGrace;
+    private final Limits limits;
     private final OutcomeWriter writer;
     private final AdmissionControl admission;
     private final JobTask.Parts taskParts;
     private final BatchLoop batchLoop;
+    private final WorkerRegistry workerRow;
     private volatile Scheduler scheduler;
+    private volatile List<String> pickTypes = List.of();
     private WorkerLoops loops;
 
     /**
@@ -118,20 +121,19 @@ public final class Engine {
                         + "', which is not registered");
             }
         }
-        this.enqueuer = new Enqueuer(store, clock, config.tokenCosts());
+        Runs runs = new Runs(config.observe().tracing(), config.observe().mdc());
+        this.enqueuer = new Enqueuer(store, clock, config.tokenCosts(), runs);
         this.metrics = SafeMetrics.of(config.metrics());
         this.observability = new Observability(metrics, config.history(), config.historyArgs(),
-                new TimeSeries(db, config.timeSeries()));
+                new TimeSeries(db, config.timeSeries()), runs);
         String worker = config.workerName();
-        Duration twoPolls = config.pollInterval().multipliedBy(2);
-        Duration grace = Duration.ofSeconds(ProviderGate.Config.DEFAULT_PERMIT_GRACE_SECONDS);
-        this.permitGrace = twoPolls.compareTo(grace) > 0 ? twoPolls : grace;
         Map<String, BucketSettings> allBuckets = new LinkedHashMap<>(config.buckets());
         allBuckets.putAll(config.patternBuckets()); // a provider key matching a pattern has its own bucket, as an exact one
         this.gate = new ProviderGate(db, clock, worker, new ProviderGate.Config(config.breakers(),
                 config.perKeyBreakers(), config.cooldowns(), allBuckets, config.breakerListeners(),
-                permitGrace, config.notifications()), metrics);
+                config.notifications()), metrics);
         this.providerStates = new ProviderStateHandle(gate);
+        this.workerRow = new WorkerRegistry(db, worker, config.threads(), gate::limitOverrides);
         this.sampler = new StateSampler(db, metrics, worker);
         this.outage = new DatabaseOutage(db.dataSource(), worker, RESUME_DELAY, new OutageHooks());
         this.outageSignal = outage::failed;
@@ -139,32 +141,37 @@ public final class Engine {
         this.lifeline = new Lifeline(store, worker, config.threads(), config.giveBackAfter(),
                 pickLimit::holdsNoneAhead, pickLimit::waitingForThread);
         this.completer = new BatchCompleter(store, "layover-completer-" + worker, outage, observability,
-                d -> {
-                    lifeline.forget(d.name(), d.id(), d.version());
-                    gate.jobsLeft();
-                });
+                d -> lifeline.forget(d.name(), d.id(), d.version()));
         WriteRetry retry = new WriteRetry(outage);
         JobMover mover = new JobMover(store, clock, observability, retry);
         BatchStore batchStore = new BatchStore(db);
         this.writer = new OutcomeWriter(store, clock, completer, gate, retry, mover, observability,
-                new StackTraces(config.stackTraceChars()), batchStore);
+                new StackTraces(config.stackTraceChars()), batchStore, worker);
         BatchKeys batchKeys = new BatchKeys(config.batching());
         this.batchLoop = batchKeys.any() ? new BatchLoop(batchStore, batchKeys, worker, batchTick(config), metrics) : null;
         // operators' cancels write without waiting for a lost database: the caller sees the error
         this.control = new Controls(store, clock, new JobMover(store, clock, observability, WriteRetry.ONCE));
-        Limits limits = new Limits(db, clock, worker,
-                new Limits.Config(config.concurrencyLimits(), allBuckets, config.deadAfter()), gate);
-        this.admission = new AdmissionControl(db, clock, worker, writer, gate, limits);
-        List<ProviderGate.BacklogType> backlog = new ArrayList<>();
-        for (Registry.Entry<?> e : registry.entries()) {
-            JobPolicy p = e.type().policy();
-            backlog.add(new ProviderGate.BacklogType(e.type().name(), p.maxReschedules(), p.maxDeferral(),
-                    config.tokenCosts().containsKey(e.type().name()) || e.type().tokenEstimate() != null));
-        }
+        this.limits = new Limits(db, worker, config.concurrencyLimits());
+        this.admission = new AdmissionControl(db, clock, worker, writer, gate);
         ProviderClassifier classifier = ProviderClassifier.builder().clock(clock).build();
-        this.taskParts = new JobTask.Parts(writer, admission, gate, List.copyOf(backlog), observability, clock,
+        this.taskParts = new JobTask.Parts(writer, admission, gate, observability, clock,
                 new HandlerRunner(config.classifier() != null ? config.classifier() : classifier::outcomeOf), lifeline,
-                pickLimit, new BatchStep(batchStore, batchKeys, writer, classifier), new PickAhead(registry, admission, gate, permitGrace));
+                pickLimit, new BatchStep(batchStore, batchKeys, writer, classifier), picker(config, worker));
+    }
+
+    /** The pick, over this instance's job types (the recurring tasks of plugins are added at start). */
+    private Picker picker(EngineConfig config, String worker) {
+        Map<String, Double> deferral = new LinkedHashMap<>();
+        boolean limitKeys = false;
+        for (Registry.Entry<?> e : registry.entries()) {
+            deferral.put(e.type().name(), e.type().policy().maxDeferral().toMillis() / 1000.0);
+            limitKeys |= e.type().hasLimitKeys();
+        }
+        BreakerSettings b = config.breakers();
+        return new Picker(db, worker, config.clock(), () -> pickTypes,
+                Picker.options(config.deadAfter().toMillis() / 1000.0, b.trialTimeout().toMillis() / 1000.0,
+                        config.fairness().lowPriorityShare(), limitKeys, config.priority(), deferral),
+                observability.runs().traced());
     }
 
     /** The batch loop's tick: half the shortest poll interval or gather age of any key, 50 ms to 1 s. */
@@ -222,19 +229,17 @@ public final class Engine {
             // db-scheduler schedules a recurring task's first run only when it is a start task
             (t instanceof OnStartup ? onStartup : tasks).add(t);
         }
-        // db-scheduler's connections wait while the database is away instead of failing (and logging) at
-        // every poll and heartbeat; their failures tell the outage detection
-        // and their pick takes the due jobs holding a bucket permit first (a deep backlog's permits never lapse unpicked)
         List<String> taskNames = new ArrayList<>();
         tasks.forEach(t -> taskNames.add(t.getName()));
         onStartup.forEach(t -> taskNames.add(t.getName()));
-        PickRewrite pickRewrite = new PickRewrite(taskNames, permitGrace);
-        // and the bucket permits of each pick's jobs are leased ahead in one statement for all their keys
-        SchedulerBuilder builder = Scheduler.create(outage.gate(db.dataSource(), pickRewrite::rewrite,
-                        taskParts.pickAhead()), tasks)
+        pickTypes = List.copyOf(taskNames); // the pick takes only the types this worker runs
+        pickLimit.pickWith(taskParts.picker());
+        // db-scheduler's connections wait while the database is away instead of failing (and logging) at
+        // every poll and heartbeat; their failures tell the outage detection
+        SchedulerBuilder builder = Scheduler.create(outage.gate(db.dataSource()), tasks)
                 .tableName(JobStore.TABLE)
                 .serializer(new PassThroughSerializer())
-                // db-scheduler's Postgres lock-and-fetch, each pick's row count lowered to the current prefetch
+                // db-scheduler's lock-and-fetch runs Layover's pick (the admission), each pick's row count the current prefetch
                 .jdbcCustomization(pickLimit)
                 .threads(config.threads())
                 .pollingInterval(config.pollInterval())
@@ -265,7 +270,11 @@ public final class Engine {
         pickLimit.wakeUpWith(this::wakeUp);
         db.addFailureListener(outageSignal);
         gate.configureFairness(config.fairness());
+        // what SQL enqueues need to know of the types this worker runs, and what tokens cost
+        store.registerTypes(registry.typeRows(), config.workerName());
+        PriceSql.write(db, config.observe().prices(), config.workerName());
         gate.start();
+        limits.start();
         admission.start();
         scheduler.start();
         loops = new WorkerLoops(store, clock, config.workerName(), config.heartbeatInterval(), this::wakeUp,
@@ -277,6 +286,7 @@ public final class Engine {
             batchLoop.start();
         }
         observability.timeSeries().start(config.workerName());
+        workerRow.start();
     }
 
     /**
@@ -354,6 +364,7 @@ public final class Engine {
         }
         completer.stop(config.shutdownMaxWait());
         observability.timeSeries().stop(!databaseAway);
+        workerRow.stop(!databaseAway);
         admission.stop();
         gate.stop();
         close();

@@ -3,6 +3,7 @@ package dev.layover.core.internal.engine;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.layover.core.JobType;
 import dev.layover.core.batch.BatchSettings;
+import dev.layover.core.internal.observe.ObserveSettings;
 import dev.layover.core.internal.observe.TimeSeriesSettings;
 import dev.layover.core.metrics.LayoverMetrics;
 import dev.layover.core.outcome.Outcome;
@@ -57,6 +58,7 @@ import javax.sql.DataSource;
  * @param virtualThreads whether handlers run on virtual threads ({@link VirtualThreads}; Java 21+)
  * @param fairness how a key's permits are shared among the fairness keys of its jobs
  * @param batching batch settings by provider key or {@code prefix*} pattern
+ * @param observe tracing, MDC and the price table
  */
 public record EngineConfig(
         DataSource dataSource,
@@ -90,7 +92,8 @@ public record EngineConfig(
         Duration giveBackAfter,
         boolean virtualThreads,
         FairnessSettings fairness,
-        Map<String, BatchSettings> batching) {
+        Map<String, BatchSettings> batching,
+        ObserveSettings observe) {
 
     /** Copies the collections. */
     public EngineConfig {
@@ -103,6 +106,7 @@ public record EngineConfig(
         tokenCosts = Map.copyOf(tokenCosts);
         fairness = fairness == null ? FairnessSettings.defaults() : fairness;
         batching = batching == null ? Map.of() : java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(batching));
+        observe = observe == null ? ObserveSettings.DEFAULTS : observe;
     }
 
     /** @return how long a picked job's heartbeat may be stale before it counts as dead */

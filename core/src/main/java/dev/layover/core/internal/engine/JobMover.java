@@ -5,6 +5,7 @@ import dev.layover.core.internal.engine.RunDecision.AttemptError;
 import dev.layover.core.internal.jobs.JobRun;
 import dev.layover.core.internal.jobs.JobStore;
 import dev.layover.core.internal.observe.Observability;
+import dev.layover.core.internal.observe.RunScope;
 import dev.layover.core.outcome.FailureType;
 import java.time.Clock;
 import java.time.Instant;
@@ -50,6 +51,10 @@ final class JobMover {
                     parked.deadLetter(), parked.providerKey(), msg);
             observability.metrics().jobParked(run.taskName(), p.type().code());
             observability.timeSeries().parked(run.taskName(), parked.providerKey(), p.type().code());
+            RunScope scope = RunScope.current();
+            if (scope != null) {
+                scope.parked(p.type().code(), parked.deadLetter(), clock.instant(), msg);
+            }
         }
     }
 

@@ -13,6 +13,9 @@ import dev.layover.core.internal.jobs.JobRun;
 import dev.layover.core.internal.jobs.Registry;
 import dev.layover.core.internal.jobs.RunTiming;
 import dev.layover.core.internal.observe.Observability;
+import dev.layover.core.internal.observe.RunScope;
+import dev.layover.core.internal.observe.TraceContexts;
+import dev.layover.core.tracing.LayoverTracing;
 import dev.layover.core.internal.observe.SafeMetrics;
 import dev.layover.core.outcome.FailureType;
 import dev.layover.core.outcome.Outcome;
@@ -53,47 +56,31 @@ final class JobTask<A> extends CustomTask<byte[]> {
 
     private static final Logger LOG = LoggerFactory.getLogger(JobTask.class);
 
-    /** How far ahead a bucket permit must be for the key's backlog to be reserved together. */
-    private static final Duration BACKLOG_AHEAD = Duration.ofSeconds(1);
-
     /**
      * What every job task shares.
      *
      * @param writer writes outcomes
      * @param control admission and control around each run
      * @param gate the provider state
-     * @param backlogTypes the job types whose backlog of a bucket's key is reserved together
      * @param observability metrics and history
      * @param clock the clock
      * @param handlers calls handlers
      * @param lifeline gives back picked jobs that wait behind busy threads
      * @param pickLimit rows per pick, told when each run starts and ends
      * @param batches the batch step of batchable job types
+     * @param picker the pick, which keeps each picked job's verdict
      */
-    record Parts(OutcomeWriter writer, AdmissionControl control, ProviderGate gate,
-            List<ProviderGate.BacklogType> backlogTypes, Observability observability, Clock clock,
-            HandlerRunner handlers, Lifeline lifeline, PickLimit pickLimit, BatchStep batches, PickAhead pickAhead) {}
+    record Parts(OutcomeWriter writer, AdmissionControl control, ProviderGate gate, Observability observability,
+            Clock clock, HandlerRunner handlers, Lifeline lifeline, PickLimit pickLimit, BatchStep batches,
+            Picker picker) {}
 
     /**
      * What a run leaves to write, and whether it ended done (a done job's row is deleted by the
      * batch completer, which tells the lifeline; any other write moves the row on at once).
      */
-    /**
-     * @param waited whether the run only learnt it must wait for its provider (no handler ran): such
-     *     runs tell the adaptive prefetch to hold fewer jobs ({@link PickLimit#ended}), so that a
-     *     limited key's backlog is placed by one statement instead of being picked job by job
-     */
-    private record Next(CompletionHandler<byte[]> write, boolean done, boolean waited) {
-        Next(CompletionHandler<byte[]> write, boolean done) {
-            this(write, done, false);
-        }
-
+    private record Next(CompletionHandler<byte[]> write, boolean done) {
         static Next of(CompletionHandler<byte[]> write) {
             return new Next(write, false);
-        }
-
-        static Next waiting(CompletionHandler<byte[]> write) {
-            return new Next(write, false, true);
         }
     }
 
@@ -122,28 +109,49 @@ final class JobTask<A> extends CustomTask<byte[]> {
         }
         Next[] ran = {null};
         Object running = p.pickLimit().started();
+        // the run's span and MDC, current on this thread until its outcome is written (db-scheduler calls the
+        // completion handler on the thread that ran execute)
+        RunScope scope = openScope(picked);
         try {
             ran[0] = runPicked(instance, ec, ex);
+        } catch (RuntimeException | Error e) {
+            scope.close();
+            throw e;
         } finally {
             p.lifeline().end();
-            p.pickLimit().ended(running, ran[0] != null && ran[0].waited());
+            p.pickLimit().ended(running);
         }
         Next next = ran[0];
         if (next.done()) {
-            return next.write();
+            return (complete, ops) -> {
+                try {
+                    next.write().complete(complete, ops);
+                } finally {
+                    scope.close();
+                }
+            };
         }
         return (complete, ops) -> {
             try {
                 next.write().complete(complete, ops);
             } finally {
+                scope.close();
                 p.lifeline().forget(picked.taskName(), picked.id(), picked.version());
             }
         };
     }
 
+    private RunScope openScope(JobRun picked) {
+        Picker.Traced t = p.picker().traced(picked.taskName(), picked.id(), picked.version());
+        TraceContexts.Stored stored = TraceContexts.read(t.traceContext());
+        return p.observability().runs().open(new LayoverTracing.RunStart(picked.taskName(), picked.id(),
+                picked.attemptsSpent() + 1, t.reschedules(), stored.traceparent(), stored.tracestate()));
+    }
+
     private Next runPicked(TaskInstance<byte[]> instance, ExecutionContext ec, Execution ex) {
         JobRun run = startRun(ex);
         OutcomeWriter writer = p.writer();
+        Picker.Verdict verdict = p.picker().verdict(run.taskName(), run.id(), run.version());
         A args;
         try {
             args = entry.codec().read(instance.getData());
@@ -151,60 +159,85 @@ final class JobTask<A> extends CustomTask<byte[]> {
             // StackOverflowError: JSON nested deeper than the stack, read by a mapper without a depth limit
             String why = "stored args do not read as " + entry.type().argsType().getName() + ": "
                     + (e instanceof StackOverflowError ? "nested too deeply (StackOverflowError)" : Errors.safeMessage(e));
-            return Next.of((complete, ops) -> writer.unreadableArgs(run, entry.codec().shape(), e.getClass().getName(), why));
+            return unclaimed(verdict, Next.of((complete, ops) ->
+                    writer.unreadableArgs(run, entry.codec().shape(), e.getClass().getName(), why)));
         }
         String key = entry.type().providerKeyOf(args);
+        RunScope scope = RunScope.current();
+        if (scope != null) {
+            scope.keys(key, fairnessKey(args));
+        }
         AdmissionControl.Check check = p.control().check(run, entry.type(), args, key);
         if (check.stop() != null) {
-            return Next.of(check.stop());
+            return unclaimed(verdict, Next.of(check.stop()));
+        }
+        switch (verdict.kind()) {
+            case "breaker_open" -> {
+                return Next.of((complete, ops) -> writer.park(run, FailureType.BREAKER_OPEN, "BreakerOpen", verdict.detail()));
+            }
+            case "deferral" -> {
+                String why = verdict.detail() + ", longer than its maxDeferral " + run.policy().maxDeferral();
+                return Next.of((complete, ops) -> writer.park(run, FailureType.RATE_LIMIT_EXHAUSTED, "NotAdmitted", why));
+            }
+            case "too_large" -> {
+                String big = p.gate().tooLarge(key, estimate(args)); // the numbers, as this worker configured the key
+                return Next.of((complete, ops) -> writer.park(run, FailureType.REJECTED, "TokenEstimateTooLarge",
+                        big != null ? big : verdict.detail()));
+            }
+            default -> { }
         }
         BatchStep.Step batched = p.batches().route(run, entry, args, key);
         if (batched != null) {
-            return new Next(batched.write(), batched.done());
+            return unclaimed(verdict, new Next(batched.write(), batched.done()));
         }
         ProviderRun pr = p.gate().newRun(key, run.taskName(), run.id(), run.version(), estimate(args),
-                run.attemptsSpent() + 1).fairnessKey(fairnessKey(args)).joinsLineWithin(run.policy().maxDeferral())
-                .pickedPermit(p.pickAhead().heldPermit(run));
-        Admission admission = p.control().admit(check, pr); // gate.admit(pr) unless the job has limits of its own
-        if (admission instanceof Admission.Wait w && AdmissionControl.isHold(w)) {
-            CompletionHandler<byte[]> hold = (complete, ops) -> writer.hold(run, key, w.reason(), w.detail(), w.runAt());
-            return w.runAt().isAfter(p.clock().instant()) ? Next.waiting(hold) : Next.of(hold); // a turn ahead: a waiting run
-        }
+                run.attemptsSpent() + 1).admitted(verdict.trialToken(), verdict.reserved(), verdict.rates());
+        Admission admission = p.gate().stillAdmits(pr); // what this worker learnt after the pick: a cooldown, a breaker
         if (admission instanceof Admission.Wait w) {
-            return Next.waiting((complete, ops) -> {
-                writer.waitForProvider(run, key, w);
-                Map<String, Integer> moved = new HashMap<>();
-                if (hasBacklog(w)) {
-                    moved.putAll(p.gate().reserveBacklog(key, p.backlogTypes())); // at most once a second per key
-                }
-                if (w.aheadOfLine()) { // the permit a place in the key's line stood for: the line is realigned
-                    p.gate().realignLine(key, p.backlogTypes()).forEach((type, n) -> moved.merge(type, n, Integer::sum));
-                }
-                moved.forEach((type, n) -> {
-                    for (int i = 0; i < n; i++) {
-                        p.observability().metrics().jobRescheduled(type, w.reason()); // bucket, or pace
-                        p.observability().timeSeries().rescheduled(type, key, w.reason());
-                    }
-                });
-            });
+            return Next.of((complete, ops) -> writer.giveBack(run, key, w));
         }
         if (admission instanceof Admission.Refuse r) {
             return Next.of((complete, ops) -> writer.park(run, FailureType.BREAKER_OPEN, "BreakerOpen", r.detail()));
         }
-        if (admission instanceof Admission.TooLarge t) {
-            return Next.of((complete, ops) -> writer.park(run, FailureType.REJECTED, "TokenEstimateTooLarge", t.detail()));
-        }
         JobContext ctx = p.control().context(new RunContext(run, ex.executionTime, key, ec, pr), check);
         Outcome outcome = p.control().runTimed(check, ctx::isStopping, () -> p.handlers().run(entry, args, ctx));
         handlerReturned(run, outcome);
-        if (outcome == HandlerRunner.STOPPED) {
-            return Next.of((complete, ops) -> writer.workerStopped(run, pr));
+        if (scope != null && outcome != HandlerRunner.STOPPED) {
+            scope.handlerReturned(outcome.kind().tag());
+            scope.failedWith(outcome.kind() == Outcome.Kind.DONE ? null : outcome.cause());
         }
-        CompletionHandler<byte[]> cancelled = p.control().afterRun(check, outcome, pr);
-        if (cancelled != null) {
-            return Next.of(cancelled);
+        writer.runEnding(); // Layover#awaitCompletions waits for this run's outcome from here on
+        boolean ended = false;
+        try {
+            Next next;
+            if (outcome == HandlerRunner.STOPPED) {
+                next = Next.of((complete, ops) -> writer.workerStopped(run, pr));
+            } else {
+                CompletionHandler<byte[]> cancelled = p.control().afterRun(check, outcome, pr);
+                next = cancelled != null ? Next.of(cancelled)
+                        : new Next((complete, ops) -> writer.apply(run, outcome, pr), outcome.kind() == Outcome.Kind.DONE);
+            }
+            ended = true;
+            return new Next((complete, ops) -> {
+                try {
+                    next.write().complete(complete, ops);
+                } finally {
+                    writer.runEnded();
+                }
+            }, next.done());
+        } finally {
+            if (!ended) {
+                writer.runEnded();
+            }
         }
-        return new Next((complete, ops) -> writer.apply(run, outcome, pr), outcome.kind() == Outcome.Kind.DONE);
+    }
+
+    /** A run that ends without its call: the breaker trial its pick claimed, if any, goes back at once. */
+    private Next unclaimed(Picker.Verdict verdict, Next next) {
+        if (verdict.trialToken() != null) {
+            p.gate().giveBackTrial(verdict.key(), verdict.trialToken());
+        }
+        return next;
     }
 
     /**
@@ -237,17 +270,7 @@ final class JobTask<A> extends CustomTask<byte[]> {
         return TokenEstimate.total(c.tokens());
     }
 
-    private void badEstimate(String problem) {
-        LOG.warn("Token estimate of job type {}: {}; the job reserves no tokens, its reported usage is charged after "
-                + "the call", entry.type().name(), problem);
-    }
-
-    /**
-     * A bucket permit further ahead than {@link #BACKLOG_AHEAD}, or a place in a discovered pace's
-     * waiting line: the key has more due jobs than its bucket lets through now, and they are given
-     * their permits (or places) together ({@link ProviderGate#reserveBacklog}).
-     */
-    /** The job's fairness key from its args; null when none, or when the function throws (as at enqueue, where it was checked). */
+    /** The job's fairness key, for its run's span and token counts; null when it has none or it cannot be derived. */
     private String fairnessKey(A args) {
         try {
             return entry.type().fairnessKeyOf(args);
@@ -256,10 +279,9 @@ final class JobTask<A> extends CustomTask<byte[]> {
         }
     }
 
-    private boolean hasBacklog(Admission.Wait w) {
-        return ("bucket".equals(w.reason()) && w.permitAt() != null
-                && w.permitAt().isAfter(p.clock().instant().plus(BACKLOG_AHEAD)))
-                || "pace".equals(w.reason()); // a discovered pace's line: the backlog is placed in it together
+    private void badEstimate(String problem) {
+        LOG.warn("Token estimate of job type {}: {}; the job reserves no tokens, its reported usage is charged after "
+                + "the call", entry.type().name(), problem);
     }
 
     /** A run starting now: its start is kept for its history row, its queue wait is measured. */

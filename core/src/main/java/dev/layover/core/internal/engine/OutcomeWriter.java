@@ -9,7 +9,9 @@ import dev.layover.core.internal.gate.ProviderRun;
 import dev.layover.core.internal.jobs.JobRun;
 import dev.layover.core.internal.jobs.JobStore;
 import dev.layover.core.internal.jobs.RunTiming;
+import dev.layover.core.internal.jobs.RunTokens;
 import dev.layover.core.internal.observe.Observability;
+import dev.layover.core.internal.observe.RunScope;
 import dev.layover.core.outcome.FailureType;
 import dev.layover.core.outcome.Outcome;
 import java.time.Clock;
@@ -55,9 +57,21 @@ final class OutcomeWriter {
     private final Observability observability;
     private final StackTraces traces;
     private final BatchStore batches;
+    private final String worker;
+
+    /** A run's handler returned; its outcome's write is to come ({@link BatchCompleter#runEnding}). */
+    void runEnding() {
+        completer.runEnding();
+    }
+
+    /** The outcome of a run whose handler returned is written or handed in. */
+    void runEnded() {
+        completer.runEnded();
+    }
 
     OutcomeWriter(JobStore store, Clock clock, BatchCompleter completer, ProviderGate gate, WriteRetry retry,
-            JobMover mover, Observability observability, StackTraces traces, BatchStore batches) {
+            JobMover mover, Observability observability, StackTraces traces, BatchStore batches, String worker) {
+        this.worker = worker;
         this.store = store;
         this.clock = clock;
         this.completer = completer;
@@ -79,7 +93,7 @@ final class OutcomeWriter {
      * taught when the job has a provider key.
      */
     void apply(JobRun picked, Outcome outcome, ProviderRun pr) {
-        JobRun run = pr == null ? picked : picked.withTokens(pr.settle()); // reported usage replaces the reservation
+        JobRun run = pr == null ? picked : settled(picked, pr); // reported usage replaces the reservation
         guard(run, () -> {
             String key = pr == null ? null : pr.providerKey();
             Instant cooldown = key == null ? null : gate.afterCall(key, pr.trialToken(), outcome);
@@ -88,11 +102,40 @@ final class OutcomeWriter {
             RunDecision d = RunDecider.decide(run, outcome, now, cooldown, () -> retry.write(() -> store.reschedules(run)));
             // rendered only for a decision that records an error: a done or a reschedule costs nothing
             String trace = d instanceof RunDecision.Retry || d instanceof RunDecision.Park ? traces.of(outcome.cause()) : null;
+            RunScope scope = RunScope.current();
+            if (scope != null && pr != null) {
+                scope.trail(pr.trail());
+            }
             if (outcome.kind() == Outcome.Kind.RATE_LIMITED) {
                 observability.timeSeries().rateLimited(run.taskName(), key);
+                if (scope != null) {
+                    scope.rateLimited(key, now, d instanceof RunDecision.Reschedule r ? r.runAt() : now);
+                }
+            }
+            if (pr != null) { // the calls of a fallback chain, per endpoint
+                pr.trail().stream().filter(s -> !s.skipped()).forEach(s ->
+                        observability.timeSeries().endpointCall(run.taskName(), key, s.providerKey(), s.result()));
             }
             write(run, key, d, trail, now, trace);
         });
+    }
+
+    /**
+     * Settles a run's token reservations by its reported usage ({@link ProviderRun#settle}) and
+     * counts the usage in the time series (per job type, key and the run's fairness key) and on its span.
+     */
+    private JobRun settled(JobRun picked, ProviderRun pr) {
+        RunTokens t = pr.settle();
+        if (t.input() != null || t.output() != null) {
+            RunScope scope = RunScope.current();
+            String fairness = scope == null ? null : scope.fairnessKey();
+            observability.timeSeries().tokens(picked.taskName(), pr.providerKey(), fairness, t.input(), t.output(),
+                    t.cached());
+            if (scope != null) {
+                scope.tokens(t.input(), t.output(), t.cached());
+            }
+        }
+        return picked.withTokens(t);
     }
 
     /**
@@ -118,6 +161,8 @@ final class OutcomeWriter {
         guard(run, () -> {
             if (retry.write(() -> store.waitForBatch(run, until, detail)) == 0) {
                 LOG.debug("Job {} changed while it was picked; its batch wait was not written", run.label());
+            } else {
+                decided("batched");
             }
         });
     }
@@ -136,6 +181,7 @@ final class OutcomeWriter {
             for (int i = 0; i < ids.size(); i++) {
                 observability.timeSeries().rescheduled(run.taskName(), key, "batched");
             }
+            decided("batched");
             observability.metrics().batchLines(key, "gathered", ids.size());
         });
     }
@@ -165,17 +211,19 @@ final class OutcomeWriter {
     }
 
     /**
-     * The provider state said "not now" before the handler ran (cooldown, half-open breaker, no
-     * bucket permit, state unreadable): a reschedule without an attempt; past the job type's
-     * {@code maxDeferral} or {@code maxReschedules} it parks as {@code rate_limit_exhausted}.
+     * A job its pick admitted whose key began to cool down after the pick, as this worker learnt
+     * before calling: given back to its key's queue as it was ({@link JobStore#giveBack}: no
+     * attempt, no reschedule, its place kept), to be admitted again when the key admits.
      *
-     * @param key the job's provider key, or null
+     * @param key the job's provider key
      */
-    void waitForProvider(JobRun run, String key, Admission.Wait w) {
+    void giveBack(JobRun run, String key, Admission.Wait w) {
         guard(run, () -> {
-            Instant now = clock.instant();
-            write(run, key, RunDecider.waitForProvider(run, w.runAt(), w.reason(), w.detail(), w.permitAt(), now),
-                    ErrorLog.NO_TRAIL, now, null);
+            int n = retry.write(() -> store.giveBack(run.taskName(), run.id(), run.version(), worker));
+            if (n > 0) {
+                LOG.debug("Job {} given back to the queue of {}: {}", run.label(), key, w.detail());
+                decided("given_back");
+            }
         });
     }
 
@@ -189,7 +237,7 @@ final class OutcomeWriter {
         guard(run, () -> {
             String trail = ErrorLog.NO_TRAIL;
             if (pr != null) {
-                pr.settle();
+                settled(run, pr);
             }
             if (pr != null && pr.providerKey() != null) {
                 gate.afterCall(pr.providerKey(), pr.trialToken(), Outcome.snooze(Duration.ZERO));
@@ -209,11 +257,11 @@ final class OutcomeWriter {
     }
 
     /**
-     * No concurrency slot was free: the job is held a little ({@link JobStore#hold}), without an
-     * attempt and without counting as a reschedule (a busy limit never parks a job).
+     * The job cannot go on now for a reason of its own run (its batch state unreadable): held a
+     * little ({@link JobStore#hold}), without an attempt and without counting as a reschedule.
      *
      * @param key the job's provider key, or null
-     * @param from when the hold's delay starts (a fair queue's estimate of the job's turn), or null: now
+     * @param from when the hold's delay starts, or null: now
      */
     void hold(JobRun run, String key, String reason, String detail, Instant from) {
         guard(run, () -> {
@@ -223,6 +271,7 @@ final class OutcomeWriter {
             if (updated > 0) {
                 observability.metrics().jobRescheduled(run.taskName(), reason);
                 observability.timeSeries().rescheduled(run.taskName(), key, reason);
+                decided("held");
             } else {
                 LOG.debug("Job {} changed while it was picked; its hold was not written", run.label());
             }
@@ -245,6 +294,7 @@ final class OutcomeWriter {
             } else if (held) {
                 observability.metrics().jobRescheduled(run.taskName(), "paused");
                 observability.timeSeries().rescheduled(run.taskName(), null, "paused");
+                decided("paused");
             }
         });
     }
@@ -255,13 +305,15 @@ final class OutcomeWriter {
      * rescheduled or retried.
      */
     void cancelledWhileRunning(JobRun picked, Outcome outcome, ProviderRun pr, String by, String reason) {
-        JobRun run = pr == null ? picked : picked.withTokens(pr.settle());
+        JobRun run = pr == null ? picked : settled(picked, pr);
         guard(run, () -> {
             if (pr != null && pr.providerKey() != null) {
                 gate.afterCall(pr.providerKey(), pr.trialToken(), outcome);
             }
             if (mover.cancel(run, true, by, reason) == null) {
                 LOG.debug("Job {} changed while it ran; it was not cancelled", run.label());
+            } else {
+                decided("cancelled");
             }
         });
     }
@@ -276,15 +328,20 @@ final class OutcomeWriter {
      * park reads it from the row), {@code trace}: the stack trace its error entry keeps, or null.
      */
     private void write(JobRun run, String key, RunDecision d, String trail, Instant now, String trace) {
+        RunScope scope = RunScope.current();
         if (d instanceof RunDecision.Complete c) {
             observability.timeSeries().completed(run.taskName(), key);
             completed(run, trail, c.result());
+            decided("done");
         } else if (d instanceof RunDecision.Reschedule r) {
             int updated = retry.write(() -> store.reschedule(run, now, r.runAt(), r.reason(), StoredText.cut(r.detail()),
-                    r.permitAt(), trail));
+                    trail));
             if (updated > 0) {
                 observability.metrics().jobRescheduled(run.taskName(), r.reason());
                 observability.timeSeries().rescheduled(run.taskName(), key, r.reason());
+                if (scope != null) {
+                    scope.rescheduled(r.reason(), now, r.runAt());
+                }
             } else {
                 // either the cap is reached or the row moved on; the version-checked park tells which
                 mover.park(run, (RunDecision.Park) RunDecider.capped(run, r, now), trail, null);
@@ -297,9 +354,20 @@ final class OutcomeWriter {
             } else {
                 observability.metrics().jobRetried(run.taskName(), r.error().kind());
                 observability.timeSeries().retried(run.taskName(), key, r.error().kind());
+                if (scope != null) {
+                    scope.retried(r.error().kind(), r.attempts(), now, r.runAt(), r.error().message());
+                }
             }
         } else if (d instanceof RunDecision.Park p) {
             mover.park(run, p, trail, trace);
+        }
+    }
+
+    /** What became of the run, on its span (when this thread runs one). */
+    private static void decided(String decision) {
+        RunScope scope = RunScope.current();
+        if (scope != null) {
+            scope.decided(decision);
         }
     }
 

@@ -15,35 +15,23 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * How many jobs a worker holds at a time (picked: running or waiting for a thread), as a multiple
- * of its threads: fixed when the application set {@code prefetch}, else adaptive, following how
- * long handlers take. Many rows per pick while jobs are short (a pick costs a round trip and a
- * commit, so for short jobs rows per pick are throughput); one per thread when they take a second
- * or more (a job waiting in memory behind a multi-second call waits that call's duration while
- * another worker may be idle). From {@link #LONG_NANOS} (1 s) down to {@link #SHORT_NANOS} (10 ms)
- * the factor rises with the logarithm of the duration from 1 to {@link #SHORT_FACTOR}; below, it
- * holds the same work per thread as there ({@code SHORT_FACTOR × SHORT_NANOS}, 60 ms of handlers),
- * up to {@link #MAX_FACTOR} and {@link #MAX_ROWS} rows (a no-op job, tens of microseconds, is at
- * the ceiling), and no more rows than the runs in a row that did not wait for their provider (a
- * slow start: a limited key's backlog, whose runs wait, is then placed by one statement, {@code
- * ProviderGate#reserveBacklog}, not picked a thousand at a time and rescheduled job by job). The
- * duration is a moving average of the handlers that ended, or, when every thread is busy and the
- * youngest running handler is older than that average, its age (a burst of slow calls after short
- * jobs is known for slow a second into the calls, not when the first of them ends). Nothing observed yet (a fresh worker): 1, and the first short jobs raise it at once.
+ * of its threads, and the JDBC customization through which db-scheduler's lock-and-fetch runs
+ * Layover's pick ({@link Picker}). The multiple is fixed when the application set {@code prefetch},
+ * else adaptive: many rows per pick while handlers are short (a pick costs a round trip, so for
+ * short jobs rows per pick are throughput), one per thread when they take a second or more (a job
+ * held in memory behind a long call waits that call out while another worker may be idle). From
+ * {@link #LONG_NANOS} down to {@link #SHORT_NANOS} the factor rises with the logarithm of the
+ * duration from 1 to {@link #SHORT_FACTOR}; below, it holds the same work per thread, up to
+ * {@link #MAX_FACTOR} and {@link #MAX_ROWS} rows. The duration is a moving average of the handlers
+ * that ended or, when every thread is busy, the youngest running handler's age if that is longer.
+ * Nothing observed yet: 1.
  *
- * <p>db-scheduler fixes its pick limit ({@code pollUsingLockAndFetch}'s upper limit) when it is
- * built, so the engine builds it with the largest factor and this class, as the JDBC customization
- * of its single-statement lock-and-fetch, lowers each pick's row count: db-scheduler asks for
- * {@code upper − held} rows, the pick takes {@code limit − held}. db-scheduler itself picks again
- * only when fewer than half the threads' worth of jobs is left, which with hundreds of sub-millisecond
- * jobs held leaves threads idle for the pick's round trip; and a lowered pick does not tell it that
- * more may be due. So while an adaptive pick came back full, runs leaving the pool ({@link #pool},
- * after db-scheduler counted them out) wake the poll themselves: every one at factor 1, every
- * {@code (factor − 1) × threads / 2} above, at most every half of the last pick's rows (the next
- * pick overlaps the runs of the rest). When the adaptive factor is 1 the worker holds nothing ahead,
- * and {@link Lifeline} gives back what it holds beyond its threads without waiting {@code
- * giveBackAfter} ({@link #holdsNoneAhead}). Only the number of rows per pick and when a pick
- * happens change; the pick's statement, and what any outcome writes, are db-scheduler's and
- * Layover's as before. A fixed prefetch picks as db-scheduler does.
+ * <p>db-scheduler fixes its pick limit when it is built, so it is built with the largest factor and
+ * each pick takes {@code limit − held} rows. While an adaptive pick came back full, runs leaving
+ * the pool ({@link #pool}) wake the next pick themselves (every {@code (factor − 1) × threads / 2}
+ * runs, at most every half of the last pick's rows), as db-scheduler alone would wait for half its
+ * threads to be free. When the factor is 1 nothing is held ahead, and {@link Lifeline} gives back
+ * what is held beyond the threads without waiting ({@link #holdsNoneAhead}).
  */
 final class PickLimit extends PostgreSqlJdbcCustomization {
 
@@ -83,10 +71,9 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
     /** Rows the last adaptive pick took. */
     private volatile int lastPicked;
     private final AtomicInteger endedSincePick = new AtomicInteger();
-    /** Runs that ended without waiting for their provider since the last one that waited (at most {@link #MAX_ROWS}). */
-    private final AtomicInteger unwaited = new AtomicInteger();
     private volatile Runnable wakeUp = () -> { };
     private volatile ThreadPoolExecutor pool;
+    private volatile Picker picker;
 
     /**
      * @param threads the worker threads
@@ -104,6 +91,11 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
     /** @return the factor db-scheduler is built with: the fixed one, or the adaptive ceiling */
     double upperFactor() {
         return adaptive ? ceiling : fixedFactor;
+    }
+
+    /** @param picker runs the pick (set before the scheduler starts) */
+    void pickWith(Picker picker) {
+        this.picker = picker;
     }
 
     /** @param wakeUp asks the scheduler to look for due jobs (set once the scheduler exists) */
@@ -149,7 +141,7 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
         if (f <= SHORT_FACTOR) {
             return f;
         }
-        return Math.max(SHORT_FACTOR, Math.min(Math.min(ceiling, f), (double) unwaited.get() / threads));
+        return Math.max(SHORT_FACTOR, Math.min(ceiling, f));
     }
 
     /** @return the youngest running handler's age when every thread runs one, else -1 */
@@ -202,20 +194,11 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
      * The run's handler is over (its outcome about to be written).
      *
      * @param run what {@link #started} returned
-     * @param waited whether the run only learnt that its provider key makes it wait (no handler
-     *     ran): counted as a long job, so that a worker whose picks meet a limited key's backlog
-     *     holds one job per thread and the backlog is placed by one statement
-     *     ({@code ProviderGate#reserveBacklog}), not picked job by job
      */
-    void ended(Object run, boolean waited) {
+    void ended(Object run) {
         Long since = running.remove(run);
-        if (waited) {
-            unwaited.set(0);
-        } else if (unwaited.get() < MAX_ROWS) {
-            unwaited.incrementAndGet();
-        }
         if (since != null) {
-            observe(waited ? Math.max(LONG_NANOS, System.nanoTime() - since) : System.nanoTime() - since);
+            observe(System.nanoTime() - since);
         }
     }
 
@@ -243,19 +226,15 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
             boolean orderByPriority) {
         endedSincePick.set(0);
         int held = upper - limit; // db-scheduler asks for upper − (queued + running)
-        int lowered = Math.min(limit, limit() - held);
-        if (lowered >= limit && !adaptive) {
-            wakeOnEnd = false;
-            return super.lockAndFetchSingleStatement(ctx, now, limit, orderByPriority);
-        }
+        int lowered = adaptive ? Math.min(limit, limit() - held) : limit;
         if (lowered <= 0) {
             lastPicked = 0;
             wakeOnEnd = true; // nothing taken: whatever is due waits for threads here to end
             return List.of();
         }
-        List<Execution> picked = super.lockAndFetchSingleStatement(ctx, now, lowered, orderByPriority);
+        List<Execution> picked = picker.pick(lowered, orderByPriority);
         lastPicked = picked.size();
-        wakeOnEnd = picked.size() == lowered;
+        wakeOnEnd = adaptive && picked.size() == lowered;
         return picked;
     }
 }

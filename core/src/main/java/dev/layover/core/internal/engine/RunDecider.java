@@ -42,7 +42,7 @@ final class RunDecider {
             case DONE -> new Complete(((Outcome.Done) outcome).result());
             case SNOOZE -> {
                 Outcome.Snooze s = (Outcome.Snooze) outcome;
-                yield new Reschedule(now.plus(s.delay()), kind.tag(), s.reason(), null, kind.parksAs());
+                yield new Reschedule(now.plus(s.delay()), kind.tag(), s.reason(), kind.parksAs());
             }
             case RATE_LIMITED -> {
                 Outcome.RateLimited r = (Outcome.RateLimited) outcome;
@@ -55,7 +55,7 @@ final class RunDecider {
                     yield park(run, now, kind.parksAs(), kind.tag(), "RateLimited", "asked to wait " + wait
                             + ", longer than maxDeferral " + policy.maxDeferral() + ": " + r.reason());
                 }
-                yield new Reschedule(now.plus(wait).plus(Backoff.rescheduleJitter(wait)), kind.tag(), r.reason(), null,
+                yield new Reschedule(now.plus(wait).plus(Backoff.rescheduleJitter(wait)), kind.tag(), r.reason(),
                         kind.parksAs());
             }
             case QUOTA_EXHAUSTED -> quota(run, (Outcome.QuotaExhausted) outcome, now, cooldown);
@@ -84,23 +84,7 @@ final class RunDecider {
             reset = cooldown;
         }
         Instant runAt = reset.plus(Backoff.rescheduleJitter(Duration.between(now, reset)));
-        return new Reschedule(runAt, kind.tag(), q.reason() + " (resets at " + q.resetAt() + ")", null, kind.parksAs());
-    }
-
-    /**
-     * The provider state said "not now" before the handler ran (cooldown, half-open breaker, no
-     * bucket permit, state unreadable): a reschedule without an attempt; past {@code maxDeferral}
-     * a park as {@code rate_limit_exhausted}.
-     */
-    static RunDecision waitForProvider(JobRun run, Instant runAt, String reason, String detail, Instant permitAt,
-            Instant now) {
-        Duration wait = Duration.between(now, runAt);
-        Duration max = run.policy().maxDeferral();
-        if (wait.compareTo(max) > 0) {
-            return park(run, now, FailureType.RATE_LIMIT_EXHAUSTED, reason, "RateLimited",
-                    "would wait " + wait + ", longer than maxDeferral " + max + ": " + detail);
-        }
-        return new Reschedule(runAt, reason, detail, permitAt, FailureType.RATE_LIMIT_EXHAUSTED);
+        return new Reschedule(runAt, kind.tag(), q.reason() + " (resets at " + q.resetAt() + ")", kind.parksAs());
     }
 
     /**
@@ -109,7 +93,7 @@ final class RunDecider {
      */
     static RunDecision workerStopped(Instant now) {
         return new Reschedule(now, "worker_stopped", "the worker stopped while the job ran (shutdownMaxWait "
-                + "reached); it runs again without spending an attempt", null, FailureType.SNOOZE_EXHAUSTED);
+                + "reached); it runs again without spending an attempt", FailureType.SNOOZE_EXHAUSTED);
     }
 
     /** The worker running the job stopped heartbeating: an attempt spent, run again at once. */
@@ -145,7 +129,7 @@ final class RunDecider {
             Duration next = Backoff.exponential(NEWER_ARGS_FIRST_WAIT, NEWER_ARGS_MAX_WAIT, reschedules);
             return new Reschedule(now.plus(next), ARGS_NEWER_VERSION, "written by another version of the job type "
                     + "(args shape " + rowShape + ", this worker's " + myShape + "); waiting up to " + wait
-                    + " for a worker that reads it: " + why, null, FailureType.BAD_ARGS);
+                    + " for a worker that reads it: " + why, FailureType.BAD_ARGS);
         }
         String message = otherVersion
                 ? why + " (written by another version of the job type, args shape " + rowShape + "; no worker read it within "

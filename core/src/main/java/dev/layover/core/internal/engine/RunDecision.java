@@ -22,10 +22,9 @@ sealed interface RunDecision {
      * @param runAt the new run time
      * @param reason {@code last_reschedule_reason}, e.g. {@code rate_limited}, {@code bucket}
      * @param detail {@code last_reschedule_detail}
-     * @param permitAt the bucket permit the job holds for {@code runAt}, or null
      * @param whenCapped what the job parks as if it already reached {@code maxReschedules}
      */
-    record Reschedule(Instant runAt, String reason, String detail, Instant permitAt, FailureType whenCapped)
+    record Reschedule(Instant runAt, String reason, String detail, FailureType whenCapped)
             implements RunDecision {}
 
     /**

@@ -3,8 +3,9 @@ package dev.layover.core.internal.gate;
 import java.time.Instant;
 
 /**
- * The verdict on one call to a provider key, before it is made. Internal: used by Layover's engine
- * and {@link dev.layover.core.provider.FallbackChain}; not part of the API.
+ * The verdict on one call to a provider key its job's pick did not admit (a fallback chain's
+ * endpoint, a key pool's key), or on a picked job that may no longer call, before the call is made.
+ * Internal: used by Layover's engine; not part of the API.
  */
 public sealed interface Admission {
 
@@ -19,22 +20,12 @@ public sealed interface Admission {
     /**
      * Do not call yet; ask again at {@code runAt}. No attempt is spent.
      *
-     * @param runAt when to run again (jitter included for jobs)
+     * @param runAt when the call could go
      * @param reason {@code cooldown}, {@code breaker_half_open}, {@code bucket} or
      *     {@code provider_state_unavailable}
      * @param detail the reason in a sentence
-     * @param permitAt for {@code bucket}: the permit the job now holds for {@code runAt}, else null
-     * @param aheadOfLine for {@code bucket}: the permit was one a place in the key's waiting line
-     *     stood for (the line reached past it), so the line is realigned
-     *     ({@link ProviderGate#realignLine}); false otherwise
      */
-    record Wait(Instant runAt, String reason, String detail, Instant permitAt, boolean aheadOfLine) implements Admission {
-
-        /** A wait that took no place's permit ({@code aheadOfLine} false). */
-        public Wait(Instant runAt, String reason, String detail, Instant permitAt) {
-            this(runAt, reason, detail, permitAt, false);
-        }
-    }
+    record Wait(Instant runAt, String reason, String detail) implements Admission {}
 
     /**
      * The breaker is open: do not call.

@@ -82,7 +82,7 @@ final class Breakers {
         Duration d = age.compareTo(HALF_OPEN_MIN_WAIT) < 0 ? HALF_OPEN_MIN_WAIT
                 : age.compareTo(HALF_OPEN_MAX_WAIT) > 0 ? HALF_OPEN_MAX_WAIT : age;
         return new Admission.Wait(now.plus(d).plus(Backoff.rescheduleJitter(d)), "breaker_half_open",
-                "the breaker of " + key + " is half-open and another worker holds its one trial call", null);
+                "the breaker of " + key + " is half-open and another worker holds its one trial call");
     }
 
     /** A call succeeded: counted (flushed later), or, as the trial, the breaker closed. */

@@ -24,7 +24,7 @@ import org.slf4j.LoggerFactory;
 /**
  * Discovered paces: the request rate of a key whose 429s state no limit, found by the fleet from
  * its own successes and 429s (additive increase, multiplicative decrease, slow start; see
- * {@link DiscoverySettings}) and kept as a row of {@code layover.buckets} with {@code discovered}.
+ * {@link DiscoverySettings}) and kept as a row of {@code layover.buckets} with {@code discovered}
  * Every change is one conditional {@code UPDATE} of {@link StateSql} on the database's
  * clock; this instance tries an increase at most once per interval and key, a decrease at most
  * once per burst and key, so successes cost no write.
@@ -36,12 +36,6 @@ final class Discovery {
     /** Past the ceiling by this share, the pace probes: it grows by {@link #PROBE} per interval. */
     static final double MARGIN = 0.10;
     static final double PROBE = 0.10;
-    /** The longest a job beyond the booking horizon waits before it asks again. */
-    static final Duration MAX_WAIT = Duration.ofSeconds(30);
-    /** The reschedule reason of a job waiting in a discovered pace's line (no permit held). */
-    static final String WAITLIST_REASON = "pace";
-    /** How often one instance places a key's backlog in the line at most. */
-    static final Duration BACKLOG_EVERY = Duration.ofSeconds(1);
 
     private final GateDb gdb;
     private final DiscoverySettings settings;
@@ -50,12 +44,8 @@ final class Discovery {
     /** Per key, {@link System#nanoTime()} of this instance's last try of each kind. */
     private final ConcurrentHashMap<String, Long> increaseTried = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, Long> decreaseTried = new ConcurrentHashMap<>();
-    private final ConcurrentHashMap<String, Long> backlogPlaced = new ConcurrentHashMap<>();
-    private final JobStore store;
 
-    Discovery(GateDb gdb, DiscoverySettings settings, Map<String, BucketSettings> configured, Buckets buckets,
-            JobStore store) {
-        this.store = store;
+    Discovery(GateDb gdb, DiscoverySettings settings, Map<String, BucketSettings> configured, Buckets buckets) {
         this.gdb = gdb;
         this.settings = settings;
         this.configured = configured;
@@ -66,89 +56,12 @@ final class Discovery {
     void forget(String key) {
         increaseTried.remove(key);
         decreaseTried.remove(key);
-        backlogPlaced.remove(key);
     }
 
     /** @return whether the key's calls pass a discovered pace now (as this instance knows) */
     static boolean inForce(KeyState ks, Instant now) {
         KeyState.Learned l = ks.learned;
         return l != null && l.discovered() && l.until().isAfter(now);
-    }
-
-    /**
-     * A permit of a discovered pace: one free now (or held), else one booked at most
-     * {@link DiscoverySettings#horizon()} ahead, else a wait without a permit at the job's place in
-     * the pace's waiting line (at most {@link #MAX_WAIT}), so that a changed rate applies within the
-     * horizon rather than after a backlog booked at the old one.
-     *
-     * @return as {@link Buckets#permit}
-     */
-    Admission permit(KeyState ks, BucketSettings b, long tokens, Instant now, ProviderRun run, boolean forJob) {
-        // a slot fits the horizon when the bucket's arrival time (slot + (capacity - 1) / rate) does
-        Instant bookBy = now.plus(settings.horizon())
-                .minusNanos((long) ((b.requestCapacity() - 1) / b.requestRate() * 1e9));
-        Admission a = buckets.permit(ks, b, tokens, now, run, forJob, bookBy);
-        if (!forJob || !(a instanceof Admission.Wait w) || w.permitAt() != null) {
-            return a;
-        }
-        Instant place = gdb.inline("placing a job in the waiting line of " + ks.key, c -> {
-            try (PreparedStatement ps = c.prepareStatement(StateSql.DISCOVERY_WAITLIST)) {
-                Db.bind(ps, ks.key, ts(now), seconds(settings.horizon()), seconds(settings.every()));
-                try (ResultSet rs = ps.executeQuery()) {
-                    return rs.next() ? instant(rs, "discovery_waitlist") : null;
-                }
-            }
-        });
-        long max = MAX_WAIT.toNanos();
-        if (place == null || Duration.between(now, place).toNanos() > max) {
-            place = now.plusNanos(max / 2 + ThreadLocalRandom.current().nextLong(max / 2));
-        }
-        return new Admission.Wait(place, WAITLIST_REASON, "no permit of " + ks.key + "'s discovered pace ("
-                + Buckets.trim(Math.round(b.requestsPerMinute() * 100) / 100.0) + " requests/min) within "
-                + settings.horizon().toMillis() + " ms; waits its turn without one", null);
-    }
-
-    /**
-     * A key's due, unpicked jobs placed in its discovered pace's line in one statement (at most
-     * once per {@link #BACKLOG_EVERY} per key in this instance), so that a backlog is not picked
-     * and placed one job at a time. Never throws.
-     *
-     * @return jobs placed per type
-     */
-    Map<String, Integer> waitlistBacklog(String key, List<ProviderGate.BacklogType> types, Instant now) {
-        if (!tryOnce(backlogPlaced, key, BACKLOG_EVERY)) {
-            return Map.of();
-        }
-        List<String> names = new ArrayList<>();
-        List<Integer> caps = new ArrayList<>();
-        for (ProviderGate.BacklogType bt : types) {
-            if (bt.maxDeferral().compareTo(MAX_WAIT) >= 0) {
-                names.add(bt.name());
-                caps.add(bt.maxReschedules());
-            }
-        }
-        if (names.isEmpty()) {
-            return Map.of();
-        }
-        try {
-            gdb.countInline();
-            Instant[] last = {null};
-            Map<String, Integer> placed = store.waitlistBacklog(key, now, seconds(settings.every()),
-                    seconds(settings.horizon()), seconds(MAX_WAIT), Buckets.BACKLOG_BATCH, names, caps, last);
-            if (last[0] != null) {
-                gdb.inline("moving the end of the waiting line of " + key, c -> {
-                    try (PreparedStatement ps = c.prepareStatement(StateSql.DISCOVERY_WAITLIST_TO)) {
-                        Db.bind(ps, ts(last[0]), key);
-                        return ps.executeUpdate();
-                    }
-                });
-            }
-            return placed;
-        } catch (RuntimeException e) {
-            LOG.warn("Layover: could not place the backlog of {} in its discovered pace's line (its jobs ask one by one): {}",
-                    key, e.toString());
-            return Map.of();
-        }
     }
 
     /**
@@ -215,8 +128,7 @@ final class Discovery {
         }
         double before = ks.learned.bucket().requestsPerMinute();
         Double rpm = write(ks, "increasing the discovered pace of ", StateSql.DISCOVERY_INCREASE, ks.key, ts(now),
-                seconds(settings.every()), settings.increase(), PROBE, MARGIN, seconds(settings.keepFor()),
-                seconds(settings.horizon()));
+                seconds(settings.every()), settings.increase(), PROBE, MARGIN, seconds(settings.keepFor()));
         if (rpm != null && LOG.isDebugEnabled()) {
             LOG.debug("Discovered pace of {} increased: {} → {} requests/s", ks.key, perSecond(before), perSecond(rpm));
         }

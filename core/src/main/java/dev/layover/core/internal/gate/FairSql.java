@@ -1,36 +1,12 @@
 package dev.layover.core.internal.gate;
 
 /**
- * The SQL of {@link Fairness}: {@code layover.fair_round_limit} (a round of a key's fair
- * queue) and the configured weights ({@code layover.fairness_weights}).
+ * The SQL of {@link Fairness}: the fairness weights ({@code layover.fairness_weights}), configured
+ * at start and set by operators.
  */
 final class FairSql {
 
     private FairSql() {}
-
-    /**
-     * One round of a key's fair queue ({@code layover.fair_round_limit}: the fair queueing round for a
-     * bucket of any dimensions, the jobs' token estimates as their costs, or for a concurrency
-     * limit, its free slots as the permits: spends the caller's held permit, tags new waiting jobs,
-     * books the next permits in tag order). Parameters: key, now, mode ({@code bucket} or
-     * {@code slots}), request rate (/s) and capacity, combined, input and output token rates (/s)
-     * and capacities (0: not limited), slots, dead-worker limit (s), the limit's rate in cost
-     * units a second (estimates), horizon (s), low-priority share, max jobs to tag, the caller's
-     * task name, id and version (nulls: a pump round), permit grace (s). Returns carried, slot,
-     * estimate, booked, tagged, waiting and the key's token shares (all null: the key has no row
-     * of that limit).
-     *
-     * <p>The round commits asynchronously ({@code synchronous_commit = off} for its transaction
-     * alone), as a bucket take does ({@link StateSql#TAKE_PERMITS}): every round of a key holds the
-     * key's limit row until commit, so synchronous rounds queue behind one WAL flush each (seen:
-     * a concurrency limit's rounds waiting in {@code WALSync} on a loaded machine, 0.44-0.66 R). What
-     * a crash or a failover can lose is the last few hundred milliseconds of rounds: their calls
-     * and bookings are made again by the next round (the jobs wait in the line as before them).
-     */
-    static final String ROUND = """
-            SELECT carried, slot, estimate, booked, tagged, waiting, token_share, input_share, output_share
-            FROM layover.fair_round_limit(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?),
-                 (SELECT set_config('synchronous_commit', 'off', true) AS async_commit) a""";
 
     /**
      * A configured weight, written by a worker at start: replaces a configured row, never an

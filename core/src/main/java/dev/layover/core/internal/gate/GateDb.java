@@ -26,9 +26,21 @@ final class GateDb {
     private final AtomicLong inlineStatements = new AtomicLong();
     private final AtomicLong backgroundStatements = new AtomicLong();
 
-    GateDb(Db db, String workerName) {
+    /** Whether this instance's clock is the database's: bucket writes then read {@code clock_timestamp()}. */
+    private final boolean databaseClock;
+
+    GateDb(Db db, String workerName, boolean databaseClock) {
         this.db = db;
         this.workerName = workerName;
+        this.databaseClock = databaseClock;
+    }
+
+    /**
+     * The time a bucket write computes with: null (the statement reads the database's own clock)
+     * when this instance runs on it, else the test clock's {@code now}.
+     */
+    OffsetDateTime bucketTime(Instant now) {
+        return databaseClock ? null : ts(now);
     }
 
     <T> T inline(String what, Db.Work<T> work) {

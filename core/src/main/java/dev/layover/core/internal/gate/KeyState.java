@@ -24,7 +24,7 @@ final class KeyState {
     /**
      * A pace learned from a 429 (a row of {@code layover.buckets} with {@code learned_until}).
      *
-     * @param bucket the bucket it amounts to (default burst and lease)
+     * @param bucket the bucket it amounts to (default burst)
      * @param until when it lapses
      * @param discovered whether the fleet discovered it ({@link Discovery}) rather than a 429 stating it
      */
@@ -34,47 +34,7 @@ final class KeyState {
         }
     }
 
-    /** Request and token permits leased from the bucket, spendable until {@link #leaseExpires}. */
-    private double leasedRequests;
-    private double leasedTokens;
-    private long leaseExpires;
-
     KeyState(String key) {
         this.key = key;
-    }
-
-    /** Spends leased permits if there are enough; never touches the database. */
-    synchronized boolean takeLeased(boolean limitsRequests, boolean limitsTokens, long tokens, long nowNanos) {
-        if (nowNanos - leaseExpires > 0) {
-            leasedRequests = 0;
-            leasedTokens = 0;
-            return false;
-        }
-        if ((limitsRequests && leasedRequests < 1) || (limitsTokens && leasedTokens < tokens)) {
-            return false;
-        }
-        if (limitsRequests) {
-            leasedRequests -= 1;
-        }
-        if (limitsTokens) {
-            leasedTokens -= tokens;
-        }
-        return true;
-    }
-
-    /** @return the request permits leased and spendable now */
-    synchronized double leasedRequests(long nowNanos) {
-        return nowNanos - leaseExpires > 0 ? 0 : leasedRequests;
-    }
-
-    /** Adds permits taken beyond the current need, spendable for {@code ttlNanos}. */
-    synchronized void lease(double requests, double tokens, long nowNanos, long ttlNanos) {
-        if (nowNanos - leaseExpires > 0) {
-            leasedRequests = 0;
-            leasedTokens = 0;
-        }
-        leasedRequests += Math.max(0, requests);
-        leasedTokens += Math.max(0, tokens);
-        leaseExpires = nowNanos + ttlNanos;
     }
 }

@@ -65,6 +65,11 @@ final class Overrides {
         return anyConcurrency;
     }
 
+    /** @return every override this instance applies now, by key */
+    Map<String, LimitOverride> all() {
+        return byKey;
+    }
+
     /** @return a key's override, or null */
     LimitOverride of(String key) {
         Map<String, LimitOverride> m = byKey;

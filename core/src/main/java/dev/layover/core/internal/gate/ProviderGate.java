@@ -3,7 +3,6 @@ package dev.layover.core.internal.gate;
 import static dev.layover.core.internal.gate.GateDb.cut;
 
 import dev.layover.core.spi.Db;
-import dev.layover.core.internal.jobs.JobStore;
 import dev.layover.core.internal.observe.SafeMetrics;
 import dev.layover.core.internal.time.Backoff;
 import dev.layover.core.metrics.LayoverMetrics;
@@ -21,7 +20,6 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
-import dev.layover.core.internal.keys.KeyPatterns;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
@@ -29,16 +27,18 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The fleet-wide provider state as one Layover instance sees it: decides before each call whether
- * a provider key may be called (cooldown, breaker, bucket), and records what each call taught
- * (cooldowns, breaker successes and failures, a learned pace). A facade over its parts, each with
- * one job: {@link StateCache} (what is known of each key and how it stays fresh), {@link Breakers},
- * {@link Cooldowns}, {@link Paces}, {@link Discovery}, {@link Buckets} and {@link BreakerEvents}.
+ * The fleet-wide provider state as one Layover instance sees it. A job's own key admits it at the
+ * pick ({@code layover.pick}); the gate checks, from memory, that nothing this worker learnt since
+ * forbids the call ({@link #stillAdmits}), admits the calls a handler makes to other keys (a
+ * fallback chain's endpoints, a key pool's keys: {@link #admitEndpoint}), and records what each
+ * call taught (cooldowns, breaker successes and failures, learned and discovered paces). A facade
+ * over its parts, each with one job: {@link StateCache} (what is known of each key and how it stays
+ * fresh), {@link Breakers}, {@link Cooldowns}, {@link Paces}, {@link Discovery}, {@link Buckets},
+ * {@link Fairness} (weights) and {@link BreakerEvents}.
  *
- * <p>Hot path: a job whose key is neither throttled nor failing costs no extra round trip; a
- * bucket costs one round trip per lease of permits. If the state cannot be read or claimed, the
- * call is not made (fail closed) and the job waits {@link #FAIL_CLOSED_DELAY} without spending an
- * attempt.
+ * <p>Hot path: a job whose key is neither throttled nor failing costs no round trip here. If the
+ * state cannot be read, an endpoint's call is not made (fail closed) and the job waits
+ * {@link #FAIL_CLOSED_DELAY} without spending an attempt.
  */
 public final class ProviderGate {
 
@@ -55,22 +55,19 @@ public final class ProviderGate {
      * @param breakers the breaker settings of every key without its own
      * @param perKeyBreakers breaker settings of single keys
      * @param cooldowns cooldown settings
-     * @param buckets the buckets, by key
+     * @param buckets the buckets, by key or {@code prefix*} pattern
      * @param listeners breaker listeners
-     * @param permitGrace how late a job may come back for the bucket permit it holds (it is picked
-     *     up to a poll interval after its run time) before the permit lapses
      * @param notifications whether to hear other JVMs' changes at once ({@code LISTEN}); without,
      *     the one-second refresh sees them
      */
     public record Config(BreakerSettings breakers, Map<String, BreakerSettings> perKeyBreakers,
             CooldownSettings cooldowns, Map<String, BucketSettings> buckets, List<BreakerListener> listeners,
-            Duration permitGrace, boolean notifications) {
+            boolean notifications) {
 
         /** Copies the maps. */
         public Config {
             Objects.requireNonNull(breakers, "breakers");
             Objects.requireNonNull(cooldowns, "cooldowns");
-            Objects.requireNonNull(permitGrace, "permitGrace");
             perKeyBreakers = Map.copyOf(perKeyBreakers);
             buckets = Map.copyOf(buckets);
             listeners = List.copyOf(listeners);
@@ -84,46 +81,17 @@ public final class ProviderGate {
          * @param cooldowns cooldown settings
          * @param buckets the buckets, by key
          * @param listeners breaker listeners
-         * @param permitGrace how late a job may come back for the bucket permit it holds
-         */
-        public Config(BreakerSettings breakers, Map<String, BreakerSettings> perKeyBreakers, CooldownSettings cooldowns,
-                Map<String, BucketSettings> buckets, List<BreakerListener> listeners, Duration permitGrace) {
-            this(breakers, perKeyBreakers, cooldowns, buckets, listeners, permitGrace, true);
-        }
-
-        /**
-         * Settings with the default permit grace ({@value #DEFAULT_PERMIT_GRACE_SECONDS} s).
-         *
-         * @param breakers the breaker settings of every key without its own
-         * @param perKeyBreakers breaker settings of single keys
-         * @param cooldowns cooldown settings
-         * @param buckets the buckets, by key
-         * @param listeners breaker listeners
          */
         public Config(BreakerSettings breakers, Map<String, BreakerSettings> perKeyBreakers, CooldownSettings cooldowns,
                 Map<String, BucketSettings> buckets, List<BreakerListener> listeners) {
-            this(breakers, perKeyBreakers, cooldowns, buckets, listeners, Duration.ofSeconds(DEFAULT_PERMIT_GRACE_SECONDS));
+            this(breakers, perKeyBreakers, cooldowns, buckets, listeners, true);
         }
-
-        /** The default {@code permitGrace}, in seconds. */
-        public static final int DEFAULT_PERMIT_GRACE_SECONDS = 2;
 
         /** @return defaults everywhere, no buckets, no listeners */
         public static Config defaults() {
             return new Config(BreakerSettings.defaults(), Map.of(), CooldownSettings.defaults(), Map.of(), List.of());
         }
     }
-
-    /**
-     * A job type whose due jobs {@link #reserveBacklog} may reserve permits for.
-     *
-     * @param name the job type
-     * @param maxReschedules its reschedule cap (a reserved job is rescheduled once more)
-     * @param maxDeferral how far ahead it may be rescheduled
-     * @param countsTokens whether it has a token estimate (such jobs are reserved one by one when
-     *     the bucket limits tokens)
-     */
-    public record BacklogType(String name, int maxReschedules, Duration maxDeferral, boolean countsTokens) {}
 
     private final Config config;
     private final Clock clock;
@@ -165,20 +133,20 @@ public final class ProviderGate {
         this.config = config;
         this.clock = clock;
         this.metrics = metrics == null ? LayoverMetrics.none() : metrics;
-        this.gdb = new GateDb(db, workerName);
+        this.gdb = new GateDb(db, workerName, clock instanceof dev.layover.core.internal.db.DatabaseClock);
         this.events = new BreakerEvents(config.listeners(), this.metrics, workerName);
         Map<String, BreakerSettings> perKey = config.perKeyBreakers();
         this.cache = new StateCache(gdb, clock, events, key -> perKey.getOrDefault(key, config.breakers()).window(),
                 config.notifications());
         this.breakers = new Breakers(gdb, cache, events, config.breakers(), perKey);
-        this.cooldowns = new Cooldowns(gdb, cache, config.cooldowns());
+        this.cooldowns = new Cooldowns(gdb, cache, config.cooldowns(),
+                key -> perKey.getOrDefault(key, config.breakers()).window());
         this.overrides = new Overrides(gdb);
         this.paces = new Paces(gdb, cache, config.cooldowns(), config.buckets(), overrides);
-        JobStore store = new JobStore(db);
-        TokenLedger ledger = new TokenLedger(gdb, config.permitGrace(), this.metrics);
-        this.fairness = new Fairness(gdb, config.permitGrace(), ledger);
-        this.buckets = new Buckets(gdb, store, config.permitGrace(), ledger, fairness);
-        this.discovery = new Discovery(gdb, config.cooldowns().discovery(), config.buckets(), buckets, store);
+        TokenLedger ledger = new TokenLedger(gdb, this.metrics);
+        this.fairness = new Fairness(gdb);
+        this.buckets = new Buckets(gdb, ledger);
+        this.discovery = new Discovery(gdb, config.cooldowns().discovery(), config.buckets(), buckets);
         cache.onForget(cooldowns::forget);
         cache.onRefresh(overrides::refresh);
         cache.onForget(discovery::forget);
@@ -192,21 +160,11 @@ public final class ProviderGate {
             return;
         }
         for (Map.Entry<String, BucketSettings> e : config.buckets().entrySet()) {
-            if (KeyPatterns.isPattern(e.getKey())) {
-                continue; // a pattern's key gets its row when a worker first takes a permit of it
-            }
+            // a pattern's row is copied to each key matching it when a pick or a take first meets the key
             buckets.configure(e.getKey(), e.getValue());
         }
+        fairness.start();
         cache.start();
-        fairness.start(key -> paces.bucketOf(cache.keyState(key), cache.now()), cache::now, this::held);
-    }
-
-    /** Whether a key's calls are held now by its cached state: a cooldown in force, or a breaker not closed. */
-    private boolean held(String key) {
-        Snapshot s = cache.keyState(key).snapshot;
-        Instant now = cache.now();
-        return s != null && ((s.cooldownUntil() != null && s.cooldownUntil().isAfter(now))
-                || (s.state() != null && s.state() != dev.layover.core.provider.state.BreakerState.CLOSED));
     }
 
     /**
@@ -223,7 +181,6 @@ public final class ProviderGate {
         if (!cache.running()) {
             return;
         }
-        fairness.stop();
         cache.stop();
         events.close();
     }
@@ -283,67 +240,135 @@ public final class ProviderGate {
      * @param estimate a call's estimate
      * @return why the key's bucket can never admit it (the numbers), or null when it can
      */
-    String tooLarge(String key, TokenEstimate estimate) {
+    public String tooLarge(String key, TokenEstimate estimate) {
         BucketSettings b = key == null ? null : paces.bucketOf(cache.keyState(key), cache.now());
         return b == null ? null : TokenLedger.tooLarge(key, b, estimate);
     }
 
     /**
-     * Decides whether the job may call its provider key now. Never throws: a database error
-     * while reading or claiming the state gives a {@link Admission.Wait} (fail closed), logged.
+     * Whether a job its pick admitted may still call: what this worker learnt of its key since,
+     * from memory (no statement): a cooldown begun (wait; the job is given back to its key's
+     * queue, no attempt spent) or a breaker opened (refuse: parked {@code breaker_open}). The
+     * breaker's own trial goes. Never throws.
      *
      * @param run the job's run
-     * @return go (maybe as the breaker's trial), wait, or refuse (breaker open)
+     * @return go, wait or refuse
      */
-    public Admission admit(ProviderRun run) {
+    public Admission stillAdmits(ProviderRun run) {
         String key = run.providerKey();
-        return key == null ? GO : admit(key, run.tokens(), run, true, true);
+        if (key == null || run.trialToken() != null) {
+            return GO;
+        }
+        KeyState ks = cache.known(key);
+        Snapshot s = ks == null ? null : ks.snapshot;
+        if (s == null) {
+            cache.keyState(key); // met: the refresh keeps it fresh from now on
+            return GO;
+        }
+        Instant now = cache.now();
+        if (s.cooldownUntil() != null && s.cooldownUntil().isAfter(now)) {
+            return new Admission.Wait(s.cooldownUntil(), "cooldown", cut(key + " began to cool down after this job was "
+                    + "picked, until " + s.cooldownUntil() + " (" + s.cooldownReason() + ")"));
+        }
+        if (s.state() == BreakerState.OPEN && (s.openUntil() == null || s.openUntil().isAfter(now))) {
+            return refuse(key, s);
+        }
+        cache.keyState(key);
+        return GO;
     }
 
     /**
-     * Decides whether a fallback endpoint may be called now. Like {@link #admit(ProviderRun)},
-     * except that a bucket without a free permit reserves nothing (the chain moves on) and waits
-     * carry no jitter.
+     * Decides whether a call a handler makes to a key its pick did not admit for may go now (a
+     * fallback chain's endpoint, a key pool's key): breaker, cooldown and the half-open trial from
+     * the cached state, then the key's bucket, if it has one, in one statement ({@link
+     * Buckets#take}: taken whole or not at all). Never throws: a database error gives a wait (fail
+     * closed), logged.
      *
      * @param key the endpoint's key
-     * @param tokens the call's token estimate
-     * @return go, wait (skip) or refuse (skip)
+     * @param estimate the call's token estimate, or null
+     * @param run the run whose reservation it becomes (settled after the call), or null
+     * @return go (maybe as the breaker's trial), wait, refuse or too large
+     */
+    public Admission admitEndpoint(String key, TokenEstimate estimate, ProviderRun run) {
+        Instant now = cache.now();
+        KeyState ks = cache.keyState(key);
+        Snapshot s;
+        try {
+            s = cache.fresh(ks);
+        } catch (RuntimeException e) {
+            return failClosed(key, "read", e, now);
+        }
+        Admission a;
+        try {
+            a = breakerAndCooldown(ks, s, now);
+        } catch (RuntimeException e) {
+            return failClosed(key, "claim the breaker trial of", e, now);
+        }
+        if (!(a instanceof Admission.Go)) {
+            return a;
+        }
+        String trial = ((Admission.Go) a).trialToken();
+        BucketSettings bucket = paces.bucketOf(ks, now);
+        if (bucket == null) {
+            return a;
+        }
+        Admission b;
+        try {
+            TokenEstimate e = estimate == null ? TokenEstimate.NONE : estimate;
+            String big = TokenLedger.tooLarge(key, bucket, e);
+            b = big != null ? new Admission.TooLarge(cut(big)) : buckets.take(key, bucket, e, now, run);
+        } catch (RuntimeException e) {
+            b = failClosed(key, "take a permit from the bucket of", e, now);
+        }
+        if (!(b instanceof Admission.Go) && trial != null) {
+            breakers.releaseTrialQuietly(key, trial);
+        }
+        return b instanceof Admission.Go ? a : b;
+    }
+
+    /**
+     * {@link #admitEndpoint(String, TokenEstimate, ProviderRun)} for a call of {@code tokens} combined
+     * tokens whose reservation no run settles.
+     *
+     * @param key the endpoint's key
+     * @param tokens the call's token estimate (0: none)
+     * @return go (maybe as the breaker's trial), wait, refuse or too large
      */
     public Admission admitEndpoint(String key, long tokens) {
-        return admit(key, Math.max(0, tokens), null, false, true);
+        return admitEndpoint(key, tokens > 0 ? TokenEstimate.total(Math.min(tokens, TokenUsage.MAX_COUNT)) : null, null);
     }
 
-    /**
-     * Like {@link #admit(ProviderRun)} without the key's bucket: breaker, cooldown and the
-     * half-open trial only. For a job whose limits (buckets, concurrency) are all claimed at once
-     * by {@link Limits}; a trial claimed here is given back with {@link #giveBackTrial} when they refuse.
-     *
-     * @param run the job's run
-     * @return go (maybe as the breaker's trial), wait, or refuse (breaker open)
-     */
-    public Admission admitState(ProviderRun run) {
-        String key = run.providerKey();
-        return key == null ? GO : admit(key, run.tokens(), run, true, false);
+    /** @return the database's time as this instance knows it: what admissions go by */
+    public Instant now() {
+        return cache.now();
     }
 
-    /**
-     * A job with a fairness key whose provider key has a concurrency limit: its turn at a free slot
-     * in the key's fair queue ({@code docs/fairness.md}). Go: the caller claims the slot with its
-     * other limits; wait: in the queue, holding nothing. Never throws: a database error gives a
-     * wait of 5 s (fail closed), logged.
-     *
-     * @param slots the key's concurrency limit
-     * @param deadAfter how old a slot holder's heartbeat may be before the slot counts as free
-     * @param configure writes the limit's rows when they are missing
-     * @return go or wait; null when the job's row is not in the queue (admit it as a job without a fairness key)
-     */
-    public Admission admitFairSlot(ProviderRun run, int slots, Duration deadAfter, Runnable configure) {
-        Instant now = cache.now();
-        try {
-            return fairness.admitSlot(run.providerKey(), slots, deadAfter, now, run, configure);
-        } catch (RuntimeException e) {
-            return failClosed(run.providerKey(), "take a turn in the fair queue of", e, now);
+    /** Open breaker first (refuse), then cooldown (wait), then the half-open trial (claim or wait). */
+    private Admission breakerAndCooldown(KeyState ks, Snapshot s, Instant now) {
+        String key = ks.key;
+        BreakerState state = s.state();
+        if (state == BreakerState.OPEN && (s.openUntil() == null || s.openUntil().isAfter(now))) {
+            return refuse(key, s);
         }
+        if (s.cooldownUntil() != null && s.cooldownUntil().isAfter(now)) {
+            return new Admission.Wait(s.cooldownUntil(), "cooldown", cut(key + " cools down until " + s.cooldownUntil()
+                    + " (" + s.cooldownReason() + (s.cooldownDetail() == null ? "" : ": " + s.cooldownDetail()) + ")"));
+        }
+        if (state == BreakerState.CLOSED) {
+            return GO;
+        }
+        if (state == BreakerState.HALF_OPEN && s.trialClaimed() && s.trialExpiresAt() != null
+                && s.trialExpiresAt().isAfter(now)) {
+            return Breakers.halfOpenWait(key, s.trialClaimedAt(), now);
+        }
+        return breakers.claimTrial(ks, now);
+    }
+
+    private static Admission.Refuse refuse(String key, Snapshot s) {
+        Instant until = s.openUntil() == null ? Instant.MAX : s.openUntil();
+        return new Admission.Refuse(until, cut("the breaker of " + key + " is open "
+                + (until.equals(Instant.MAX) ? "until closed by an operator" : "until " + until)
+                + (s.breakerReason() == null ? "" : ": " + s.breakerReason())));
     }
 
     /** @return operators' limits at run time ({@code layover.limit_overrides}), as last read */
@@ -351,19 +376,9 @@ public final class ProviderGate {
         return overrides.of(key);
     }
 
-    /** @return whether an operator's override sets a concurrency limit of some key */
-    public boolean anyConcurrencyOverride() {
-        return overrides.anyConcurrency();
-    }
-
-    /** @return a key's concurrency limit with an operator's override applied ({@code configured}: 0 for none) */
-    public int concurrencyOf(String key, int configured) {
-        return overrides.concurrency(key, configured);
-    }
-
-    /** @return a key's bucket with an operator's override applied ({@code configured}: null for none) */
-    public BucketSettings bucketOf(String key, BucketSettings configured) {
-        return overrides.bucket(key, configured);
+    /** @return every operator's limit this instance applies now, by key (in memory) */
+    public Map<String, LimitOverride> limitOverrides() {
+        return overrides.all();
     }
 
     LimitOverride setLimit(String key, LimitOverride limit, String by, String reason) {
@@ -378,145 +393,6 @@ public final class ProviderGate {
         return overrides.read(key);
     }
 
-    /**
-     * Finished jobs of this instance left the job table: a concurrency slot they held is free, so
-     * a fair queue that shares one calls its next job at once ({@code docs/fairness.md}). Never blocks.
-     */
-    public void jobsLeft() {
-        fairness.nudge();
-    }
-
-    /**
-     * Leases ahead the request permits that the jobs of one pick will take, for every key given,
-     * in one statement ({@link Buckets#leaseAhead}): what is free now of each key's bucket, up to
-     * its job count less what this instance has leased already, at most the bucket's
-     * {@code lease}; the jobs' admissions then spend them from memory (unspent ones lapse within
-     * the burst, at most 1 s, as any lease). Only keys this instance has met, whose cached state
-     * (within its staleness bound) has the breaker closed and no cooldown, with a configured or
-     * stated (not discovered) bucket limiting requests alone; others are left to their jobs'
-     * admissions, as is any key when the statement fails. Nothing is booked ahead: a key without a
-     * free permit gets none. Never throws.
-     *
-     * @param jobsPerKey the pick's jobs admitted by their key's bucket alone, by provider key
-     */
-    public void leaseAhead(Map<String, Integer> jobsPerKey) {
-        Instant now = cache.now();
-        buckets.leaseAhead(asks(jobsPerKey, now), now);
-    }
-
-    /**
-     * Takes in one statement ({@link Buckets#takePlaces}) the permits of a pick's jobs picked at
-     * their places in their keys' waiting lines, within the grace of their places: for each key,
-     * as many as fit, as the jobs' own takes would take them one by one. The caller carries them
-     * into the jobs' admissions as permits held since {@code now} (spent within the grace, as a
-     * permit booked for the job's run time). Only keys {@link #leaseAhead} would lease for; the
-     * jobs of other keys, and those beyond what fits, take their own as they run. Never throws.
-     *
-     * @param jobsPerKey the pick's jobs at their places, by provider key
-     * @param now the database's time as this instance knows it ({@link #now})
-     * @return the permits taken, by key
-     */
-    public Map<String, Integer> takePlaces(Map<String, Integer> jobsPerKey, Instant now) {
-        return buckets.takePlaces(asks(jobsPerKey, now), now);
-    }
-
-    /** @return the database's time as this instance knows it: what admissions go by */
-    public Instant now() {
-        return cache.now();
-    }
-
-    /**
-     * @return the asks of the keys whose permits may be taken ahead of their jobs' admissions:
-     *     keys this instance has met, whose cached state has the breaker closed and no cooldown,
-     *     with a configured or stated (not discovered) bucket
-     */
-    private List<Buckets.Ask> asks(Map<String, Integer> jobsPerKey, Instant now) {
-        List<Buckets.Ask> asks = new java.util.ArrayList<>();
-        jobsPerKey.forEach((key, n) -> {
-            KeyState ks = cache.known(key);
-            Snapshot s = ks == null ? null : cache.cached(ks);
-            if (s == null || s.state() != BreakerState.CLOSED || (s.cooldownUntil() != null && s.cooldownUntil().isAfter(now))) {
-                return;
-            }
-            BucketSettings b = paces.bucketOf(ks, now);
-            if (b != null && !paces.isDiscovered(ks, b)) {
-                asks.add(new Buckets.Ask(ks, b, n));
-            }
-        });
-        return asks;
-    }
-
-    private Admission admit(String key, long tokens, ProviderRun run, boolean forJob, boolean withBucket) {
-        Instant now = cache.now();
-        KeyState ks = cache.keyState(key);
-        Snapshot s;
-        try {
-            s = cache.fresh(ks);
-        } catch (RuntimeException e) {
-            return failClosed(key, "read", e, now);
-        }
-        Admission a;
-        try {
-            a = breakerAndCooldown(ks, s, now, forJob);
-        } catch (RuntimeException e) {
-            return failClosed(key, "claim the breaker trial of", e, now);
-        }
-        if (!(a instanceof Admission.Go)) {
-            return a;
-        }
-        String trial = ((Admission.Go) a).trialToken();
-        BucketSettings bucket = withBucket ? paces.bucketOf(ks, now) : null;
-        if (bucket != null) {
-            Admission b;
-            try {
-                b = paces.isDiscovered(ks, bucket) ? discovery.permit(ks, bucket, tokens, now, run, forJob)
-                        : buckets.permit(ks, bucket, tokens, now, run, forJob);
-                if (b == null) {
-                    ks.learned = null; // an operator deleted the learned pace: forget it here too
-                    b = GO;
-                }
-            } catch (RuntimeException e) {
-                b = failClosed(key, "take a permit from the bucket of", e, now);
-            }
-            if (!(b instanceof Admission.Go)) {
-                if (trial != null) {
-                    breakers.releaseTrialQuietly(key, trial);
-                }
-                return b;
-            }
-        }
-        if (trial != null && run != null) {
-            run.trialToken(trial);
-        }
-        return a;
-    }
-
-    /** Open breaker first (park), then cooldown (wait), then the half-open trial (claim or wait). */
-    private Admission breakerAndCooldown(KeyState ks, Snapshot s, Instant now, boolean forJob) {
-        String key = ks.key;
-        BreakerState state = s.state();
-        if (state == BreakerState.OPEN && (s.openUntil() == null || s.openUntil().isAfter(now))) {
-            Instant until = s.openUntil() == null ? Instant.MAX : s.openUntil();
-            return new Admission.Refuse(until, cut("the breaker of " + key + " is open "
-                    + (until.equals(Instant.MAX) ? "until closed by an operator" : "until " + until)
-                    + (s.breakerReason() == null ? "" : ": " + s.breakerReason())));
-        }
-        if (s.cooldownUntil() != null && s.cooldownUntil().isAfter(now)) {
-            Duration left = Duration.between(now, s.cooldownUntil());
-            Instant runAt = forJob ? s.cooldownUntil().plus(Backoff.rescheduleJitter(left)) : s.cooldownUntil();
-            return new Admission.Wait(runAt, "cooldown", cut(key + " cools down until " + s.cooldownUntil() + " ("
-                    + s.cooldownReason() + (s.cooldownDetail() == null ? "" : ": " + s.cooldownDetail()) + ")"), null);
-        }
-        if (state == BreakerState.CLOSED) {
-            return GO;
-        }
-        if (state == BreakerState.HALF_OPEN && s.trialClaimed() && s.trialExpiresAt() != null
-                && s.trialExpiresAt().isAfter(now)) {
-            return Breakers.halfOpenWait(key, s.trialClaimedAt(), now);
-        }
-        return breakers.claimTrial(ks, now);
-    }
-
     private Admission failClosed(String key, String what, RuntimeException e, Instant now) {
         String msg = "cannot " + what + " the provider state of " + key + ": " + e.getMessage();
         long t = System.nanoTime();
@@ -529,7 +405,7 @@ public final class ProviderGate {
                     msg, FAIL_CLOSED_DELAY.toSeconds());
         }
         return new Admission.Wait(now.plus(FAIL_CLOSED_DELAY).plus(Backoff.rescheduleJitter(FAIL_CLOSED_DELAY)),
-                "provider_state_unavailable", cut(msg), null);
+                "provider_state_unavailable", cut(msg));
     }
 
     // ---- after a call -----------------------------------------------------------------------
@@ -551,6 +427,13 @@ public final class ProviderGate {
         }
         Instant now = cache.now();
         KeyState ks = cache.keyState(key);
+        if (ks.snapshot == null) {
+            try {
+                cache.fresh(ks); // this instance's first call of the key: the read creates its breaker row to count on
+            } catch (RuntimeException e) {
+                LOG.warn("Layover: could not read the provider state of {}: {}", key, e.getMessage());
+            }
+        }
         String tag = SafeMetrics.callTag(outcome);
         if (tag != null) {
             metrics.providerCall(key, tag);
@@ -615,7 +498,7 @@ public final class ProviderGate {
     }
 
     /**
-     * Gives back a half-open breaker's trial claimed by {@link #admitState} for a call that is not
+     * Gives back a half-open breaker's trial claimed by the pick or {@link #admitEndpoint} for a call that is not
      * made after all (another limit of the job refused it). Never throws; the claim expires by
      * itself if this fails.
      *
@@ -627,49 +510,8 @@ public final class ProviderGate {
     }
 
     /**
-     * Called after a job of {@code key} was told to wait for a bucket permit far ahead: the key has
-     * a backlog, and its due, unpicked jobs are given their permits together ({@link Buckets#reserveBacklog}).
-     *
-     * @param key the provider key
-     * @param types the job types whose jobs may be reserved
-     * @return how many jobs of each type were reserved (empty when none)
-     */
-    public Map<String, Integer> reserveBacklog(String key, List<BacklogType> types) {
-        if (key == null || !cache.running()) {
-            return Map.of();
-        }
-        Instant now = cache.now();
-        KeyState ks = cache.keyState(key);
-        BucketSettings b = paces.bucketOf(ks, now);
-        if (paces.isDiscovered(ks, b)) {
-            // no permits booked far ahead at today's rate (they would outlive its next change): places in the line
-            return discovery.waitlistBacklog(key, types, now);
-        }
-        return buckets.reserveBacklog(key, b, types, now);
-    }
-
-    /**
-     * Called after a job of {@code key} booked a permit a place in the key's waiting line stood for
-     * ({@link Admission.Wait#aheadOfLine()}): the line's jobs whose places' permits are gone move to
-     * its end ({@link Buckets#realignLine}). Nothing for a discovered pace (its line is its own).
-     *
-     * @param key the provider key
-     * @param types the job types whose jobs may be moved
-     * @return how many jobs of each type were moved (empty when none)
-     */
-    public Map<String, Integer> realignLine(String key, List<BacklogType> types) {
-        if (key == null || !cache.running()) {
-            return Map.of();
-        }
-        Instant now = cache.now();
-        KeyState ks = cache.keyState(key);
-        BucketSettings b = paces.bucketOf(ks, now);
-        return paces.isDiscovered(ks, b) ? Map.of() : buckets.realignLine(key, b, types, now);
-    }
-
-    /**
-     * The pace learned for a key and in force now, for {@link Limits}; null when none (or when the
-     * key has a configured bucket).
+     * The pace learned for a key and in force now (stated by a 429 or discovered); null when none
+     * (or when the key has a configured bucket).
      *
      * @param key the provider key
      * @return the learned bucket, or null

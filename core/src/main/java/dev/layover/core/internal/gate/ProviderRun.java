@@ -35,10 +35,8 @@ public final class ProviderRun implements ProviderCalls {
     private final int attempt;
     private final List<FallbackStep> trail = new ArrayList<>();
     private volatile String trialToken;
-    private volatile boolean permitCarried;
-    private volatile String fairnessKey;
-    private volatile Duration joinsLineWithin;
-    private volatile Instant pickedPermit;
+    /** Whether the permit its pick took for the job's own key is still to be spent by a call of that key. */
+    private volatile boolean ownPermit = true;
     // the token ledger of this run (TokenLedger): its estimate, the reservations it took, the usage its call reported
     private TokenEstimate estimate;
     private boolean estimated;
@@ -59,73 +57,31 @@ public final class ProviderRun implements ProviderCalls {
     }
 
     /**
-     * The job's fairness key ({@code JobType.Builder#fairnessKey}): its permit comes from its
-     * key's fair queue ({@link Fairness}) when the key's bucket has none free now.
+     * What the job's pick admitted it with: the breaker trial it claimed for the job's key, and the
+     * tokens it reserved from the key's bucket ({@code reserved} per dimension at the key's token
+     * {@code rates}), settled after the call.
      *
-     * @param key the key, or null for none
+     * @param trial the trial's claim, or null
+     * @param reserved tokens reserved per dimension (combined, input, output), or null
+     * @param rates the key's token rates per second at the pick, or null
      * @return this run
      */
-    public ProviderRun fairnessKey(String key) {
-        this.fairnessKey = key;
-        return this;
-    }
-
-    /** @return the job's fairness key, or null */
-    public String fairnessKey() {
-        return fairnessKey;
-    }
-
-    /**
-     * How far ahead the job may take a place at the end of its key's waiting line when it is told
-     * to wait for the key's bucket (its {@code maxDeferral}); null (the default): it never does,
-     * and books the next permit as before. A job with a deadline never does either (the take reads
-     * it from the job's row).
-     *
-     * @param within the longest wait a place may mean, or null
-     * @return this run
-     */
-    public ProviderRun joinsLineWithin(Duration within) {
-        this.joinsLineWithin = within;
-        return this;
-    }
-
-    /**
-     * The bucket permit the job's row held when it was picked ({@code permit_at}, with
-     * {@code execution_time} at it), read from the pick's own row: the take that would read it
-     * again ({@code layover.holds_permit}) is left out, and the permit is carried from memory
-     * under the same rule (within the gate's grace of now, once per run).
-     *
-     * @param permitAt the held permit, or null
-     * @return this run
-     */
-    public ProviderRun pickedPermit(Instant permitAt) {
-        this.pickedPermit = permitAt;
-        return this;
-    }
-
-    /**
-     * Carries the permit the job held at its pick when it is within {@code grace} of {@code now}
-     * and no take of this run carried it yet.
-     *
-     * @return whether it was carried
-     */
-    boolean carryPickedPermit(Instant now, Duration grace) {
-        Instant at = pickedPermit;
-        if (at == null || permitCarried || at.isBefore(now.minus(grace))) {
-            return false;
+    public ProviderRun admitted(String trial, double[] reserved, double[] rates) {
+        this.trialToken = trial;
+        if (reserved != null && rates != null && providerKey != null) {
+            reserved(TokenLedger.reservation(providerKey, rates, reserved, estimate()));
         }
-        permitCarried = true;
-        return true;
-    }
-
-    /** @return how far ahead the job may take a place at its line's end, or null: never */
-    Duration joinsLineWithin() {
-        return joinsLineWithin;
+        return this;
     }
 
     @Override
     public Permission ask(String providerKey, long tokens) {
-        Admission a = gate.admitEndpoint(Objects.requireNonNull(providerKey, "providerKey"), tokens);
+        Objects.requireNonNull(providerKey, "providerKey");
+        if (providerKey.equals(this.providerKey) && ownPermit) {
+            ownPermit = false; // the job's own key admitted this call at its pick
+            return new Permission.Granted(trialToken);
+        }
+        Admission a = gate.admitEndpoint(providerKey, tokens > 0 ? TokenEstimate.total(tokens) : null, this);
         if (a instanceof Admission.Wait w) {
             return new Permission.Wait(w.runAt(), w.reason(), w.detail());
         }
@@ -170,20 +126,6 @@ public final class ProviderRun implements ProviderCalls {
 
     String taskName() {
         return taskName;
-    }
-
-    /**
-     * The job's task name for a take that may carry the permit the job holds
-     * ({@code layover.holds_permit}), or null once a take of this run carried it: the held permit
-     * is not cleared from the row when spent, so this run's next take pays as any call does.
-     */
-    String heldPermitTask() {
-        return permitCarried ? null : taskName;
-    }
-
-    /** A take of this run carried the permit the job held. */
-    void permitCarried() {
-        permitCarried = true;
     }
 
     String jobId() {

@@ -5,11 +5,10 @@ package dev.layover.core.internal.gate;
  * {@code UPDATE} (or upsert): the condition that allows the change is in its {@code WHERE}, and
  * Postgres re-checks it against the newest row version when two writers meet, so there is no
  * read-then-write race. {@code SET} expressions see the row as it was, which is how a statement
- * reports the state it changed from ({@code previous_state}) and what a reservation took
- * ({@code last_slot}, {@code last_granted_*}).
+ * reports the state it changed from ({@code previous_state}).
  *
  * <p>Times come from the caller's clock (as for every job run time), passed as {@code p.now}. The
- * rate bucket arithmetic is {@code layover.gcra_*} functions.
+ * rate bucket arithmetic is the schema's {@code layover.gcra_*} functions.
  */
 final class StateSql {
 
@@ -38,7 +37,7 @@ final class StateSql {
      * The background refresh of the keys in use, at a cost that follows what is not plain rather
      * than how many keys there are: only keys whose breaker is not closed, whose cooldown is in
      * force or whose learned pace is in force come back (a few rows out of 10,000 tenant keys,
-     * found through the partial indexes {@code breakers_state_idx} and {@code buckets_learned_idx}); every other key in use is closed, cooling
+     * found through V2's and V24's partial indexes); every other key in use is closed, cooling
      * down never and paced only by its configured bucket, as read now. A breaker row that went
      * missing is found when a failure cannot be counted on it ({@link StateCache#breakerRowMissing}).
      * Parameter: the keys (text[], distinct).
@@ -83,11 +82,18 @@ final class StateSql {
 
     /**
      * Successes counted locally since the last flush, for many keys: only a closed breaker counts
-     * them (a new window starts when the old one ran out). Parameters: now, keys, counts, windows
-     * in seconds.
+     * them (a new window starts when the old one ran out); and a key whose cooldown has ended has
+     * its strikes reset to 0, so that its next cooldown is a first strike again (successes in between: the strikes were a burst, not a
+     * trend). Parameters: now, keys, counts, windows in seconds.
      */
     static final String ADD_SUCCESSES = """
-            WITH p AS (SELECT ?::timestamptz AS now)
+            WITH p AS (SELECT ?::timestamptz AS now),
+            d AS (SELECT * FROM unnest(?::text[], ?::int[], ?::float8[]) AS d(key, ok, win)),
+            calm AS (
+                UPDATE layover.cooldowns c SET strikes = 0
+                FROM p, d
+                WHERE c.provider_key = d.key AND d.ok > 0 AND c.until <= p.now AND c.strikes > 0
+            )
             UPDATE layover.breakers b
             SET calls = CASE WHEN b.window_started_at <= p.now - make_interval(secs => d.win) THEN d.ok
                              ELSE b.calls + d.ok END,
@@ -95,7 +101,7 @@ final class StateSql {
                                 ELSE b.failures END,
                 window_started_at = CASE WHEN b.window_started_at <= p.now - make_interval(secs => d.win) THEN p.now
                                          ELSE b.window_started_at END
-            FROM p, unnest(?::text[], ?::int[], ?::float8[]) AS d(key, ok, win)
+            FROM p, d
             WHERE b.provider_key = d.key AND b.state = 'closed'""";
 
     /**
@@ -232,21 +238,32 @@ final class StateSql {
      * Moves a cooldown forward (never back). Without an absolute end or a wait, the wait
      * escalates with the strikes: a cooldown starting while one is active keeps the strikes (the
      * in-flight calls of one burst count once), one starting within the strike memory after the
-     * last ended adds a strike, a later one starts over. Returns the resulting {@code until}.
+     * last ended adds a strike, a later one starts over (and a success after a cooldown ended resets
+     * the strikes: {@link #ADD_SUCCESSES}). A gated cooldown (an overload that stated no wait) is
+     * written only when the key's breaker window shows a rate of failures, this one included: at
+     * least {@code gate_min} failures and a share of at least {@code gate_ratio} of the window's
+     * calls; one failure among many successes writes nothing. Returns the resulting {@code until},
+     * or no row when the gate held.
      *
      * <p>Parameters: key, now, absolute end (or null), wait (s, or null), base (s), cap (s),
-     * strike memory (s), reason, detail, worker, origin.
+     * strike memory (s), reason, detail, worker, origin, gate_min (0: not gated), gate_ratio,
+     * the breaker window (s), the successes this instance counted but has not written yet.
      */
     static final String COOLDOWN = """
             WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::timestamptz AS until_abs, ?::float8 AS wait_s,
                               ?::float8 AS base_s, ?::float8 AS cap_s, ?::float8 AS memory_s,
-                              ?::text AS reason, ?::text AS detail, ?::text AS by, ?::text AS origin)
+                              ?::text AS reason, ?::text AS detail, ?::text AS by, ?::text AS origin,
+                              ?::int AS gate_min, ?::float8 AS gate_ratio, ?::float8 AS window_s, ?::int AS ok)
             INSERT INTO layover.cooldowns AS c
                 (provider_key, until, reason, detail, strikes, started_at, updated_at, updated_by, change_origin)
             SELECT p.key,
                    coalesce(p.until_abs, p.now + make_interval(secs => coalesce(p.wait_s, p.base_s))),
                    p.reason, p.detail, 1, p.now, p.now, p.by, p.origin
             FROM p
+            WHERE p.gate_min = 0
+               OR EXISTS (SELECT 1 FROM layover.breakers b
+                          WHERE b.provider_key = p.key AND b.window_started_at > p.now - make_interval(secs => p.window_s)
+                            AND b.failures + 1 >= p.gate_min AND b.failures + 1 >= p.gate_ratio * (b.calls + p.ok + 1))
             ON CONFLICT (provider_key) DO UPDATE
             SET until = greatest(c.until, (SELECT coalesce(p.until_abs, p.now + make_interval(secs => coalesce(p.wait_s,
                             least(p.cap_s, p.base_s * power(2, least(30, CASE
@@ -315,217 +332,6 @@ final class StateSql {
             RETURNING b.requests_per_minute, b.tokens_per_minute, b.input_tokens_per_minute, b.output_tokens_per_minute,
                       b.learned_until, b.discovered""";
 
-    // GCRA, per dimension (requests r, tokens t) with rate (units/s), capacity, need, extra: the
-    // arithmetic is layover.gcra_* functions. The need fits from gcra_fits_at; taking n units
-    // moves tat with gcra_take; what is free beyond the need is gcra_free - need.
-    private static final String R_SLOT = "layover.gcra_fits_at(b.request_tat, p.rr, p.rc, p.rn)";
-    private static final String T_SLOT = "layover.gcra_fits_at(b.token_tat, p.tr, p.tc, p.tn)";
-    private static final String SLOT = "greatest(p.now, " + R_SLOT + ", " + T_SLOT + ")";
-    private static final String FITS = "(" + SLOT + " <= p.now)";
-    private static final String R_FREE = "(layover.gcra_free(b.request_tat, p.now, p.rr, p.rc) - p.rn)";
-    private static final String T_FREE = "(layover.gcra_free(b.token_tat, p.now, p.tr, p.tc) - p.tn)";
-    // waiting line reaches past the slot a job told to wait would book (booking it would take a
-    // place's permit and shift every job behind it), and a place at the line's end is within the job's reach
-    private static final String JOINS_LINE = "(NOT EXISTS (SELECT 1 FROM job j WHERE j.deadline IS NOT NULL)"
-            + " AND coalesce((SELECT l.line_end FROM line l) >= " + SLOT
-            + " AND (SELECT l.line_end FROM line l) + make_interval(secs => 1 / nullif(p.rr, 0)) <= p.now + make_interval(secs => p.join_s),"
-            + " false))";
-    // a future slot is reserved when the caller may wait, (a discovered pace) the slot is not past book_by,
-    // and the job does not take a place at the end of the key's waiting line instead
-    private static final String MAY_BOOK = "(p.may_wait AND (p.book_by IS NULL OR " + SLOT + " <= p.book_by) AND NOT "
-            + JOINS_LINE + ")";
-    private static final String R_TAKE = "(CASE WHEN " + FITS + " THEN p.rn + CASE WHEN p.rr > 0 THEN greatest(0, least(p.rx, floor("
-            + R_FREE + "))) ELSE p.rx END WHEN " + MAY_BOOK + " THEN p.rn ELSE 0 END)";
-    private static final String T_TAKE = "(CASE WHEN " + FITS + " THEN p.tn + CASE WHEN p.tr > 0 THEN greatest(0, least(p.tx, "
-            + T_FREE + ")) ELSE p.tx END WHEN " + MAY_BOOK + " THEN p.tn ELSE 0 END)";
-
-    /**
-     * {@code layover.gcra_take(tat, now, rate, n)} written out: PostgreSQL does not inline a
-     * function whose argument used twice in its body is as costly as a take's count ({@code n}), so
-     * the call would run, its body planned, at every take.
-     */
-    private static String gcraTake(String tat, String now, String rate, String n) {
-        return "(CASE WHEN " + rate + " > 0 AND " + n + " > 0 THEN greatest(" + tat + ", " + now + ") + make_interval(secs => "
-                + n + " / " + rate + ") ELSE " + tat + " END)";
-    }
-
-    /**
-     * Takes permits from a bucket, in one statement. When the job already holds a permit for
-     * about now ({@code permit_at}, kept from the reschedule that gave it), that permit is spent
-     * ({@code layover.holds_permit}: the job's row is not written; its
-     * run remembers the carry, {@code ProviderRun#heldPermitTask}) and the bucket is left alone.
-     * Otherwise: when the need fits now, it is taken plus up to the extra asked for (a lease); when
-     * it does not fit and the caller may wait, the next future slot is reserved, unless the key's
-     * waiting line (unpicked jobs rescheduled for the bucket without a permit) reaches past
-     * that slot and a place one request's time behind the line's end is within the job's reach
-     * ({@code join_s}; never for a job with a deadline): then nothing is taken and that place is
-     * returned ({@code line_end}), so the line's jobs keep the permits their places stand for; a
-     * slot booked where the line's places stand ({@code ahead_of_line}: the line reaches past it)
-     * took a place's permit, and the caller realigns the line (JobSql's {@code REALIGN_LINE}); when
-     * it may not wait, nothing is taken. A job picked at its place in the line (no permit held,
-     * reason {@code bucket}) takes one permit and leases none (each place behind it stands for its own;
-     * a job picked past its place's grace that leased took them), and within the grace of its place
-     * moves the request tat on from as early as the grace
-     * ({@code take_at}; whether it fits is decided as of now): a pick comes up to a poll after the
-     * place, and a take from now would forget the bucket's idle while, so the jobs placed behind
-     * would find no permit (as a held permit, a place may be spent up to the grace late). Returns
-     * carried (0/1), and, when the bucket row exists, the slot (= now when it fits), what was
-     * taken, the line's end when the job takes its place there, and whether a slot booked ahead
-     * took the permit of a place in the line.
-     *
-     * <p>Parameters: key, now, request rate (/s, 0 none), request capacity, request need, request
-     * extra, token rate, token capacity, token need, token extra, may wait, task name, task id,
-     * version (the job; nulls for none), permit grace (s), book by (the latest slot that may be
-     * reserved; null: any), join within (s: how far ahead a place at the line's end may be; null:
-     * never).
-     *
-     * <p>The take commits asynchronously ({@code synchronous_commit = off} for its transaction
-     * alone): every admission of a key updates the key's one bucket row, whose lock is held until
-     * commit, so with a synchronous commit the takes of a busy key queue behind one WAL flush
-     * each (8 worker threads waiting on a row lock, one in {@code WALSync}). What a crash or a
-     * failover can lose is the last few hundred milliseconds of takes: that many permits are
-     * handed out again, a short burst the provider's 429 (rescheduled without an attempt) answers.
-     */
-    static final String TAKE_PERMITS = """
-            WITH p0 AS (SELECT ?::text AS key, ?::timestamptz AS now,
-                              ?::float8 AS rr, ?::float8 AS rc, ?::float8 AS rn, ?::float8 AS rx0,
-                              ?::float8 AS tr, ?::float8 AS tc, ?::float8 AS tn, ?::float8 AS tx,
-                              ?::boolean AS may_wait, ?::text AS task_name, ?::text AS task_id, ?::bigint AS version,
-                              ?::float8 AS grace_s, ?::timestamptz AS book_by, ?::float8 AS join_s,
-                              set_config('synchronous_commit', 'off', true) AS async_commit),
-            job AS (
-                -- the picked job's row (a primary-key read), for a job's admission, which may use the key's waiting line
-                SELECT t.execution_time, t.deadline, t.permit_at IS NULL AND t.last_reschedule_reason = 'bucket' AS in_line
-                FROM layover.scheduled_tasks t, p0
-                WHERE p0.join_s IS NOT NULL AND t.task_name = p0.task_name AND t.task_instance = p0.task_id
-                  AND t.version = p0.version
-            ), placed AS (
-                SELECT EXISTS (SELECT 1 FROM job j, p0 WHERE j.in_line AND j.execution_time <= p0.now
-                               AND j.execution_time >= p0.now - make_interval(secs => p0.grace_s)) AS late_ok,
-                       EXISTS (SELECT 1 FROM job j WHERE j.in_line) AS in_line
-            ), p AS (
-                -- a job picked at its place in the line takes one permit, no lease: each place behind it stands for its
-                -- own, and a lease taken by a job picked past its place's grace took them (the line's next jobs were
-                -- told to wait, to its end). Within the grace, it moves the request tat on from as early as the grace:
-                -- a pick comes up to a poll after the place, and a take from now would forget the bucket's idle while,
-                -- so the jobs placed behind would find no permit (a held permit is spent late the same way). Whether it
-                -- fits is decided as of now.
-                SELECT p0.*, CASE WHEN placed.in_line THEN 0 ELSE p0.rx0 END AS rx,
-                       CASE WHEN placed.late_ok THEN p0.now - make_interval(secs => p0.grace_s) ELSE p0.now END AS take_at
-                FROM p0, placed
-            ), line AS (
-                -- read only when a take does not fit: the line's last place, one probe of scheduled_tasks_line_idx
-                SELECT (SELECT t.execution_time FROM layover.scheduled_tasks t
-                        WHERE t.provider_key = p.key AND NOT t.picked AND t.permit_at IS NULL
-                          AND t.last_reschedule_reason = 'bucket'
-                        ORDER BY t.execution_time DESC LIMIT 1) AS line_end
-                FROM p
-                WHERE p.rr > 0 AND EXISTS (SELECT 1 FROM job)
-            ), carried AS (
-                SELECT layover.holds_permit(p.task_name, p.task_id, p.version, p.now, p.grace_s) AS spent FROM p
-            ), taken AS (
-                UPDATE layover.buckets b
-                SET request_tat = %4$s,
-                    token_tat = %5$s,
-                    last_slot = %3$s,
-                    last_granted_requests = %1$s,
-                    last_granted_tokens = %2$s
-                FROM p
-                WHERE b.provider_key = p.key AND NOT (SELECT spent FROM carried)
-                RETURNING b.last_slot, b.last_granted_requests, b.last_granted_tokens,
-                          CASE WHEN b.last_granted_requests = 0 AND b.last_granted_tokens = 0 AND p.may_wait
-                               AND p.join_s IS NOT NULL THEN (SELECT l.line_end FROM line l) END AS line_end,
-                          CASE WHEN b.last_granted_requests > 0 AND b.last_slot > p.now AND p.join_s IS NOT NULL
-                               THEN coalesce((SELECT l.line_end FROM line l) >= b.last_slot, false)
-                               ELSE false END AS ahead_of_line
-            )
-            SELECT CASE WHEN (SELECT spent FROM carried) THEN 1 ELSE 0 END AS carried, taken.last_slot,
-                   taken.last_granted_requests, taken.last_granted_tokens, taken.line_end,
-                   coalesce(taken.ahead_of_line, false) AS ahead_of_line
-            FROM (SELECT 1) one LEFT JOIN taken ON true""".formatted(R_TAKE, T_TAKE, SLOT,
-            gcraTake("b.request_tat", "p.take_at", "p.rr", R_TAKE), gcraTake("b.token_tat", "p.now", "p.tr", T_TAKE));
-
-    /**
-     * Leases ahead the request permits a pick's jobs will take (ProviderGate#leaseAhead), for
-     * many keys in one statement: for each key whose bucket row exists and is not locked by
-     * another transaction (rows locked in key order, {@code SKIP LOCKED}: never waits), what is
-     * free now ({@code gcra_free}) up to the count asked, only whole permits, is taken (the
-     * request tat moves on by that many); a key with less than one free permit is left alone:
-     * nothing is booked ahead. Token tats are not touched (the caller leaves out buckets with
-     * token dimensions). Commits asynchronously, as {@link #TAKE_PERMITS} does. Parameters: now,
-     * keys, request rates (/s), request capacities, counts. Returns each key given permits and
-     * how many.
-     */
-    static final String LEASE_AHEAD = bucketsOfKeys("?::timestamptz AS now", "SKIP LOCKED") + """
-            , granted AS (
-                SELECT l.provider_key, p.now, p.rr,
-                       least(p.n, floor(layover.gcra_free(l.request_tat, p.now, p.rr, p.rc)))::int AS n
-                FROM locked l JOIN p ON p.key = l.provider_key
-                WHERE p.rr > 0
-            )
-            UPDATE layover.buckets b
-            SET request_tat = %s
-            FROM granted g
-            WHERE b.provider_key = g.provider_key AND g.n >= 1
-            RETURNING b.provider_key, g.n""".formatted(gcraTake("b.request_tat", "g.now", "g.rr", "g.n"));
-
-    /**
-     * The opening of a statement over many keys' buckets ({@link #LEASE_AHEAD}, {@link
-     * #TAKE_PLACES}): {@code p}, one row per key (key, request rate {@code rr}, capacity {@code
-     * rc}, count {@code n}; from the arrays that follow {@code params}), with {@code params}'
-     * columns and the statement's asynchronous commit; {@code locked}, the keys' bucket rows
-     * locked in key order ({@code lock}: {@code SKIP LOCKED}, those another transaction holds
-     * skipped; or {@code ""}, waiting for them: in the order the batch enqueue's bookings lock
-     * them, {@code JobSql.INSERT_BATCH}, so neither it nor another such statement closes a cycle).
-     */
-    private static String bucketsOfKeys(String params, String lock) {
-        return """
-                WITH p AS (
-                    SELECT a.key, a.rr, a.rc, a.n, %s, set_config('synchronous_commit', 'off', true) AS async_commit
-                    FROM unnest(?::text[], ?::float8[], ?::float8[], ?::int[]) AS a(key, rr, rc, n)
-                ), locked AS MATERIALIZED (
-                    SELECT b.provider_key, b.request_tat FROM layover.buckets b
-                    WHERE b.provider_key IN (SELECT p.key FROM p)
-                    ORDER BY b.provider_key FOR UPDATE %s
-                )""".formatted(params, lock);
-    }
-
-    /**
-     * Takes the permits of a pick's jobs picked at their places in their keys' waiting lines,
-     * for many keys in one statement: what {@link #TAKE_PERMITS} does for each such job picked
-     * within the grace of its place, done for a key's {@code n} jobs at once. The request tat moves
-     * on from as early as the grace ({@code base}: the greater of the tat and now less the grace),
-     * one request's time per permit; the k-th permit fits when the tat before it is within the
-     * burst of now, so {@code floor((now - base) × rate + capacity)} of them fit, at most {@code n}.
-     * Rows another transaction holds are waited for (key order), not skipped: a key skipped sends
-     * each of its jobs to a take of its own, whose lock of the row makes the next pick skip the key
-     * again (measured, 1,000,000 jobs over 10 keys of 50/s, 600 s: 21% of the jobs at their places
-     * took their own permits, 58,823 takes; none with the wait). What holds a bucket row is one
-     * statement ({@link #TAKE_PERMITS}, {@link #LEASE_AHEAD}, a backlog's reservation, a batch
-     * enqueue's bookings, another worker's places), so the wait is short; the caller bounds it.
-     * Buckets with a token dimension are left out by the caller. Commits asynchronously, as {@link
-     * #TAKE_PERMITS} does. Parameters: now, grace (s), keys, request rates (/s), request
-     * capacities, counts. Returns each key given permits and how many.
-     */
-    static final String TAKE_PLACES = bucketsOfKeys("?::timestamptz AS now, ?::float8 AS grace_s", "") + """
-            , based AS (
-                SELECT l.provider_key, p.now, p.rr, p.rc, p.n,
-                       greatest(l.request_tat, p.now - make_interval(secs => p.grace_s)) AS base
-                FROM locked l JOIN p ON p.key = l.provider_key
-                WHERE p.rr > 0
-            ), granted AS (
-                SELECT d.provider_key, d.rr, d.base,
-                       least(d.n, floor(extract(epoch FROM d.now - d.base)::float8 * d.rr + d.rc + 1e-9))::int AS n
-                FROM based d
-            )
-            UPDATE layover.buckets b
-            SET request_tat = g.base + make_interval(secs => g.n / g.rr)
-            FROM granted g
-            WHERE b.provider_key = g.provider_key AND g.n >= 1
-            RETURNING b.provider_key, g.n""";
-
-    // ---- discovered paces (Discovery): every change a conditional UPDATE on the database's clock ----
-
     /**
      * The first 429 that stated no limit for a key without a pace: creates its discovered pace in
      * slow start, or starts one afresh over a pace that has lapsed; a configured bucket and a pace
@@ -545,7 +351,7 @@ final class StateSql {
                 configured_at = now(), configured_by = excluded.configured_by, learned_until = excluded.learned_until,
                 request_tat = excluded.request_tat, discovered = true, discovery_phase = 'slow_start',
                 discovery_ceiling = NULL, discovery_adjusted_at = now(), discovery_decreased_at = now(),
-                discovery_increases = 0, discovery_decreases = 0, discovery_waitlist = NULL
+                discovery_increases = 0, discovery_decreases = 0
             WHERE b.learned_until IS NOT NULL AND b.learned_until <= now()
             RETURNING b.requests_per_minute, b.learned_until""";
 
@@ -568,7 +374,7 @@ final class StateSql {
                 discovery_adjusted_at = now(), discovery_decreased_at = now(),
                 discovery_decreases = b.discovery_decreases + 1,
                 learned_until = now() + make_interval(secs => p.keep_s),
-                request_tat = p.empty_at, discovery_waitlist = NULL
+                request_tat = p.empty_at
             FROM p
             WHERE b.provider_key = p.key AND b.discovered AND b.learned_until > now()
               AND b.discovery_decreased_at <= now() - make_interval(secs => p.every_s)
@@ -579,18 +385,17 @@ final class StateSql {
 
     /**
      * One increase of a discovered pace, at most once per interval fleet-wide (only where the last
-     * change is at least one interval old) and only when its permits were all in use: jobs booked
-     * them at least half the booking horizon ahead ({@code request_tat}), which a fleet calling
-     * below the pace never does. Slow start doubles the rate (up
+     * change is at least one interval old) and only when the pace binds: due jobs of the key wait
+     * unpicked, which a fleet calling below the pace never leaves. Slow start doubles the rate (up
      * to the ceiling, once there is one; reaching it makes the pace steady); steady adds
      * {@code increase} of the ceiling; past the ceiling by {@code margin}, the rate grows by
      * {@code probe} and the ceiling with it. Parameters: key, now (the caller's, as the bucket's
-     * times), interval (s), increase, probe, margin, keep for (s), horizon (s). Returns the new rate,
+     * times), interval (s), increase, probe, margin, keep for (s). Returns the new rate,
      * {@code learned_until} and the phase.
      */
     static final String DISCOVERY_INCREASE = """
             WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS every_s, ?::float8 AS a,
-                              ?::float8 AS probe, ?::float8 AS margin, ?::float8 AS keep_s, ?::float8 AS horizon_s)
+                              ?::float8 AS probe, ?::float8 AS margin, ?::float8 AS keep_s)
             UPDATE layover.buckets b
             SET requests_per_minute = CASE
                     WHEN b.discovery_phase = 'slow_start' THEN least(2 * %1$s, coalesce(b.discovery_ceiling, 'infinity'))
@@ -601,11 +406,15 @@ final class StateSql {
                 discovery_ceiling = CASE WHEN b.discovery_phase = 'steady' AND %2$s
                                          THEN %1$s * (1 + p.probe) / (1 + p.margin) ELSE b.discovery_ceiling END,
                 discovery_adjusted_at = now(), discovery_increases = b.discovery_increases + 1,
-                learned_until = now() + make_interval(secs => p.keep_s), discovery_waitlist = NULL
+                learned_until = now() + make_interval(secs => p.keep_s)
             FROM p
             WHERE b.provider_key = p.key AND b.discovered AND b.learned_until > now()
               AND b.discovery_adjusted_at <= now() - make_interval(secs => p.every_s)
-              AND b.request_tat >= p.now + make_interval(secs => p.horizon_s / 2)
+              AND (EXISTS (SELECT 1 FROM layover.scheduled_tasks t
+                           WHERE t.provider_key = p.key AND NOT t.picked AND t.fair_tag IS NULL
+                             AND t.execution_time <= p.now)
+                   OR EXISTS (SELECT 1 FROM layover.scheduled_tasks t
+                              WHERE t.provider_key = p.key AND NOT t.picked AND t.fair_tag IS NOT NULL))
             RETURNING b.requests_per_minute, b.learned_until, b.discovery_phase""".formatted(RPM, PROBING);
 
     /**
@@ -619,7 +428,7 @@ final class StateSql {
             UPDATE layover.buckets b
             SET requests_per_minute = least(b.requests_per_minute, p.init_rpm),
                 discovery_ceiling = b.requests_per_minute,
-                discovery_phase = 'slow_start', discovery_adjusted_at = now(), discovery_waitlist = NULL
+                discovery_phase = 'slow_start', discovery_adjusted_at = now()
             FROM p
             WHERE b.provider_key = p.key AND b.discovered AND b.learned_until > now()
               AND b.requests_per_minute > p.init_rpm
@@ -630,33 +439,4 @@ final class StateSql {
     static final String PACE_IN_FORCE = """
             SELECT requests_per_minute, learned_until, discovered FROM layover.buckets
             WHERE provider_key = ? AND learned_until > now() AND requests_per_minute > 0""";
-
-    private static final String WL_FROM = "extract(epoch FROM greatest(b.discovery_waitlist, b.request_tat, "
-            + "p.now + make_interval(secs => p.horizon_s)) - p.now)";
-    private static final String WL_RATE = "(b.requests_per_minute / 60.0)";
-
-    /**
-     * A place in a discovered pace's waiting line for a job whose permit would be beyond the
-     * booking horizon: it waits without holding a permit until about its turn and asks again then.
-     * Steady: one request's time after the last place (at the current rate). Slow start: the turn
-     * at a rate that doubles every interval (permits up to {@code t} from now are
-     * {@code r e / ln 2 (2^(t/e) - 1)}; the place is where that reaches one more), since a place at
-     * today's rate would be far too late. Parameters: key, now, horizon (s), interval (s). Returns
-     * the place.
-     */
-    static final String DISCOVERY_WAITLIST = """
-            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS horizon_s, ?::float8 AS e)
-            UPDATE layover.buckets b
-            SET discovery_waitlist = p.now + make_interval(secs => CASE
-                    WHEN b.discovery_phase = 'steady' THEN %1$s + 1 / %2$s
-                    ELSE p.e * ln(1 + (%2$s * p.e / ln(2) * (power(2, %1$s / p.e) - 1) + 1) * ln(2) / (%2$s * p.e)) / ln(2)
-                    END)
-            FROM p
-            WHERE b.provider_key = p.key AND b.discovered
-            RETURNING b.discovery_waitlist""".formatted(WL_FROM, WL_RATE);
-
-    /** The end of a discovered pace's waiting line after its backlog was placed. Parameters: key, the last place. */
-    static final String DISCOVERY_WAITLIST_TO = """
-            UPDATE layover.buckets SET discovery_waitlist = greatest(discovery_waitlist, ?::timestamptz)
-            WHERE provider_key = ? AND discovered""";
 }

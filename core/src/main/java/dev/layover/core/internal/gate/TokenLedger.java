@@ -2,12 +2,12 @@ package dev.layover.core.internal.gate;
 
 import static dev.layover.core.internal.gate.GateDb.instant;
 import static dev.layover.core.internal.time.Durations.seconds;
-import static dev.layover.core.internal.gate.GateDb.ts;
 
 import dev.layover.core.metrics.LayoverMetrics;
 import dev.layover.core.provider.RateLimitHeaders;
 import dev.layover.core.provider.TokenDimension;
 import dev.layover.core.provider.state.BucketSettings;
+import dev.layover.core.internal.db.NamedSql;
 import dev.layover.core.spi.Db;
 import dev.layover.core.tokens.TokenEstimate;
 import dev.layover.core.tokens.TokenUsage;
@@ -22,21 +22,18 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The token side of a bucket ({@code docs/tokens.md}): a call's request permit and its token
- * reservation in every limited dimension (combined, input, output) taken in one statement, or
- * nothing ({@link TokenSql#TAKE}); after the call, the reservation replaced by what the call
- * reported, for every bucket it was taken from, in one statement ({@link TokenSql#SETTLE}).
+ * The token side of a bucket ({@code docs/tokens.md}): a call's reservation in every limited
+ * dimension (combined, input, output) is taken with its admission (its job's pick, or {@code
+ * layover.take} for a call to another key); after the call, the reservation is replaced by what the
+ * call reported, for every bucket it was taken from, in one statement ({@link TokenSql#SETTLE}).
  *
  * <ul>
- *   <li>A reservation larger than a dimension's capacity can never be admitted: {@link Admission.TooLarge}.
+ *   <li>A reservation larger than a dimension's capacity can never be admitted: the job parks
+ *       {@code rejected}.
  *   <li>No usage reported: the reservation stays as the call's cost.
  *   <li>Usage above the reservation: the difference is charged, at most one minute of the
- *       dimension's limit per call ({@code layover.gcra_settle}); the history keeps the full
- *       report.
+ *       dimension's limit per call ({@code layover.gcra_settle}); the history keeps the full report.
  * </ul>
- *
- * <p>No tokens are leased: each call of a bucket with a token dimension costs one statement
- * before and, when it reports usage that differs from its reservation, one after.
  */
 final class TokenLedger {
 
@@ -63,14 +60,14 @@ final class TokenLedger {
         }
     }
 
+    private static final NamedSql CONFIGURE = NamedSql.load("bucket_configure");
+
     private final GateDb gdb;
-    private final Duration permitGrace;
     private final LayoverMetrics metrics;
 
     /** @param metrics where tokens are counted ({@code layover.tokens}): never throws (the gate's are guarded) */
-    TokenLedger(GateDb gdb, Duration permitGrace, LayoverMetrics metrics) {
+    TokenLedger(GateDb gdb, LayoverMetrics metrics) {
         this.gdb = gdb;
-        this.permitGrace = permitGrace;
         this.metrics = metrics;
     }
 
@@ -92,99 +89,18 @@ final class TokenLedger {
         return null;
     }
 
-    /** One row of {@link TokenSql#TAKE}: the tokens taken per dimension, the key's shares (null: no row). */
-    private record Taken(boolean carried, Instant slot, double[] tokens, double[] shares) {}
-
-    private static double[] scaled(long[] need, double[] shares) {
-        double[] out = new double[need.length];
-        for (int k = 0; k < need.length; k++) {
-            out[k] = need[k] * (shares == null ? 1 : shares[k]);
-        }
-        return out;
-    }
-
     /**
-     * Takes a call's request permit and token reservation from a bucket with a token dimension.
-     * When the job holds a permit from its reschedule, that is spent and the bucket left alone
-     * (the booking was taken with it). With {@code mayWait}, a call that does not fit now books
-     * the first slot at which every dimension admits what the key's calls use of such a need
-     * (the key's shares: a booked slot is not spaced by output its predecessors will give back) and
-     * waits for it; the booking is settled after the call like a whole reservation.
+     * What an admission reserved for a call, as its run settles it: per dimension the key's rate
+     * (tokens/s), what was taken, and the call's whole need.
      *
-     * @param configure writes the bucket row when it is missing; null for a learned pace's bucket
-     * @return go, wait (with the held permit when {@code mayWait}) or too large; null when a
-     *     learned pace's row is missing
+     * @param key the key
+     * @param rates the key's token rates at the admission (combined, input, output)
+     * @param reserved what was taken per dimension (the need times the key's share)
+     * @param e the call's estimate
+     * @return the reservation
      */
-    Admission take(KeyState ks, BucketSettings b, TokenEstimate e, Instant now, ProviderRun run, boolean mayWait,
-            Runnable configure) {
-        String big = tooLarge(ks.key, b, e);
-        if (big != null) {
-            return new Admission.TooLarge(GateDb.cut(big));
-        }
-        double[] rates = rates(b);
-        long[] need = need(rates, e);
-        for (int tries = 0; tries < 2; tries++) {
-            Taken row = gdb.inline("taking a permit and tokens from the bucket of " + ks.key, c -> {
-                try (PreparedStatement ps = c.prepareStatement(TokenSql.TAKE)) {
-                    Db.bind(ps, ks.key, ts(now),
-                            b.requestRate(), b.requestCapacity(), 1.0,
-                            rates[0], b.capacity(DIMENSIONS[0]), (double) need[0],
-                            rates[1], b.capacity(DIMENSIONS[1]), (double) need[1],
-                            rates[2], b.capacity(DIMENSIONS[2]), (double) need[2],
-                            mayWait, run == null ? null : run.heldPermitTask(), run == null ? null : run.jobId(),
-                            run == null ? null : run.version(), seconds(permitGrace));
-                    try (ResultSet rs = ps.executeQuery()) {
-                        rs.next();
-                        return new Taken(rs.getLong("carried") > 0, instant(rs, "last_slot"),
-                                new double[] {rs.getDouble("tn"), rs.getDouble("inn"), rs.getDouble("onn")},
-                                rs.getObject("ts") == null ? null
-                                        : new double[] {rs.getDouble("ts"), rs.getDouble("ins"), rs.getDouble("ons")});
-                    }
-                }
-            });
-            if (!row.carried() && row.slot() == null) {
-                if (configure == null) {
-                    return null; // a learned pace's row, deleted by an operator: the caller forgets it
-                }
-                configure.run(); // the row is missing (deleted by an operator, or not written yet)
-                continue;
-            }
-            if (row.carried() && run != null) {
-                run.permitCarried();
-            }
-            boolean fitsNow = !row.carried() && !row.slot().isAfter(now);
-            boolean taken = row.carried() || mayWait || fitsNow;
-            if (taken && run != null) {
-                // a held permit's booking took the key's share of the need then; its share now is about that
-                run.reserved(new Reservation(ks.key, rates, rounded(row.carried() ? scaled(need, row.shares())
-                        : row.tokens()), need));
-            }
-            if (taken && !row.carried()) {
-                count(ks.key, "reserved", Math.round(row.tokens()[0] > 0 ? row.tokens()[0] : row.tokens()[1] + row.tokens()[2]));
-            }
-            if (row.carried() || fitsNow) {
-                return ProviderGate.GO;
-            }
-            String detail = "no permit of " + ks.key + "'s bucket (" + Buckets.describe(b) + ") for " + e + " before "
-                    + row.slot() + (mayWait ? " (booked at the share of its reservation the key's calls use)" : "");
-            return new Admission.Wait(row.slot(), "bucket", detail, mayWait ? row.slot() : null);
-        }
-        throw new IllegalStateException("the bucket row of " + ks.key + " could not be created");
-    }
-
-    /**
-     * A call admitted by its key's fair queue ({@code layover.fair_round_limit} booked its
-     * permit, taking the estimate's need times the key's shares of every token dimension): that
-     * booking becomes the run's reservation, settled after the call like a take's.
-     *
-     * @param shares the key's shares {combined, input, output} as the round read them (null: 1)
-     */
-    void reserveBooked(String key, BucketSettings b, ProviderRun run, double[] shares) {
-        double[] rates = rates(b);
-        long[] need = need(rates, run.estimate());
-        long[] took = rounded(scaled(need, shares));
-        run.reserved(new Reservation(key, rates, took, need));
-        count(key, "reserved", took[0] > 0 ? took[0] : took[1] + took[2]);
+    static Reservation reservation(String key, double[] rates, double[] reserved, TokenEstimate e) {
+        return new Reservation(key, rates, rounded(reserved), need(rates, e));
     }
 
     private static double[] rates(BucketSettings b) {
@@ -221,6 +137,9 @@ final class TokenLedger {
      *     list when nothing was written
      */
     List<Reservation> settle(List<Reservation> reservations, TokenUsage usage, Instant now) {
+        for (Reservation r : reservations) {
+            count(r.key(), "reserved", combined(r));
+        }
         if (usage == null || reservations.isEmpty()) {
             return reservations;
         }
@@ -321,7 +240,7 @@ final class TokenLedger {
         try {
             gdb.inline(what + " of " + String.join(", ", keys), c -> {
                 try (PreparedStatement ps = c.prepareStatement(TokenSql.SETTLE)) {
-                    ps.setObject(1, ts(now));
+                    ps.setObject(1, gdb.bucketTime(now));
                     ps.setArray(2, c.createArrayOf("text", keys));
                     for (int j = 0; j < cols.length; j++) {
                         ps.setArray(3 + j, c.createArrayOf("float8", cols[j]));
@@ -366,7 +285,7 @@ final class TokenLedger {
         try {
             gdb.inline("correcting the bucket of " + key + " by the provider's remaining tokens", c -> {
                 try (PreparedStatement ps = c.prepareStatement(TokenSql.CORRECT)) {
-                    Db.bind(ps, ts(now), key, v[0], v[1], v[2], v[3], v[4], v[5]);
+                    Db.bind(ps, gdb.bucketTime(now), key, v[0], v[1], v[2], v[3], v[4], v[5]);
                     return ps.executeUpdate();
                 }
             });
@@ -378,13 +297,18 @@ final class TokenLedger {
         }
     }
 
-    /** Writes a bucket's limits, every dimension ({@link TokenSql#CONFIGURE_BUCKET}). */
+    /** Writes a bucket's limits, every dimension, and its copies when it is a pattern ({@code bucket_configure.sql}). */
     static int configure(Connection c, String key, BucketSettings b, String worker) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(TokenSql.CONFIGURE_BUCKET)) {
-            Db.bind(ps, key, positive(b.requestsPerMinute()), positive(b.tokensPerMinute()),
-                    positive(b.inputTokensPerMinute()), positive(b.outputTokensPerMinute()),
-                    (int) Math.min(Integer.MAX_VALUE, b.burst().toMillis()),
-                    (int) Math.min(Integer.MAX_VALUE, b.tokenBurst().toMillis()), worker);
+        java.util.Map<String, Object> p = new java.util.HashMap<>();
+        p.put("key", key);
+        p.put("rpm", positive(b.requestsPerMinute()));
+        p.put("tpm", positive(b.tokensPerMinute()));
+        p.put("itpm", positive(b.inputTokensPerMinute()));
+        p.put("otpm", positive(b.outputTokensPerMinute()));
+        p.put("burst_ms", (int) Math.min(Integer.MAX_VALUE, b.burst().toMillis()));
+        p.put("token_burst_ms", (int) Math.min(Integer.MAX_VALUE, b.tokenBurst().toMillis()));
+        p.put("worker", worker);
+        try (PreparedStatement ps = CONFIGURE.prepare(c, p)) {
             return ps.executeUpdate();
         }
     }

@@ -206,6 +206,11 @@ public final class ArgsCodec<A> {
         return write(value);
     }
 
+    /** @return the properties the args type declares (what Jackson reads into it), sorted */
+    public java.util.SortedSet<String> properties() {
+        return java.util.Collections.unmodifiableSortedSet(new java.util.TreeSet<>(declared));
+    }
+
     /** @return the size cap in bytes */
     public int maxBytes() {
         return maxBytes;

@@ -4,6 +4,9 @@ import dev.layover.core.EnqueueOptions;
 import dev.layover.core.Enqueued;
 import dev.layover.core.InvalidArgsException;
 import dev.layover.core.internal.db.StoredText;
+import dev.layover.core.internal.observe.Runs;
+import dev.layover.core.internal.observe.TraceContexts;
+import dev.layover.core.tracing.LayoverTracing.EnqueueSpan;
 import java.sql.Connection;
 import java.time.Clock;
 import java.time.Duration;
@@ -26,27 +29,23 @@ public final class Enqueuer {
     static final int BATCH = 5000;
     private static final int MAX_PROVIDER_KEY = 200;
 
-    /**
-     * How far ahead a job may book its bucket permit at enqueue at most, as a worker books a
-     * backlog's permits (the gate's {@code Buckets.BOOK_AHEAD}): the rest of a deeper backlog is
-     * inserted due and placed in its key's waiting line by a worker.
-     */
-    public static final Duration BOOK_AHEAD = Duration.ofSeconds(60);
-
     private final JobStore store;
     private final Clock clock;
     private final Map<String, ToLongFunction<Object>> tokenCosts;
+    private final Runs runs;
 
     /**
      * @param store the job table
      * @param clock the clock run times are counted from
      * @param tokenCosts token costs by job type name ({@code Layover.Builder#tokenCost}), for the
-     *     token estimate a job with a fairness key is stored with
+     *     token estimate a job is stored with
+     * @param runs the tracing whose enqueue span's context each job stores
      */
-    public Enqueuer(JobStore store, Clock clock, Map<String, ToLongFunction<Object>> tokenCosts) {
+    public Enqueuer(JobStore store, Clock clock, Map<String, ToLongFunction<Object>> tokenCosts, Runs runs) {
         this.store = store;
         this.clock = clock;
         this.tokenCosts = Map.copyOf(tokenCosts);
+        this.runs = runs == null ? Runs.OFF : runs;
     }
 
     /**
@@ -65,10 +64,19 @@ public final class Enqueuer {
         Instant deadline = options.deadlineTime(now);
         String[] limitKeys = limitKeys(entry, args);
         String fairnessKey = fairnessKey(entry, args);
-        int rows = store.insert(caller, new JobStore.NewJob(name, id, data, runAt, options.priority(), providerKey,
-                deadline, limitKeys, entry.codec().shape(), fairnessKey, tokenEstimate(entry, args, fairnessKey),
-                bookable(entry), bookAhead(entry)),
-                options.key() != null);
+        Double[] estimate = tokenEstimate(entry, args, providerKey);
+        EnqueueSpan span = runs.enqueueStarted(name, 1);
+        int rows;
+        try {
+            rows = store.insert(caller, new JobStore.NewJob(name, id, data, runAt, options.priority(), providerKey,
+                    deadline, limitKeys, entry.codec().shape(), fairnessKey, estimate,
+                    fairnessKey != null && providerKey != null && !runAt.isAfter(now), TraceContexts.json(span)),
+                    options.key() != null);
+        } catch (RuntimeException e) {
+            runs.enqueueEnded(span, id, 0, e);
+            throw e;
+        }
+        runs.enqueueEnded(span, id, rows, null);
         return new Enqueued(name, id, rows == 1);
     }
 
@@ -103,39 +111,33 @@ public final class Enqueuer {
             deadlines[i] = deadline == null ? null : deadline.toString();
             limitKeys[i] = arrayLiteral(limitKeys(entry, a));
             fairnessKeys[i] = fairnessKey(entry, a);
-            Double[] e = tokenEstimate(entry, a, fairnessKeys[i]);
+            Double[] e = tokenEstimate(entry, a, keys[i]);
             estimates[i] = e == null ? null : "{" + e[0] + "," + e[1] + "," + e[2] + "}";
         }
         Set<String> created = new HashSet<>();
-        for (int from = 0; from < n; from += BATCH) {
-            int to = Math.min(n, from + BATCH);
-            created.addAll(store.insertBatch(caller, name, Arrays.copyOfRange(ids, from, to),
-                    Arrays.copyOfRange(data, from, to), Arrays.copyOfRange(runAts, from, to),
-                    Arrays.copyOfRange(priorities, from, to), Arrays.copyOfRange(keys, from, to),
-                    Arrays.copyOfRange(deadlines, from, to), Arrays.copyOfRange(limitKeys, from, to),
-                    entry.codec().shape(), Arrays.copyOfRange(fairnessKeys, from, to),
-                    Arrays.copyOfRange(estimates, from, to), bookable(entry), bookAhead(entry)));
+        EnqueueSpan span = runs.enqueueStarted(name, n);
+        String trace = TraceContexts.json(span);
+        try {
+            for (int from = 0; from < n; from += BATCH) {
+                int to = Math.min(n, from + BATCH);
+                created.addAll(store.insertBatch(caller, name, Arrays.copyOfRange(ids, from, to),
+                        Arrays.copyOfRange(data, from, to), Arrays.copyOfRange(runAts, from, to),
+                        Arrays.copyOfRange(priorities, from, to), Arrays.copyOfRange(keys, from, to),
+                        Arrays.copyOfRange(deadlines, from, to), Arrays.copyOfRange(limitKeys, from, to),
+                        entry.codec().shape(), Arrays.copyOfRange(fairnessKeys, from, to),
+                        Arrays.copyOfRange(estimates, from, to), now, trace));
+            }
+        } catch (RuntimeException e) {
+            runs.enqueueEnded(span, null, created.size(), e);
+            throw e;
         }
+        runs.enqueueEnded(span, null, created.size(), null);
         List<Enqueued> out = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
             // a key repeated within the batch is created once: the first occurrence claims it
             out.add(new Enqueued(name, ids[i], created.remove(ids[i])));
         }
         return out;
-    }
-
-    /**
-     * Whether jobs of the type may book their bucket permits at enqueue: not a batchable
-     * type, whose jobs a worker may gather for a provider batch instead.
-     */
-    private static boolean bookable(Registry.Entry<?> entry) {
-        return entry.type().batching() == null;
-    }
-
-    /** How far ahead a job of the type may book its permit at enqueue: its {@code maxDeferral}, at most {@link #BOOK_AHEAD}. */
-    private static Duration bookAhead(Registry.Entry<?> entry) {
-        Duration max = entry.type().policy().maxDeferral();
-        return max.compareTo(BOOK_AHEAD) < 0 ? max : BOOK_AHEAD;
     }
 
     /** The job's limit keys ({@code JobType.Builder#limitKeys}), checked like a provider key; null when none. */
@@ -179,14 +181,16 @@ public final class Enqueuer {
     }
 
     /**
-     * The token estimate a job with a fairness key is stored with ({combined, input, output}: its
-     * cost in a fair queue whose bucket limits tokens): its type's {@code tokenEstimate},
-     * else the builder's {@code tokenCost}; null without a fairness key, without an estimate, or
-     * when the estimate fails (the worker logs that when it runs the job; the fair queue then
-     * counts the line's mean cost).
+
+    /**
+     * The token estimate a job is stored with ({combined, input, output}: what its pick reserves
+     * from its key's token limits, and its cost in a fair queue): its type's {@code tokenEstimate},
+     * else the builder's {@code tokenCost}; null without a provider key, without an estimate, or
+     * when the estimate fails (the worker logs that when it runs the job; the pick then reserves no
+     * tokens and the call's reported usage is charged after it).
      */
-    private <A> Double[] tokenEstimate(Registry.Entry<A> entry, A args, String fairnessKey) {
-        if (fairnessKey == null) {
+    private <A> Double[] tokenEstimate(Registry.Entry<A> entry, A args, String providerKey) {
+        if (providerKey == null) {
             return null;
         }
         Function<? super A, TokenEstimate> f = entry.type().tokenEstimate();
@@ -203,8 +207,8 @@ public final class Enqueuer {
         if (cost == null) {
             return null;
         }
-        EstimateGuard.Checked c = EstimateGuard.apply(cost, args, 0);
-        return c.ok() ? new Double[] {(double) c.tokens(), (double) c.tokens(), (double) c.tokens()} : null;
+        EstimateGuard.Checked c = EstimateGuard.apply(cost, args, 0); // above 10^9: 10^9, which no key admits
+        return c.tokens() > 0 ? new Double[] {(double) c.tokens(), (double) c.tokens(), (double) c.tokens()} : null;
     }
 
     /** The job's fairness key ({@code JobType.Builder#fairnessKey}), checked like a provider key; null when none. */

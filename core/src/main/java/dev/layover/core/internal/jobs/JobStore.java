@@ -2,6 +2,7 @@ package dev.layover.core.internal.jobs;
 
 import static dev.layover.core.internal.time.Durations.seconds;
 
+import dev.layover.core.internal.db.NamedSql;
 import dev.layover.core.spi.Db;
 import dev.layover.core.spi.JobWrites;
 import java.sql.Connection;
@@ -14,6 +15,7 @@ import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -32,8 +34,8 @@ public final class JobStore implements JobWrites {
     /** The job table, as db-scheduler is told to name it. */
     public static final String TABLE = JobSql.TABLE;
 
-    /** The reschedule detail of a place in a key's waiting line, after {@code "bucket of <key>: "}. */
-    public static final String LINE_PLACE = JobSql.LINE_PLACE;
+    private static final NamedSql INSERT = NamedSql.load("job_insert");
+    private static final NamedSql INSERT_BATCH = NamedSql.load("job_insert_batch");
 
     private final Db db;
 
@@ -65,19 +67,16 @@ public final class JobStore implements JobWrites {
      * @param argsShape the fingerprint of its args type's shape ({@code ArgsCodec#shape})
      * @param fairnessKey its fairness key, or null
      * @param tokenEstimate its stored token estimate, or null
-     * @param bookable whether its type lets it book its bucket permit at enqueue (not
-     *     batchable); only an insert on Layover's own connection books (a caller's open transaction
-     *     would hold the key's bucket row)
-     * @param bookAhead how far ahead its permit may be booked at most (its type's
-     *     {@code maxDeferral}, at most {@link Enqueuer#BOOK_AHEAD})
+     * @param tag whether it gets a tag in its key's fair queue (a fairness key, and due at enqueue)
+     * @param traceContext the enqueue's W3C trace context, a jsonb object, or null
      */
     public record NewJob(String type, String id, byte[] data, Instant runAt, int priority, String providerKey,
             Instant deadline, String[] limitKeys, String argsShape, String fairnessKey, Double[] tokenEstimate,
-            boolean bookable, Duration bookAhead) {}
+            boolean tag, String traceContext) {}
 
     /**
-     * Inserts one job ({@link JobSql#INSERT}, or {@link JobSql#INSERT_KEYED} when {@code keyed}:
-     * nothing is written when the id names a live job or a dead letter still parked or in review).
+     * Inserts one job ({@code job_insert.sql}; with {@code keyed}, nothing is written when the id
+     * names a live job or a dead letter still parked or in review).
      *
      * @param caller the caller's connection (its transaction decides), or null for an autocommitted
      *     insert on Layover's pool
@@ -85,18 +84,22 @@ public final class JobStore implements JobWrites {
      */
     public int insert(Connection caller, NewJob j, boolean keyed) {
         return run(caller, "enqueueing a " + j.type() + " job", c -> {
-            try (PreparedStatement ps = c.prepareStatement(keyed ? JobSql.INSERT_KEYED : JobSql.INSERT)) {
-                Db.bind(ps, j.type(), j.id(), j.data(), Timestamp.from(j.runAt()), (short) j.priority(), j.providerKey(),
-                        j.deadline() == null ? null : Timestamp.from(j.deadline()),
-                        j.limitKeys() == null ? null : c.createArrayOf("text", j.limitKeys()), j.argsShape(),
-                        j.fairnessKey(), j.tokenEstimate() == null ? null : c.createArrayOf("float8", j.tokenEstimate()),
-                        caller == null && j.bookable(), seconds(j.bookAhead()));
-                if (keyed) {
-                    ps.setString(14, j.type());
-                    ps.setString(15, j.id());
-                    ps.setString(16, j.type());
-                    ps.setString(17, j.id());
-                }
+            Map<String, Object> p = new HashMap<>();
+            p.put("type", j.type());
+            p.put("id", j.id());
+            p.put("data", j.data());
+            p.put("run_at", Timestamp.from(j.runAt()));
+            p.put("priority", j.priority());
+            p.put("provider_key", j.providerKey());
+            p.put("deadline", j.deadline() == null ? null : Timestamp.from(j.deadline()));
+            p.put("limit_keys", j.limitKeys() == null ? null : c.createArrayOf("text", j.limitKeys()));
+            p.put("args_shape", j.argsShape());
+            p.put("fairness_key", j.fairnessKey());
+            p.put("token_estimate", j.tokenEstimate() == null ? null : c.createArrayOf("float8", j.tokenEstimate()));
+            p.put("tag", j.tag());
+            p.put("keyed", keyed);
+            p.put("trace_context", j.traceContext());
+            try (PreparedStatement ps = INSERT.prepare(c, p)) {
                 return ps.executeUpdate();
             }
         });
@@ -134,33 +137,31 @@ public final class JobStore implements JobWrites {
      * @param argsShape the fingerprint of the args type's shape
      * @param fairnessKeys fairness keys (null elements: none)
      * @param tokenEstimates token estimates, each a float8[] literal or null
-     * @param bookable whether the type lets its jobs book their bucket permits at enqueue (only
-     *     on Layover's own connection, as {@link NewJob#bookable})
-     * @param bookAhead how far ahead a permit may be booked at most
+     * @param now the time that decides which jobs are due (and get their fair-queue tags)
+     * @param traceContext the enqueue's W3C trace context every job stores, a jsonb object, or null
      * @return the ids inserted
      */
     public Set<String> insertBatch(Connection caller, String type, String[] ids, byte[][] data, String[] runAts,
             Integer[] priorities, String[] providerKeys, String[] deadlines, String[] limitKeys, String argsShape,
-            String[] fairnessKeys, String[] tokenEstimates, boolean bookable, Duration bookAhead) {
+            String[] fairnessKeys, String[] tokenEstimates, Instant now, String traceContext) {
         return run(caller, "enqueueing " + ids.length + " " + type + " jobs", c -> {
             Set<String> created = new HashSet<>();
-            try (PreparedStatement ps = c.prepareStatement(JobSql.INSERT_BATCH)) {
+            Map<String, Object> p = new HashMap<>();
+            p.put("ids", c.createArrayOf("text", ids));
+            p.put("data", c.createArrayOf("bytea", data));
+            p.put("run_ats", c.createArrayOf("text", runAts));
+            p.put("priorities", c.createArrayOf("int4", priorities));
+            p.put("provider_keys", c.createArrayOf("text", providerKeys));
+            p.put("deadlines", c.createArrayOf("text", deadlines));
+            p.put("limit_keys", c.createArrayOf("text", limitKeys));
+            p.put("fairness_keys", c.createArrayOf("text", fairnessKeys));
+            p.put("token_estimates", c.createArrayOf("text", tokenEstimates));
+            p.put("now", Timestamp.from(now));
+            p.put("type", type);
+            p.put("args_shape", argsShape);
+            p.put("trace_context", traceContext);
+            try (PreparedStatement ps = INSERT_BATCH.prepare(c, p)) {
                 planEachTime(ps);
-                ps.setBoolean(1, caller == null && bookable);
-                ps.setDouble(2, seconds(bookAhead));
-                ps.setArray(3, c.createArrayOf("text", ids));
-                ps.setArray(4, c.createArrayOf("bytea", data));
-                ps.setArray(5, c.createArrayOf("text", runAts));
-                ps.setArray(6, c.createArrayOf("int4", priorities));
-                ps.setArray(7, c.createArrayOf("text", providerKeys));
-                ps.setArray(8, c.createArrayOf("text", deadlines));
-                ps.setArray(9, c.createArrayOf("text", limitKeys));
-                ps.setArray(10, c.createArrayOf("text", fairnessKeys));
-                ps.setArray(11, c.createArrayOf("text", tokenEstimates));
-                ps.setString(12, type);
-                ps.setString(13, argsShape);
-                ps.setString(14, type);
-                ps.setString(15, type);
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
                         created.add(rs.getString(1));
@@ -179,12 +180,10 @@ public final class JobStore implements JobWrites {
      *
      * @return 1, or 0 when the row changed meanwhile or reached {@code maxReschedules}
      */
-    public int reschedule(JobRun run, Instant now, Instant runAt, String reason, String detail, Instant permitAt,
-            String trail) {
+    public int reschedule(JobRun run, Instant now, Instant runAt, String reason, String detail, String trail) {
         return db.autocommit("rescheduling job " + run.label(), c -> {
             try (PreparedStatement ps = c.prepareStatement(JobSql.RESCHEDULE)) {
-                Db.bind(ps, Timestamp.from(runAt), reason, detail, Timestamp.from(now),
-                        permitAt == null ? null : Timestamp.from(permitAt), trail, run.batchItem(),
+                Db.bind(ps, Timestamp.from(runAt), reason, detail, Timestamp.from(now), trail, run.batchItem(),
                         run.taskName(), run.id(), run.version(), run.policy().maxReschedules());
                 return ps.executeUpdate();
             }
@@ -376,7 +375,8 @@ public final class JobStore implements JobWrites {
     }
 
     /**
-     * A hold for a concurrency slot ({@link JobSql#HOLD}): run time moved a little (full jitter
+     * A hold of a job that cannot go on for a reason of its own run, its batch state unreadable
+     * ({@link JobSql#HOLD}): run time moved a little (full jitter
      * over {@code base * 2^holds} up to {@code cap}), {@code holds + 1}; no attempt, no reschedule.
      *
      * @return 1, or 0 when the row changed meanwhile
@@ -448,6 +448,47 @@ public final class JobStore implements JobWrites {
                     return rs.next() ? rs.getInt("reschedules") : 0;
                 }
             }
+        });
+    }
+
+    /**
+     * A job type as a worker registered it, for {@code layover.job_types}.
+     *
+     * @param type the job type
+     * @param argsShape the fingerprint of its args type's shape
+     * @param argsProperties the properties its args type declares; null for any (a Map or JsonNode args type)
+     * @param maxArgsBytes the args size cap
+     * @param providerKey its fixed provider key, or null
+     * @param providerKeyFromArgs whether its provider key is derived from args
+     * @param fairnessKeyFromArgs whether it has a fairness key function
+     * @param limitKeysFromArgs whether it has a limit keys function
+     */
+    public record TypeRow(String type, String argsShape, String[] argsProperties, int maxArgsBytes, String providerKey,
+            boolean providerKeyFromArgs, boolean fairnessKeyFromArgs, boolean limitKeysFromArgs) {}
+
+    /**
+     * Records the job types a worker runs ({@link JobSql#REGISTER_TYPE}, one row each, in one
+     * transaction), so that {@code layover.enqueue} knows them.
+     *
+     * @param types the types
+     * @param worker the worker registering them
+     */
+    public void registerTypes(List<TypeRow> types, String worker) {
+        if (types.isEmpty()) {
+            return;
+        }
+        db.transaction("recording the job types this worker runs", c -> {
+            try (PreparedStatement ps = c.prepareStatement(JobSql.REGISTER_TYPE)) {
+                for (TypeRow t : types) {
+                    Db.bind(ps, t.type(), t.argsShape(),
+                            t.argsProperties() == null ? null : c.createArrayOf("text", t.argsProperties()), t.maxArgsBytes(),
+                            t.providerKey(), t.providerKeyFromArgs(), t.fairnessKeyFromArgs(), t.limitKeysFromArgs(),
+                            worker);
+                    ps.addBatch();
+                }
+                ps.executeBatch();
+            }
+            return null;
         });
     }
 
@@ -598,130 +639,6 @@ public final class JobStore implements JobWrites {
         }
     }
 
-    // ---- provider state ---------------------------------------------------------------------
-
-    /**
-     * Gives a key's due, unpicked jobs, then its waiting line's front, bucket permits in one
-     * statement ({@link JobSql#RESERVE_BACKLOG}): each is rescheduled to its slot holding the
-     * permit, the bucket booked past them.
-     *
-     * @param requestRate the bucket's request rate (/s)
-     * @param requestCapacity its request capacity
-     * @param maxJobs jobs reserved at most
-     * @param horizonSeconds how far ahead a slot may be
-     * @param types job type names whose jobs may be reserved
-     * @param caps their reschedule caps
-     * @return jobs reserved per job type (empty when none)
-     */
-    public Map<String, Integer> reserveBacklog(String key, Instant now, double requestRate, double requestCapacity,
-            int maxJobs, double horizonSeconds, List<String> types, List<Integer> caps) {
-        return db.autocommit("reserving bucket permits for the backlog of " + key, c -> {
-            try (PreparedStatement ps = c.prepareStatement(JobSql.RESERVE_BACKLOG)) {
-                Db.bind(ps, key, OffsetDateTime.ofInstant(now, ZoneOffset.UTC), requestRate, requestCapacity, maxJobs,
-                        horizonSeconds, c.createArrayOf("text", types.toArray()), c.createArrayOf("integer", caps.toArray()));
-                return countsByType(ps);
-            }
-        });
-    }
-
-    /**
-     * Moves the jobs of a key's waiting line whose places' permits were booked ahead of the line
-     * to its end, when the bucket's tat has passed the line's front by a request's time or more
-     * ({@link JobSql#REALIGN_LINE}, after {@link JobSql#TRY_LOCK_LINE}, in one transaction).
-     *
-     * @param requestRate the bucket's request rate (/s): the spacing of places
-     * @param maxJobs jobs moved at most
-     * @param types job type names whose jobs may be moved
-     * @param caps their reschedule caps
-     * @return jobs moved per job type (empty when none, or when another worker is moving the key's line)
-     */
-    public Map<String, Integer> realignLine(String key, Instant now, double requestRate, int maxJobs, List<String> types,
-            List<Integer> caps) {
-        return db.transaction("realigning the waiting line of " + key, c -> {
-            try (PreparedStatement lock = c.prepareStatement(JobSql.TRY_LOCK_LINE)) {
-                Db.bind(lock, key);
-                try (ResultSet rs = lock.executeQuery()) {
-                    if (!rs.next() || !rs.getBoolean(1)) {
-                        return Map.<String, Integer>of(); // another worker moves the key's line now
-                    }
-                }
-            }
-            try (PreparedStatement ps = c.prepareStatement(JobSql.REALIGN_LINE)) {
-                Db.bind(ps, key, OffsetDateTime.ofInstant(now, ZoneOffset.UTC), requestRate, maxJobs,
-                        c.createArrayOf("text", types.toArray()), c.createArrayOf("integer", caps.toArray()));
-                return countsByType(ps);
-            }
-        });
-    }
-
-    /** Runs a backlog statement: its rows are {@code task_name} and {@code reserved} (a count). */
-    private static Map<String, Integer> countsByType(PreparedStatement ps) throws SQLException {
-        Map<String, Integer> byType = new LinkedHashMap<>();
-        try (ResultSet rs = ps.executeQuery()) {
-            while (rs.next()) {
-                byType.put(rs.getString("task_name"), rs.getInt("reserved"));
-            }
-        }
-        return byType;
-    }
-
-    /**
-     * Places a key's backlog beyond its booking horizon in its waiting line, holding no permit and
-     * never the bucket row ({@link JobSql#PLACE_BACKLOG}).
-     *
-     * @param requestRate the bucket's request rate (/s): the spacing of places
-     * @param maxJobs jobs placed at most
-     * @param types job type names whose jobs may be placed
-     * @param caps their reschedule caps
-     * @return jobs placed per job type (empty when none)
-     */
-    public Map<String, Integer> placeBacklog(String key, Instant now, double requestRate, int maxJobs,
-            List<String> types, List<Integer> caps) {
-        return db.autocommit("placing the backlog of " + key + " in its waiting line", c -> {
-            try (PreparedStatement ps = c.prepareStatement(JobSql.PLACE_BACKLOG)) {
-                Db.bind(ps, key, OffsetDateTime.ofInstant(now, ZoneOffset.UTC), requestRate, maxJobs,
-                        c.createArrayOf("text", types.toArray()), c.createArrayOf("integer", caps.toArray()));
-                return countsByType(ps);
-            }
-        });
-    }
-
-    /**
-     * A discovered pace's backlog: the key's due, unpicked jobs each rescheduled to its place in
-     * the pace's waiting line, in one statement ({@link JobSql#WAITLIST_BACKLOG}).
-     *
-     * @param key the provider key
-     * @param now now
-     * @param intervalSeconds the pace's adjustment interval
-     * @param horizonSeconds its booking horizon (the line starts no nearer)
-     * @param maxAheadSeconds the furthest place
-     * @param maxJobs the most jobs moved
-     * @param types the job types whose jobs may be moved
-     * @param caps their reschedule caps
-     * @param lastPlace receives the furthest place given (index 0), or stays null
-     * @return jobs moved per type (empty when none)
-     */
-    public Map<String, Integer> waitlistBacklog(String key, Instant now, double intervalSeconds, double horizonSeconds,
-            double maxAheadSeconds, int maxJobs, List<String> types, List<Integer> caps, Instant[] lastPlace) {
-        return db.autocommit("placing the backlog of " + key + " in its waiting line", c -> {
-            try (PreparedStatement ps = c.prepareStatement(JobSql.WAITLIST_BACKLOG)) {
-                Db.bind(ps, key, OffsetDateTime.ofInstant(now, ZoneOffset.UTC), intervalSeconds, horizonSeconds,
-                        maxAheadSeconds, maxJobs, c.createArrayOf("text", types.toArray()),
-                        c.createArrayOf("integer", caps.toArray()));
-                Map<String, Integer> byType = new LinkedHashMap<>();
-                try (ResultSet rs = ps.executeQuery()) {
-                    while (rs.next()) {
-                        byType.put(rs.getString("task_name"), rs.getInt("moved"));
-                        Instant last = rs.getObject("last_place", OffsetDateTime.class).toInstant();
-                        if (lastPlace[0] == null || last.isAfter(lastPlace[0])) {
-                            lastPlace[0] = last;
-                        }
-                    }
-                }
-                return byType;
-            }
-        });
-    }
 
     // ---- the dead-letter store's writes -------------------------------------------------------
 

@@ -48,6 +48,25 @@ public final class Registry {
     }
 
     /**
+     * @return each job type as {@code layover.job_types} records it (what {@code layover.enqueue} needs
+     *     to write a job of it as the Java enqueue does)
+     */
+    public java.util.List<JobStore.TypeRow> typeRows() {
+        java.util.List<JobStore.TypeRow> rows = new java.util.ArrayList<>();
+        for (Entry<?> e : byName.values()) {
+            JobType<?> t = e.type();
+            // a Map or a JsonNode reads any property: no list to check against
+            boolean any = java.util.Map.class.isAssignableFrom(t.argsType())
+                    || com.fasterxml.jackson.databind.JsonNode.class.isAssignableFrom(t.argsType());
+            rows.add(new JobStore.TypeRow(t.name(), e.codec().shape(),
+                    any ? null : e.codec().properties().toArray(String[]::new),
+                    e.codec().maxBytes(), t.fixedProviderKey(), t.providerKeyFromArgs(), t.hasFairnessKey(),
+                    t.hasLimitKeys()));
+        }
+        return rows;
+    }
+
+    /**
      * @param name a job type name
      * @return the entry, or {@code null}
      */

@@ -39,6 +39,10 @@ public final class TimeSeries {
     static final int KEYS_PER_FLUSH = 100;
     /** The provider key of the keys past {@link #KEYS_PER_FLUSH}, summed. */
     static final String OTHER_KEYS = "*";
+    /** The most fairness keys a flush writes token counts of, per job type; the rest are summed as {@code '*'}. */
+    static final int FAIRNESS_KEYS_PER_FLUSH = 100;
+    /** The counters of reported tokens, whose detail is the run's fairness key. */
+    static final Set<String> TOKEN_COUNTERS = Set.of("input_tokens", "output_tokens", "cached_input_tokens");
 
     /** Counts nothing, writes nothing. */
     public static final TimeSeries OFF = new TimeSeries(null, new TimeSeriesSettings(false, null, null, null));
@@ -94,15 +98,48 @@ public final class TimeSeries {
         add(jobType, providerKey, "parked", failureType);
     }
 
+    /**
+     * A call a fallback chain made to one of its endpoints (a step of the run's trail that was not
+     * skipped): counted under the endpoint's key ({@code endpoint_call}, detail: the step's result,
+     * {@code answered}, {@code rate_limited}, {@code overloaded}, ...) and under the job's own key
+     * ({@code chain_call}, detail: the endpoint's key), so a model key's page finds its endpoints.
+     *
+     * @param jobType the job's type
+     * @param jobKey the job's provider key (the chain's model), or null
+     * @param endpointKey the endpoint's provider key
+     * @param result the step's result
+     */
+    public void endpointCall(String jobType, String jobKey, String endpointKey, String result) {
+        add(jobType, endpointKey, "endpoint_call", result);
+        if (jobKey != null && !jobKey.equals(endpointKey)) {
+            add(jobType, jobKey, "chain_call", endpointKey);
+        }
+    }
+
+    /**
+     * The tokens a run's call reported (each null when not reported), per job type, provider key and
+     * fairness key: counters {@code input_tokens} (cached included), {@code output_tokens},
+     * {@code cached_input_tokens}, detail the fairness key ({@code ''} for none).
+     */
+    public void tokens(String jobType, String providerKey, String fairnessKey, Long input, Long output, Long cached) {
+        add(jobType, providerKey, "input_tokens", fairnessKey, input == null ? 0 : input);
+        add(jobType, providerKey, "output_tokens", fairnessKey, output == null ? 0 : output);
+        add(jobType, providerKey, "cached_input_tokens", fairnessKey, cached == null ? 0 : cached);
+    }
+
     private void add(String jobType, String providerKey, String counter, String detail) {
-        if (!on() || jobType == null) {
+        add(jobType, providerKey, counter, detail, 1);
+    }
+
+    private void add(String jobType, String providerKey, String counter, String detail, long amount) {
+        if (!on() || jobType == null || amount <= 0) {
             return;
         }
         // incremented inside compute: a flush dropping an idle cell (computeIfPresent) never loses a count
         counts.compute(new Cell(jobType, providerKey == null ? "" : providerKey, counter, detail == null ? "" : detail),
                 (c, n) -> {
                     LongAdder a = n == null ? new LongAdder() : n;
-                    a.increment();
+                    a.add(amount);
                     return a;
                 });
     }
@@ -193,7 +230,7 @@ public final class TimeSeries {
                     counts.computeIfPresent(e.getKey(), (c, a) -> a.sum() == 0 ? null : a);
                 }
             }
-            for (Map.Entry<Cell, Long> t : folded(taken)) {
+            for (Map.Entry<Cell, Long> t : folded(foldedFairness(taken))) {
                 Cell c = t.getKey();
                 types.add(c.jobType());
                 keys.add(c.providerKey());
@@ -214,11 +251,47 @@ public final class TimeSeries {
         }
     }
 
+    /**
+     * The token counts to write: per job type, the fairness keys past the
+     * {@link #FAIRNESS_KEYS_PER_FLUSH} that reported the most tokens summed as fairness key {@code '*'}.
+     */
+    static List<Map.Entry<Cell, Long>> foldedFairness(List<Map.Entry<Cell, Long>> taken) {
+        Map<String, Map<String, Long>> perFlow = new HashMap<>();
+        for (Map.Entry<Cell, Long> t : taken) {
+            Cell c = t.getKey();
+            if (TOKEN_COUNTERS.contains(c.counter()) && !c.detail().isEmpty()) {
+                perFlow.computeIfAbsent(c.jobType(), k -> new HashMap<>()).merge(c.detail(), t.getValue(), Long::sum);
+            }
+        }
+        Map<String, Set<String>> kept = new HashMap<>();
+        for (Map.Entry<String, Map<String, Long>> e : perFlow.entrySet()) {
+            if (e.getValue().size() > FAIRNESS_KEYS_PER_FLUSH) {
+                kept.put(e.getKey(), e.getValue().entrySet().stream()
+                        .sorted(Map.Entry.<String, Long>comparingByValue().reversed().thenComparing(Map.Entry.comparingByKey()))
+                        .limit(FAIRNESS_KEYS_PER_FLUSH).map(Map.Entry::getKey).collect(Collectors.toSet()));
+            }
+        }
+        if (kept.isEmpty()) {
+            return taken;
+        }
+        Map<Cell, Long> out = new LinkedHashMap<>();
+        for (Map.Entry<Cell, Long> t : taken) {
+            Cell c = t.getKey();
+            Set<String> keep = kept.get(c.jobType());
+            Cell to = keep == null || !TOKEN_COUNTERS.contains(c.counter()) || c.detail().isEmpty()
+                    || keep.contains(c.detail()) ? c : new Cell(c.jobType(), c.providerKey(), c.counter(), OTHER_KEYS);
+            out.merge(to, t.getValue(), Long::sum);
+        }
+        return new ArrayList<>(out.entrySet());
+    }
+
     /** The counts to write: per job type, the keys past the {@link #KEYS_PER_FLUSH} busiest summed as {@code '*'}. */
     static List<Map.Entry<Cell, Long>> folded(List<Map.Entry<Cell, Long>> taken) {
         Map<String, Map<String, Long>> perKey = new HashMap<>();
         for (Map.Entry<Cell, Long> t : taken) {
-            perKey.computeIfAbsent(t.getKey().jobType(), k -> new HashMap<>()).merge(t.getKey().providerKey(), t.getValue(), Long::sum);
+            // ranked by events: token counts, far larger numbers, do not decide which keys are the busiest
+            long events = TOKEN_COUNTERS.contains(t.getKey().counter()) ? 0 : t.getValue();
+            perKey.computeIfAbsent(t.getKey().jobType(), k -> new HashMap<>()).merge(t.getKey().providerKey(), events, Long::sum);
         }
         Map<String, Set<String>> kept = new HashMap<>();
         boolean any = false;

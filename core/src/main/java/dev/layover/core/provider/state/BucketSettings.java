@@ -13,29 +13,24 @@ import java.time.Duration;
  * returns a copy. Set with {@code Layover.Builder#bucket(String, BucketSettings)}.
  *
  * <p>Database: one row of {@code layover.buckets} per key, holding for each limited dimension a
- * GCRA "theoretical arrival time" (when the permits handed out so far will have drained). A
- * worker takes permits with one {@code UPDATE} that moves it forward. To keep round trips down it
- * takes up to {@link #lease()} request permits at once, when that many are free now, and spends
- * them locally within the burst duration, at most one second (unspent ones lapse). A job that finds no free permit is given
- * the next future one and rescheduled to its time (reason {@code bucket}, no attempt spent); it
- * keeps that permit in {@code scheduled_tasks.permit_at} and runs at that time without asking
- * again (a permit picked up later than two poll intervals, at least 2 s, after its time lapses
- * and the job asks again).
+ * GCRA "theoretical arrival time" (when the permits handed out so far will have drained). The pick
+ * is the admission ({@code layover.pick}): it takes a key's due jobs only as far as the bucket has
+ * permits (and tokens) free now and moves the row in the same statement; a job it does not admit
+ * is not touched and waits for a later pick, without an attempt or a reschedule. Past its job
+ * type's {@code maxDeferral} waiting, a job is parked {@code rate_limit_exhausted}.
  *
  * <p>Permits: in any interval of length {@code t} the fleet is given at most
  * {@code rate * t + capacity} permits, where the capacity is the rate times {@link #burst()}, at
- * least one request. Calls start when their permit exists, or later: a job rescheduled to its
- * permit is picked up to a poll interval late, and a leased permit is spent within the burst, so
- * the provider may see a little more than that within a short interval, never more on average.
+ * least one request. A job admitted by a pick starts when a worker thread takes it, at once or a
+ * little later: the provider never sees more than that, and on average not more than the rate.
  *
- * <p>Tokens: a bucket with a token dimension takes, in one statement with the request permit, the
- * call's reservation in every token dimension (a job type's {@code JobType.Builder#tokenEstimate}:
- * input estimate plus output ceiling), or nothing when one dimension refuses; no tokens are leased.
- * The token capacity is the rate times {@link #tokenBurst()}, by default one minute (the providers'
- * own token buckets hold a minute of their limit). A call whose reservation is larger than a
- * dimension's capacity can never be admitted: its job parks at once as {@code rejected}, with the
- * numbers. After the call the usage the handler reported replaces the reservation (see
- * {@code docs/tokens.md}).
+ * <p>Tokens: a pick admits a key's jobs in order while their token estimates (a job type's
+ * {@code JobType.Builder#tokenEstimate}: input estimate plus output ceiling, stored at enqueue) fit
+ * what is free in every token dimension, and reserves them. The token capacity is the rate times
+ * {@link #tokenBurst()}, by default one minute (the providers' own token buckets hold a minute of
+ * their limit). A job whose reservation is larger than a dimension's capacity can never be
+ * admitted: it parks as {@code rejected}, with the numbers. After the call the usage the handler
+ * reported replaces the reservation (see {@code docs/tokens.md}).
  *
  * <table>
  *   <caption>Settings and defaults</caption>
@@ -46,18 +41,16 @@ import java.time.Duration;
  *   <tr><td>{@link #outputTokensPerMinute()}</td><td>none (0)</td></tr>
  *   <tr><td>{@link #burst()}</td><td>1 s of the request rate</td></tr>
  *   <tr><td>{@link #tokenBurst()}</td><td>60 s of each token rate (capacity = the per-minute limit)</td></tr>
- *   <tr><td>{@link #lease()}</td><td>8 request permits per round trip</td></tr>
  * </table>
  *
  * @param requestsPerMinute request limit, 0 for none
  * @param tokensPerMinute combined (input + output) token limit, 0 for none
  * @param burst how much of the request rate may be spent at once
- * @param lease the most request permits a worker takes per round trip; at least 1
  * @param inputTokensPerMinute input token limit, 0 for none
  * @param outputTokensPerMinute output token limit, 0 for none
  * @param tokenBurst how much of each token rate may be spent at once
  */
-public record BucketSettings(double requestsPerMinute, double tokensPerMinute, Duration burst, int lease,
+public record BucketSettings(double requestsPerMinute, double tokensPerMinute, Duration burst,
         double inputTokensPerMinute, double outputTokensPerMinute, Duration tokenBurst) {
 
     /** The default {@link #tokenBurst()}: a minute. */
@@ -69,7 +62,6 @@ public record BucketSettings(double requestsPerMinute, double tokensPerMinute, D
      * @param requestsPerMinute request limit, 0 for none
      * @param tokensPerMinute combined token limit, 0 for none
      * @param burst how much of the request rate may be spent at once
-     * @param lease the most request permits a worker takes per round trip; at least 1
      * @param inputTokensPerMinute input token limit, 0 for none
      * @param outputTokensPerMinute output token limit, 0 for none
      * @param tokenBurst how much of each token rate may be spent at once
@@ -85,9 +77,6 @@ public record BucketSettings(double requestsPerMinute, double tokensPerMinute, D
         }
         BreakerSettings.positive(burst, "burst");
         BreakerSettings.positive(tokenBurst, "tokenBurst");
-        if (lease < 1) {
-            throw new ConfigurationException("lease must be at least 1, was " + lease);
-        }
     }
 
     /**
@@ -96,23 +85,22 @@ public record BucketSettings(double requestsPerMinute, double tokensPerMinute, D
      * @param requestsPerMinute request limit, 0 for none
      * @param tokensPerMinute combined token limit, 0 for none
      * @param burst how much of the request rate may be spent at once
-     * @param lease the most request permits a worker takes per round trip; at least 1
      */
-    public BucketSettings(double requestsPerMinute, double tokensPerMinute, Duration burst, int lease) {
-        this(requestsPerMinute, tokensPerMinute, burst, lease, 0, 0, DEFAULT_TOKEN_BURST);
+    public BucketSettings(double requestsPerMinute, double tokensPerMinute, Duration burst) {
+        this(requestsPerMinute, tokensPerMinute, burst, 0, 0, DEFAULT_TOKEN_BURST);
     }
 
     /**
      * @param n requests per minute
-     * @return a request limit with the default burst and lease
+     * @return a request limit with the default burst
      */
     public static BucketSettings requestsPerMinute(double n) {
-        return new BucketSettings(n, 0, Duration.ofSeconds(1), 8);
+        return new BucketSettings(n, 0, Duration.ofSeconds(1));
     }
 
     /**
      * @param n requests per second
-     * @return a request limit with the default burst and lease
+     * @return a request limit with the default burst
      */
     public static BucketSettings requestsPerSecond(double n) {
         return requestsPerMinute(n * 60);
@@ -120,26 +108,26 @@ public record BucketSettings(double requestsPerMinute, double tokensPerMinute, D
 
     /**
      * @param n combined (input + output) tokens per minute
-     * @return a token limit with the default bursts and lease
+     * @return a token limit with the default bursts
      */
     public static BucketSettings tokensPerMinute(double n) {
-        return new BucketSettings(0, n, Duration.ofSeconds(1), 8);
+        return new BucketSettings(0, n, Duration.ofSeconds(1));
     }
 
     /**
      * @param n input tokens per minute (Anthropic's ITPM, Gemini's TPM)
-     * @return an input token limit with the default bursts and lease
+     * @return an input token limit with the default bursts
      */
     public static BucketSettings inputTokensPerMinute(double n) {
-        return new BucketSettings(0, 0, Duration.ofSeconds(1), 8, n, 0, DEFAULT_TOKEN_BURST);
+        return new BucketSettings(0, 0, Duration.ofSeconds(1), n, 0, DEFAULT_TOKEN_BURST);
     }
 
     /**
      * @param n output tokens per minute (Anthropic's OTPM)
-     * @return an output token limit with the default bursts and lease
+     * @return an output token limit with the default bursts
      */
     public static BucketSettings outputTokensPerMinute(double n) {
-        return new BucketSettings(0, 0, Duration.ofSeconds(1), 8, 0, n, DEFAULT_TOKEN_BURST);
+        return new BucketSettings(0, 0, Duration.ofSeconds(1), 0, n, DEFAULT_TOKEN_BURST);
     }
 
     /**
@@ -147,7 +135,7 @@ public record BucketSettings(double requestsPerMinute, double tokensPerMinute, D
      * @return a copy with that combined token limit
      */
     public BucketSettings withTokensPerMinute(double n) {
-        return new BucketSettings(requestsPerMinute, n, burst, lease, inputTokensPerMinute, outputTokensPerMinute, tokenBurst);
+        return new BucketSettings(requestsPerMinute, n, burst, inputTokensPerMinute, outputTokensPerMinute, tokenBurst);
     }
 
     /**
@@ -155,7 +143,7 @@ public record BucketSettings(double requestsPerMinute, double tokensPerMinute, D
      * @return a copy with that input token limit
      */
     public BucketSettings withInputTokensPerMinute(double n) {
-        return new BucketSettings(requestsPerMinute, tokensPerMinute, burst, lease, n, outputTokensPerMinute, tokenBurst);
+        return new BucketSettings(requestsPerMinute, tokensPerMinute, burst, n, outputTokensPerMinute, tokenBurst);
     }
 
     /**
@@ -163,7 +151,7 @@ public record BucketSettings(double requestsPerMinute, double tokensPerMinute, D
      * @return a copy with that output token limit
      */
     public BucketSettings withOutputTokensPerMinute(double n) {
-        return new BucketSettings(requestsPerMinute, tokensPerMinute, burst, lease, inputTokensPerMinute, n, tokenBurst);
+        return new BucketSettings(requestsPerMinute, tokensPerMinute, burst, inputTokensPerMinute, n, tokenBurst);
     }
 
     /**
@@ -171,7 +159,7 @@ public record BucketSettings(double requestsPerMinute, double tokensPerMinute, D
      * @return a copy with that request limit
      */
     public BucketSettings withRequestsPerMinute(double n) {
-        return new BucketSettings(n, tokensPerMinute, burst, lease, inputTokensPerMinute, outputTokensPerMinute, tokenBurst);
+        return new BucketSettings(n, tokensPerMinute, burst, inputTokensPerMinute, outputTokensPerMinute, tokenBurst);
     }
 
     /**
@@ -179,7 +167,7 @@ public record BucketSettings(double requestsPerMinute, double tokensPerMinute, D
      * @return a copy with that burst
      */
     public BucketSettings withBurst(Duration d) {
-        return new BucketSettings(requestsPerMinute, tokensPerMinute, d, lease, inputTokensPerMinute, outputTokensPerMinute, tokenBurst);
+        return new BucketSettings(requestsPerMinute, tokensPerMinute, d, inputTokensPerMinute, outputTokensPerMinute, tokenBurst);
     }
 
     /**
@@ -188,15 +176,7 @@ public record BucketSettings(double requestsPerMinute, double tokensPerMinute, D
      * @return a copy with that token burst
      */
     public BucketSettings withTokenBurst(Duration d) {
-        return new BucketSettings(requestsPerMinute, tokensPerMinute, burst, lease, inputTokensPerMinute, outputTokensPerMinute, d);
-    }
-
-    /**
-     * @param permits the most request permits a worker takes per round trip
-     * @return a copy with that lease size
-     */
-    public BucketSettings withLease(int permits) {
-        return new BucketSettings(requestsPerMinute, tokensPerMinute, burst, permits, inputTokensPerMinute, outputTokensPerMinute, tokenBurst);
+        return new BucketSettings(requestsPerMinute, tokensPerMinute, burst, inputTokensPerMinute, outputTokensPerMinute, d);
     }
 
     /** @return requests per second, 0 for none */

@@ -9,10 +9,13 @@ import java.time.Duration;
  *
  * <p>A cooldown is a row of {@code layover.cooldowns}: no worker calls the key before its
  * {@code until}, which only ever moves forward. RATE_LIMITED sets it to at least now +
- * retry-after; QUOTA_EXHAUSTED with a known reset sets it to the reset; OVERLOADED sets a short
- * one. When the provider gave no wait, the wait escalates with the key's back-to-back cooldowns
- * ("strikes"): {@code base * 2^(strikes-1)} up to the cap. A cooldown that starts more than
- * {@link #strikeMemory()} after the previous one ended starts again at one strike.
+ * retry-after; QUOTA_EXHAUSTED with a known reset sets it to the reset; OVERLOADED sets its
+ * retry-after, or without one a short cooldown only when the key's recent calls show a rate of
+ * failures (at least 3 in its breaker window, at least 20 % of its calls). When the provider gave
+ * no wait, the wait escalates with the key's back-to-back cooldowns ("strikes"):
+ * {@code base * 2^(strikes-1)} up to the cap. A cooldown that starts more than
+ * {@link #strikeMemory()} after the previous one ended, or after a call of the key succeeded once
+ * the previous one ended, starts again at one strike.
  *
  * <p><b>Learned pace.</b> A cooldown alone lets the whole fleet call again at its end, and the
  * burst that follows earns the next 429. When a 429 states the key's request limit

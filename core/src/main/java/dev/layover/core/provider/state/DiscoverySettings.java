@@ -22,7 +22,7 @@ import java.time.Duration;
  * 429 writes a row of {@code layover.buckets} with {@code discovered = true} in slow start at
  * {@link #initialPerSecond()}; every worker takes permits from it like from a configured bucket.
  * Slow start doubles the rate every {@link #every()} until the first 429 burst; then the pace is
- * steady: every interval in which its permits were all in use it grows by {@link #increase()} of
+ * steady: every interval in which due jobs of the key waited for it it grows by {@link #increase()} of
  * the ceiling (the rate of the last 429 burst), and past the ceiling by 10 % by 10 % per interval
  * (probing; the ceiling moves up with it). A 429 burst multiplies the rate by {@link #decrease()}
  * once for the fleet (a 429 within one interval of the last decrease belongs to its burst; the
@@ -33,9 +33,7 @@ import java.time.Duration;
  * cooldown of {@link #restartAfter()} or more (a long stated wait, a quota reset, an overload)
  * restarts slow start from the initial rate up to the rate before it, so that the fleet does not
  * step from idle to full rate (which OpenAI's {@code slow_down} and Anthropic's acceleration
- * limits punish). A job whose permit would be further than {@link #horizon()} ahead waits
- * without holding one (a place in the pace's waiting line, {@code discovery_waitlist}), so that a
- * new rate applies within the horizon, not after a backlog booked at the old one.
+ * limits punish). A new rate applies at the next pick: nothing is booked ahead at the old one.
  *
  * <p><b>Database</b>: increases, decreases and restarts are conditional {@code UPDATE}s with the
  * database's clock: no write per successful call (each instance tries an increase at most once per
@@ -56,7 +54,6 @@ import java.time.Duration;
  *   <tr><td>{@link #decrease()}</td><td>0.7 (the rate kept at a 429 burst)</td></tr>
  *   <tr><td>{@link #pause()}</td><td>500 ms</td></tr>
  *   <tr><td>{@link #restartAfter()}</td><td>10 s</td></tr>
- *   <tr><td>{@link #horizon()}</td><td>1 s</td></tr>
  *   <tr><td>{@link #keepFor()}</td><td>30 min</td></tr>
  * </table>
  *
@@ -68,14 +65,13 @@ import java.time.Duration;
  * @param decrease the share of the rate kept at a 429 burst, in (0, 1)
  * @param pause the cooldown after a 429 burst that stated no wait, while the rate can still decrease
  * @param restartAfter a cooldown at least this long restarts slow start
- * @param horizon how far ahead a job may hold a permit of a discovered pace
  * @param keepFor how long a discovered pace lasts after its last change
  */
 public record DiscoverySettings(boolean enabled, double initialPerSecond, double minPerSecond, Duration every,
-        double increase, double decrease, Duration pause, Duration restartAfter, Duration horizon, Duration keepFor) {
+        double increase, double decrease, Duration pause, Duration restartAfter, Duration keepFor) {
 
     private static final DiscoverySettings DEFAULTS = new DiscoverySettings(true, 1, 0.1, Duration.ofSeconds(1), 0.02,
-            0.7, Duration.ofMillis(500), Duration.ofSeconds(10), Duration.ofSeconds(1), Duration.ofMinutes(30));
+            0.7, Duration.ofMillis(500), Duration.ofSeconds(10), Duration.ofMinutes(30));
 
     /**
      * Validates the settings.
@@ -88,8 +84,7 @@ public record DiscoverySettings(boolean enabled, double initialPerSecond, double
      * @param decrease the share of the rate kept at a 429 burst, in (0, 1)
      * @param pause the cooldown after a 429 burst that stated no wait
      * @param restartAfter a cooldown at least this long restarts slow start
-     * @param horizon how far ahead a job may hold a permit of a discovered pace
-     * @param keepFor how long a discovered pace lasts after its last change
+         * @param keepFor how long a discovered pace lasts after its last change
      */
     public DiscoverySettings {
         if (!(minPerSecond > 0 && minPerSecond < Double.POSITIVE_INFINITY)) {
@@ -108,7 +103,6 @@ public record DiscoverySettings(boolean enabled, double initialPerSecond, double
         BreakerSettings.positive(every, "every");
         BreakerSettings.positive(pause, "pause");
         BreakerSettings.positive(restartAfter, "restartAfter");
-        BreakerSettings.positive(horizon, "horizon");
         BreakerSettings.positive(keepFor, "keepFor");
     }
 
@@ -128,7 +122,7 @@ public record DiscoverySettings(boolean enabled, double initialPerSecond, double
      */
     public DiscoverySettings withEnabled(boolean on) {
         return new DiscoverySettings(on, initialPerSecond, minPerSecond, every, increase, decrease, pause, restartAfter,
-                horizon, keepFor);
+                keepFor);
     }
 
     /**
@@ -137,7 +131,7 @@ public record DiscoverySettings(boolean enabled, double initialPerSecond, double
      * @return a copy with these rates
      */
     public DiscoverySettings withRates(double initial, double min) {
-        return new DiscoverySettings(enabled, initial, min, every, increase, decrease, pause, restartAfter, horizon,
+        return new DiscoverySettings(enabled, initial, min, every, increase, decrease, pause, restartAfter,
                 keepFor);
     }
 
@@ -149,7 +143,7 @@ public record DiscoverySettings(boolean enabled, double initialPerSecond, double
      */
     public DiscoverySettings withRule(Duration interval, double increaseShare, double decreaseShare) {
         return new DiscoverySettings(enabled, initialPerSecond, minPerSecond, interval, increaseShare, decreaseShare, pause,
-                restartAfter, horizon, keepFor);
+                restartAfter, keepFor);
     }
 
     /**
@@ -159,16 +153,15 @@ public record DiscoverySettings(boolean enabled, double initialPerSecond, double
      */
     public DiscoverySettings withWaits(Duration afterBurst, Duration restartAfterCooldown) {
         return new DiscoverySettings(enabled, initialPerSecond, minPerSecond, every, increase, decrease, afterBurst,
-                restartAfterCooldown, horizon, keepFor);
+                restartAfterCooldown, keepFor);
     }
 
     /**
-     * @param bookAhead how far ahead a job may hold a permit of a discovered pace
      * @param keep how long a discovered pace lasts after its last change
-     * @return a copy with these durations
+     * @return a copy with this duration
      */
-    public DiscoverySettings withHorizon(Duration bookAhead, Duration keep) {
+    public DiscoverySettings withKeepFor(Duration keep) {
         return new DiscoverySettings(enabled, initialPerSecond, minPerSecond, every, increase, decrease, pause,
-                restartAfter, bookAhead, keep);
+                restartAfter, keep);
     }
 }

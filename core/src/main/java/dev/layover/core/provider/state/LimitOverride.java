@@ -122,11 +122,11 @@ public record LimitOverride(Double requestsPerMinute, Double tokensPerMinute, Do
             return configured;
         }
         if (configured == null) {
-            return new BucketSettings(orZero(requestsPerMinute), orZero(tokensPerMinute), java.time.Duration.ofSeconds(1), 8,
+            return new BucketSettings(orZero(requestsPerMinute), orZero(tokensPerMinute), java.time.Duration.ofSeconds(1),
                     orZero(inputTokensPerMinute), orZero(outputTokensPerMinute), BucketSettings.DEFAULT_TOKEN_BURST);
         }
         return new BucketSettings(requestsPerMinute != null ? requestsPerMinute : configured.requestsPerMinute(),
-                tokensPerMinute != null ? tokensPerMinute : configured.tokensPerMinute(), configured.burst(), configured.lease(),
+                tokensPerMinute != null ? tokensPerMinute : configured.tokensPerMinute(), configured.burst(),
                 inputTokensPerMinute != null ? inputTokensPerMinute : configured.inputTokensPerMinute(),
                 outputTokensPerMinute != null ? outputTokensPerMinute : configured.outputTokensPerMinute(),
                 configured.tokenBurst());

@@ -161,17 +161,6 @@ class RunDeciderTest {
     }
 
     @Test
-    void aProviderWaitBeyondMaxDeferralParksElseReschedulesHoldingThePermit() {
-        Instant permit = NOW.plusSeconds(5);
-        RunDecision.Reschedule r = (RunDecision.Reschedule) RunDecider.waitForProvider(run(0), permit, "bucket",
-                "no permit", permit, NOW);
-        assertEquals(permit, r.permitAt());
-        RunDecision.Park p = (RunDecision.Park) RunDecider.waitForProvider(run(0), NOW.plus(Duration.ofHours(1)),
-                "cooldown", "cools down", null, NOW);
-        assertEquals(FailureType.RATE_LIMIT_EXHAUSTED, p.type());
-    }
-
-    @Test
     void aLostWorkersJobRunsAgainAtOnceSpendingAnAttempt() {
         RunDecision.Retry r = (RunDecision.Retry) RunDecider.workerLost(run(0), NOW, NOW.minusSeconds(60));
         assertEquals(NOW, r.runAt());
@@ -181,7 +170,7 @@ class RunDeciderTest {
 
     @Test
     void aCappedRescheduleParksAsItsReasonSays() {
-        RunDecision.Reschedule r = new RunDecision.Reschedule(NOW, "snooze", "later", null, FailureType.SNOOZE_EXHAUSTED);
+        RunDecision.Reschedule r = new RunDecision.Reschedule(NOW, "snooze", "later", FailureType.SNOOZE_EXHAUSTED);
         RunDecision.Park p = (RunDecision.Park) RunDecider.capped(run(0), r, NOW);
         assertEquals(FailureType.SNOOZE_EXHAUSTED, p.type());
         assertEquals("SnoozeLimit", p.error().errorClass());

@@ -185,9 +185,10 @@ class DiscoveredPaceTest {
         ProviderGate a = gate(db, "worker-a", quick, Map.of());
         ProviderGate b = gate(db, "worker-b", quick, Map.of());
         a.afterCall(KEY, null, STATES_NOTHING);
-        // a steady pace of 600/min whose permits are all in use (jobs wait for them)
-        db.update("update layover.buckets set requests_per_minute = 600, discovery_ceiling = 600, discovery_phase = 'steady', "
-                + "request_tat = now() + interval '1 hour' where provider_key = ?", KEY);
+        // a steady pace of 600/min that binds: a due job of the key waits for it
+        db.update("update layover.buckets set requests_per_minute = 600, discovery_ceiling = 600, discovery_phase = 'steady' "
+                + "where provider_key = ?", KEY);
+        waiting(db, true);
         a.refreshOnce();
         b.admitEndpoint(KEY, 0);
         long statementsBefore = a.inlineStatements() + b.inlineStatements();
@@ -222,8 +223,8 @@ class DiscoveredPaceTest {
         assertTrue(increases <= intervals, "at most one increase per interval fleet-wide: " + increases + " in " + intervals);
         assertEquals(600 + 12.0 * increases, (Double) row.get("requests_per_minute"), 1e-6, "each adds 2 % of the ceiling");
 
-        // a pace whose permits are not all in use does not grow
-        db.update("update layover.buckets set request_tat = now() - interval '1 minute' where provider_key = ?", KEY);
+        // a pace no job waits for does not grow
+        waiting(db, false);
         long until = System.nanoTime() + Duration.ofMillis(600).toNanos();
         while (System.nanoTime() < until) {
             a.afterCall(KEY, null, Outcome.done());
@@ -240,8 +241,8 @@ class DiscoveredPaceTest {
         List<Double> rates = new ArrayList<>();
         // the starting rate read before any success (on a loaded machine an interval can pass before the first one)
         rates.add((Double) db.value("select requests_per_minute from layover.buckets where provider_key = ?", KEY));
+        waiting(db, true);
         Await.until(Duration.ofSeconds(20), "slow start doubled four times", () -> {
-            db.update("update layover.buckets set request_tat = now() + interval '1 minute' where provider_key = ?", KEY);
             a.afterCall(KEY, null, Outcome.done());
             double rpm = (Double) db.value("select requests_per_minute from layover.buckets where provider_key = ?", KEY);
             if (rates.isEmpty() || rates.get(rates.size() - 1) != rpm) {
@@ -261,7 +262,6 @@ class DiscoveredPaceTest {
         db.update("update layover.cooldowns set until = now() where provider_key = ?", KEY); // an operator ends the wait
         rates.clear();
         Await.until(Duration.ofSeconds(20), "slow start back to the rate before, then steady", () -> {
-            db.update("update layover.buckets set request_tat = now() + interval '1 minute' where provider_key = ?", KEY);
             a.afterCall(KEY, null, Outcome.done());
             Map<String, Object> r = db.row("select requests_per_minute, discovery_phase from layover.buckets "
                     + "where provider_key = ?", KEY);
@@ -315,8 +315,9 @@ class DiscoveredPaceTest {
         assertNotNull(a.learnedBucket(KEY));
         assertEquals(1, db.update("delete from layover.buckets where provider_key = ? and discovered", KEY));
         db.update("update layover.cooldowns set until = now() where provider_key = ?", KEY);
+        a.refreshOnce(); // a worker's refresh, every second: the row is gone, so is the pace
+        assertNull(a.learnedBucket(KEY), "the instance dropped the pace when its refresh found the row gone");
         Await.until(Duration.ofSeconds(5), "the key called again", () -> !(a.admitEndpoint(KEY, 0) instanceof Admission.Wait));
-        assertNull(a.learnedBucket(KEY), "the instance dropped the pace when it found the row gone");
         for (int i = 0; i < 20; i++) {
             assertSame(Admission.Go.class, a.admitEndpoint(KEY, 0).getClass(), "called freely");
         }
@@ -325,6 +326,15 @@ class DiscoveredPaceTest {
         Map<String, Object> row = db.row("select * from layover.provider_keys where provider_key = ?", KEY);
         assertEquals(60.0, (Double) row.get("requests_per_minute"), 1e-9, "the next 429 starts afresh");
         assertEquals(0, row.get("discovery_decreases"));
+    }
+
+    /** A due job of the key waiting unpicked (the pace binds), or none. */
+    private static void waiting(TestDatabase db, boolean waits) {
+        db.update("delete from layover.scheduled_tasks where task_name = 'waiting-for-the-pace'");
+        if (waits) {
+            db.update("insert into layover.scheduled_tasks (task_name, task_instance, execution_time, picked, version, "
+                    + "provider_key) values ('waiting-for-the-pace', 'w1', now() - interval '1 second', false, 1, ?)", KEY);
+        }
     }
 
     /** One call in the API's real shape; a failure is thrown as its classified outcome. */

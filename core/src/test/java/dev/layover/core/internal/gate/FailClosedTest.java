@@ -21,13 +21,12 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import dev.layover.core.internal.gate.ProviderGate;
 import dev.layover.core.provider.state.Workers;
 
 /**
- * When the provider state cannot be read, the provider is not called: the job waits without
- * spending an attempt, and the error is logged. The error is real: the breakers table is renamed
- * away under the running worker.
+ * When the provider state cannot be read, the provider is not called: the pick, which reads it,
+ * fails and admits nothing; the job waits as it was enqueued, and the error is logged. The error is
+ * real: a table of the provider state is renamed away under the running worker.
  */
 @ExtendWith(LayoverPostgresExtension.class)
 class FailClosedTest {
@@ -71,18 +70,16 @@ class FailClosedTest {
     }
 
     @Test
-    void aKeySeenForTheFirstTimeWhileItsStateCannotBeReadIsNotCalled(TestDatabase db) {
+    void aKeyWhoseStateCannotBeReadAdmitsNothingAndItsJobWaitsUntouched(TestDatabase db) {
         JobType<Chat> chat = start(db);
         db.execute("alter table layover.breakers rename to breakers_away");
         String id = layover.enqueue(chat, new Chat("x")).id();
-        Await.equal(WAIT, "reschedule reason", "provider_state_unavailable",
-                () -> db.row("select reschedule_reason from layover.jobs where id = ?", id).get("reschedule_reason"));
+        Await.until(WAIT, "the pick's failure logged", () -> logged().contains("relation \"layover.breakers\" does not exist"));
         Map<String, Object> job = db.row("select * from layover.jobs where id = ?", id);
-        assertEquals(0, calls.get(), "fails closed: the handler, and so the provider, was not called");
+        assertEquals(0, calls.get(), "fails closed: the pick admitted nothing, the provider was not called");
         assertEquals(0, job.get("attempts"), "no attempt spent");
-        assertTrue(((String) job.get("reschedule_detail")).contains("breakers"), (String) job.get("reschedule_detail"));
-        Await.until(WAIT, "the failure logged", () -> logged().contains("Layover fails closed")
-                && logged().contains("relation \"layover.breakers\" does not exist"));
+        assertEquals(0, job.get("reschedules"), "no reschedule either: the job waits as it was enqueued");
+        assertEquals(1L, db.count("select version from layover.scheduled_tasks where task_instance = ?", id));
 
         db.execute("alter table layover.breakers_away rename to breakers");
         Await.equal(WAIT, "job rows", 0L, () -> db.count("select count(*) from layover.jobs"));
@@ -90,28 +87,18 @@ class FailClosedTest {
     }
 
     @Test
-    void aCachedStateOlderThanFiveSecondsIsNotTrustedWhenTheDatabaseFails(TestDatabase db) {
+    void aCooldownTableThatCannotBeReadStopsThePickNotTheWorker(TestDatabase db) {
         JobType<Chat> chat = start(db);
         layover.enqueue(chat, new Chat("warm"));
         Await.equal(WAIT, "job rows", 0L, () -> db.count("select count(*) from layover.jobs"));
         db.execute("alter table layover.cooldowns rename to cooldowns_away");
-        Await.until(WAIT, "the background refresh to report the failure",
-                () -> logged().contains("cannot refresh the provider state"));
-        sleep(ProviderGate.MAX_STALENESS.plusMillis(500));
         String id = layover.enqueue(chat, new Chat("y")).id();
-        Await.equal(WAIT, "reschedule reason", "provider_state_unavailable",
-                () -> db.row("select reschedule_reason from layover.jobs where id = ?", id).get("reschedule_reason"));
+        Await.until(WAIT, "the pick's failure logged", () -> logged().contains("relation \"layover.cooldowns\" does not exist"));
         assertEquals(1, calls.get(), "only the warm-up job ran");
-        assertTrue(logged().contains("relation \"layover.cooldowns\" does not exist"), "the cause is logged");
+        assertEquals(0L, db.count("select reschedules from layover.scheduled_tasks where task_instance = ?", id));
         db.execute("alter table layover.cooldowns_away rename to cooldowns");
-    }
-
-    private static void sleep(Duration d) {
-        try {
-            Thread.sleep(d.toMillis());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        Await.equal(WAIT, "job rows", 0L, () -> db.count("select count(*) from layover.jobs"));
+        assertEquals(2, calls.get());
     }
 
     /** Writes to two streams. */

@@ -135,13 +135,47 @@ class ProviderGateTest {
     }
 
     @Test
-    void anOverloadCoolsDownBrieflyAndCountsAsABreakerFailure(TestDatabase db) {
+    void anOverloadAmongSuccessesBacksOffItsJobAloneAndCountsAsABreakerFailure(TestDatabase db) {
         ProviderGate g = gate(db);
-        g.admitEndpoint(KEY, 0); // first sight creates the breaker row
-        Instant until = g.afterCall(KEY, null, Outcome.overloaded(null, "529 overloaded_error"));
-        assertEquals(clock.instant().plusSeconds(1), until);
+        for (int i = 0; i < 20; i++) {
+            g.afterCall(KEY, null, Outcome.done());
+        }
+        assertNull(g.afterCall(KEY, null, Outcome.overloaded(null, "503 Service Unavailable")),
+                "one 503 among twenty successes pauses no one");
+        assertEquals(0L, db.count("select count(*) from layover.cooldowns"));
         assertEquals(1, breaker(db).get("failures"));
-        assertEquals("overloaded: 529 overloaded_error", breaker(db).get("last_failure"));
+        assertEquals("overloaded: 503 Service Unavailable", breaker(db).get("last_failure"));
+        assertNull(g.afterCall(KEY, null, Outcome.overloaded(null, "503 again")), "two failures in 22 calls: still none");
+    }
+
+    @Test
+    void overloadsAtARateCoolTheKeyDownAndAStatedWaitIsHonouredAtOnce(TestDatabase db) {
+        ProviderGate g = gate(db);
+        g.afterCall(KEY, null, Outcome.done());
+        assertNull(g.afterCall(KEY, null, Outcome.overloaded(null, "529 overloaded_error")));
+        assertNull(g.afterCall(KEY, null, Outcome.overloaded(null, "529 overloaded_error")));
+        Instant until = g.afterCall(KEY, null, Outcome.overloaded(null, "529 overloaded_error"));
+        assertEquals(clock.instant().plusSeconds(1), until, "three failures in four calls: the fleet pauses");
+        assertEquals("overloaded", db.value("select reason from layover.cooldowns"));
+
+        Instant stated = g.afterCall("other:key", null, Outcome.overloaded(Duration.ofSeconds(7), "503 Retry-After: 7"));
+        assertEquals(clock.instant().plusSeconds(7), stated, "a wait the provider states is its signal: honoured");
+    }
+
+    @Test
+    void aSuccessAfterACooldownEndedStartsTheNextOneAtOneStrike(TestDatabase db) {
+        ProviderGate g = gateWithoutDiscovery(db);
+        for (int i = 0; i < 3; i++) {
+            Instant until = g.afterCall(KEY, null, Outcome.rateLimited(null));
+            clock.advance(Duration.between(clock.instant(), until).plusMillis(100));
+        }
+        assertEquals(3, db.count("select strikes from layover.cooldowns where provider_key = ?", KEY));
+        g.start();
+        g.afterCall(KEY, null, Outcome.done());
+        g.stop(); // writes the success counted in memory
+        Instant until = gateWithoutDiscovery(db).afterCall(KEY, null, Outcome.rateLimited(null));
+        assertEquals(clock.instant().plusSeconds(1), until,
+                "the strikes were a burst: after a success the next cooldown is a first strike's, not a fourth's");
     }
 
     // ---- breakers ------------------------------------------------------------------------------
@@ -217,7 +251,7 @@ class ProviderGateTest {
             ProviderGate g = i % 2 == 0 ? a : b;
             results.add(pool.submit(() -> {
                 start.await();
-                return g.admit(g.newRun(KEY, "t", "job", 1, 0, 1));
+                return g.admitEndpoint(KEY, 0);
             }));
         }
         int trials = 0;
@@ -308,168 +342,19 @@ class ProviderGateTest {
         assertNotNull(((Admission.Go) next).trialToken(), "the next worker takes the trial at once");
     }
 
-    // ---- buckets -------------------------------------------------------------------------------
-
-    @Test
-    void aBucketHandsOutFutureSlotsOnceAndAJobKeepsItsPermit(TestDatabase db) {
-        ProviderGate g = gate(db, "worker-a", bucketConfig(BucketSettings.requestsPerSecond(1).withLease(1)));
-        g.start();
-        try {
-            Instant now = clock.instant();
-            assertInstanceOf(Admission.Go.class, g.admit(g.newRun(KEY, "t", "a", 1, 0, 1)));
-            Admission.Wait second = (Admission.Wait) g.admit(g.newRun(KEY, "t", "b", 1, 0, 1));
-            Admission.Wait third = (Admission.Wait) g.admit(g.newRun(KEY, "t", "c", 1, 0, 1));
-            assertEquals("bucket", second.reason());
-            assertEquals(now.plusSeconds(1), second.runAt(), "the next permit exists 1 s later");
-            assertEquals(now.plusSeconds(2), third.runAt(), "and the one after 2 s later: slots, not polling");
-            assertEquals(second.runAt(), second.permitAt());
-
-            // job b comes back at its slot, holding its permit in the row
-            db.update("insert into layover.scheduled_tasks (task_name, task_instance, execution_time, picked, version, permit_at)"
-                    + " values ('t', 'b', ?, true, 7, ?)", Timestamp.from(second.runAt()), Timestamp.from(second.permitAt()));
-            Object tatBefore = db.value("select request_tat from layover.buckets");
-            clock.advance(Duration.ofSeconds(1));
-            ProviderRun b = g.newRun(KEY, "t", "b", 7, 0, 1);
-            Object rowBefore = db.value("select xmin::text from layover.scheduled_tasks where task_instance = 'b'");
-            assertInstanceOf(Admission.Go.class, g.admit(b));
-            assertEquals(tatBefore, db.value("select request_tat from layover.buckets"), "its permit was spent, no new one taken");
-            assertEquals(rowBefore, db.value("select xmin::text from layover.scheduled_tasks where task_instance = 'b'"),
-                    "spent without a write of the job's row");
-            // the same run asks again (a second call of its key): it has carried its permit, so it pays
-            assertInstanceOf(Admission.Wait.class, g.admit(b));
-            assertNotEquals(tatBefore, db.value("select request_tat from layover.buckets"), "a new permit booked");
-            // a row moved off the permit's run time (a retry, a revival) holds nothing, whatever its version
-            db.update("update layover.scheduled_tasks set execution_time = execution_time + interval '1 ms', version = 8"
-                    + " where task_instance = 'b'");
-            Object tat2 = db.value("select request_tat from layover.buckets");
-            assertInstanceOf(Admission.Wait.class, g.admit(g.newRun(KEY, "t", "b", 8, 0, 1)));
-            assertNotEquals(tat2, db.value("select request_tat from layover.buckets"), "not carried: it booked");
-        } finally {
-            g.stop();
-        }
-    }
-
-    @Test
-    void leasedPermitsAreSpentWithoutARoundTrip(TestDatabase db) {
-        ProviderGate g = gate(db, "worker-a", bucketConfig(BucketSettings.requestsPerSecond(10).withLease(5)));
-        g.start();
-        try {
-            g.admit(g.newRun(KEY, "t", "0", 1, 0, 1)); // first sight: reads the state, takes a lease of 5
-            long before = g.inlineStatements();
-            for (int i = 1; i < 5; i++) {
-                assertInstanceOf(Admission.Go.class, g.admit(g.newRun(KEY, "t", "j" + i, 1, 0, 1)));
-            }
-            assertEquals(before, g.inlineStatements(), "four permits spent from the lease");
-            assertInstanceOf(Admission.Go.class, g.admit(g.newRun(KEY, "t", "j5", 1, 0, 1)));
-            assertEquals(before + 1, g.inlineStatements(), "the sixth takes a new lease");
-        } finally {
-            g.stop();
-        }
-    }
-
-    /**
-     * The permits of jobs picked at their places in a line, taken together: as many as their takes
-     * one by one would take (the k-th fits while the tat before it is within the burst of now), the
-     * tat moved on from as early as the grace.
-     */
-    @Test
-    void placesInALineTakeTogetherWhatTheirTakesOneByOneWould(TestDatabase db) {
-        // 10/s, burst 1 s: capacity 10; the default grace, 2 s
-        ProviderGate g = gate(db, "worker-a", bucketConfig(BucketSettings.requestsPerSecond(10)));
-        g.start();
-        try {
-            g.admit(g.newRun(KEY, "t", "first", 1, 0, 1)); // the key met: its bucket row written, its state cached
-            Instant now = clock.instant();
-            // five permits booked ahead of now: five more fit, the sixth would wait 0.1 s
-            db.update("update layover.buckets set request_tat = ?", Timestamp.from(now.plusMillis(500)));
-            long before = g.inlineStatements();
-            assertEquals(Map.of(KEY, 5), g.takePlaces(Map.of(KEY, 8), now));
-            assertEquals(before + 1, g.inlineStatements(), "one statement");
-            assertEquals(now.plusSeconds(1), at(db.value("select request_tat from layover.buckets")), "five requests' time on");
-            assertEquals(Map.of(), g.takePlaces(Map.of(KEY, 1), now), "none fits: nothing taken");
-            assertEquals(now.plusSeconds(1), at(db.value("select request_tat from layover.buckets")));
-
-            // an idle bucket: the places came up to the grace late, so the tat moves on from the grace (2 s) ago and
-            // 2 s × 10 + the capacity's 10 fit, as one by one; the tat ends where the 30th permit put it
-            clock.advance(Duration.ofSeconds(30));
-            Instant later = clock.instant();
-            assertEquals(Map.of(KEY, 30), g.takePlaces(Map.of(KEY, 40), later));
-            assertEquals(later.plusSeconds(1), at(db.value("select request_tat from layover.buckets")));
-            assertEquals(Map.of(), g.takePlaces(Map.of("never:met", 3), later), "a key this instance has not met: left to its jobs");
-        } finally {
-            g.stop();
-        }
-    }
-
-    /**
-     * The places' take waits for a bucket row another transaction holds (a skipped key would send
-     * each of its jobs to a take of its own), and gives up, taking nothing, past its bound.
-     */
-    @Test
-    void placesInALineWaitForABucketRowHeldElsewhereUpToTheirBound(TestDatabase db) throws Exception {
-        ProviderGate g = gate(db, "worker-a", bucketConfig(BucketSettings.requestsPerSecond(10)));
-        g.start();
-        ExecutorService pool = Executors.newSingleThreadExecutor();
-        try {
-            g.admit(g.newRun(KEY, "t", "first", 1, 0, 1)); // the key met: its bucket row written, its state cached
-            Instant now = clock.instant();
-            db.update("update layover.buckets set request_tat = ?", Timestamp.from(now.minusSeconds(10))); // idle
-            try (java.sql.Connection holder = db.dataSource().getConnection()) {
-                holder.setAutoCommit(false);
-                holder.createStatement().execute("select 1 from layover.buckets for update");
-                Future<Map<String, Integer>> taken = pool.submit(() -> g.takePlaces(Map.of(KEY, 3), now));
-                Await.until(Duration.ofSeconds(10), "the take waiting for the row", () -> db.count(
-                        "select count(*) from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'"
-                        + " and query like '%layover.buckets%'") == 1);
-                holder.commit(); // the holder's statement is done
-                assertEquals(Map.of(KEY, 3), taken.get(10, java.util.concurrent.TimeUnit.SECONDS), "taken once the row was free");
-
-                holder.createStatement().execute("select 1 from layover.buckets for update"); // held past the bound
-                Object tat = db.value("select request_tat from layover.buckets");
-                assertEquals(Map.of(), pool.submit(() -> g.takePlaces(Map.of(KEY, 3), now)).get(10, java.util.concurrent.TimeUnit.SECONDS),
-                        "cancelled after " + Buckets.PLACES_WAIT_SECONDS + " s: nothing taken");
-                holder.rollback();
-                assertEquals(tat, db.value("select request_tat from layover.buckets"));
-            }
-        } finally {
-            pool.shutdownNow();
-            g.stop();
-        }
-    }
-
-    /** A job picked at its place in the line, past the grace: it takes one permit and leases none (the places behind stand for them). */
-    @Test
-    void aLineJobPickedPastItsGraceTakesOnePermitAndLeasesNone(TestDatabase db) {
-        ProviderGate.Config config = bucketConfig(BucketSettings.requestsPerSecond(10).withLease(5));
-        ProviderGate first = gate(db, "worker-a", config);
-        first.start();
-        ProviderGate g = gate(db, "worker-b", config); // no lease of worker-a's in memory
-        g.start();
-        try {
-            first.admit(first.newRun(KEY, "t", "first", 1, 0, 1)); // the bucket row written (a take and a lease of 4)
-            Instant now = clock.instant();
-            db.update("update layover.buckets set request_tat = ?", Timestamp.from(now.minusSeconds(10))); // idle
-            db.update("insert into layover.scheduled_tasks (task_name, task_instance, execution_time, picked, version,"
-                    + " last_reschedule_reason) values ('t', 'late', ?, true, 7, 'bucket')", Timestamp.from(now.minusSeconds(5)));
-            assertInstanceOf(Admission.Go.class, g.admit(g.newRun(KEY, "t", "late", 7, 0, 1).joinsLineWithin(Duration.ofHours(1))));
-            // from now (its place is past the grace), one request's time; a lease of 4 more would put it at now + 0.5 s
-            assertEquals(now.plusMillis(100), at(db.value("select request_tat from layover.buckets")));
-        } finally {
-            g.stop();
-            first.stop();
-        }
-    }
+    // ---- buckets (a call its job's pick did not admit: layover.take) ------------------------------
 
     @Test
     void aTokenLimitCountsEachCallsEstimate(TestDatabase db) {
-        ProviderGate g = gate(db, "worker-a", bucketConfig(BucketSettings.tokensPerMinute(600).withLease(1).withTokenBurst(Duration.ofSeconds(1))));
+        ProviderGate g = gate(db, "worker-a", bucketConfig(BucketSettings.tokensPerMinute(600).withTokenBurst(Duration.ofSeconds(1))));
         g.start(); // 10 tokens per second, capacity 10
         try {
             Instant now = clock.instant();
-            assertInstanceOf(Admission.Go.class, g.admit(g.newRun(KEY, "t", "a", 1, 4, 1)));
-            assertInstanceOf(Admission.Go.class, g.admit(g.newRun(KEY, "t", "b", 1, 4, 1)));
-            Admission.Wait c = (Admission.Wait) g.admit(g.newRun(KEY, "t", "c", 1, 4, 1));
+            assertInstanceOf(Admission.Go.class, g.admitEndpoint(KEY, 4));
+            assertInstanceOf(Admission.Go.class, g.admitEndpoint(KEY, 4));
+            Admission.Wait c = (Admission.Wait) g.admitEndpoint(KEY, 4);
             assertEquals(now.plusMillis(200), c.runAt(), "8 of 10 tokens used: 2 more tokens free in 200 ms");
+            assertInstanceOf(Admission.TooLarge.class, g.admitEndpoint(KEY, 11), "more than the capacity: never");
         } finally {
             g.stop();
         }
@@ -477,14 +362,14 @@ class ProviderGateTest {
 
     @Test
     void aFallbackEndpointWithoutAFreePermitReservesNothing(TestDatabase db) {
-        ProviderGate g = gate(db, "worker-a", bucketConfig(BucketSettings.requestsPerSecond(1).withLease(1)));
+        ProviderGate g = gate(db, "worker-a", bucketConfig(BucketSettings.requestsPerSecond(1)));
         g.start();
         try {
             assertInstanceOf(Admission.Go.class, g.admitEndpoint(KEY, 0));
             Object tat = db.value("select request_tat from layover.buckets");
             Admission.Wait w = (Admission.Wait) g.admitEndpoint(KEY, 0);
-            assertNull(w.permitAt());
-            assertEquals(tat, db.value("select request_tat from layover.buckets"));
+            assertTrue(w.runAt().isAfter(clock.instant()), "it would fit later: " + w.runAt());
+            assertEquals(tat, db.value("select request_tat from layover.buckets"), "nothing was taken");
         } finally {
             g.stop();
         }

@@ -45,8 +45,8 @@ class ProviderStateDocSqlTest {
         states.setLimit("openai:gpt-4o-mini", dev.layover.core.provider.state.LimitOverride.requestsPerMinute(600),
                 "the provider lowered our tier");
         gate.start();
-        for (int i = 0; i < 3; i++) { // books the bucket ahead
-            gate.admit(gate.newRun("azure:gpt-4o-mini@westeurope", "t", "j" + i, 1, 0, 1));
+        for (int i = 0; i < 3; i++) { // takes the bucket's permits
+            gate.admitEndpoint("azure:gpt-4o-mini@westeurope", 0);
         }
         gate.stop();
         String trail = "[{\"at\":\"2026-01-01T00:00:00Z\",\"attempt\":1,\"key\":\"openai:gpt-4o-mini\",\"result\":\"rate_limited\","

@@ -31,7 +31,7 @@ class StateCacheBoundTest {
     private final TestClock clock = new TestClock(Instant.now().truncatedTo(ChronoUnit.MILLIS));
 
     private StateCache cache(TestDatabase db) {
-        GateDb gdb = new GateDb(new Db(db.dataSource()), "cache-test");
+        GateDb gdb = new GateDb(new Db(db.dataSource()), "cache-test", false);
         return new StateCache(gdb, clock, new BreakerEvents(List.of(), LayoverMetrics.none(), "cache-test"),
                 key -> Duration.ofSeconds(60), false, ticker::get);
     }

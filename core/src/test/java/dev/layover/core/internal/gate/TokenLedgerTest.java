@@ -48,7 +48,7 @@ class TokenLedgerTest {
 
     /** 10 requests/s (capacity 10); 6,000 tokens, 3,000 input and 1,200 output tokens a minute, capacity a minute of each. */
     private static final BucketSettings FOUR = BucketSettings.requestsPerSecond(10).withTokensPerMinute(6000)
-            .withInputTokensPerMinute(3000).withOutputTokensPerMinute(1200).withLease(1);
+            .withInputTokensPerMinute(3000).withOutputTokensPerMinute(1200);
 
     private ProviderGate gate(TestDatabase db, String name, BucketSettings b) {
         ProviderGate g = new ProviderGate(new Db(db.dataSource()), clock, name, new ProviderGate.Config(
@@ -74,10 +74,10 @@ class TokenLedgerTest {
         ProviderGate g = gate(db, "worker-a", FOUR);
         try {
             Instant now = clock.instant();
-            assertInstanceOf(Admission.Go.class, g.admit(g.newRun(KEY, "t", "warm", 1, (TokenEstimate) null, 1)));
+            assertInstanceOf(Admission.Go.class, g.admitEndpoint(KEY, 0));
             long before = g.inlineStatements();
             ProviderRun a = g.newRun(KEY, "t", "a", 1, TokenEstimate.of(1000, 500), 1);
-            assertInstanceOf(Admission.Go.class, g.admit(a));
+            assertInstanceOf(Admission.Go.class, g.admitEndpoint(KEY, a.estimate(), a));
             assertEquals(before + 1, g.inlineStatements(), "requests and three token dimensions: one statement");
             assertEquals(15.0, seconds(now, tat(db, "token_tat")), 1e-3, "1,500 tokens at 100/s");
             assertEquals(20.0, seconds(now, tat(db, "input_tat")), 1e-3, "1,000 input tokens at 50/s");
@@ -88,16 +88,15 @@ class TokenLedgerTest {
             Map<String, Object> kept = tats(db);
             Admission refused = g.admitEndpoint(KEY, 800);
             assertInstanceOf(Admission.Wait.class, refused);
-            assertNull(((Admission.Wait) refused).permitAt(), "an endpoint holds no future permit");
             assertEquals(kept, tats(db), "nothing taken from requests, tokens or input when output refuses");
 
-            // a job waits for the first moment every dimension admits it, holding that reservation
+            // a call told when every dimension would admit it, holding nothing
             ProviderRun b = g.newRun(KEY, "t", "b", 1, TokenEstimate.of(100, 800), 1);
-            Admission.Wait w = (Admission.Wait) g.admit(b);
+            Admission.Wait w = (Admission.Wait) g.admitEndpoint(KEY, b.estimate(), b);
             assertEquals("bucket", w.reason());
-            assertEquals(now.plusSeconds(5), w.permitAt(), "output: 800 fit once 500 + 800 - 1,200 = 100 drained, 5 s");
+            assertEquals(now.plusSeconds(5), w.runAt(), "output: 800 fit once 500 + 800 - 1,200 = 100 drained, 5 s");
             assertTrue(w.detail().contains("1200 output tokens/min"), w.detail());
-            assertEquals(25.0 + 40.0, seconds(now, tat(db, "output_tat")), 1e-3, "its 800 output tokens are booked");
+            assertEquals(kept, tats(db), "nothing booked");
         } finally {
             g.stop();
         }
@@ -109,7 +108,7 @@ class TokenLedgerTest {
         try {
             Instant now = clock.instant();
             ProviderRun a = g.newRun(KEY, "t", "a", 1, TokenEstimate.of(1000, 500), 1);
-            assertInstanceOf(Admission.Go.class, g.admit(a));
+            assertInstanceOf(Admission.Go.class, g.admitEndpoint(KEY, a.estimate(), a));
             // Anthropic's convention: input_tokens excludes cache reads (200), which ITPM does not count
             a.reportUsage(new TokenUsage(Provider.ANTHROPIC, 600, 100, 200, 0));
             long before = g.inlineStatements();
@@ -124,28 +123,38 @@ class TokenLedgerTest {
 
             // an under-estimate is charged
             ProviderRun b = g.newRun(KEY, "t", "b", 1, TokenEstimate.of(100, 100), 1);
-            assertInstanceOf(Admission.Go.class, g.admit(b));
+            assertInstanceOf(Admission.Go.class, g.admitEndpoint(KEY, b.estimate(), b));
             Instant output = tat(db, "output_tat");
             b.reportUsage(TokenUsage.of(Provider.ANTHROPIC, 100, 300));
             b.settle();
-            assertEquals(10.0, seconds(output, tat(db, "output_tat")), 1e-3, "200 output tokens over: charged, 10 s at 20/s");
+            // its reservation was the key's share of its need (a's calls used 20 % of their output ceiling: 20 of 100)
+            assertEquals(14.0, seconds(output, tat(db, "output_tat")), 1e-3, "280 output tokens over: charged, 14 s at 20/s");
 
             // a report far over the reservation is charged one minute of each limit at most, and the run goes on
             ProviderRun c = g.newRun(KEY, "t", "c", 1, TokenEstimate.of(10, 10), 1);
             clock.advance(Duration.ofSeconds(60)); // everything so far drained
             Instant later = clock.instant();
-            assertInstanceOf(Admission.Go.class, g.admit(g.newRun(KEY, "t", "c0", 1, TokenEstimate.of(10, 10), 1)));
-            assertInstanceOf(Admission.Go.class, g.admit(c));
+            // each take reserves the key's share of its need (the shares a's and b's reports taught)
+            Map<String, Object> share = db.row("select token_share, input_share, output_share from layover.buckets"
+                    + " where provider_key = ?", KEY);
+            double st = (Double) share.get("token_share");
+            double si = (Double) share.get("input_share");
+            double so = (Double) share.get("output_share");
+            assertInstanceOf(Admission.Go.class, g.admitEndpoint(KEY, TokenEstimate.of(10, 10), null));
+            assertInstanceOf(Admission.Go.class, g.admitEndpoint(KEY, c.estimate(), c));
             c.reportUsage(TokenUsage.of(Provider.ANTHROPIC, 100 * 1000, 100 * 1000)); // 10,000x the reservation
             RunTokens big = c.settle();
             assertEquals(100_000L, big.input(), "the history keeps the whole report");
-            assertEquals(1.0 + 60.0, seconds(later, tat(db, "output_tat")), 1e-3, "output: 20 reserved + 1,200 charged");
-            assertEquals(0.4 + 60.0, seconds(later, tat(db, "input_tat")), 1e-3, "input: 20 reserved + 3,000 charged");
-            assertEquals(0.4 + 60.0, seconds(later, tat(db, "token_tat")), 1e-3, "tokens: 40 reserved + 6,000 charged");
+            assertEquals(2 * 10 * so / 20 + 60.0, seconds(later, tat(db, "output_tat")), 2e-2,
+                    "output: what the two takes reserved + 1,200 charged");
+            assertEquals(2 * 10 * si / 50 + 60.0, seconds(later, tat(db, "input_tat")), 2e-2,
+                    "input: what the two takes reserved + 3,000 charged");
+            assertEquals(2 * 20 * st / 100 + 60.0, seconds(later, tat(db, "token_tat")), 2e-2,
+                    "tokens: what the two takes reserved + 6,000 charged");
 
             // without a report the reservation stays the call's cost
             ProviderRun d = g.newRun(KEY, "t", "d", 1, TokenEstimate.of(10, 10), 1);
-            assertInstanceOf(Admission.Wait.class, g.admit(d), "the charge holds the key back");
+            assertInstanceOf(Admission.Wait.class, g.admitEndpoint(KEY, d.estimate(), d), "the charge holds the key back");
             Map<String, Object> kept = tats(db);
             before = g.inlineStatements();
             assertEquals(new RunTokens(null, null, null, 20L), d.settle());
@@ -157,13 +166,13 @@ class TokenLedgerTest {
     }
 
     @Test
-    void aBookingTakesTheShareOfItsReservationTheKeysCallsUseAndSettlesFromThere(TestDatabase db) {
+    void aTakeReservesTheShareOfItsNeedTheKeysCallsUseAndSettlesFromThere(TestDatabase db) {
         ProviderGate g = gate(db, "worker-a", FOUR);
         try {
             Instant now = clock.instant();
             // one call whose answer used half its ceiling: the shares start at what it counted / needed
             ProviderRun a = g.newRun(KEY, "t", "a", 1, TokenEstimate.of(1000, 400), 1);
-            assertInstanceOf(Admission.Go.class, g.admit(a));
+            assertInstanceOf(Admission.Go.class, g.admitEndpoint(KEY, a.estimate(), a));
             a.reportUsage(new TokenUsage(Provider.OPENAI, 1000, 200, 0, 0));
             a.settle();
             Map<String, Object> shares = db.row("select token_share, input_share, output_share from layover.buckets"
@@ -177,29 +186,25 @@ class TokenLedgerTest {
             // output is booked 10 s ahead (200 of 1,200 at 20/s): 1,200 more do not fit now, but the
             // 600 the key's calls use of such a need (output share 0.5) do, so the call goes holding 600
             ProviderRun b = g.newRun(KEY, "t", "b", 1, TokenEstimate.of(100, 1200), 1);
-            assertInstanceOf(Admission.Go.class, g.admit(b));
+            assertInstanceOf(Admission.Go.class, g.admitEndpoint(KEY, b.estimate(), b));
             assertEquals(40.0, seconds(now, tat(db, "output_tat")), 1e-3, "10 s + 600 at 20/s");
             b.reportUsage(new TokenUsage(Provider.OPENAI, 100, 600, 0, 0));
             b.settle();
             assertEquals(40.0, seconds(now, tat(db, "output_tat")), 1e-3, "600 booked, 600 counted: nothing moves");
 
-            // the next one books its 600 at the first moment they fit: 40 s - (1,200 - 600) / 20 = 10 s
+            // the next one's 600 fit at 40 s - (1,200 - 600) / 20 = 10 s: it is told so, holding nothing
             ProviderRun c = g.newRun(KEY, "t", "c", 1, TokenEstimate.of(100, 1200), 1);
-            Admission.Wait w = assertInstanceOf(Admission.Wait.class, g.admit(c));
-            assertEquals(now.plusSeconds(10), w.permitAt());
-            assertTrue(w.detail().contains("share of its reservation"), w.detail());
-            assertEquals(70.0, seconds(now, tat(db, "output_tat")), 1e-3, "its 600 booked");
+            Admission.Wait w = assertInstanceOf(Admission.Wait.class, g.admitEndpoint(KEY, c.estimate(), c));
+            assertEquals(now.plusSeconds(10), w.runAt());
+            assertEquals(40.0, seconds(now, tat(db, "output_tat")), 1e-3, "nothing booked");
 
-            // it comes back at its slot, spends the held permit, and settles from the 600 booked
-            clock.set(w.permitAt());
-            db.update("insert into layover.scheduled_tasks (task_name, task_instance, execution_time, picked, version, permit_at)"
-                    + " values ('t', 'c', ?, true, 2, ?)", Timestamp.from(w.permitAt()), Timestamp.from(w.permitAt()));
-            ProviderRun c2 = g.newRun(KEY, "t", "c", 2, TokenEstimate.of(100, 1200), 1);
-            assertInstanceOf(Admission.Go.class, g.admit(c2));
-            assertEquals(70.0, seconds(now, tat(db, "output_tat")), 1e-3, "the held permit: the bucket left alone");
-            c2.reportUsage(new TokenUsage(Provider.OPENAI, 100, 300, 0, 0));
-            c2.settle();
-            assertEquals(55.0, seconds(now, tat(db, "output_tat")), 1e-3, "300 of the 600 booked given back");
+            // at that moment it takes its 600, and settles from there
+            clock.set(w.runAt());
+            assertInstanceOf(Admission.Go.class, g.admitEndpoint(KEY, c.estimate(), c));
+            assertEquals(70.0, seconds(now, tat(db, "output_tat")), 1e-3, "its 600 taken");
+            c.reportUsage(new TokenUsage(Provider.OPENAI, 100, 300, 0, 0));
+            c.settle();
+            assertEquals(55.0, seconds(now, tat(db, "output_tat")), 1e-3, "300 of the 600 taken given back");
         } finally {
             g.stop();
         }
@@ -211,7 +216,7 @@ class TokenLedgerTest {
         try {
             Instant now = clock.instant();
             ProviderRun a = g.newRun(KEY, "t", "a", 1, TokenEstimate.of(100, 100), 1);
-            assertInstanceOf(Admission.Go.class, g.admit(a));
+            assertInstanceOf(Admission.Go.class, g.admitEndpoint(KEY, a.estimate(), a));
             assertEquals(2.0, seconds(now, tat(db, "input_tat")), 1e-3);
             // calls made outside Layover: the provider counts 2,000 of its 3,000 input tokens used
             a.reportLimits(dev.layover.core.provider.RateLimitHeaders.read(Map.of(
@@ -224,7 +229,7 @@ class TokenLedgerTest {
             assertEquals(40.0, seconds(now, tat(db, "input_tat")), 1e-3, "2,000 used at 50/s");
             assertEquals(5.0, seconds(now, tat(db, "output_tat")), 1e-3, "output kept: 100 booked > 10 the provider counts");
             ProviderRun b = g.newRun(KEY, "t", "b", 1, TokenEstimate.of(100, 100), 1);
-            assertInstanceOf(Admission.Go.class, g.admit(b));
+            assertInstanceOf(Admission.Go.class, g.admitEndpoint(KEY, b.estimate(), b));
             b.reportLimits(dev.layover.core.provider.RateLimitHeaders.read(Map.of(
                     "anthropic-ratelimit-input-tokens-remaining", List.of("2990")), now).orElseThrow());
             b.settle();
@@ -243,19 +248,20 @@ class TokenLedgerTest {
         g.start();
         try {
             ProviderRun a = g.newRun(KEY, "t", "a", 1, TokenEstimate.of(1000, 500), 1);
-            assertInstanceOf(Admission.Go.class, g.admit(a));
+            assertInstanceOf(Admission.Go.class, g.admitEndpoint(KEY, a.estimate(), a));
             a.reportUsage(TokenUsage.of(Provider.ANTHROPIC, 900, 100));
             a.settle();
             ProviderRun b = g.newRun(KEY, "t", "b", 1, TokenEstimate.of(10, 10), 1);
-            assertInstanceOf(Admission.Go.class, g.admit(b));
+            assertInstanceOf(Admission.Go.class, g.admitEndpoint(KEY, b.estimate(), b));
             b.reportUsage(TokenUsage.of(Provider.ANTHROPIC, 50, 30));
             b.settle();
             java.util.function.Function<String, Double> c = kind -> registry.find("layover.tokens")
                     .tags("provider_key", KEY, "kind", kind).counter().count();
-            assertEquals(1520.0, c.apply("reserved"));
+            // b's reservation is the key's share of its need after a's report: 20 x (1,000 / 1,500) = 13
+            assertEquals(1513.0, c.apply("reserved"));
             assertEquals(1080.0, c.apply("used"));
             assertEquals(500.0, c.apply("refunded"));
-            assertEquals(60.0, c.apply("charged"));
+            assertEquals(67.0, c.apply("charged"), "b used 80 of its 13");
         } finally {
             g.stop();
         }
@@ -267,7 +273,7 @@ class TokenLedgerTest {
         try {
             Instant now = clock.instant();
             ProviderRun a = g.newRun(KEY, "t", "a", 1, TokenEstimate.of(1000, 500), 1);
-            assertInstanceOf(Admission.Go.class, g.admit(a));
+            assertInstanceOf(Admission.Go.class, g.admitEndpoint(KEY, a.estimate(), a));
             a.refine(TokenEstimate.of(400, 300));
             assertEquals(7.0, seconds(now, tat(db, "token_tat")), 1e-3);
             assertEquals(8.0, seconds(now, tat(db, "input_tat")), 1e-3);
@@ -285,50 +291,12 @@ class TokenLedgerTest {
     }
 
     @Test
-    void aJobWithATenantBucketTakesEveryDimensionOfBothKeysAtOnceAndSettlesBothInOneStatement(TestDatabase db) {
-        String tenant = "tenant:42";
-        BucketSettings tenantTokens = BucketSettings.tokensPerMinute(3000); // 50/s, capacity 3,000
-        ProviderGate g = gate(db, "worker-a", FOUR);
-        Limits limits = new Limits(new Db(db.dataSource()), clock, "worker-a",
-                new Limits.Config(Map.of(), Map.of(KEY, FOUR, tenant, tenantTokens), Duration.ofSeconds(40)));
-        try {
-            Instant now = clock.instant();
-            ProviderRun a = g.newRun(KEY, "t", "a", 1, TokenEstimate.of(1000, 500), 1);
-            assertTrue(limits.applies(KEY, List.of(tenant)));
-            assertInstanceOf(Admission.Go.class, limits.admit(g, a, List.of(tenant)));
-            assertEquals(20.0, seconds(now, tat(db, "input_tat")), 1e-3, "the provider key's input dimension");
-            assertEquals(25.0, seconds(now, tat(db, "output_tat")), 1e-3, "and its output dimension");
-            Instant tenantTat = ((Timestamp) db.value("select token_tat from layover.buckets where provider_key = ?", tenant))
-                    .toInstant();
-            assertEquals(30.0, seconds(now, tenantTat), 1e-3, "the tenant's 1,500 tokens at 50/s");
-
-            // the tenant's bucket cannot take 2,000 more: nothing is taken from the provider key either
-            Map<String, Object> kept = tats(db);
-            ProviderRun b = g.newRun(KEY, "t", "b", 1, TokenEstimate.of(1500, 500), 1);
-            Admission.Wait w = assertInstanceOf(Admission.Wait.class, limits.admit(g, b, List.of(tenant)));
-            assertTrue(w.detail().startsWith("no permit of " + tenant), w.detail());
-            assertEquals(kept, tats(db), "nothing taken when one key refuses");
-
-            a.reportUsage(TokenUsage.of(Provider.ANTHROPIC, 1000, 100));
-            long before = g.inlineStatements();
-            a.settle();
-            assertEquals(before + 1, g.inlineStatements(), "both buckets settled by one statement");
-            assertEquals(5.0, seconds(now, tat(db, "output_tat")), 1e-3, "400 output tokens given back");
-            tenantTat = ((Timestamp) db.value("select token_tat from layover.buckets where provider_key = ?", tenant))
-                    .toInstant();
-            assertEquals(22.0, seconds(now, tenantTat), 1e-3, "the tenant's 400 unused tokens given back");
-        } finally {
-            g.stop();
-        }
-    }
-
-    @Test
     void aReservationLargerThanTheCapacityIsTooLargeAndTakesNothing(TestDatabase db) {
         ProviderGate g = gate(db, "worker-a", FOUR);
         try {
-            assertInstanceOf(Admission.Go.class, g.admit(g.newRun(KEY, "t", "warm", 1, (TokenEstimate) null, 1)));
+            assertInstanceOf(Admission.Go.class, g.admitEndpoint(KEY, 0));
             Map<String, Object> kept = tats(db);
-            Admission a = g.admit(g.newRun(KEY, "t", "big", 1, TokenEstimate.of(2000, 1500), 1));
+            Admission a = g.admitEndpoint(KEY, TokenEstimate.of(2000, 1500), null);
             Admission.TooLarge t = assertInstanceOf(Admission.TooLarge.class, a);
             assertEquals("the call's token reservation (2000 input + 1500 output tokens: 1500 output tokens) is larger "
                     + "than " + KEY + "'s bucket can ever admit (output tokens capacity 1200 = 1200/min x token burst 60 s); "
@@ -362,9 +330,9 @@ class TokenLedgerTest {
                     int admitted = 0;
                     for (int i = 0; i < 40; i++) {
                         TokenEstimate e = TokenEstimate.of(50 + r.nextInt(450), 20 + r.nextInt(180));
-                        Admission a = g.admit(g.newRun(KEY, "t", seed + "-" + i, 1, e, 1));
-                        reservedInput.addAndGet(e.inputTokens()); // admitted now, or waiting with its reservation
+                        Admission a = g.admitEndpoint(KEY, e, null);
                         if (a instanceof Admission.Go) {
+                            reservedInput.addAndGet(e.inputTokens());
                             input.addAndGet(e.inputTokens());
                             output.addAndGet(e.outputCeiling());
                             admitted++;

@@ -147,8 +147,9 @@ class BreakerTest {
         }
         b.enqueueBatch(slow, jobs);
         Await.until(WAIT, "the trial to run", () -> handlerCalls.get() == 1);
-        Await.equal(WAIT, "jobs waiting for the trial", 15L,
-                () -> db.count("select count(*) from layover.jobs where reschedule_reason = 'breaker_half_open'"));
+        Await.equal(WAIT, "jobs waiting for the trial, untouched", 15L,
+                () -> db.count("select count(*) from layover.jobs j join layover.scheduled_tasks t on t.task_instance = j.id "
+                        + "where j.waiting_for = 'breaker_trial' and t.version = 1"));
         assertEquals(1, handlerCalls.get(), "one trial call across 16 workers in two instances");
         Await.equal(WAIT, "breaker state", "closed", () -> state(db));
         Await.equal(WAIT, "job rows", 0L, () -> db.count("select count(*) from layover.jobs"));

@@ -84,7 +84,7 @@ class BucketTest {
         long maxLate = lateness.values().stream().mapToLong(Long::longValue).max().orElse(0);
         LOG.info("MEASURED bucket {}/s (burst {} ms = capacity 2) over two instances: {} calls in {} s = {}/s; "
                 + "most in any 1 s window: {}; 429s: {}; jobs rescheduled once for a permit: {}, most reschedules of a job: {}; "
-                + "handlers started up to {} ms after their permit",
+                + "handlers started up to {} ms after their run time",
                 LIMIT, BURST.toMillis(), arrivals.size(), String.format("%.2f", seconds), String.format("%.2f", rate),
                 maxInSecond, fake.primary().rateLimited(), rescheduledOnce, maxReschedules, maxLate);
         assertEquals(jobs, fake.primary().successes());
@@ -92,16 +92,15 @@ class BucketTest {
         assertEquals(jobs, handlerRuns.get(), "each job called once");
         // GCRA with capacity 2: n calls need (n - 2) / limit seconds, so (n - 1) / duration is 1-2 % over the limit
         assertTrue(rate <= LIMIT * 1.03, "average " + rate + "/s is within 3 % of the limit " + LIMIT + "/s");
-        // in any interval: the permits of that interval, one burst, and those a late pickup pushed into it
-        long bound = LIMIT + CAPACITY + (long) Math.ceil(LIMIT * maxLate / 1000.0);
+        // in any interval: the permits of that interval and one burst (a call starts when a thread takes its admitted
+        // job, a few milliseconds after its pick, so one more may fall into a window)
+        long bound = LIMIT + CAPACITY + 1;
         assertTrue(maxInSecond <= bound, "at most " + bound + " calls in any second, was " + maxInSecond);
-        // the enqueue booked the permits within the horizon: those jobs were inserted at their permits; a job
-        // that found none is rescheduled once, to its permit, never polled
-        assertTrue(maxReschedules <= 1, "a waiting job is rescheduled once at most, to its permit, not polled: " + maxReschedules);
+        assertEquals(0, maxReschedules, "a waiting job is never rescheduled: its pick admits it when a permit is free");
     }
 
     @Test
-    void aBacklogEnqueuedAtOnceIsGivenItsPermitsTogetherAndRunsAtTheLimit(TestDatabase db) throws Exception {
+    void aBacklogEnqueuedAtOnceRunsAtTheLimitAndItsWaitingJobsAreNeverWritten(TestDatabase db) throws Exception {
         FakeChat.complete(fake.secondary().url(), "warm up");
         int limit = 20;
         fake.primary().limitPerSecond(limit).burst(2 * limit);
@@ -124,20 +123,20 @@ class BucketTest {
         }
         layover.enqueueBatch(chat, args);
 
-        // the enqueue books the permits the bucket has for the batch: each job is inserted at its permit, holding
-        // it, in layover.jobs (no reschedule counted); a job the bucket had no permit for within the horizon would be
-        // inserted due and reserved by a worker with the rest of the backlog
-        assertTrue(db.count("select count(*) from layover.jobs where reschedule_detail like '%booked at enqueue'"
-                + " and reschedules = 0 and run_at = (select permit_at from layover.scheduled_tasks t where t.task_instance = id)")
-                >= 150, "the batch booked its permits at enqueue");
+        // the pick admits the backlog at the bucket's pace; a job waiting for it is never written (its row keeps the
+        // version of its insert until the pick that admits it)
+        Await.until(Duration.ofSeconds(30), "half the backlog admitted", () -> calls.get() >= jobs / 2);
+        assertTrue(db.count("select count(*) from layover.scheduled_tasks where not picked") > 0, "jobs still wait");
+        assertEquals(0L, db.count("select count(*) from layover.scheduled_tasks where not picked and version > 1"),
+                "a waiting job is never written");
         Await.equal(Duration.ofSeconds(60), "job rows", 0L, () -> db.count("select count(*) from layover.jobs"));
         layover.awaitCompletions(Duration.ofSeconds(10));
 
         assertEquals(jobs, fake.primary().successes());
         assertEquals(0, fake.primary().rateLimited(), "the provider, enforcing the same limit, never had to refuse");
         assertEquals(jobs, calls.get(), "each job called once");
-        assertTrue(db.count("select coalesce(max(reschedules), 0) from layover.job_history where job_type = 'chat'") <= 1,
-                "a waiting job is rescheduled once at most, to its permit");
+        assertEquals(0L, db.count("select coalesce(max(reschedules), 0) from layover.job_history where job_type = 'chat'"),
+                "a waiting job is never rescheduled");
         List<Instant> arrivals = fake.primary().arrivals();
         double seconds = Duration.between(arrivals.get(0), arrivals.get(arrivals.size() - 1)).toNanos() / 1e9;
         double rate = (arrivals.size() - 1) / seconds;
@@ -185,7 +184,7 @@ class BucketTest {
         }
         assertEquals(perKey, starts.get("solo").size());
         assertEquals(0L, db.count("select count(*) from layover.buckets where provider_key = 'solo'"), "no pattern, no bucket");
-        assertTrue(db.count("select count(*) from layover.job_history where reschedules > 0 and provider_key like 'org:%'") > 0,
-                "jobs of the matched keys waited for permits");
+        assertEquals(0L, db.count("select count(*) from layover.job_history where reschedules > 0"),
+                "jobs of the matched keys waited for their permits without a reschedule");
     }
 }

@@ -53,16 +53,20 @@ class CooldownTest {
             layover.enqueue(chat, new Chat("later " + i));
         }
         Await.equal(Duration.ofSeconds(10), "jobs waiting on the cooldown", 5L, () -> db.count(
-                "select count(*) from layover.jobs where reschedule_reason = 'cooldown'"));
+                "select count(*) from layover.jobs where waiting_for = 'cooldown'"));
         assertTrue(Instant.now().isBefore(until), "checked before the cooldown ended");
         assertEquals(1, fake.primary().calls(), "only the job that met the 429 called");
-        assertEquals(1, handlerRuns.get(), "the others were rescheduled before their handler ran");
-        for (Map<String, Object> job : db.rows("select * from layover.jobs where reschedule_reason = 'cooldown'")) {
+        assertEquals(1, handlerRuns.get(), "the others were not picked: their key admits none while it cools");
+        for (Map<String, Object> job : db.rows("select * from layover.jobs where waiting_for = 'cooldown'")) {
             assertEquals(0, job.get("attempts"), "a cooldown spends no attempt");
+            assertEquals(0, job.get("reschedules"), "nor a reschedule");
             Instant runAt = ((Timestamp) job.get("run_at")).toInstant();
-            assertFalse(runAt.isBefore(until), "run_at " + runAt + " is at or after the cooldown's end " + until);
-            assertTrue(runAt.isBefore(until.plusSeconds(2)), "jitter is at most a quarter of the wait");
+            assertTrue(runAt.isBefore(until), "run_at " + runAt + " stays as enqueued");
+            assertTrue(((String) job.get("waiting_detail")).contains(KEY + ": cooling down until"),
+                    String.valueOf(job.get("waiting_detail")));
         }
+        assertEquals(5L, db.count("select count(*) from layover.scheduled_tasks where not picked and version = 1"),
+                "the waiting jobs were never written");
         Map<String, Object> firstJob = db.row("select * from layover.jobs where id = ?", first);
         assertEquals("rate_limited", firstJob.get("reschedule_reason"));
 

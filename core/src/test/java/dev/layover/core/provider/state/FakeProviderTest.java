@@ -397,4 +397,18 @@ class FakeProviderTest {
         assertEquals(1, ep.rateLimited());
         assertEquals(404, send(URI.create(ep.base() + "/v1/nothing"), gemini).statusCode());
     }
+
+    @Test
+    void throttleFirstAnswersTheNextRequests429WhateverTheTimeThenNormally() throws Exception {
+        fake.primary().throttledRetryAfter(Duration.ofSeconds(3)).throttleFirst(2);
+        for (int i = 0; i < 2; i++) {
+            HttpResponse<String> r = post(fake.primary().url(), "hello", null);
+            assertEquals(429, r.statusCode(), r.body());
+            assertEquals(Duration.ofSeconds(3), classify(Provider.OPENAI, r).retryAfter());
+        }
+        HttpResponse<String> ok = post(fake.primary().url(), "hello", null);
+        assertEquals(200, ok.statusCode(), ok.body());
+        assertEquals(2, fake.primary().rateLimited());
+        assertEquals(1, fake.primary().successes());
+    }
 }

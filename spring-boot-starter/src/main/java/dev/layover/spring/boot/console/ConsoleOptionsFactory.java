@@ -10,7 +10,7 @@ final class ConsoleOptionsFactory {
 
     static ConsoleOptions standalone(LayoverProperties.Console p) {
         ConsoleOptions o = ConsoleOptions.defaults().withBind(p.getBind()).withPort(p.getPort())
-                .withReadOnly(p.isReadOnly());
+                .withReadOnly(Boolean.TRUE.equals(p.getReadOnly()));
         if (p.getToken() != null && !p.getToken().isBlank()) {
             o = o.withToken(p.getToken());
         }

@@ -1,0 +1,28 @@
+package dev.layover.core.internal.jobs;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.UUID;
+import org.junit.jupiter.api.Test;
+
+/** Job ids: version 7 UUIDs, strictly increasing within one JVM, a millisecond's ids included. */
+class JobIdsTest {
+
+    @Test
+    void idsMadeInOneMillisecondIncreaseInTheOrderTheyWereMade() {
+        long ms = System.currentTimeMillis() + 3_600_000; // ahead of every id this JVM made before
+        String previous = JobIds.next(ms);
+        for (int i = 0; i < 20_000; i++) { // more than the 12-bit counter holds: it carries into the millisecond
+            String id = JobIds.next(ms);
+            assertTrue(id.compareTo(previous) > 0, previous + " then " + id);
+            UUID u = UUID.fromString(id);
+            assertEquals(7, u.version());
+            assertEquals(2, u.variant());
+            previous = id;
+        }
+        String later = JobIds.next(ms + 60_000);
+        assertTrue(later.compareTo(previous) > 0);
+        assertEquals(ms + 60_000, UUID.fromString(later).getMostSignificantBits() >>> 16, "a later millisecond is its own");
+    }
+}
