@@ -73,9 +73,9 @@ final class PickTimer {
                 });
     }
 
-    /** db-scheduler's lock-and-fetch on PostgreSQL: {@code WITH locked_executions AS (UPDATE ... SET picked = ?, picked_by = ? ...)}. */
+    /** Layover's pick, the admission: {@code SELECT p.* FROM layover.pick(...)} (core's {@code sql/pick.sql}). */
     static boolean isPick(String sql) {
-        return sql.contains("locked_executions") && sql.contains("picked_by = ?") && sql.contains("SKIP LOCKED");
+        return sql.contains("layover.pick(");
     }
 
     private PreparedStatement timed(PreparedStatement ps) {

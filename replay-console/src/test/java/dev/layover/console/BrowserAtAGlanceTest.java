@@ -239,7 +239,7 @@ class BrowserAtAGlanceTest {
             }
             case "jobs" -> {
                 String cooling = text("#jobs-summary-groups .why-group[data-why='cooldown'][data-key='" + BusyConsole.COOLING + "']");
-                assertTrue(cooling.matches("(?s)\\d+\\s+cooldown.*cools down until .*\\(in (19|20) min\\).*"), cooling);
+                assertTrue(cooling.matches("(?s)\\d+\\s+(\\d+ due\\s+)?cooldown.*cools down until .*\\(in (19|20) min\\).*"), cooling);
                 String later = text("#jobs-summary-groups .why-group[data-why='new'][data-key='" + BusyConsole.MODEL + "']");
                 assertTrue(later.startsWith("25") && later.contains("(in 2.0 h)"), later);
                 assertFalse(text("#jobs").contains("cools down until"), "the rows do not repeat what the summary says");

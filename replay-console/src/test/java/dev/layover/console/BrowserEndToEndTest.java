@@ -160,8 +160,9 @@ class BrowserEndToEndTest {
                 .args("{\"name\":\"doc-42\",\"n\":3}").insert(db);
         Fixtures.deadLetter("doc-9").state("review").failure("rate_limit_exhausted").insert(db);
         layover.providerStates().forceOpen("anthropic:claude-sonnet", Duration.ofMinutes(10), "incident");
+        // another key cools: a replayed job of a cooling key waits for the cooldown like any job of it
         db.update("INSERT INTO layover.cooldowns (provider_key, until, reason, detail, started_at, updated_at) "
-                + "VALUES ('openai:gpt-4o-mini', now() + interval '3 minutes', 'quota_exhausted', 'quota', now(), now())");
+                + "VALUES ('openai:gpt-4o', now() + interval '3 minutes', 'quota_exhausted', 'quota', now(), now())");
         db.update("INSERT INTO layover.buckets (provider_key, requests_per_minute, burst_ms, request_tat) "
                 + "VALUES ('test:provider', 600, 60000, now() + interval '45 seconds')");
         @SuppressWarnings("unchecked")

@@ -93,7 +93,6 @@ class LayoverAutoConfigurationTest {
                 .withPropertyValues("layover.worker-name=from-properties")
                 .withInitializer(Contexts.properties(Map.of(
                         "layover.buckets[openai:starter-test].requests-per-minute", "120",
-                        "layover.buckets[openai:starter-test].lease", "2",
                         "layover.buckets[openai:starter-test].input-tokens-per-minute", "9000",
                         "layover.buckets[openai:starter-test].token-burst", "30s")))
                 .run(context -> {

@@ -40,9 +40,13 @@ final class BatchCompleter implements AutoCloseable {
     /** Told of the finished jobs whose rows are gone (the lifeline forgets them). */
     private final java.util.function.Consumer<JobStore.Done> deleted;
 
+    /** Told once per deleted batch: the rows' concurrency slots are free. */
+    private final Runnable freed;
+
     BatchCompleter(JobStore store, String name, DatabaseOutage outage, Observability observability,
-            java.util.function.Consumer<JobStore.Done> deleted) {
+            java.util.function.Consumer<JobStore.Done> deleted, Runnable freed) {
         this.deleted = deleted;
+        this.freed = freed;
         this.store = store;
         this.outage = outage;
         this.observability = observability;
@@ -166,6 +170,7 @@ final class BatchCompleter implements AutoCloseable {
     private void delete(List<JobStore.Done> batch) {
         store.deleteDone(batch, observability.history(), observability.historyArgs());
         batch.forEach(deleted);
+        freed.run();
     }
 
     /** Stops after deleting what is queued (waits up to {@code timeout}). */

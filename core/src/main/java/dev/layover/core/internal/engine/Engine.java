@@ -141,7 +141,7 @@ public final class Engine {
         this.lifeline = new Lifeline(store, worker, config.threads(), config.giveBackAfter(),
                 pickLimit::holdsNoneAhead, pickLimit::waitingForThread);
         this.completer = new BatchCompleter(store, "layover-completer-" + worker, outage, observability,
-                d -> lifeline.forget(d.name(), d.id(), d.version()));
+                d -> lifeline.forget(d.name(), d.id(), d.version()), pickLimit::rowsFreed);
         WriteRetry retry = new WriteRetry(outage);
         JobMover mover = new JobMover(store, clock, observability, retry);
         BatchStore batchStore = new BatchStore(db);

@@ -137,6 +137,7 @@ final class JobTask<A> extends CustomTask<byte[]> {
             } finally {
                 scope.close();
                 p.lifeline().forget(picked.taskName(), picked.id(), picked.version());
+                p.pickLimit().rowsFreed(); // the row moved on: its key's slot is free
             }
         };
     }
@@ -162,7 +163,9 @@ final class JobTask<A> extends CustomTask<byte[]> {
             return unclaimed(verdict, Next.of((complete, ops) ->
                     writer.unreadableArgs(run, entry.codec().shape(), e.getClass().getName(), why)));
         }
-        String key = entry.type().providerKeyOf(args);
+        // the key the pick admitted the job under (its stored provider_key) when it took anything
+        // from it: a worker whose key function changed since the enqueue settles where it took
+        String key = verdict.key() != null ? verdict.key() : entry.type().providerKeyOf(args);
         RunScope scope = RunScope.current();
         if (scope != null) {
             scope.keys(key, fairnessKey(args));

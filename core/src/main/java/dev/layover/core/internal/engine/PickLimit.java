@@ -221,6 +221,19 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
         }
     }
 
+    /**
+     * Finished runs' rows are gone or moved on (a done job's deleted by the completer, any other
+     * outcome written): the concurrency slots they held are free. Unless a full pick already has
+     * the scheduler look again as runs end, it looks once more now: a pick that its keys' limits
+     * cut short leaves due jobs that only a freed slot admits, and they would otherwise wait for
+     * the next poll. Wake-ups that come while a pick runs make one more pick, not one each.
+     */
+    void rowsFreed() {
+        if (!wakeOnEnd) {
+            wakeUp.run();
+        }
+    }
+
     @Override
     public List<Execution> lockAndFetchSingleStatement(JdbcTaskRepositoryContext ctx, Instant now, int limit,
             boolean orderByPriority) {

@@ -78,7 +78,7 @@ class FairnessTwoJvmTest {
     void twoProcessesShareAConcurrencyLimitsSlotsAmongTheTenants(TestDatabase db) throws Exception {
         child = JvmProcess.start(FairWorkerMain.class, "fair-slot-child", db.jdbcUrl(), "worker-child", "slots");
         child.awaitOutput("started worker-child", WAIT);
-        Layover here = FairWorkerMain.slotWorker(db.newDataSource(6), "worker-here").start();
+        Layover here = FairWorkerMain.slotWorker(db.newDataSource(6), "worker-here").build();
         instances.add(here);
         List<Work> all = jobs("a", 60);
         all.addAll(jobs("b", 20));
@@ -88,6 +88,11 @@ class FairnessTwoJvmTest {
             here.enqueueBatch(c, FairWorkerMain.SLOT_TYPE, all, w -> dev.layover.core.EnqueueOptions.now());
             c.commit();
         }
+        // this process joins once the child has run some: a warm worker that frees a slot picks the
+        // next job at once and could otherwise take every slot before a cold JVM's first poll
+        Await.until(WAIT, "the child ran jobs", () -> db.count(
+                "select count(*) from layover.job_history where job_type = 'fair-slot-work' and worker = 'worker-child'") > 0);
+        here.start();
         Await.equal(WAIT, "all done", 90L,
                 () -> db.count("select count(*) from layover.job_history where job_type = 'fair-slot-work'"));
         assertFairFirst30(db, "fair-slot-work");
