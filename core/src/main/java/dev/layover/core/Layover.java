@@ -16,7 +16,6 @@ import dev.layover.core.metrics.LayoverMetrics;
 import dev.layover.core.tokens.Prices;
 import dev.layover.core.tracing.LayoverTracing;
 import dev.layover.core.outcome.Outcome;
-import dev.layover.core.provider.InteractiveCalls;
 import dev.layover.core.provider.ProviderClassifier;
 import dev.layover.core.provider.state.BreakerListener;
 import dev.layover.core.provider.state.BreakerSettings;

@@ -4,7 +4,7 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.LayoverPlugin;
 import dev.layover.core.metrics.MicrometerMetrics;
-import dev.layover.core.provider.InteractiveCalls;
+import dev.layover.core.InteractiveCalls;
 import dev.layover.core.tracing.OpenTelemetryTracing;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.opentelemetry.api.OpenTelemetry;

@@ -30,7 +30,7 @@ import dev.layover.core.internal.observe.StateSampler;
 import dev.layover.core.internal.observe.TimeSeries;
 import dev.layover.core.internal.observe.WorkerRegistry;
 import dev.layover.core.outcome.Outcome;
-import dev.layover.core.provider.InteractiveCalls;
+import dev.layover.core.InteractiveCalls;
 import dev.layover.core.provider.ProviderClassifier;
 import dev.layover.core.provider.state.BreakerSettings;
 import dev.layover.core.provider.state.BucketSettings;

@@ -1,12 +1,12 @@
 package dev.layover.core.internal.gate;
 
+import dev.layover.core.CallFailedException;
+import dev.layover.core.InteractiveCalls;
+import dev.layover.core.NotAdmittedException.Reason;
+import dev.layover.core.NotAdmittedException;
 import dev.layover.core.internal.observe.TimeSeries;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.outcome.OutcomeException;
-import dev.layover.core.provider.CallFailedException;
-import dev.layover.core.provider.InteractiveCalls;
-import dev.layover.core.provider.NotAdmittedException;
-import dev.layover.core.provider.NotAdmittedException.Reason;
 import dev.layover.core.tokens.TokenEstimate;
 import dev.layover.core.tokens.TokenUsage;
 import java.time.Duration;

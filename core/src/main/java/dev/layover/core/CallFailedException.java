@@ -1,6 +1,5 @@
-package dev.layover.core.provider;
+package dev.layover.core;
 
-import dev.layover.core.LayoverException;
 import dev.layover.core.outcome.Outcome;
 
 /**

@@ -1,4 +1,4 @@
-package dev.layover.core.provider;
+package dev.layover.core;
 
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.tokens.TokenUsage;
