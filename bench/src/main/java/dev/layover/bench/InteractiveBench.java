@@ -18,7 +18,8 @@ import javax.sql.DataSource;
 
 /**
  * One budget for interactive and background calls (issue 48): a key limited to R requests a second
- * at the fake provider (a refused call counts against it too), the same R as the key's bucket; a
+ * at the fake provider (a refused call counts against it too, its bucket holds one second), the
+ * same R as the key's bucket (which holds half a second: {@link InteractiveWorker#BURST}); a
  * background backlog five times what R allows over the run, on two worker JVMs
  * ({@link InteractiveWorker} {@code worker}, 8 threads each); interactive calls arriving as a
  * Poisson stream at 0.2 R from a third JVM ({@code caller}). Two arms, each with a new fake
@@ -30,7 +31,7 @@ import javax.sql.DataSource;
  * how many the provider answered 429 and how many Layover did not admit within 2 s, the background
  * and total goodput (200s a second at the provider), the provider's 429s; and, from the bucket row
  * sampled every 20 ms (database time), how long after the last interactive call the background took
- * the reserved share back (its free permits below share × capacity − 1).
+ * the reserved share back (its free permits below half the share of its capacity).
  */
 public final class InteractiveBench {
 
@@ -178,7 +179,7 @@ public final class InteractiveBench {
 
         Sampler(DataSource ds, Settings s) {
             this.ds = ds;
-            this.threshold = s.share() * s.rate() - 1;
+            this.threshold = s.share() * s.rate() * InteractiveWorker.BURST.toMillis() / 1000.0 / 2;
         }
 
         @Override

@@ -53,6 +53,12 @@ public final class InteractiveWorker {
     /** A background job's args. */
     public record Job(int n) {}
 
+    /**
+     * The bucket's burst: half a second of R (the provider holds a second), room for the jitter
+     * between a call's admission and its arrival at the provider on a loaded machine.
+     */
+    static final Duration BURST = Duration.ofMillis(500);
+
     private InteractiveWorker() {}
 
     /**
@@ -95,7 +101,7 @@ public final class InteractiveWorker {
 
     private static Layover.Builder builder(HikariDataSource ds, String name, String key, double rate, double share) {
         return Layover.builder(ds).migrate(false).workerName(name).pollInterval(Duration.ofMillis(Bench.DEFAULT_POLL_MS))
-                .bucket(key, BucketSettings.requestsPerSecond(rate))
+                .bucket(key, BucketSettings.requestsPerSecond(rate).withBurst(BURST))
                 .interactive(InteractiveSettings.of(share, Duration.ofSeconds(1)))
                 .shutdownMaxWait(Duration.ofSeconds(2));
     }
