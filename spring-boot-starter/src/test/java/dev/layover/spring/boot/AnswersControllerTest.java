@@ -98,7 +98,7 @@ class AnswersControllerTest {
                 .resourceLoader(new DefaultResourceLoader(new FilteredClassLoader("org.springframework.security.")))
                 .properties("server.port=0", "server.address=127.0.0.1", "spring.datasource.url=" + db.jdbcUrl(),
                         "spring.datasource.hikari.maximum-pool-size=12", "layover.threads=2",
-                        "spring.flyway.enabled=false")
+                        "layover.interactive.share=0.3", "layover.interactive.window=800ms", "spring.flyway.enabled=false")
                 .run()) {
             int port = ((WebServerApplicationContext) context).getWebServer().getPort();
             HttpClient http = HttpClient.newHttpClient();
@@ -122,6 +122,21 @@ class AnswersControllerTest {
         } finally {
             fake.close();
         }
+    }
+
+    /** {@code layover.interactive.*}: Layover's refusal of a share out of range names the property. */
+    @Test
+    void anInteractiveShareOutOfRangeIsRefusedNamingItsProperty() {
+        LayoverProperties p = new LayoverProperties();
+        p.getInteractive().setShare(1.5);
+        InvalidLayoverPropertyException e = org.junit.jupiter.api.Assertions.assertThrows(
+                InvalidLayoverPropertyException.class,
+                () -> PropertiesApplier.apply(p, dev.layover.core.Layover.builder(new org.postgresql.ds.PGSimpleDataSource())));
+        assertEquals("layover.interactive.share", e.property());
+        assertTrue(e.getMessage().contains("interactive share must be in [0, 1)"), e.getMessage());
+        p.getInteractive().setShare(0.5);
+        p.getInteractive().setWindow(Duration.ofMillis(500));
+        PropertiesApplier.apply(p, dev.layover.core.Layover.builder(new org.postgresql.ds.PGSimpleDataSource()));
     }
 
     private static HttpResponse<String> get(HttpClient http, int port, String q) throws Exception {
