@@ -12,6 +12,7 @@ public class CallFailedException extends LayoverException {
 
     private static final long serialVersionUID = 1L;
 
+    /** The provider key. */
     private final String providerKey;
     private final transient Outcome outcome;
 

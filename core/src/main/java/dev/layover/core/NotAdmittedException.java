@@ -28,7 +28,9 @@ public class NotAdmittedException extends LayoverException {
         STATE_UNAVAILABLE
     }
 
+    /** The provider key. */
     private final String providerKey;
+    /** Why the call was not admitted. */
     private final Reason reason;
     private final transient Instant until;
 

@@ -124,6 +124,17 @@ class InteractiveCallsTest {
     }
 
     @Test
+    void anInstanceNeverStartedThatConfiguresNoBucketIsLimitedByTheRowsTheWorkersWrote(TestDatabase db) {
+        try (Layover web = Layover.builder(db.dataSource()).workerName("web-only").migrate(false).build()) {
+            InteractiveCalls c = web.interactive();
+            c.admit(LIMITED, 0, Duration.ZERO).succeeded(null); // the worker's row: one permit at once
+            NotAdmittedException e = assertThrows(NotAdmittedException.class, () -> c.admit(LIMITED, 0, Duration.ZERO));
+            assertEquals(NotAdmittedException.Reason.NO_PERMIT, e.reason(), e.getMessage());
+            assertEquals("ok", c.call("openai:unlimited", 10, Duration.ZERO, () -> "ok"), "a key without a bucket row");
+        }
+    }
+
+    @Test
     void badInputIsRefusedBeforeAnyStatement() {
         assertThrows(IllegalArgumentException.class, () -> calls.admit(KEY, -1, Duration.ZERO));
         assertThrows(IllegalArgumentException.class, () -> calls.admit(KEY, 0, Duration.ofMillis(-1)));
