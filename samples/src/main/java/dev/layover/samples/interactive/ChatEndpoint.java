@@ -5,9 +5,16 @@ import com.openai.models.chat.completions.ChatCompletion;
 import com.openai.models.chat.completions.ChatCompletionCreateParams;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import com.zaxxer.hikari.HikariDataSource;
 import dev.layover.core.CallFailedException;
 import dev.layover.core.InteractiveCalls;
+import dev.layover.core.Layover;
 import dev.layover.core.NotAdmittedException;
+import dev.layover.core.provider.state.BucketSettings;
+import dev.layover.samples.GettingStartedOpenAi;
+import dev.layover.samples.SampleDatabase;
+import dev.layover.testing.provider.FakeProvider;
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetAddress;
@@ -17,6 +24,8 @@ import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 
@@ -27,6 +36,11 @@ import java.util.concurrent.Executors;
  * arrive, the jobs of the same key leave them a share of its bucket; a question the key cannot
  * admit in time is answered 503 with {@code Retry-After} without calling the provider; a failed call
  * (a 429, an overload) is a 502, and what it taught (a cooldown) holds the jobs back too.
+ *
+ * <p>Run by hand with {@code ./mvnw -q -pl samples -am -DskipTests package exec:java
+ * -Dlayover.main=dev.layover.samples.interactive.ChatEndpoint}: a local fake OpenAI limited to 10
+ * requests a second, the key's bucket at 8, an embedded Postgres (or {@code --jdbc-url URL}), 500
+ * background summaries on the key, and the endpoint's address to ask questions at while they run.
  */
 public final class ChatEndpoint implements AutoCloseable {
 
@@ -104,6 +118,38 @@ public final class ChatEndpoint implements AutoCloseable {
         ex.sendResponseHeaders(status, bytes.length);
         try (OutputStream out = ex.getResponseBody()) {
             out.write(bytes);
+        }
+    }
+
+    /**
+     * Serves the endpoint beside a backlog of summaries, against a local fake OpenAI; Enter stops it.
+     *
+     * @param args {@code --jdbc-url URL} for a database of yours, else an embedded Postgres
+     * @throws Exception on failure
+     */
+    public static void main(String[] args) throws Exception {
+        String key = "openai:gpt-4o-mini";
+        int at = List.of(args).indexOf("--jdbc-url");
+        try (FakeProvider fake = FakeProvider.start();
+                EmbeddedPostgres embedded = at < 0 ? EmbeddedPostgres.start() : null;
+                HikariDataSource pool = SampleDatabase.pool(
+                        at >= 0 ? args[at + 1] : embedded.getJdbcUrl("postgres", "postgres"), 16)) {
+            fake.primary().limitPerSecond(10);
+            OpenAIClient openai = GettingStartedOpenAi.client(fake.baseUri() + "/v1", "sk-fake");
+            var summarize = GettingStartedOpenAi.summarize(openai, new ConcurrentHashMap<>());
+            try (Layover layover = Layover.builder(pool).register(summarize)
+                    // below the provider's 10/s: room for the jitter between admission and arrival
+                    .bucket(key, BucketSettings.requestsPerSecond(8).withBurst(Duration.ofMillis(500)))
+                    .pollInterval(Duration.ofMillis(200))
+                    .start();
+                    ChatEndpoint chat = start(layover.interactive(), openai, key)) {
+                for (int i = 0; i < 500; i++) {
+                    layover.enqueue(summarize, new GettingStartedOpenAi.Summarize("doc-" + i, "text " + i));
+                }
+                System.out.println("Ask while 500 summaries run on the same key (8 requests/s):\n  curl '" + chat.url()
+                        + "?q=hello'\nPress Enter to stop.");
+                System.in.read();
+            }
         }
     }
 
