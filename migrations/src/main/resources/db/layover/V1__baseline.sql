@@ -2324,9 +2324,10 @@ COMMENT ON VIEW layover.batch_status IS 'Batches with their counts, age and esti
 --   attempts: attempts spent so far (failed runs); a rate-limit reschedule never adds one.
 --   waiting_for, waiting_detail: why a due job of a provider key is not running, from its key's state
 --          now (nothing is written on a waiting job): cooldown, breaker_open, breaker_trial (the
---          key's one trial is out), rate_limit (its bucket has no permit or tokens free now),
---          concurrency (its slots are all in use); NULL when its key admits now (it waits for a
---          worker) or it is not due.
+--          key's one trial is out), rate_limit (its bucket has no permit or tokens free now, or only
+--          the share kept for interactive calls while they arrive: read with the default share and
+--          window, 0.25 and 1 s), concurrency (its slots are all in use); NULL when its key admits
+--          now (it waits for a worker) or it is not due.
 --   ahead: for a job waiting for its key, how many of the key's due jobs the pick takes before it
 --          (counted up to 10,000: select it for a few jobs, not a whole backlog).
 --   provider_trail: the job's fallback trail.
@@ -2387,10 +2388,11 @@ LEFT JOIN LATERAL (
     SELECT CASE WHEN cd.until IS NOT NULL THEN 'cooldown'
                 WHEN br.state = 'open' THEN 'breaker_open'
                 WHEN br.state = 'half_open' THEN 'breaker_trial'
-                WHEN l.rr > 0 AND layover.gcra_free(l.request_tat, now(), l.rr, l.rc) < 1 THEN 'rate_limit'
-                WHEN (l.tr > 0 AND layover.gcra_free(l.token_tat, now(), l.tr, l.tc) <= 0)
-                     OR (l.ir > 0 AND layover.gcra_free(l.input_tat, now(), l.ir, l.ic) <= 0)
-                     OR (l.orr > 0 AND layover.gcra_free(l.output_tat, now(), l.orr, l.oc) <= 0) THEN 'rate_limit'
+                WHEN l.rr > 0 AND layover.gcra_free(l.request_tat, now(), l.rr, l.rc) < 1 + ik.share * l.rc THEN 'rate_limit'
+                WHEN (l.tr > 0 AND layover.gcra_free(l.token_tat, now(), l.tr, l.tc) <= ik.share * l.tc)
+                     OR (l.ir > 0 AND layover.gcra_free(l.input_tat, now(), l.ir, l.ic) <= ik.share * l.ic)
+                     OR (l.orr > 0 AND layover.gcra_free(l.output_tat, now(), l.orr, l.oc) <= ik.share * l.oc)
+                    THEN 'rate_limit'
                 WHEN l.max_in_flight <= slots.n THEN 'concurrency'
                 WHEN lk.key IS NOT NULL THEN lk.why
            END AS waiting_for,
@@ -2405,11 +2407,21 @@ LEFT JOIN LATERAL (
                      OR (l.ir > 0 AND layover.gcra_free(l.input_tat, now(), l.ir, l.ic) <= 0)
                      OR (l.orr > 0 AND layover.gcra_free(l.output_tat, now(), l.orr, l.oc) <= 0)
                     THEN 'key ' || t.provider_key || ': no tokens free now'
+                WHEN ik.share > 0 AND ((l.rr > 0 AND layover.gcra_free(l.request_tat, now(), l.rr, l.rc) < 1 + ik.share * l.rc)
+                     OR (l.tr > 0 AND layover.gcra_free(l.token_tat, now(), l.tr, l.tc) <= ik.share * l.tc)
+                     OR (l.ir > 0 AND layover.gcra_free(l.input_tat, now(), l.ir, l.ic) <= ik.share * l.ic)
+                     OR (l.orr > 0 AND layover.gcra_free(l.output_tat, now(), l.orr, l.oc) <= ik.share * l.oc))
+                    THEN 'key ' || t.provider_key || ': what is free is kept for interactive calls (the last at '
+                         || ik.interactive_at || ')'
                 WHEN l.max_in_flight <= slots.n
                     THEN 'key ' || t.provider_key || ': all ' || l.max_in_flight || ' concurrency slots in use'
                 WHEN lk.key IS NOT NULL THEN 'limit key ' || lk.key || ': ' || lk.detail
            END AS waiting_detail
     FROM layover.limits_in_force(t.provider_key, now()) l
+    -- the share background leaves for interactive calls while they arrive (the default settings)
+    CROSS JOIN LATERAL (SELECT max(bk.interactive_at) AS interactive_at,
+                               coalesce(max(layover.interactive_reserve(bk.interactive_at, now(), 0.25, 1)), 0) AS share
+                        FROM layover.buckets bk WHERE bk.provider_key = t.provider_key) ik
     LEFT JOIN layover.cooldowns cd ON cd.provider_key = t.provider_key AND cd.until > now()
     LEFT JOIN layover.breakers br ON br.provider_key = t.provider_key AND br.state <> 'closed'
     LEFT JOIN LATERAL (SELECT count(*) AS n FROM layover.scheduled_tasks x

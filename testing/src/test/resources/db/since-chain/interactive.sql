@@ -502,3 +502,116 @@ BEGIN
     END IF;
 END
 $$;
+
+-- layover.jobs: a job held back by the share kept for interactive calls waits for rate_limit.
+CREATE OR REPLACE VIEW layover.jobs AS
+SELECT t.task_instance                              AS id,
+       t.task_name                                  AS job_type,
+       CASE
+           WHEN t.picked THEN 'running'
+           WHEN t.last_failure IS NOT NULL
+                AND (t.last_rescheduled_at IS NULL OR t.last_failure >= t.last_rescheduled_at) THEN 'retrying'
+           WHEN t.reschedules > 0 THEN 'rescheduled'
+           ELSE 'scheduled'
+       END                                          AS state,
+       t.execution_time                             AS run_at,
+       coalesce(t.consecutive_failures, 0)          AS attempts,
+       t.reschedules                                AS reschedules,
+       t.provider_key                               AS provider_key,
+       w.waiting_for                                AS waiting_for,
+       w.waiting_detail                             AS waiting_detail,
+       CASE WHEN w.waiting_for IS NOT NULL THEN (
+           SELECT count(*) FROM (
+               SELECT 1 FROM layover.scheduled_tasks x
+               WHERE x.provider_key = t.provider_key AND NOT x.picked AND x.execution_time <= now()
+                 AND (x.task_name, x.task_instance) <> (t.task_name, t.task_instance)
+                 AND CASE WHEN t.fair_tag IS NULL
+                          THEN x.fair_tag IS NULL
+                               AND (coalesce(x.priority, -32768), -extract(epoch FROM x.execution_time))
+                                   > (coalesce(t.priority, -32768), -extract(epoch FROM t.execution_time))
+                          ELSE x.fair_tag IS NULL
+                               OR (coalesce(x.priority, -32768), -x.fair_tag) > (coalesce(t.priority, -32768), -t.fair_tag)
+                      END
+               LIMIT 10000) a)
+       END                                          AS ahead,
+       t.last_reschedule_reason                     AS reschedule_reason,
+       t.last_reschedule_detail                     AS reschedule_detail,
+       t.last_rescheduled_at                        AS rescheduled_at,
+       layover.args_jsonb(t.task_data)              AS args,
+       t.errors -> -1                               AS last_error,
+       t.errors                                     AS errors,
+       t.last_failure                               AS failed_at,
+       t.picked_by                                  AS picked_by,
+       t.last_heartbeat                             AS heartbeat_at,
+       t.first_enqueued_at                          AS enqueued_at,
+       t.priority                                   AS priority,
+       t.dead_letter_id                             AS dead_letter_id,
+       t.replay_kind                                AS replay_kind,
+       t.provider_trail                             AS provider_trail,
+       bi.batch_id                                  AS batch_id,
+       bi.state                                     AS batch_item_state
+FROM layover.scheduled_tasks t
+LEFT JOIN layover.batch_items bi ON bi.id = t.batch_item
+LEFT JOIN LATERAL (
+    -- a slot is in use while its job's heartbeat is live (the pick's default: 40 s, 8 missed beats of 5 s)
+    SELECT CASE WHEN cd.until IS NOT NULL THEN 'cooldown'
+                WHEN br.state = 'open' THEN 'breaker_open'
+                WHEN br.state = 'half_open' THEN 'breaker_trial'
+                WHEN l.rr > 0 AND layover.gcra_free(l.request_tat, now(), l.rr, l.rc) < 1 + ik.share * l.rc THEN 'rate_limit'
+                WHEN (l.tr > 0 AND layover.gcra_free(l.token_tat, now(), l.tr, l.tc) <= ik.share * l.tc)
+                     OR (l.ir > 0 AND layover.gcra_free(l.input_tat, now(), l.ir, l.ic) <= ik.share * l.ic)
+                     OR (l.orr > 0 AND layover.gcra_free(l.output_tat, now(), l.orr, l.oc) <= ik.share * l.oc)
+                    THEN 'rate_limit'
+                WHEN l.max_in_flight <= slots.n THEN 'concurrency'
+                WHEN lk.key IS NOT NULL THEN lk.why
+           END AS waiting_for,
+           CASE WHEN cd.until IS NOT NULL
+                    THEN 'key ' || t.provider_key || ': cooling down until ' || cd.until || ' (' || cd.reason || ')'
+                WHEN br.state = 'open'
+                    THEN 'key ' || t.provider_key || ': breaker open until ' || coalesce(br.open_until::text, 'closed by hand')
+                WHEN br.state = 'half_open' THEN 'key ' || t.provider_key || ': its one trial call is out'
+                WHEN l.rr > 0 AND layover.gcra_free(l.request_tat, now(), l.rr, l.rc) < 1
+                    THEN 'key ' || t.provider_key || ': no permit before ' || layover.gcra_fits_at(l.request_tat, l.rr, l.rc, 1)
+                WHEN (l.tr > 0 AND layover.gcra_free(l.token_tat, now(), l.tr, l.tc) <= 0)
+                     OR (l.ir > 0 AND layover.gcra_free(l.input_tat, now(), l.ir, l.ic) <= 0)
+                     OR (l.orr > 0 AND layover.gcra_free(l.output_tat, now(), l.orr, l.oc) <= 0)
+                    THEN 'key ' || t.provider_key || ': no tokens free now'
+                WHEN ik.share > 0 AND ((l.rr > 0 AND layover.gcra_free(l.request_tat, now(), l.rr, l.rc) < 1 + ik.share * l.rc)
+                     OR (l.tr > 0 AND layover.gcra_free(l.token_tat, now(), l.tr, l.tc) <= ik.share * l.tc)
+                     OR (l.ir > 0 AND layover.gcra_free(l.input_tat, now(), l.ir, l.ic) <= ik.share * l.ic)
+                     OR (l.orr > 0 AND layover.gcra_free(l.output_tat, now(), l.orr, l.oc) <= ik.share * l.oc))
+                    THEN 'key ' || t.provider_key || ': what is free is kept for interactive calls (the last at '
+                         || ik.interactive_at || ')'
+                WHEN l.max_in_flight <= slots.n
+                    THEN 'key ' || t.provider_key || ': all ' || l.max_in_flight || ' concurrency slots in use'
+                WHEN lk.key IS NOT NULL THEN 'limit key ' || lk.key || ': ' || lk.detail
+           END AS waiting_detail
+    FROM layover.limits_in_force(t.provider_key, now()) l
+    -- the share background leaves for interactive calls while they arrive (the default settings)
+    CROSS JOIN LATERAL (SELECT max(bk.interactive_at) AS interactive_at,
+                               coalesce(max(layover.interactive_reserve(bk.interactive_at, now(), 0.25, 1)), 0) AS share
+                        FROM layover.buckets bk WHERE bk.provider_key = t.provider_key) ik
+    LEFT JOIN layover.cooldowns cd ON cd.provider_key = t.provider_key AND cd.until > now()
+    LEFT JOIN layover.breakers br ON br.provider_key = t.provider_key AND br.state <> 'closed'
+    LEFT JOIN LATERAL (SELECT count(*) AS n FROM layover.scheduled_tasks x
+                       WHERE x.provider_key = t.provider_key AND x.picked
+                         AND x.last_heartbeat > now() - interval '40 seconds') slots ON l.max_in_flight IS NOT NULL
+    LEFT JOIN LATERAL (
+        -- the first of its limit keys (tenants) that has no permit or slot for it now
+        SELECT k.key,
+               CASE WHEN kl.rr > 0 AND layover.gcra_free(kl.request_tat, now(), kl.rr, kl.rc) < 1 THEN 'rate_limit'
+                    ELSE 'concurrency' END AS why,
+               CASE WHEN kl.rr > 0 AND layover.gcra_free(kl.request_tat, now(), kl.rr, kl.rc) < 1
+                    THEN 'no permit before ' || layover.gcra_fits_at(kl.request_tat, kl.rr, kl.rc, 1)
+                    ELSE 'all ' || kl.max_in_flight || ' concurrency slots in use' END AS detail
+        FROM unnest(t.limit_keys) WITH ORDINALITY k(key, ord)
+        CROSS JOIN LATERAL layover.limits_in_force(k.key, now()) kl
+        WHERE (kl.rr > 0 AND layover.gcra_free(kl.request_tat, now(), kl.rr, kl.rc) < 1)
+           OR kl.max_in_flight <= (SELECT count(*) FROM layover.scheduled_tasks x
+                                   WHERE x.limit_keys @> ARRAY[k.key] AND x.picked
+                                     AND x.last_heartbeat > now() - interval '40 seconds')
+        ORDER BY k.ord LIMIT 1) lk ON true
+    WHERE (t.provider_key IS NOT NULL OR t.limit_keys IS NOT NULL) AND NOT t.picked AND t.execution_time <= now()
+) w ON true
+-- rows of Layover's own recurring tasks (recovery sweep, retention) are not jobs
+WHERE t.task_name NOT LIKE 'layover-%';

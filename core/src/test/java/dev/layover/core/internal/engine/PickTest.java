@@ -166,6 +166,22 @@ class PickTest {
                 .doubleValue(), "a key no interactive call ever asked for");
     }
 
+    /** layover.jobs says why a job the share kept for interactive calls holds back waits (the default share and window). */
+    @Test
+    void aJobHeldBackByTheInteractiveShareWaitsForRateLimitAndSaysWhy(TestDatabase db) {
+        JobType<Work> t = type("chat").build();
+        Layover c = client(db, bucket(KEY, 600.0, null, null, 1000), t);
+        c.enqueueBatch(t, work("a", 1));
+        // 8.5 of the 10 permits spent, an interactive call just now: 1.5 free, 2.5 kept for interactive calls
+        db.update("update layover.buckets set interactive_at = now(), request_tat = now() + interval '850 milliseconds' "
+                + "where provider_key = ?", KEY);
+        Map<String, Object> job = db.row("select waiting_for, waiting_detail from layover.jobs");
+        assertEquals("rate_limit", job.get("waiting_for"), job.toString());
+        assertTrue(String.valueOf(job.get("waiting_detail")).contains("kept for interactive calls"), job.toString());
+        db.update("update layover.buckets set interactive_at = now() - interval '5 seconds' where provider_key = ?", KEY);
+        assertEquals(null, db.value("select waiting_for from layover.jobs"), "the share lapsed: the key admits it");
+    }
+
     @Test
     void aKeyCoolingDownWithTenThousandDueJobsWritesNoneOfThem(TestDatabase db) {
         JobType<Work> t = type("chat").build();
