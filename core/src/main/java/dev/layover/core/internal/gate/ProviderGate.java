@@ -31,7 +31,8 @@ import org.slf4j.LoggerFactory;
  * The fleet-wide provider state as one Layover instance sees it. A job's own key admits it at the
  * pick ({@code layover.pick}); the gate checks, from memory, that nothing this worker learnt since
  * forbids the call ({@link #stillAdmits}), admits the calls a handler makes to other keys (a
- * fallback chain's endpoints, a key pool's keys: {@link #admitEndpoint}), and records what each
+ * fallback chain's endpoints, a key pool's keys: {@link #admitEndpoint}) and calls made outside jobs
+ * ({@link #admitInteractive}, for {@link InteractiveHandle}), and records what each
  * call taught (cooldowns, breaker successes and failures, learned and discovered paces). A facade
  * over its parts, each with one job: {@link StateCache} (what is known of each key and how it stays
  * fresh), {@link Breakers}, {@link Cooldowns}, {@link Paces}, {@link Discovery}, {@link Buckets},
