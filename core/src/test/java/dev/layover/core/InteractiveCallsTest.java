@@ -52,7 +52,7 @@ class InteractiveCallsTest {
                 .maxRetries(0).timeout(Duration.ofSeconds(5)).build();
         layover = Layover.builder(db.dataSource()).workerName("web").threads(1)
                 .bucket(LIMITED, BucketSettings.requestsPerMinute(60).withTokensPerMinute(60_000))
-                .breakers(BreakerSettings.defaults().withTrialTimeout(Duration.ofSeconds(1)))
+                .breakers(BreakerSettings.defaults().withTrialTimeout(Duration.ofSeconds(2)))
                 .start();
         calls = layover.interactive();
     }
@@ -118,7 +118,7 @@ class InteractiveCallsTest {
         assertEquals(NotAdmittedException.Reason.NO_PERMIT, e.reason(), e.getMessage());
         assertNotNull(e.until());
         InteractiveCalls.Permit p = calls.admit(LIMITED, 0, Duration.ofSeconds(3));
-        assertTrue(p.waited().toMillis() >= 500, "waited for the next permit: " + p.waited());
+        assertTrue(p.waited().toMillis() >= 200, "waited for the next permit: " + p.waited());
         assertFalse(p.trial());
         assertNull(p.record(Outcome.done(), null));
     }
@@ -189,7 +189,7 @@ class InteractiveCallsTest {
         NotAdmittedException e = assertThrows(NotAdmittedException.class, () -> calls.admit(KEY, 0, Duration.ZERO));
         assertEquals(NotAdmittedException.Reason.BREAKER_TRIAL, e.reason(), e.getMessage());
         InteractiveCalls.Permit next = calls.admit(KEY, 0, Duration.ofSeconds(10));
-        assertTrue(next.trial(), "the unrecorded trial expired after the trial timeout (1 s); the next caller has it");
+        assertTrue(next.trial(), "the unrecorded trial expired after the trial timeout (2 s); the next caller has it");
         next.succeeded(null);
         Await.equal(Duration.ofSeconds(5), "breaker", "closed",
                 () -> db.value("select state from layover.breakers where provider_key = ?", KEY));

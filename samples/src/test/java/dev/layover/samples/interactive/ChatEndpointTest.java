@@ -43,7 +43,7 @@ class ChatEndpointTest {
             JobType<GettingStartedOpenAi.Summarize> summarize = GettingStartedOpenAi.summarize(openai, summaries);
             Layover layover = Layover.builder(db.dataSource()).register(summarize).threads(4)
                     .pollInterval(Duration.ofMillis(100))
-                    .bucket(KEY, BucketSettings.requestsPerSecond(8))
+                    .bucket(KEY, BucketSettings.requestsPerSecond(8).withBurst(Duration.ofMillis(500)))
                     .start();
             try (ChatEndpoint chat = ChatEndpoint.start(layover.interactive(), openai, KEY)) {
                 for (int i = 0; i < 40; i++) {
