@@ -740,6 +740,7 @@ CREATE TABLE layover.buckets (
     output_share             float8,
     pattern                  text,                    -- the prefix* pattern this key's row was copied from (its
                                                       -- configuration follows the pattern's); NULL: its own
+    interactive_at           timestamptz,             -- the last interactive call's take (database time); NULL: none
     CONSTRAINT buckets_limit_check
         CHECK (requests_per_minute > 0 OR tokens_per_minute > 0 OR input_tokens_per_minute > 0
                OR output_tokens_per_minute > 0),
@@ -765,6 +766,8 @@ COMMENT ON COLUMN layover.buckets.token_share IS
     'Mean share of their combined token reservation the key''s calls reported using (EWMA, weight 0.05); NULL: no report yet.';
 COMMENT ON COLUMN layover.buckets.input_share IS 'The same for the input token dimension.';
 COMMENT ON COLUMN layover.buckets.output_share IS 'The same for the output token dimension (the answers'' share of their ceiling).';
+COMMENT ON COLUMN layover.buckets.interactive_at IS
+    'When an interactive call last asked for a permit (layover.take, p_interactive): background admissions leave a share free while it is recent.';
 
 -- A discovered pace's new rate reaches every worker at once (they also re-read it each second):
 -- the provider state channel; workers re-read the key's state.
@@ -837,6 +840,18 @@ $$ SELECT CASE WHEN rate <= 0 OR delta = 0 OR delta IS NULL THEN tat
 
 COMMENT ON FUNCTION layover.gcra_settle(timestamptz, timestamptz, float8, float8, float8) IS
     'A token dimension after a call: the unused reservation given back (delta < 0), an under-estimate charged up to max_charge.';
+
+-- The share of a key's capacity (each dimension) that background admissions (the pick, a job's take)
+-- leave free for interactive calls: `share` while an interactive call asked for a permit of the key
+-- within the last `window_s` seconds (interactive_at, database time), else 0: when interactive calls
+-- stop, background takes the whole bucket back (work-conserving). Interactive takes are not limited by it.
+CREATE FUNCTION layover.interactive_reserve(interactive_at timestamptz, now timestamptz, share float8, window_s float8)
+    RETURNS float8 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT CASE WHEN share > 0 AND extract(epoch FROM now - interactive_at) < window_s
+               THEN least(share, 1.0) ELSE 0 END $$;
+
+COMMENT ON FUNCTION layover.interactive_reserve(timestamptz, timestamptz, float8, float8) IS
+    'The share of a bucket background admissions leave free while interactive calls are arriving (0 when none came within window_s).';
 
 -- ---------------------------------------------------------------------------
 -- provider_keys: one row per known provider key with its breaker, cooldown and bucket state,
@@ -1304,10 +1319,15 @@ $$;
 -- ---------------------------------------------------------------------------
 -- One call's request permit and token need ({combined, input, output}) from a key's bucket, taken
 -- whole or not at all: for a call its job's pick did not admit (a fallback chain's endpoint, a key
--- pool's key). Returns whether it was taken, when it would fit otherwise, and what it reserved at
--- which token rates (for the settle after the call). p_now: NULL for the database's clock.
+-- pool's key: background, p_interactive false) or an interactive call (InteractiveCalls, p_interactive
+-- true). Background leaves layover.interactive_reserve(p_reserve, p_window_s) of each dimension free;
+-- an interactive take is not limited by it, and stamps the key's interactive_at whether it takes or
+-- not (interactive demand is arriving). Returns whether it was taken, when it would fit otherwise, and
+-- what it reserved at which token rates (for the settle after the call). p_now: NULL for the
+-- database's clock.
 -- ---------------------------------------------------------------------------
-CREATE FUNCTION layover.take(p_key text, p_now timestamptz, p_need float8[])
+CREATE FUNCTION layover.take(p_key text, p_now timestamptz, p_need float8[], p_interactive boolean, p_reserve float8,
+                             p_window_s float8)
     RETURNS TABLE (taken boolean, fits_at timestamptz, reserved float8[], rates float8[])
     LANGUAGE plpgsql AS
 $$
@@ -1317,20 +1337,27 @@ DECLARE
     l      record;
     v_need float8[];
     v_fits timestamptz;
+    v_iat  timestamptz;
+    v_keep float8 := 1;
 BEGIN
     PERFORM set_config('lock_timeout', '2s', true);
     PERFORM layover.limit_rows(ARRAY[p_key]);
-    PERFORM 1 FROM layover.buckets b WHERE b.provider_key = p_key FOR UPDATE;
+    SELECT b.interactive_at INTO v_iat FROM layover.buckets b WHERE b.provider_key = p_key FOR UPDATE;
     SELECT * INTO l FROM layover.limits_in_force(p_key, v_now);
+    IF p_interactive THEN
+        UPDATE layover.buckets b SET interactive_at = greatest(b.interactive_at, v_now) WHERE b.provider_key = p_key;
+    ELSE
+        v_keep := 1 - layover.interactive_reserve(v_iat, v_now, p_reserve, p_window_s);
+    END IF;
     -- what the key's calls use of such a need (its share of each dimension), as the pick reserves
     v_need := ARRAY[CASE WHEN l.tr > 0 THEN coalesce(p_need[1], 0) * l.token_share ELSE 0 END,
                     CASE WHEN l.ir > 0 THEN coalesce(p_need[2], 0) * l.input_share ELSE 0 END,
                     CASE WHEN l.orr > 0 THEN coalesce(p_need[3], 0) * l.output_share ELSE 0 END];
     v_fits := greatest(v_now,
-                       layover.gcra_fits_at(l.request_tat, l.rr, l.rc, 1),
-                       layover.gcra_fits_at(l.token_tat, l.tr, l.tc, v_need[1]),
-                       layover.gcra_fits_at(l.input_tat, l.ir, l.ic, v_need[2]),
-                       layover.gcra_fits_at(l.output_tat, l.orr, l.oc, v_need[3]));
+                       layover.gcra_fits_at(l.request_tat, l.rr, l.rc * v_keep, 1),
+                       layover.gcra_fits_at(l.token_tat, l.tr, l.tc * v_keep, v_need[1]),
+                       layover.gcra_fits_at(l.input_tat, l.ir, l.ic * v_keep, v_need[2]),
+                       layover.gcra_fits_at(l.output_tat, l.orr, l.oc * v_keep, v_need[3]));
     IF v_fits > v_now THEN
         RETURN QUERY SELECT false, v_fits, NULL::float8[], NULL::float8[];
         RETURN;
@@ -1473,7 +1500,9 @@ $$;
 -- oldest (or, with p_options.priority, highest priority) first. p_now: NULL for the database's clock.
 -- Options: dead_after_s (a picked job's heartbeat older than this holds no concurrency slot; 40),
 -- trial_timeout_s (60), low_priority_share (0.1), limit_keys (whether jobs have limit keys), priority,
--- deferral_s ({job type: seconds}, 3600 when missing).
+-- deferral_s ({job type: seconds}, 3600 when missing), interactive_share (0.25) and interactive_window_s (1):
+-- of a key whose interactive_at is recent, the pick leaves that share of each dimension free
+-- (layover.interactive_reserve).
 -- Writes: the job rows it takes (picked); the buckets' permits and tokens its admissions spend, and
 -- the fair queues' lines (fair_lines), in the statement that takes the jobs; the breaker trials it
 -- admits through the gate's layover.claim_trials, and a key's limit rows through layover.limit_rows.
@@ -1493,6 +1522,8 @@ DECLARE
     v_dead         interval := make_interval(secs => coalesce((p_options ->> 'dead_after_s')::float8, 40));
     v_trial        interval := make_interval(secs => coalesce((p_options ->> 'trial_timeout_s')::float8, 60));
     v_low          float8 := coalesce((p_options ->> 'low_priority_share')::float8, 0.1);
+    v_ishare       float8 := coalesce((p_options ->> 'interactive_share')::float8, 0.25);
+    v_iwindow      float8 := coalesce((p_options ->> 'interactive_window_s')::float8, 1);
     v_keyed        int;
     v_keys         text[];
     v_lkeys        text[] := '{}';
@@ -1620,14 +1651,22 @@ BEGIN
                                   ELSE 'run' END AS mode,
                              v_trial_tokens[array_position(v_trial_keys, u.k)] AS token,
                              br.open_until, br.reason AS b_reason, coalesce(fl.low_credit, 0) AS low_credit,
-                             CASE WHEN l.rr > 0 THEN layover.gcra_free(l.request_tat, v_now, l.rr, l.rc) END AS req_free,
-                             CASE WHEN l.tr > 0 THEN layover.gcra_free(l.token_tat, v_now, l.tr, l.tc) END AS tok_free,
-                             CASE WHEN l.ir > 0 THEN layover.gcra_free(l.input_tat, v_now, l.ir, l.ic) END AS in_free,
-                             CASE WHEN l.orr > 0 THEN layover.gcra_free(l.output_tat, v_now, l.orr, l.oc) END AS out_free,
+                             -- less the share left for interactive calls while they are arriving
+                             CASE WHEN l.rr > 0 THEN layover.gcra_free(l.request_tat, v_now, l.rr, l.rc)
+                                                     - ir.share * l.rc END AS req_free,
+                             CASE WHEN l.tr > 0 THEN layover.gcra_free(l.token_tat, v_now, l.tr, l.tc)
+                                                     - ir.share * l.tc END AS tok_free,
+                             CASE WHEN l.ir > 0 THEN layover.gcra_free(l.input_tat, v_now, l.ir, l.ic)
+                                                     - ir.share * l.ic END AS in_free,
+                             CASE WHEN l.orr > 0 THEN layover.gcra_free(l.output_tat, v_now, l.orr, l.oc)
+                                                     - ir.share * l.oc END AS out_free,
                              CASE WHEN l.max_in_flight IS NOT NULL THEN l.max_in_flight - (
                                   SELECT count(*) FROM layover.scheduled_tasks x
                                   WHERE x.provider_key = u.k AND x.picked AND x.last_heartbeat > v_now - v_dead) END AS slots_free
                       FROM layover.limits_in_force(u.k, v_now) l
+                      CROSS JOIN LATERAL (SELECT coalesce(max(layover.interactive_reserve(bk.interactive_at, v_now,
+                                                                                          v_ishare, v_iwindow)), 0)
+                                          FROM layover.buckets bk WHERE bk.provider_key = u.k) ir(share)
                       LEFT JOIN layover.breakers br ON br.provider_key = u.k
                       LEFT JOIN layover.cooldowns cd ON cd.provider_key = u.k AND cd.until > v_now
                       LEFT JOIN layover.fair_lines fl ON fl.provider_key = u.k) m
@@ -2285,9 +2324,10 @@ COMMENT ON VIEW layover.batch_status IS 'Batches with their counts, age and esti
 --   attempts: attempts spent so far (failed runs); a rate-limit reschedule never adds one.
 --   waiting_for, waiting_detail: why a due job of a provider key is not running, from its key's state
 --          now (nothing is written on a waiting job): cooldown, breaker_open, breaker_trial (the
---          key's one trial is out), rate_limit (its bucket has no permit or tokens free now),
---          concurrency (its slots are all in use); NULL when its key admits now (it waits for a
---          worker) or it is not due.
+--          key's one trial is out), rate_limit (its bucket has no permit or tokens free now, or only
+--          the share kept for interactive calls while they arrive: read with the default share and
+--          window, 0.25 and 1 s), concurrency (its slots are all in use); NULL when its key admits
+--          now (it waits for a worker) or it is not due.
 --   ahead: for a job waiting for its key, how many of the key's due jobs the pick takes before it
 --          (counted up to 10,000: select it for a few jobs, not a whole backlog).
 --   provider_trail: the job's fallback trail.
@@ -2348,10 +2388,11 @@ LEFT JOIN LATERAL (
     SELECT CASE WHEN cd.until IS NOT NULL THEN 'cooldown'
                 WHEN br.state = 'open' THEN 'breaker_open'
                 WHEN br.state = 'half_open' THEN 'breaker_trial'
-                WHEN l.rr > 0 AND layover.gcra_free(l.request_tat, now(), l.rr, l.rc) < 1 THEN 'rate_limit'
-                WHEN (l.tr > 0 AND layover.gcra_free(l.token_tat, now(), l.tr, l.tc) <= 0)
-                     OR (l.ir > 0 AND layover.gcra_free(l.input_tat, now(), l.ir, l.ic) <= 0)
-                     OR (l.orr > 0 AND layover.gcra_free(l.output_tat, now(), l.orr, l.oc) <= 0) THEN 'rate_limit'
+                WHEN l.rr > 0 AND layover.gcra_free(l.request_tat, now(), l.rr, l.rc) < 1 + ik.share * l.rc THEN 'rate_limit'
+                WHEN (l.tr > 0 AND layover.gcra_free(l.token_tat, now(), l.tr, l.tc) <= ik.share * l.tc)
+                     OR (l.ir > 0 AND layover.gcra_free(l.input_tat, now(), l.ir, l.ic) <= ik.share * l.ic)
+                     OR (l.orr > 0 AND layover.gcra_free(l.output_tat, now(), l.orr, l.oc) <= ik.share * l.oc)
+                    THEN 'rate_limit'
                 WHEN l.max_in_flight <= slots.n THEN 'concurrency'
                 WHEN lk.key IS NOT NULL THEN lk.why
            END AS waiting_for,
@@ -2366,11 +2407,21 @@ LEFT JOIN LATERAL (
                      OR (l.ir > 0 AND layover.gcra_free(l.input_tat, now(), l.ir, l.ic) <= 0)
                      OR (l.orr > 0 AND layover.gcra_free(l.output_tat, now(), l.orr, l.oc) <= 0)
                     THEN 'key ' || t.provider_key || ': no tokens free now'
+                WHEN ik.share > 0 AND ((l.rr > 0 AND layover.gcra_free(l.request_tat, now(), l.rr, l.rc) < 1 + ik.share * l.rc)
+                     OR (l.tr > 0 AND layover.gcra_free(l.token_tat, now(), l.tr, l.tc) <= ik.share * l.tc)
+                     OR (l.ir > 0 AND layover.gcra_free(l.input_tat, now(), l.ir, l.ic) <= ik.share * l.ic)
+                     OR (l.orr > 0 AND layover.gcra_free(l.output_tat, now(), l.orr, l.oc) <= ik.share * l.oc))
+                    THEN 'key ' || t.provider_key || ': what is free is kept for interactive calls (the last at '
+                         || ik.interactive_at || ')'
                 WHEN l.max_in_flight <= slots.n
                     THEN 'key ' || t.provider_key || ': all ' || l.max_in_flight || ' concurrency slots in use'
                 WHEN lk.key IS NOT NULL THEN 'limit key ' || lk.key || ': ' || lk.detail
            END AS waiting_detail
     FROM layover.limits_in_force(t.provider_key, now()) l
+    -- the share background leaves for interactive calls while they arrive (the default settings)
+    CROSS JOIN LATERAL (SELECT max(bk.interactive_at) AS interactive_at,
+                               coalesce(max(layover.interactive_reserve(bk.interactive_at, now(), 0.25, 1)), 0) AS share
+                        FROM layover.buckets bk WHERE bk.provider_key = t.provider_key) ik
     LEFT JOIN layover.cooldowns cd ON cd.provider_key = t.provider_key AND cd.until > now()
     LEFT JOIN layover.breakers br ON br.provider_key = t.provider_key AND br.state <> 'closed'
     LEFT JOIN LATERAL (SELECT count(*) AS n FROM layover.scheduled_tasks x

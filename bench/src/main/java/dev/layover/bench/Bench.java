@@ -33,11 +33,13 @@ import java.util.Set;
  *       mid-submit ({@link BatchBench});
  *   <li>a deep backlog behind rate-limited keys ({@link BacklogBench});
  *   <li>10,000 provider keys with buckets or concurrency limits against one ({@link KeysBench});
- *   <li>what traces, the MDC and token counts cost a run ({@link ObserveBench}).
+ *   <li>what traces, the MDC and token counts cost a run ({@link ObserveBench});
+ *   <li>interactive calls beside a background backlog on one key, through the handle and direct
+ *       ({@link InteractiveBench}).
  * </ol>
  *
  * <p>Usage: {@code mvn -q -pl bench -am -DskipTests package exec:java -Dexec.args="[--quick]
- * [--jdbc-url URL] [--only throughput,latency,tail,enqueue,etiquette,recovery,console,tokens,inflight,fairness,batch,backlog,keys] [--poll-ms 200]"}. Without a URL (or
+ * [--jdbc-url URL] [--only throughput,latency,tail,enqueue,etiquette,recovery,console,tokens,inflight,fairness,batch,backlog,keys,observe,interactive] [--poll-ms 200]"}. Without a URL (or
  * {@code LAYOVER_JDBC_URL}) an embedded Postgres is started; with one, a scratch database is
  * created on that server and dropped afterwards. {@code --quick} runs small sizes in under a
  * minute: a smoke test, no figure worth quoting.
@@ -55,7 +57,7 @@ public final class Bench {
 
     /** The sections, in the order they run. */
     static final List<String> SECTIONS = List.of("throughput", "latency", "tail", "enqueue", "etiquette", "recovery", "console",
-            "tokens", "inflight", "fairness", "batch", "backlog", "keys", "observe");
+            "tokens", "inflight", "fairness", "batch", "backlog", "keys", "observe", "interactive");
 
     /** Everything one run measured (null where a section was not run). */
     public static final class Report {
@@ -74,6 +76,12 @@ public final class Bench {
         List<BacklogBench.Arm> backlog;
         List<KeysBench.Arm> keys;
         List<ObserveBench.Run> observe;
+        List<InteractiveBench.Arm> interactive;
+
+        /** @return the interactive arms (issue 48): through the handle, then direct; or null */
+        public List<InteractiveBench.Arm> interactive() {
+            return interactive;
+        }
 
         /** @return the observability arms (issue 49), every round in turn, or null */
         public List<ObserveBench.Run> observe() {
@@ -190,7 +198,7 @@ public final class Bench {
         Report report = new Report();
         int threads = 16;
         // the batch section opens its own pools (at most 10 connections per Layover instance)
-        int poolSize = Set.of("batch").containsAll(only) ? 2 : threads + 8;
+        int poolSize = Set.of("batch", "interactive").containsAll(only) ? 4 : threads + 8;
         try (BenchDatabase db = BenchDatabase.open(args, poolSize)) {
             header(out, db, quick);
             // Layover's schema (the first Layover run migrates; the etiquette workers do not)
@@ -310,6 +318,12 @@ public final class Bench {
                 long t = System.nanoTime();
                 report.observe = ObserveBench.measure(db.dataSource(), jobs, threads, rounds);
                 observe(out, report.observe, jobs, threads, rounds, t);
+            }
+            if (only.contains("interactive")) {
+                long t = System.nanoTime();
+                InteractiveBench.Settings s = quick ? InteractiveBench.Settings.quick() : InteractiveBench.Settings.full();
+                report.interactive = InteractiveBench.measure(db.dataSource(), db.jdbcUrl(), s);
+                interactive(out, report.interactive, s, t);
             }
         }
         report.seconds = (System.nanoTime() - start) / 1e9;
@@ -598,6 +612,18 @@ public final class Bench {
         took(out, t);
     }
 
+    private static void interactive(PrintStream out, List<InteractiveBench.Arm> arms, InteractiveBench.Settings s, long t) {
+        out.printf(Locale.ROOT, "%n### Interactive first (issue 48): a key at R = %d requests/s (the provider's limit, refused "
+                + "calls counting, and the bucket's), a background backlog of 5× R on 2 worker JVMs, interactive calls "
+                + "arriving as a Poisson stream at %.0f/s for %d s from a third JVM; share %.2f, window 1 s%n%n",
+                s.rate(), 0.2 * s.rate(), s.seconds(), s.share());
+        out.println("| interactive calls | arrived | wait before the call, ms p50 / p95 / max | answered 429 | not admitted "
+                + "in 2 s | background goodput /s | total goodput /s | provider 429s (all) | share taken back after |");
+        out.println("|---|---|---|---|---|---|---|---|---|");
+        arms.forEach(a -> out.println(a.row(s.rate())));
+        out.printf(Locale.ROOT, "%n(%.0f s; load average now: %s)%n", (System.nanoTime() - t) / 1e9, loadAverage());
+    }
+
     /** Each arm's median jobs per second over its rounds, and its ratio to the default arm's. */
     private static void observe(PrintStream out, List<ObserveBench.Run> runs, int jobs, int threads, int rounds, long t) {
         out.printf(Locale.ROOT, "%n### Observability: traces, MDC, token counts (%,d no-op jobs, %d threads, %d rounds, "
@@ -853,6 +879,20 @@ public final class Bench {
                         String.format(Locale.ROOT, "%.2f× (%.3f / %.3f ms)", ratio, r.keys.get(k + 1).msPerJob(),
                                 r.keys.get(k).msPerJob()), ratio <= 2);
             }
+        }
+        if (r.interactive != null && !r.interactive.isEmpty()) {
+            InteractiveBench.Arm h = r.interactive.get(0);
+            int rate = (int) Math.round(InteractiveBench.Settings.full().rate());
+            row(out, "interactive first (issue 48): interactive calls answered 429, through the handle", "0 %",
+                    String.format(Locale.ROOT, "%d of %d", h.interactive429(), h.arrivals()), h.interactive429() == 0);
+            row(out, "interactive first: p95 wait before the call", "≤ 2 permit intervals (40 ms at 50/s)",
+                    String.format(Locale.ROOT, "%.1f ms", h.p95Ms()), h.p95Ms() <= 2000.0 / rate);
+            row(out, "interactive first: total goodput", "≥ 0.95 R",
+                    String.format(Locale.ROOT, "%.1f/s (%.2f R)", h.totalPerSecond(), h.totalPerSecond() / rate),
+                    h.totalPerSecond() >= 0.95 * rate);
+            row(out, "interactive first: background takes the share back after the stream stops", "≤ 1 s",
+                    h.takeBackSeconds() < 0 ? "not seen" : String.format(Locale.ROOT, "%.2f s", h.takeBackSeconds()),
+                    h.takeBackSeconds() >= 0 && h.takeBackSeconds() <= 1);
         }
         if (r.enqueue != null) {
             StringBuilder b = new StringBuilder();

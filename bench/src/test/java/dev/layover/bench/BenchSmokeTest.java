@@ -32,7 +32,7 @@ class BenchSmokeTest {
         System.out.println(printed);
         for (String table : new String[] {"### Throughput", "### Wake-up latency", "### Tail latency", "### Enqueue", "### Provider etiquette",
                 "### Recovery", "### Console API", "### Token limits", "### Slow calls in flight", "### Batch routing", "### Deep backlog",
-                "### Many provider keys", "### Observability", "### Goals of issue 11"}) {
+                "### Many provider keys", "### Observability", "### Interactive first", "### Goals of issue 11"}) {
             assertTrue(printed.contains(table), "missing " + table + " in:\n" + printed);
         }
         assertFalse(printed.contains("NaN"), printed);
@@ -79,6 +79,34 @@ class BenchSmokeTest {
         r.observe().forEach(o -> assertTrue(o.perSecond() > 0 && Double.isFinite(o.perSecond()), o.toString()));
         r.observe().stream().filter(o -> o.arm().equals(ObserveBench.TRACED))
                 .forEach(o -> assertEquals(o.jobs(), o.spans(), "a span per run: " + o));
+        assertInteractive(r.interactive());
+    }
+
+    /** The interactive section alone ({@code --only interactive}), quick. */
+    @Test
+    void quickInteractiveSection(TestDatabase db) throws Exception {
+        ByteArrayOutputStream buffer = new ByteArrayOutputStream();
+        Bench.Report r;
+        try (PrintStream out = new PrintStream(buffer, true, StandardCharsets.UTF_8)) {
+            r = Bench.run(new String[] {"--quick", "--jdbc-url", db.jdbcUrl(), "--only", "interactive"}, out);
+        }
+        String printed = buffer.toString(StandardCharsets.UTF_8);
+        System.out.println(printed);
+        assertTrue(printed.contains("### Interactive first"), printed);
+        assertFalse(printed.contains("NaN"), printed);
+        assertInteractive(r.interactive());
+    }
+
+    /** Both interactive arms ran a stream; through the handle, the provider answered (almost) none of them 429. */
+    private static void assertInteractive(java.util.List<InteractiveBench.Arm> arms) {
+        assertNotNull(arms);
+        assertEquals(2, arms.size(), "through the handle, direct: " + arms);
+        for (InteractiveBench.Arm a : arms) {
+            assertTrue(a.arrivals() > 0 && a.totalPerSecond() > 0 && Double.isFinite(a.p95Ms()), a.toString());
+        }
+        // a smoke run on a loaded machine: admission-to-arrival jitter may still meet the provider's own bucket
+        assertTrue(arms.get(0).interactive429() <= Math.max(1, arms.get(0).arrivals() / 50),
+                "interactive calls through the handle rarely meet a 429: " + arms.get(0));
     }
 
     /** The many-keys arms: every job of every arm done, each arm's database time measured. */

@@ -21,6 +21,7 @@ import dev.layover.core.provider.state.BreakerListener;
 import dev.layover.core.provider.state.BreakerSettings;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.provider.state.FairnessSettings;
+import dev.layover.core.provider.state.InteractiveSettings;
 import dev.layover.core.provider.state.CooldownSettings;
 import dev.layover.core.provider.state.ProviderStates;
 import dev.layover.migrations.LayoverMigrations;
@@ -84,7 +85,7 @@ public final class Layover implements AutoCloseable {
                 b.shutdownMaxWait, b.priority, b.prefetch, b.breakers, b.perKeyBreakers, b.cooldowns, b.buckets,
                 b.patternBuckets, b.concurrencyLimits, b.breakerListeners, b.tokenCosts, b.metrics, b.history,
                 b.historyArgs, b.stackTraceChars, b.timeSeries, b.notifications, b.giveBackAfter, b.virtualThreads,
-                b.fairness, b.batching, new ObserveSettings(b.tracing, b.mdc, b.prices)));
+                b.fairness, b.batching, new ObserveSettings(b.tracing, b.mdc, b.prices), b.interactive));
         this.extraTasks = List.copyOf(b.extraTasks);
         this.plugins = List.copyOf(b.plugins);
         this.historyRetention = b.history && !b.historyKeep.isZero()
@@ -369,6 +370,20 @@ public final class Layover implements AutoCloseable {
     }
 
     /**
+     * Provider calls made outside jobs (a web request's chat answer), admitted by the same
+     * fleet-wide state as the jobs of their key, first: while they arrive, background jobs leave a
+     * share of each key's bucket free for them ({@link Builder#interactive(InteractiveSettings)}).
+     * Works in an instance that was never started too (the state rows the workers wrote decide);
+     * its calls are counted in the time series only while it is started. See
+     * {@code docs/interactive.md}.
+     *
+     * @return the interactive calls' handle of this instance
+     */
+    public InteractiveCalls interactive() {
+        return engine.interactive();
+    }
+
+    /**
      * Operators' control: cancel a job, pause and resume a job type or a key (see
      * {@code docs/admission-and-control.md}). Works in an instance that was never started too.
      *
@@ -438,6 +453,8 @@ public final class Layover implements AutoCloseable {
      *   <tr><td>{@link #cooldowns(CooldownSettings)}</td><td>{@link CooldownSettings#defaults()}</td></tr>
      *   <tr><td>{@link #bucket(String, BucketSettings)}</td><td>none: no admission limit</td></tr>
      *   <tr><td>{@link #concurrencyLimit(String, int)}</td><td>none: no limit on calls in flight</td></tr>
+     *   <tr><td>{@link #interactive(InteractiveSettings)}</td><td>{@link InteractiveSettings#defaults()}:
+     *       0.25 of each key's bucket left free for interactive calls, while one came within 1 s</td></tr>
      *   <tr><td>{@link #metrics(LayoverMetrics)}</td><td>none: nothing
      *       measured, no sampling query</td></tr>
      *   <tr><td>{@link #tracing(LayoverTracing)}</td><td>none: no span, no trace context stored</td></tr>
@@ -477,6 +494,7 @@ public final class Layover implements AutoCloseable {
         private ObjectMapper objectMapper;
         private Function<Throwable, Optional<Outcome>> classifier;
         private BreakerSettings breakers = BreakerSettings.defaults();
+        private InteractiveSettings interactive = InteractiveSettings.defaults();
         private final Map<String, BreakerSettings> perKeyBreakers = new LinkedHashMap<>();
         private CooldownSettings cooldowns = CooldownSettings.defaults();
         private final Map<String, BucketSettings> buckets = new LinkedHashMap<>();
@@ -703,6 +721,21 @@ public final class Layover implements AutoCloseable {
          */
         public Builder exceptionClassifier(Function<Throwable, Optional<Outcome>> classifier) {
             this.classifier = Objects.requireNonNull(classifier, "classifier");
+            return this;
+        }
+
+        /**
+         * How background jobs share provider keys with interactive calls ({@link Layover#interactive()}):
+         * while a key's interactive calls arrive, the pick leaves {@link InteractiveSettings#share()}
+         * of its bucket free for them, and takes it back {@link InteractiveSettings#window()} after
+         * they stop. Database: each interactive call stamps its key's {@code layover.buckets.interactive_at}.
+         * Give every instance of the fleet the same settings.
+         *
+         * @param settings the settings; default {@link InteractiveSettings#defaults()}
+         * @return this builder
+         */
+        public Builder interactive(InteractiveSettings settings) {
+            this.interactive = Objects.requireNonNull(settings, "interactive");
             return this;
         }
 

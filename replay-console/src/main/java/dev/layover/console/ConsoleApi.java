@@ -942,6 +942,7 @@ final class ConsoleApi {
         out.set("outage", outages(key).path(0));
         out.set("endpoints", endpoints(key));
         out.set("asEndpoint", asEndpoint(key));
+        out.set("interactive", interactive(key));
 
         ObjectNode jobs = out.putObject("jobs");
         long total = 0;
@@ -1034,6 +1035,58 @@ final class ConsoleApi {
         ArrayNode by = out.putArray("usedBy");
         usedBy.fields().forEachRemaining(e -> by.addObject().put("providerKey", e.getKey()).put("calls", e.getValue().asLong()));
         return out;
+    }
+
+    /**
+     * The key's interactive calls (calls made outside jobs, {@code InteractiveCalls}) in the last
+     * hour, or null when there were none: admitted, their mean wait, not admitted by reason, calls by
+     * outcome (answered: {@code done}; 429s: {@code rate_limited}), tokens reported.
+     */
+    private JsonNode interactive(String key) {
+        JsonNode counts = parse(sql.keyInteractive(key).path("counts").asText("{}"));
+        if (counts.isEmpty()) {
+            return F.nullNode();
+        }
+        ObjectNode o = F.objectNode();
+        ObjectNode refused = F.objectNode();
+        ObjectNode calls = F.objectNode();
+        long admitted = 0;
+        long waitMs = 0;
+        long refusedAll = 0;
+        for (var it = counts.fields(); it.hasNext();) {
+            var e = it.next();
+            String counter = e.getKey().substring(0, e.getKey().indexOf('/'));
+            String detail = e.getKey().substring(e.getKey().indexOf('/') + 1);
+            long n = e.getValue().asLong();
+            switch (counter) {
+                case "interactive_admitted" -> admitted += n;
+                case "interactive_wait_ms" -> waitMs += n;
+                case "interactive_refused" -> {
+                    refused.put(detail, n);
+                    refusedAll += n;
+                }
+                case "interactive_call" -> calls.put(detail, n);
+                case "input_tokens", "output_tokens", "cached_input_tokens" -> {
+                    String name = counter.equals("input_tokens") ? "inputTokens"
+                            : counter.equals("output_tokens") ? "outputTokens" : "cachedInputTokens";
+                    o.put(name, o.path(name).asLong() + n);
+                }
+                default -> { }
+            }
+        }
+        o.put("admitted", admitted);
+        if (admitted > 0) {
+            o.put("meanWaitMs", (double) waitMs / admitted);
+        } else {
+            o.putNull("meanWaitMs");
+        }
+        o.put("notAdmitted", refusedAll);
+        o.set("notAdmittedBy", refused);
+        o.put("answered", calls.path("done").asLong());
+        o.put("rateLimited", calls.path("rate_limited").asLong());
+        o.put("failed", total(calls) - calls.path("done").asLong());
+        o.set("byOutcome", calls);
+        return o;
     }
 
     /** Calls by result ({@code endpoint_call}'s details): answered, 429s, errors (every other result), and each. */

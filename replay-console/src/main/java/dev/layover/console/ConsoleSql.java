@@ -418,6 +418,18 @@ final class ConsoleSql {
             LIMIT 50""";
 
     /**
+     * A key's interactive calls (calls made outside jobs, counted under job type
+     * {@code (interactive)}) in the last hour: each counter and detail summed. Parameter: the key.
+     */
+    static final String KEY_INTERACTIVE = """
+            SELECT coalesce(jsonb_object_agg(x.counter || '/' || x.detail, x.n), '{}'::jsonb)::text AS counts
+            FROM (SELECT t.counter, coalesce(t.detail, '') AS detail, sum(t.amount)::bigint AS n
+                  FROM layover.time_series t
+                  WHERE t.bucket_seconds = 60 AND t.bucket_start >= now() - interval '1 hour'
+                    AND t.provider_key = ? AND t.job_type = '(interactive)'
+                  GROUP BY t.counter, coalesce(t.detail, '')) x""";
+
+    /**
      * A key as an endpoint of fallback chains in the last hour: its calls by result, and the keys
      * whose chains called it. Parameters: the key, twice.
      */
@@ -860,6 +872,11 @@ final class ConsoleSql {
     /** @return the key's calls as an endpoint in the last hour, and who called it */
     JsonNode keyAsEndpoint(String key) {
         return query("reading a key's calls as an endpoint", KEY_AS_ENDPOINT, key, key).get(0);
+    }
+
+    /** @return the key's interactive calls of the last hour: {@code counts}, {"counter/detail": n} as text */
+    JsonNode keyInteractive(String key) {
+        return query("reading a key's interactive calls", KEY_INTERACTIVE, key).get(0);
     }
 
     /** @return keys whose breaker is not closed (only {@code key} unless null), with the sweep's state */

@@ -3,12 +3,16 @@ package dev.layover.console;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.layover.core.CallFailedException;
 import dev.layover.core.EnqueueOptions;
+import dev.layover.core.InteractiveCalls;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
+import dev.layover.core.NotAdmittedException;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.FallbackChain;
 import dev.layover.dlq.RecoverySweep;
@@ -129,6 +133,29 @@ class ConsoleAtAGlanceApiTest {
         }
         Await.until(Fixtures.WAIT, "the worker applies the new limit", () -> api.get("/api/provider-keys/test:provider").json()
                 .at("/limitOverride/workers/0/appliesIt").asBoolean());
+    }
+
+    @Test
+    void aKeysPageCountsItsInteractiveCallsBesideItsJobs(TestDatabase db) {
+        start(db);
+        InteractiveCalls calls = layover.interactive();
+        for (int i = 0; i < 3; i++) {
+            assertEquals("answer", calls.call("web:chat", 0, Duration.ZERO, () -> "answer"));
+        }
+        assertThrows(CallFailedException.class, () -> calls.call("web:chat", 0, Duration.ZERO, () -> {
+            throw Outcome.rateLimited(Duration.ofSeconds(30), "429 slow down").toException();
+        }));
+        assertThrows(NotAdmittedException.class, () -> calls.call("web:chat", 0, Duration.ZERO, () -> "not called"));
+        Await.until(Fixtures.WAIT, "the interactive calls flushed", () -> {
+            JsonNode i = api.get("/api/provider-keys/web:chat").json().get("interactive");
+            return i != null && !i.isNull() && i.get("admitted").asLong() == 4 && i.get("notAdmitted").asLong() == 1;
+        });
+        JsonNode i = api.get("/api/provider-keys/web:chat").json().get("interactive");
+        assertEquals(3, i.get("answered").asLong(), i.toString());
+        assertEquals(1, i.get("rateLimited").asLong());
+        assertEquals(1, i.get("failed").asLong());
+        assertEquals(1, i.at("/notAdmittedBy/cooling").asLong());
+        assertTrue(i.get("meanWaitMs").asDouble() >= 0);
     }
 
     @Test

@@ -1298,6 +1298,7 @@
       k.outage ? outageBanner(k.outage) : null,
       el('div', { class: 'cards' }, breakerCard, cooldownCard, bucketCard, extraCard, finishedCard),
       endpointsSection(k),
+      interactiveSection(k),
       limitSection(key, k.limitOverride, ro),
       chartsSection(key, (k.endpoints && k.endpoints.length) || k.asEndpoint),
       el('section', { class: 'card' }, el('h2', null, 'Jobs waiting on it and why'), whys,
@@ -1340,6 +1341,23 @@
         el('dt', null, '429s'), el('dd', null, num(e.rateLimited)),
         el('dt', null, 'errors'), el('dd', null, num(e.errors))),
       e.usedBy.length ? el('p', { class: 'small' }, 'Called by the chains of ', e.usedBy.map((u, i) => [i ? ', ' : '', keyLink(u.providerKey), ' (' + num(u.calls) + ')'])) : null);
+  }
+
+  // The key's interactive calls (made outside jobs, InteractiveCalls) beside its jobs: the last hour.
+  function interactiveSection(k) {
+    const i = k.interactive;
+    if (!i) return null;
+    const by = o => Object.keys(o).map(r => r + ' ' + num(o[r])).join(', ');
+    return el('section', { class: 'card', id: 'key-interactive' }, el('h2', null, 'Interactive calls (last hour)'),
+      el('p', { class: 'muted small' }, 'Calls made outside jobs through InteractiveCalls: admitted by this key\'s cooldown, breaker and bucket, first (jobs leave them a share while they arrive).'),
+      el('dl', { class: 'counts' },
+        el('dt', null, 'admitted'), el('dd', null, num(i.admitted)),
+        el('dt', null, 'mean wait'), el('dd', null, i.meanWaitMs == null ? '–' : num(Math.round(i.meanWaitMs)) + ' ms'),
+        el('dt', null, 'not admitted'), el('dd', null, num(i.notAdmitted), i.notAdmitted ? el('div', { class: 'small muted' }, by(i.notAdmittedBy)) : null),
+        el('dt', null, 'answered'), el('dd', null, num(i.answered)),
+        el('dt', null, '429s'), el('dd', null, num(i.rateLimited)),
+        el('dt', null, 'failed'), el('dd', null, num(i.failed), i.failed ? el('div', { class: 'small muted' }, by(i.byOutcome)) : null),
+        el('dt', null, 'tokens in / out'), el('dd', null, num(i.inputTokens || 0) + ' / ' + num(i.outputTokens || 0))));
   }
 
   // ------------------------------------------------------------------ workers (layover.workers)

@@ -4,6 +4,7 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.LayoverPlugin;
 import dev.layover.core.metrics.MicrometerMetrics;
+import dev.layover.core.InteractiveCalls;
 import dev.layover.core.tracing.OpenTelemetryTracing;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.opentelemetry.api.OpenTelemetry;
@@ -32,6 +33,9 @@ import org.springframework.core.env.Environment;
  *       {@code layover} unless {@code layover.migrate=false}.
  *   <li>{@link LayoverLifecycle}: starts the workers when the context has started, stops them
  *       gracefully with it.
+ *   <li>{@link InteractiveCalls}: the instance's admission of provider calls made outside jobs (a
+ *       controller's chat answer), sharing each key's fleet-wide state with the jobs
+ *       ({@code docs/interactive.md}).
  *   <li>With Micrometer and a {@code MeterRegistry} bean (Spring Boot Actuator): Layover's metrics
  *       ({@code docs/observability.md}) go to that registry.
  *   <li>With the OpenTelemetry API and an {@code OpenTelemetry} bean (Spring Boot's OpenTelemetry
@@ -109,6 +113,19 @@ public class LayoverAutoConfiguration {
                         });
             }
         }
+    }
+
+    /**
+     * Provider calls made outside jobs (a web request's answer), admitted by the same fleet-wide
+     * state as the jobs of their key, first ({@link Layover#interactive()}).
+     *
+     * @param layover the instance
+     * @return its interactive calls' handle
+     */
+    @Bean
+    @ConditionalOnMissingBean
+    public InteractiveCalls layoverInteractiveCalls(Layover layover) {
+        return layover.interactive();
     }
 
     /**

@@ -117,6 +117,7 @@ public class LayoverProperties {
     private final Map<String, Integer> concurrencyLimits = new LinkedHashMap<>();
 
     private final Fairness fairness = new Fairness();
+    private final Interactive interactive = new Interactive();
     private final DeadLetters dlq = new DeadLetters();
     private final Console console = new Console();
 
@@ -312,6 +313,11 @@ public class LayoverProperties {
     /** @return the fair share settings (FairnessSettings); all unset by default */
     public Fairness getFairness() {
         return fairness;
+    }
+
+    /** @return how background jobs share keys with interactive calls (InteractiveSettings); unset by default */
+    public Interactive getInteractive() {
+        return interactive;
     }
 
     /** @return the dead-letter settings (used when layover-dlq is on the classpath) */
@@ -833,6 +839,38 @@ public class LayoverProperties {
         /** @return the weights by fairness key or pattern (empty: every fairness key weighs 1) */
         public Map<String, Double> getWeights() {
             return weights;
+        }
+    }
+
+    /**
+     * How background jobs share provider keys with interactive calls ({@code InteractiveSettings},
+     * {@code docs/interactive.md}): while a key's interactive calls arrive, the pick leaves this
+     * share of its bucket free for them. Unset: Layover's defaults (0.25, 1 s).
+     */
+    public static class Interactive {
+        /** The share of each bucket dimension left free for interactive calls, in [0, 1) (unset: 0.25). */
+        private Double share;
+        /** How long after an interactive call the share stays reserved (unset: 1s). */
+        private java.time.Duration window;
+
+        /** @return the share, or null for Layover's default (0.25) */
+        public Double getShare() {
+            return share;
+        }
+
+        /** @param share the share, in [0, 1); null for Layover's default */
+        public void setShare(Double share) {
+            this.share = share;
+        }
+
+        /** @return the window, or null for Layover's default (1 s) */
+        public java.time.Duration getWindow() {
+            return window;
+        }
+
+        /** @param window how long the share stays reserved after an interactive call; null for Layover's default */
+        public void setWindow(java.time.Duration window) {
+            this.window = window;
         }
     }
 

@@ -5,6 +5,7 @@ import dev.layover.core.provider.state.BreakerSettings;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.provider.state.CooldownSettings;
 import dev.layover.core.provider.state.FairnessSettings;
+import dev.layover.core.provider.state.InteractiveSettings;
 import dev.layover.core.tokens.ModelPrice;
 import dev.layover.core.tokens.Prices;
 import java.util.Map;
@@ -52,6 +53,7 @@ final class PropertiesApplier {
                     () -> b.concurrencyLimit(e.getKey(), e.getValue() == null ? 0 : e.getValue()));
         }
         fairness(p.getFairness(), b);
+        interactive(p.getInteractive(), b);
         b.mdc(p.isMdc());
         if (!p.getPrices().isEmpty()) {
             set("layover.prices", () -> b.prices(prices(p.getPrices())));
@@ -104,6 +106,17 @@ final class PropertiesApplier {
             });
         }
         b.fairness(s);
+    }
+
+    /** Sets the builder's interactive share from {@code layover.interactive.*}: nothing while neither is set. */
+    static void interactive(LayoverProperties.Interactive p, Layover.Builder b) {
+        if (p.getShare() == null && p.getWindow() == null) {
+            return;
+        }
+        double share = p.getShare() != null ? p.getShare() : InteractiveSettings.DEFAULT_SHARE;
+        java.time.Duration window = p.getWindow() != null ? p.getWindow() : InteractiveSettings.DEFAULT_WINDOW;
+        b.interactive(value(p.getShare() != null ? "layover.interactive.share" : "layover.interactive.window",
+                () -> InteractiveSettings.of(share, window)));
     }
 
     static BreakerSettings breakers(LayoverProperties.Breakers p) {

@@ -13,6 +13,7 @@ import dev.layover.core.internal.batch.BatchStore;
 import dev.layover.core.internal.db.DatabaseClock;
 import dev.layover.core.internal.db.DatabaseOutage;
 import dev.layover.core.spi.Db;
+import dev.layover.core.internal.gate.InteractiveHandle;
 import dev.layover.core.internal.gate.Limits;
 import dev.layover.core.internal.gate.ProviderGate;
 import dev.layover.core.internal.gate.ProviderStateHandle;
@@ -28,6 +29,8 @@ import dev.layover.core.internal.observe.SafeMetrics;
 import dev.layover.core.internal.observe.StateSampler;
 import dev.layover.core.internal.observe.TimeSeries;
 import dev.layover.core.internal.observe.WorkerRegistry;
+import dev.layover.core.outcome.Outcome;
+import dev.layover.core.InteractiveCalls;
 import dev.layover.core.provider.ProviderClassifier;
 import dev.layover.core.provider.state.BreakerSettings;
 import dev.layover.core.provider.state.BucketSettings;
@@ -40,7 +43,9 @@ import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.function.Consumer;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -78,6 +83,7 @@ public final class Engine {
     private final Observability observability;
     private final ProviderGate gate;
     private final ProviderStates providerStates;
+    private final InteractiveCalls interactive;
     private final JobControl control;
     private final StateSampler sampler;
     private final DatabaseOutage outage;
@@ -132,6 +138,7 @@ public final class Engine {
         this.gate = new ProviderGate(db, clock, worker, new ProviderGate.Config(config.breakers(),
                 config.perKeyBreakers(), config.cooldowns(), allBuckets, config.breakerListeners(),
                 config.notifications()), metrics);
+        gate.configureInteractive(config.interactive());
         this.providerStates = new ProviderStateHandle(gate);
         this.workerRow = new WorkerRegistry(db, worker, config.threads(), gate::limitOverrides);
         this.sampler = new StateSampler(db, metrics, worker);
@@ -154,8 +161,12 @@ public final class Engine {
         this.limits = new Limits(db, worker, config.concurrencyLimits());
         this.admission = new AdmissionControl(db, clock, worker, writer, gate);
         ProviderClassifier classifier = ProviderClassifier.builder().clock(clock).build();
+        Function<Throwable, Optional<Outcome>> classify = config.classifier() != null ? config.classifier()
+                : classifier::outcomeOf;
+        // interactive calls are classified and counted exactly as handlers' calls
+        this.interactive = new InteractiveHandle(gate, classify, observability.timeSeries());
         this.taskParts = new JobTask.Parts(writer, admission, gate, observability, clock,
-                new HandlerRunner(config.classifier() != null ? config.classifier() : classifier::outcomeOf), lifeline,
+                new HandlerRunner(classify), lifeline,
                 pickLimit, new BatchStep(batchStore, batchKeys, writer, classifier), picker(config, worker));
     }
 
@@ -170,7 +181,8 @@ public final class Engine {
         BreakerSettings b = config.breakers();
         return new Picker(db, worker, config.clock(), () -> pickTypes,
                 Picker.options(config.deadAfter().toMillis() / 1000.0, b.trialTimeout().toMillis() / 1000.0,
-                        config.fairness().lowPriorityShare(), limitKeys, config.priority(), deferral),
+                        config.fairness().lowPriorityShare(), limitKeys, config.priority(), deferral,
+                        config.interactive()),
                 observability.runs().traced());
     }
 
@@ -196,6 +208,11 @@ public final class Engine {
     /** @return the guarded metrics */
     public SafeMetrics metrics() {
         return metrics;
+    }
+
+    /** @return the admission of calls made outside jobs */
+    public InteractiveCalls interactive() {
+        return interactive;
     }
 
     /** @return operators' handle on the provider state */

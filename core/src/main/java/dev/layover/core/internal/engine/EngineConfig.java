@@ -11,6 +11,7 @@ import dev.layover.core.provider.state.BreakerListener;
 import dev.layover.core.provider.state.BreakerSettings;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.provider.state.FairnessSettings;
+import dev.layover.core.provider.state.InteractiveSettings;
 import dev.layover.core.provider.state.CooldownSettings;
 import java.time.Clock;
 import java.time.Duration;
@@ -93,7 +94,8 @@ public record EngineConfig(
         boolean virtualThreads,
         FairnessSettings fairness,
         Map<String, BatchSettings> batching,
-        ObserveSettings observe) {
+        ObserveSettings observe,
+        InteractiveSettings interactive) {
 
     /** Copies the collections. */
     public EngineConfig {
@@ -107,6 +109,7 @@ public record EngineConfig(
         fairness = fairness == null ? FairnessSettings.defaults() : fairness;
         batching = batching == null ? Map.of() : java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(batching));
         observe = observe == null ? ObserveSettings.DEFAULTS : observe;
+        interactive = interactive == null ? InteractiveSettings.defaults() : interactive;
     }
 
     /** @return how long a picked job's heartbeat may be stale before it counts as dead */

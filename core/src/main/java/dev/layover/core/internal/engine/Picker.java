@@ -126,7 +126,20 @@ final class Picker {
      */
     static Map<String, Object> options(double deadAfterSeconds, double trialTimeoutSeconds, double lowPriorityShare,
             boolean limitKeys, boolean priority, Map<String, Double> deferralSeconds) {
+        return options(deadAfterSeconds, trialTimeoutSeconds, lowPriorityShare, limitKeys, priority, deferralSeconds,
+                dev.layover.core.provider.state.InteractiveSettings.defaults());
+    }
+
+    /**
+     * The pick's options with the share of each key left for interactive calls while they arrive
+     * ({@code interactive_share}, {@code interactive_window_s}: {@code layover.interactive_reserve}).
+     */
+    static Map<String, Object> options(double deadAfterSeconds, double trialTimeoutSeconds, double lowPriorityShare,
+            boolean limitKeys, boolean priority, Map<String, Double> deferralSeconds,
+            dev.layover.core.provider.state.InteractiveSettings interactive) {
         Map<String, Object> o = new HashMap<>();
+        o.put("interactive_share", interactive.share());
+        o.put("interactive_window_s", interactive.windowSeconds());
         o.put("dead_after_s", deadAfterSeconds);
         o.put("trial_timeout_s", trialTimeoutSeconds);
         o.put("low_priority_share", lowPriorityShare);

@@ -3,6 +3,7 @@ package dev.layover.core.internal.gate;
 import dev.layover.core.internal.db.NamedSql;
 import dev.layover.core.provider.TokenDimension;
 import dev.layover.core.provider.state.BucketSettings;
+import dev.layover.core.provider.state.InteractiveSettings;
 import dev.layover.core.tokens.TokenEstimate;
 import java.sql.Array;
 import java.sql.PreparedStatement;
@@ -25,10 +26,16 @@ final class Buckets {
 
     private final GateDb gdb;
     private final TokenLedger ledger;
+    private volatile InteractiveSettings interactive = InteractiveSettings.defaults();
 
     Buckets(GateDb gdb, TokenLedger ledger) {
         this.gdb = gdb;
         this.ledger = ledger;
+    }
+
+    /** How background takes leave a share for interactive calls (the pick's options carry the same). */
+    void interactive(InteractiveSettings s) {
+        this.interactive = s;
     }
 
     /** @return the token side of the buckets */
@@ -49,13 +56,16 @@ final class Buckets {
      * Takes one call's permit and token need from a key's bucket, or nothing.
      *
      * @param key the key
-     * @param b its bucket as this instance knows it (for the message)
+     * @param b its bucket as this instance knows it (for the message), or null when it knows none
      * @param e the call's estimate
      * @param now the time
      * @param run the run whose reservation the need becomes (settled after the call), or null
+     * @param interactive an interactive call's take (not limited by the share background leaves it;
+     *     stamps the row's {@code interactive_at}), else a background one
      * @return go, or wait until the call would fit
      */
-    Admission take(String key, BucketSettings b, TokenEstimate e, Instant now, ProviderRun run) {
+    Admission take(String key, BucketSettings b, TokenEstimate e, Instant now, ProviderRun run, boolean interactive) {
+        InteractiveSettings is = this.interactive;
         Double[] need = new Double[TokenDimension.values().length];
         for (TokenDimension d : TokenDimension.values()) {
             need[d.ordinal()] = (double) e.tokensFor(d);
@@ -65,6 +75,9 @@ final class Buckets {
             p.put("key", key);
             p.put("now", gdb.bucketTime(now));
             p.put("need", c.createArrayOf("float8", need));
+            p.put("interactive", interactive);
+            p.put("reserve", is.share());
+            p.put("window", is.windowSeconds());
             try (PreparedStatement ps = TAKE.prepare(c, p); ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 OffsetDateTime fits = rs.getObject("fits_at", OffsetDateTime.class);
@@ -79,7 +92,7 @@ final class Buckets {
             return ProviderGate.GO;
         }
         return new Admission.Wait((Instant) row[1], "bucket", GateDb.cut("no permit of " + key + "'s bucket ("
-                + describe(b) + ") for " + e + " before " + row[1]));
+                + (b == null ? "as stored" : describe(b)) + ") for " + e + " before " + row[1]));
     }
 
     private static double[] doubles(Array a) throws java.sql.SQLException {

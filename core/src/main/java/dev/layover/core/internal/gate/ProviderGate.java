@@ -14,6 +14,7 @@ import dev.layover.core.provider.RateLimitHeaders;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.provider.state.LimitOverride;
 import dev.layover.core.provider.state.CooldownSettings;
+import dev.layover.core.provider.state.InteractiveSettings;
 import dev.layover.core.tokens.TokenEstimate;
 import dev.layover.core.tokens.TokenUsage;
 import java.time.Clock;
@@ -30,7 +31,8 @@ import org.slf4j.LoggerFactory;
  * The fleet-wide provider state as one Layover instance sees it. A job's own key admits it at the
  * pick ({@code layover.pick}); the gate checks, from memory, that nothing this worker learnt since
  * forbids the call ({@link #stillAdmits}), admits the calls a handler makes to other keys (a
- * fallback chain's endpoints, a key pool's keys: {@link #admitEndpoint}), and records what each
+ * fallback chain's endpoints, a key pool's keys: {@link #admitEndpoint}) and calls made outside jobs
+ * ({@link #admitInteractive}, for {@link InteractiveHandle}), and records what each
  * call taught (cooldowns, breaker successes and failures, learned and discovered paces). A facade
  * over its parts, each with one job: {@link StateCache} (what is known of each key and how it stays
  * fresh), {@link Breakers}, {@link Cooldowns}, {@link Paces}, {@link Discovery}, {@link Buckets},
@@ -290,6 +292,36 @@ public final class ProviderGate {
      * @return go (maybe as the breaker's trial), wait, refuse or too large
      */
     public Admission admitEndpoint(String key, TokenEstimate estimate, ProviderRun run) {
+        return admit(key, estimate, run, false);
+    }
+
+    /**
+     * Decides whether an interactive call (a call made outside jobs, {@code InteractiveCalls}) may go
+     * now: as {@link #admitEndpoint} (breaker, cooldown, half-open trial from the cached state), then
+     * always the key's bucket row in one statement ({@link Buckets#take}, interactive: not limited by
+     * the share background leaves free, and stamping the row's {@code interactive_at} whether it
+     * takes or not), so that a key configured only by the workers is limited too, and a key without
+     * a bucket row goes at once. Never throws: a database error gives a wait (fail closed), logged.
+     *
+     * @param key the key
+     * @param estimate the call's token estimate, or null
+     * @param run the run whose reservation it becomes (settled after the call)
+     * @return go (maybe as the breaker's trial), wait, refuse or too large
+     */
+    public Admission admitInteractive(String key, TokenEstimate estimate, ProviderRun run) {
+        return admit(key, estimate, run, true);
+    }
+
+    /**
+     * How background admissions share keys with interactive calls; before {@link #start}.
+     *
+     * @param s the settings
+     */
+    public void configureInteractive(InteractiveSettings s) {
+        buckets.interactive(Objects.requireNonNull(s, "interactive"));
+    }
+
+    private Admission admit(String key, TokenEstimate estimate, ProviderRun run, boolean interactive) {
         Instant now = cache.now();
         KeyState ks = cache.keyState(key);
         Snapshot s;
@@ -309,14 +341,14 @@ public final class ProviderGate {
         }
         String trial = ((Admission.Go) a).trialToken();
         BucketSettings bucket = paces.bucketOf(ks, now);
-        if (bucket == null) {
+        if (bucket == null && !interactive) {
             return a;
         }
         Admission b;
         try {
             TokenEstimate e = estimate == null ? TokenEstimate.NONE : estimate;
-            String big = TokenLedger.tooLarge(key, bucket, e);
-            b = big != null ? new Admission.TooLarge(cut(big)) : buckets.take(key, bucket, e, now, run);
+            String big = bucket == null ? null : TokenLedger.tooLarge(key, bucket, e);
+            b = big != null ? new Admission.TooLarge(cut(big)) : buckets.take(key, bucket, e, now, run, interactive);
         } catch (RuntimeException e) {
             b = failClosed(key, "take a permit from the bucket of", e, now);
         }

@@ -44,6 +44,8 @@ public final class TimeSeries {
     /** The counters of reported tokens, whose detail is the run's fairness key. */
     static final Set<String> TOKEN_COUNTERS = Set.of("input_tokens", "output_tokens", "cached_input_tokens");
 
+    /** The job type interactive calls are counted under. */
+    public static final String INTERACTIVE = "(interactive)";
     /** Counts nothing, writes nothing. */
     public static final TimeSeries OFF = new TimeSeries(null, new TimeSeriesSettings(false, null, null, null));
 
@@ -125,6 +127,26 @@ public final class TimeSeries {
         add(jobType, providerKey, "input_tokens", fairnessKey, input == null ? 0 : input);
         add(jobType, providerKey, "output_tokens", fairnessKey, output == null ? 0 : output);
         add(jobType, providerKey, "cached_input_tokens", fairnessKey, cached == null ? 0 : cached);
+    }
+
+    /**
+     * An interactive call (a call made outside jobs) was admitted: counter {@code interactive_admitted}
+     * under job type {@code (interactive)}, and {@code interactive_wait_ms} (the wait before it, summed:
+     * divided by the admissions, the mean wait).
+     */
+    public void interactiveAdmitted(String providerKey, long waitedMs) {
+        add(INTERACTIVE, providerKey, "interactive_admitted", null);
+        add(INTERACTIVE, providerKey, "interactive_wait_ms", null, waitedMs);
+    }
+
+    /** An interactive call was not admitted: {@code interactive_refused}, detail the reason ({@code cooling}, ...). */
+    public void interactiveRefused(String providerKey, String reason) {
+        add(INTERACTIVE, providerKey, "interactive_refused", reason);
+    }
+
+    /** An admitted interactive call's outcome was recorded: {@code interactive_call}, detail the outcome's tag. */
+    public void interactiveCall(String providerKey, String outcomeTag) {
+        add(INTERACTIVE, providerKey, "interactive_call", outcomeTag);
     }
 
     private void add(String jobType, String providerKey, String counter, String detail) {

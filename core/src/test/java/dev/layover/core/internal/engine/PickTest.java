@@ -126,6 +126,62 @@ class PickTest {
         assertEquals(0L, db.count("select coalesce(max(reschedules), 0) from layover.scheduled_tasks"));
     }
 
+    /**
+     * Interactive first, nothing wasted: while a key's interactive calls arrive (its interactive_at
+     * within the window), the pick and a background take leave the share free; an interactive take
+     * is not limited by it; one window after the last interactive call the pick takes everything.
+     */
+    @Test
+    void whileInteractiveCallsArriveThePickLeavesTheirShareAndTakesItBackAfterTheWindow(TestDatabase db) {
+        JobType<Work> t = type("chat").build();
+        Layover c = client(db, bucket(KEY, 600.0, null, null, 1000), t);
+        c.enqueueBatch(t, work("a", 50));
+        Picker p = picker(db.dataSource(), "w1", "chat");
+        Timestamp now = Timestamp.from(clock.instant());
+        assertEquals(true, db.value("select taken from layover.take(?, ?, '{0,0,0}', true, 0.25, 1)", KEY, now),
+                "an interactive call takes one permit and stamps the key");
+        assertEquals(now.toInstant(), ((Timestamp) db.value(
+                "select interactive_at from layover.buckets where provider_key = ?", KEY)).toInstant());
+
+        assertEquals(6, p.pick(100, false).size(), "10 permits, one taken, 2.5 left for interactive calls: 6");
+        assertEquals(false, db.value("select taken from layover.take(?, ?, '{0,0,0}', false, 0.25, 1)", KEY, now),
+                "a background take (a job's fallback endpoint) leaves the share too");
+        for (int i = 0; i < 3; i++) {
+            assertEquals(true, db.value("select taken from layover.take(?, ?, '{0,0,0}', true, 0.25, 1)", KEY, now),
+                    "interactive takes are not limited by the share: " + i);
+        }
+        assertEquals(false, db.value("select taken from layover.take(?, ?, '{0,0,0}', true, 0.25, 1)", KEY, now),
+                "but by the bucket");
+
+        clock.advance(Duration.ofMillis(500));
+        assertEquals(2, p.pick(100, false).size(), "5 drained: 5 free, 2.5 of them kept");
+        clock.advance(Duration.ofMillis(1000));
+        assertEquals(10, p.pick(100, false).size(),
+                "1.5 s after the last interactive call: the whole bucket is background's again");
+        assertEquals(0.0, ((Number) db.value("select layover.interactive_reserve(?, ?, 0.25, 1)", now,
+                Timestamp.from(clock.instant()))).doubleValue());
+        assertEquals(0.25, ((Number) db.value("select layover.interactive_reserve(?, ?, 0.25, 1)", now, now))
+                .doubleValue());
+        assertEquals(0.0, ((Number) db.value("select layover.interactive_reserve(null, ?, 0.25, 1)", now))
+                .doubleValue(), "a key no interactive call ever asked for");
+    }
+
+    /** layover.jobs says why a job the share kept for interactive calls holds back waits (the default share and window). */
+    @Test
+    void aJobHeldBackByTheInteractiveShareWaitsForRateLimitAndSaysWhy(TestDatabase db) {
+        JobType<Work> t = type("chat").build();
+        Layover c = client(db, bucket(KEY, 600.0, null, null, 1000), t);
+        c.enqueueBatch(t, work("a", 1));
+        // 8.5 of the 10 permits spent, an interactive call just now: 1.5 free, 2.5 kept for interactive calls
+        db.update("update layover.buckets set interactive_at = now(), request_tat = now() + interval '850 milliseconds' "
+                + "where provider_key = ?", KEY);
+        Map<String, Object> job = db.row("select waiting_for, waiting_detail from layover.jobs");
+        assertEquals("rate_limit", job.get("waiting_for"), job.toString());
+        assertTrue(String.valueOf(job.get("waiting_detail")).contains("kept for interactive calls"), job.toString());
+        db.update("update layover.buckets set interactive_at = now() - interval '5 seconds' where provider_key = ?", KEY);
+        assertEquals(null, db.value("select waiting_for from layover.jobs"), "the share lapsed: the key admits it");
+    }
+
     @Test
     void aKeyCoolingDownWithTenThousandDueJobsWritesNoneOfThem(TestDatabase db) {
         JobType<Work> t = type("chat").build();
