@@ -134,10 +134,10 @@ final class JobTask<A> extends CustomTask<byte[]> {
         return (complete, ops) -> {
             try {
                 next.write().complete(complete, ops);
+                p.pickLimit().rowsFreed(); // the row moved on: its key's slot is free
             } finally {
                 scope.close();
                 p.lifeline().forget(picked.taskName(), picked.id(), picked.version());
-                p.pickLimit().rowsFreed(); // the row moved on: its key's slot is free
             }
         };
     }

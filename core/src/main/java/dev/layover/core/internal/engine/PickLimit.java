@@ -3,6 +3,7 @@ package dev.layover.core.internal.engine;
 import com.github.kagkarlsson.scheduler.jdbc.JdbcTaskRepositoryContext;
 import com.github.kagkarlsson.scheduler.jdbc.PostgreSqlJdbcCustomization;
 import com.github.kagkarlsson.scheduler.task.Execution;
+import dev.layover.core.internal.db.DatabaseOutage;
 import java.time.Instant;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
@@ -71,6 +72,8 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
     /** Rows the last adaptive pick took. */
     private volatile int lastPicked;
     private final AtomicInteger endedSincePick = new AtomicInteger();
+    /** Whether the last pick failed: freed rows then wait for the next poll. */
+    private volatile boolean lastPickFailed;
     private volatile Runnable wakeUp = () -> { };
     private volatile ThreadPoolExecutor pool;
     private volatile Picker picker;
@@ -226,10 +229,11 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
      * outcome written): the concurrency slots they held are free. Unless a full pick already has
      * the scheduler look again as runs end, it looks once more now: a pick that its keys' limits
      * cut short leaves due jobs that only a freed slot admits, and they would otherwise wait for
-     * the next poll. Wake-ups that come while a pick runs make one more pick, not one each.
+     * the next poll. Wake-ups that come while a pick runs make one more pick, not one each; after
+     * a pick that failed (the database going away), none until a poll's pick succeeds again.
      */
     void rowsFreed() {
-        if (!wakeOnEnd) {
+        if (!wakeOnEnd && !lastPickFailed) {
             wakeUp.run();
         }
     }
@@ -245,7 +249,19 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
             wakeOnEnd = true; // nothing taken: whatever is due waits for threads here to end
             return List.of();
         }
-        List<Execution> picked = picker.pick(lowered, orderByPriority);
+        List<Execution> picked;
+        try {
+            picked = picker.pick(lowered, orderByPriority);
+        } catch (RuntimeException e) {
+            lastPickFailed = true;
+            if (DatabaseOutage.isConnectionFailure(e)) {
+                // the database went away: the outage detection heard of it (and logs it once), the
+                // next poll tries again; db-scheduler would log each failed poll
+                return List.of();
+            }
+            throw e;
+        }
+        lastPickFailed = false;
         lastPicked = picked.size();
         wakeOnEnd = adaptive && picked.size() == lowered;
         return picked;
