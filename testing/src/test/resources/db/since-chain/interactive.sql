@@ -96,6 +96,9 @@ DECLARE
 BEGIN
     -- nothing here waits long for a lock another transaction holds (a bucket row a settle writes)
     PERFORM set_config('lock_timeout', '2s', true);
+    -- and no JIT: its queries' estimates pass jit_above_cost on a deep queue, and compiling them cost
+    -- each pick tens of milliseconds, far more than running them
+    PERFORM set_config('jit', 'off', true);
     -- 1. jobs whose deadline passed while they waited, whatever their key admits: their runs park them
     RETURN QUERY
     WITH chosen AS (
