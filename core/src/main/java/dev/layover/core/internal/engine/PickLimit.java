@@ -72,6 +72,8 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
     /** Rows the last adaptive pick took. */
     private volatile int lastPicked;
     private final AtomicInteger endedSincePick = new AtomicInteger();
+    /** Rows the last pick asked for (0 when it asked for none). */
+    private volatile int lastAsked;
     /** Whether the last pick failed: freed rows then wait for the next poll. */
     private volatile boolean lastPickFailed;
     private volatile Runnable wakeUp = () -> { };
@@ -226,14 +228,15 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
 
     /**
      * Finished runs' rows are gone or moved on (a done job's deleted by the completer, any other
-     * outcome written): the concurrency slots they held are free. Unless a full pick already has
-     * the scheduler look again as runs end, it looks once more now: a pick that its keys' limits
-     * cut short leaves due jobs that only a freed slot admits, and they would otherwise wait for
-     * the next poll. Wake-ups that come while a pick runs make one more pick, not one each; after
-     * a pick that failed (the database going away), none until a poll's pick succeeds again.
+     * outcome written): the concurrency slots they held are free. When the last pick took fewer
+     * jobs than it asked for (and no full pick has the scheduler look again as runs end), it looks
+     * once more now: a pick that its keys' limits cut short leaves due jobs that only a freed slot
+     * admits, and they would otherwise wait for the next poll. Wake-ups that come while a pick
+     * runs make one more pick, not one each; after a pick that failed (the database going away),
+     * none until a poll's pick succeeds again.
      */
     void rowsFreed() {
-        if (!wakeOnEnd && !lastPickFailed) {
+        if (!wakeOnEnd && !lastPickFailed && lastPicked < lastAsked) {
             wakeUp.run();
         }
     }
@@ -246,9 +249,11 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
         int lowered = adaptive ? Math.min(limit, limit() - held) : limit;
         if (lowered <= 0) {
             lastPicked = 0;
+            lastAsked = 0;
             wakeOnEnd = true; // nothing taken: whatever is due waits for threads here to end
             return List.of();
         }
+        lastAsked = lowered;
         List<Execution> picked;
         try {
             picked = picker.pick(lowered, orderByPriority);
