@@ -477,7 +477,7 @@ public final class Bench {
                 + "seed %d%n%n", s.rate(), s.jvms(), s.threads(), RecoveryBench.seconds(s.window()),
                 RecoveryBench.seconds(s.warmUp()), RecoveryBench.seconds(s.pollInterval()), s.seed());
         EtiquetteBench.FaultResult base = rs.stream().filter(r -> !r.outage() && r.percent() == 0).findFirst().orElse(null);
-        out.println("| calls failing | goodput / R | vs 0 % arm | 429 share | time cooling | breaker not closed "
+        out.println("| calls failing | goodput / R | vs 0 % arm | 429 share | time cooling (after an overload) | breaker not closed "
                 + "| job-row writes per success | attempts spent | calls failed (503 / 500 / dropped; slow) | jobs parked |");
         out.println("|---|---|---|---|---|---|---|---|---|---|");
         for (EtiquetteBench.FaultResult r : rs) {
@@ -485,9 +485,10 @@ public final class Bench {
                 continue;
             }
             Faults.Counts f = r.faults();
-            out.printf(Locale.ROOT, "| %s | %.3f | %s | %.1f%% | %.1f%% | %.1f%% | %s | %,d | %,d (%d / %d / %d; %d) | %,d |%n",
+            out.printf(Locale.ROOT, "| %s | %.3f | %s | %.1f%% | %.1f%% (%.1f%%) | %.1f%% | %s | %,d | %,d (%d / %d / %d; %d) "
+                    + "| %,d |%n",
                     r.arm(), r.goodput(), base == null ? "–" : String.format(Locale.ROOT, "%.3f", r.goodput() / base.goodput()),
-                    100 * r.share429(), 100 * r.cooling(), 100 * r.breakerOpen(),
+                    100 * r.share429(), 100 * r.cooling(), 100 * r.overloadCooling(), 100 * r.breakerOpen(),
                     Double.isNaN(r.writesPerSuccess()) ? "–" : String.format(Locale.ROOT, "%.2f", r.writesPerSuccess()),
                     r.attemptsSpent(), r.failedCalls(), f.unavailable(), f.serverError(), f.dropped(), f.slow(), r.parked());
         }
@@ -495,7 +496,8 @@ public final class Bench {
         out.println("Calls failing: the share of calls the fake's limit admitted that fail, mixed half 503, a quarter 500, "
                 + "an eighth slow (2–8 s, answered), an eighth dropped (no answer). Goodput, 429 share and writes: the "
                 + "window (fake's counters; rows of layover.scheduled_tasks written, pg_stat_user_tables). Time cooling, "
-                + "breaker not closed: share of 250 ms samples of layover.cooldowns / layover.breakers in the window. "
+                + "breaker not closed: share of 250 ms samples of layover.cooldowns / layover.breakers in the window "
+                + "(after an overload: cooldowns whose reason is overloaded, not a 429's). "
                 + "Attempts spent: Σ attempts in layover.job_history + layover.jobs for the arm's key, whole run; calls "
                 + "failed: the fake's whole run. Jobs parked: the key's dead letters.");
         for (String g : EtiquetteBench.faultGoals(rs)) {
@@ -506,13 +508,13 @@ public final class Bench {
                 out.printf(Locale.ROOT, "%nOutage arm: every call 503 for %s after %s of service (breaker open %s, the "
                         + "recovery bench's sweep): goodput / R %.3f before, %.3f in the %s after; breaker seen open %s "
                         + "after the outage began; the first second at >= 0.9 R %s after it ended; %,d jobs parked "
-                        + "(dead letters at the end), %,d attempts spent, %,d calls failed; time cooling %.1f%%, breaker "
-                        + "not closed %.1f%% of the run.%n", RecoveryBench.seconds(s.outage()),
+                        + "(dead letters at the end), %,d attempts spent, %,d calls failed; time cooling %.1f%% (after an "
+                        + "overload %.1f%%), breaker not closed %.1f%% of the run.%n", RecoveryBench.seconds(s.outage()),
                         RecoveryBench.seconds(s.warmUp().plus(s.beforeOutage())),
                         RecoveryBench.seconds(RecoveryBench.Settings.full(s.pollInterval()).trialEvery()), r.goodputBefore(),
                         r.goodputAfter(), RecoveryBench.seconds(s.afterOutage()), seconds(r.breakerOpenedAfter()),
                         seconds(r.recoverySeconds()), r.parked(), r.attemptsSpent(), r.failedCalls(), 100 * r.cooling(),
-                        100 * r.breakerOpen());
+                        100 * r.overloadCooling(), 100 * r.breakerOpen());
             }
         }
         for (EtiquetteBench.FaultResult r : rs) {

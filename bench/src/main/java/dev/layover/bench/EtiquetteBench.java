@@ -394,6 +394,8 @@ public final class EtiquetteBench {
      *     run after the warm-up)
      * @param share429 429s over calls in the window
      * @param cooling share of the window's samples in which the key was cooling down
+     * @param overloadCooling of them, the share in which the cooldown was an overload's (503, 529),
+     *     not a 429's
      * @param breakerOpen share of the window's samples in which the key's breaker was not closed
      * @param writesPerSuccess rows of {@code layover.scheduled_tasks} written in the window per success
      * @param attemptsSpent Σ attempts of the key's jobs in {@code layover.job_history} and in
@@ -412,7 +414,7 @@ public final class EtiquetteBench {
      * @param note anything odd
      */
     public record FaultResult(String arm, double percent, double goodput, double share429, double cooling,
-            double breakerOpen, double writesPerSuccess, long attemptsSpent, long failedCalls, long parked,
+            double overloadCooling, double breakerOpen, double writesPerSuccess, long attemptsSpent, long failedCalls, long parked,
             Faults.Counts faults, long windowCalls, double goodputBefore, double goodputAfter,
             double breakerOpenedAfter, double recoverySeconds, long seed, String note) {
         /** @return whether this is the outage arm */
@@ -422,7 +424,8 @@ public final class EtiquetteBench {
     }
 
     /** One sample of the key's state and the fake's counters. */
-    private record Sample(long nanos, boolean cooling, boolean breakerOpen, long successes, long parked) {}
+    private record Sample(long nanos, boolean cooling, boolean overloadCooling, boolean breakerOpen, long successes,
+            long parked) {}
 
     /**
      * Runs the faults arms, each with a fresh provider key.
@@ -530,6 +533,8 @@ public final class EtiquetteBench {
                 in = samples.stream().filter(x -> x.nanos() >= a.nanos() && x.nanos() <= b.nanos()).toList();
             }
             double cooling = in.isEmpty() ? Double.NaN : (double) in.stream().filter(Sample::cooling).count() / in.size();
+            double overloadCooling = in.isEmpty() ? Double.NaN
+                    : (double) in.stream().filter(Sample::overloadCooling).count() / in.size();
             double open = in.isEmpty() ? Double.NaN : (double) in.stream().filter(Sample::breakerOpen).count() / in.size();
             double before = Double.NaN;
             double after = Double.NaN;
@@ -562,7 +567,8 @@ public final class EtiquetteBench {
                     }
                 }
             }
-            return new FaultResult(outage ? OUTAGE : arm + " %", percent, goodput, share, cooling, open, writes, attempts,
+            return new FaultResult(outage ? OUTAGE : arm + " %", percent, goodput, share, cooling, overloadCooling, open,
+                    writes, attempts,
                     failed, parked, fc, calls, before, after, openedAfter, recovery, seed, note.toString());
         } finally {
             if (sampler != null) {
@@ -600,11 +606,13 @@ public final class EtiquetteBench {
     /** Samples the key's cooldown and breaker and the fake's successes every 250 ms until {@code until}. */
     private static Thread sampler(DataSource ds, FakeProvider.Endpoint ep, String key, List<Sample> out, long until) {
         String sql = "select coalesce((select until > now() from layover.cooldowns where provider_key = ?), false), "
+                + "coalesce((select until > now() and reason = 'overloaded' from layover.cooldowns where provider_key = ?), "
+                + "false), "
                 + "coalesce((select state <> 'closed' from layover.breakers where provider_key = ?), false), "
                 + "(select count(*) from layover.dead_letters where provider_key = ?)";
         Thread t = new Thread(() -> {
             try (Connection c = ds.getConnection(); java.sql.PreparedStatement ps = c.prepareStatement(sql)) {
-                for (int i = 1; i <= 3; i++) {
+                for (int i = 1; i <= 4; i++) {
                     ps.setString(i, key);
                 }
                 while (System.nanoTime() < until && !Thread.currentThread().isInterrupted()) {
@@ -612,7 +620,8 @@ public final class EtiquetteBench {
                     long now = System.nanoTime();
                     try (ResultSet rs = ps.executeQuery()) {
                         rs.next();
-                        out.add(new Sample(now, rs.getBoolean(1), rs.getBoolean(2), successes, rs.getLong(3)));
+                        out.add(new Sample(now, rs.getBoolean(1), rs.getBoolean(2), rs.getBoolean(3), successes,
+                                rs.getLong(4)));
                     }
                     Thread.sleep(250);
                 }
