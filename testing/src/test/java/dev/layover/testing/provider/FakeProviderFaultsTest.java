@@ -142,6 +142,31 @@ class FakeProviderFaultsTest {
     }
 
     @Test
+    void eachEndpointHasItsOwnFaultsAndSequence() throws Exception {
+        FakeProvider.Endpoint primary = fake.primary().faults(Faults.of(4).unavailable(1.0));
+        FakeProvider.Endpoint secondary = fake.secondary();
+        assertEquals(List.of(200, 200, 200), statuses(secondary.url(), 3), "the secondary fails nothing");
+        assertEquals(List.of(503, 503), statuses(primary.url(), 2));
+        assertEquals(new Faults.Counts(0, 0, 0, 0), secondary.faultCounts());
+        assertEquals(Faults.none(), secondary.faults());
+
+        // the same seed on both: the same sequence on each, whatever the other's calls in between
+        Faults f = Faults.of(21).unavailable(0.3).serverError(0.2);
+        primary.faults(f);
+        secondary.faults(f);
+        List<Integer> a = new ArrayList<>();
+        List<Integer> b = new ArrayList<>();
+        for (int i = 0; i < 40; i++) {
+            a.add(call(primary.url()).statusCode());
+            if (i % 2 == 0) {
+                b.add(call(secondary.url()).statusCode());
+            }
+        }
+        b.addAll(statuses(secondary.url(), 20));
+        assertEquals(a, b);
+    }
+
+    @Test
     void badProbabilitiesAreRefused() {
         assertThrows(IllegalArgumentException.class, () -> Faults.of(1).unavailable(1.5));
         assertThrows(IllegalArgumentException.class, () -> Faults.of(1).unavailable(0.6).serverError(0.6));
