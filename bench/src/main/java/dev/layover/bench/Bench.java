@@ -1,5 +1,6 @@
 package dev.layover.bench;
 
+import dev.layover.testing.provider.Faults;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
@@ -66,6 +67,7 @@ public final class Bench {
         List<TailBench.Result> tail;
         List<EnqueueBench.Result> enqueue;
         List<EtiquetteBench.Result> etiquette;
+        List<EtiquetteBench.FaultResult> etiquetteFaults;
         DiscoveryChangeBench.Result discoveryChange;
         RecoveryBench.Result recovery;
         ConsoleBench.Result console;
@@ -147,6 +149,11 @@ public final class Bench {
         /** @return the etiquette results */
         public List<EtiquetteBench.Result> etiquette() {
             return etiquette;
+        }
+
+        /** @return the etiquette's arms under provider faults (issue 50), or null */
+        public List<EtiquetteBench.FaultResult> etiquetteFaults() {
+            return etiquetteFaults;
         }
 
         /** @return the recovery result */
@@ -247,7 +254,16 @@ public final class Bench {
                 long t = System.nanoTime();
                 EtiquetteBench.Settings s = quick ? EtiquetteBench.Settings.quick(poll) : EtiquetteBench.Settings.full(poll);
                 report.etiquette = EtiquetteBench.measure(db.dataSource(), db.jdbcUrl(), s);
-                etiquette(out, report.etiquette, s, t);
+                if (!report.etiquette.isEmpty()) {
+                    etiquette(out, report.etiquette, s, t);
+                }
+                EtiquetteBench.FaultSettings fs = quick ? EtiquetteBench.FaultSettings.quick(poll)
+                        : EtiquetteBench.FaultSettings.full(poll);
+                if (!fs.arms().isEmpty()) {
+                    long t3 = System.nanoTime();
+                    report.etiquetteFaults = EtiquetteBench.measureFaults(db.dataSource(), db.jdbcUrl(), fs);
+                    etiquetteFaults(out, report.etiquetteFaults, fs, t3);
+                }
                 if (!quick && !"false".equals(System.getProperty("bench.discovery.change"))) {
                     long t2 = System.nanoTime();
                     DiscoveryChangeBench.Settings ds = DiscoveryChangeBench.Settings.full(poll);
@@ -466,6 +482,65 @@ public final class Bench {
             }
         }
         took(out, t);
+    }
+
+    private static void etiquetteFaults(PrintStream out, List<EtiquetteBench.FaultResult> rs,
+            EtiquetteBench.FaultSettings s, long t) {
+        out.printf(Locale.ROOT, "### Goodput under provider faults (issue 50): R = %d requests/s, refused calls count, "
+                + "Layover's bucket at R, %d JVMs × %d worker threads, window %s after a %s warm-up, poll interval %s, "
+                + "seed %d%n%n", s.rate(), s.jvms(), s.threads(), RecoveryBench.seconds(s.window()),
+                RecoveryBench.seconds(s.warmUp()), RecoveryBench.seconds(s.pollInterval()), s.seed());
+        EtiquetteBench.FaultResult base = rs.stream().filter(r -> !r.outage() && r.percent() == 0).findFirst().orElse(null);
+        out.println("| calls failing | goodput / R | vs 0 % arm | 429 share | time cooling (after an overload) | breaker not closed "
+                + "| job-row writes per success | attempts spent | calls failed (503 / 500 / dropped; slow) | jobs parked |");
+        out.println("|---|---|---|---|---|---|---|---|---|---|");
+        for (EtiquetteBench.FaultResult r : rs) {
+            if (r.outage()) {
+                continue;
+            }
+            Faults.Counts f = r.faults();
+            out.printf(Locale.ROOT, "| %s | %.3f | %s | %.1f%% | %.1f%% (%.1f%%) | %.1f%% | %s | %,d | %,d (%d / %d / %d; %d) "
+                    + "| %,d |%n",
+                    r.arm(), r.goodput(), base == null ? "–" : String.format(Locale.ROOT, "%.3f", r.goodput() / base.goodput()),
+                    100 * r.share429(), 100 * r.cooling(), 100 * r.overloadCooling(), 100 * r.breakerOpen(),
+                    Double.isNaN(r.writesPerSuccess()) ? "–" : String.format(Locale.ROOT, "%.2f", r.writesPerSuccess()),
+                    r.attemptsSpent(), r.failedCalls(), f.unavailable(), f.serverError(), f.dropped(), f.slow(), r.parked());
+        }
+        out.println();
+        out.println("Calls failing: the share of calls the fake's limit admitted that fail, mixed half 503, a quarter 500, "
+                + "an eighth slow (2–8 s, answered), an eighth dropped (no answer). Goodput, 429 share and writes: the "
+                + "window (fake's counters; rows of layover.scheduled_tasks written, pg_stat_user_tables). Time cooling, "
+                + "breaker not closed: share of 250 ms samples of layover.cooldowns / layover.breakers in the window "
+                + "(after an overload: cooldowns whose reason is overloaded, not a 429's). "
+                + "Attempts spent: Σ attempts in layover.job_history + layover.jobs for the arm's key, whole run; calls "
+                + "failed: the fake's whole run. Jobs parked: the key's dead letters.");
+        for (String g : EtiquetteBench.faultGoals(rs)) {
+            out.println("- " + g);
+        }
+        for (EtiquetteBench.FaultResult r : rs) {
+            if (r.outage()) {
+                out.printf(Locale.ROOT, "%nOutage arm: every call 503 for %s after %s of service (breaker open %s, the "
+                        + "recovery bench's sweep): goodput / R %.3f before, %.3f in the %s after; breaker seen open %s "
+                        + "after the outage began; the first second at >= 0.9 R %s after it ended; %,d jobs parked "
+                        + "(dead letters at the end), %,d attempts spent, %,d calls failed; time cooling %.1f%% (after an "
+                        + "overload %.1f%%), breaker not closed %.1f%% of the run.%n", RecoveryBench.seconds(s.outage()),
+                        RecoveryBench.seconds(s.warmUp().plus(s.beforeOutage())),
+                        RecoveryBench.seconds(RecoveryBench.Settings.full(s.pollInterval()).trialEvery()), r.goodputBefore(),
+                        r.goodputAfter(), RecoveryBench.seconds(s.afterOutage()), seconds(r.breakerOpenedAfter()),
+                        seconds(r.recoverySeconds()), r.parked(), r.attemptsSpent(), r.failedCalls(), 100 * r.cooling(),
+                        100 * r.overloadCooling(), 100 * r.breakerOpen());
+            }
+        }
+        for (EtiquetteBench.FaultResult r : rs) {
+            if (!r.note().isEmpty()) {
+                out.println("note (" + r.arm() + "): " + r.note());
+            }
+        }
+        took(out, t);
+    }
+
+    private static String seconds(double s) {
+        return Double.isNaN(s) ? "never" : String.format(Locale.ROOT, "%.1f s", s);
     }
 
     private static void discoveryChange(PrintStream out, DiscoveryChangeBench.Result r, DiscoveryChangeBench.Settings s,

@@ -92,6 +92,23 @@ final class ChatClient {
     }
 
     /**
+     * What Layover makes of a call that got no answer (a dropped connection, a timeout).
+     *
+     * @param api the API called
+     * @param cause the exception
+     * @return the classification (TRANSIENT for an IO error)
+     */
+    static Classification noResponse(FakeProvider.Api api, Throwable cause) {
+        Provider p = switch (api) {
+            case GEMINI_GENERATE_CONTENT -> Provider.GEMINI;
+            case BEDROCK_CONVERSE -> Provider.BEDROCK;
+            case ANTHROPIC_MESSAGES -> Provider.ANTHROPIC;
+            case OPENAI_CHAT -> Provider.OPENAI;
+        };
+        return CLASSIFIER.classifyNoResponse(p, cause).orElseThrow();
+    }
+
+    /**
      * What Layover makes of an error response (the classifier a Layover user would call).
      *
      * @param r a response

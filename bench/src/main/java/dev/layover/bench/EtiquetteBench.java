@@ -5,6 +5,7 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.testing.JvmProcess;
 import dev.layover.testing.provider.FakeProvider;
+import dev.layover.testing.provider.Faults;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -14,6 +15,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Locale;
 import javax.sql.DataSource;
 
 /**
@@ -40,6 +42,14 @@ import javax.sql.DataSource;
  * window (after a warm-up) from the fake provider's counters: goodput (successful calls per
  * second) over R, the share of calls answered 429; from the workers: successes per worker thread;
  * from the database and the handlers: attempts spent.
+ *
+ * <p><b>Goodput under provider faults</b> (issue 50, {@link #measureFaults}): the bucket arm, refused
+ * calls counting, against a provider that fails 0 %, 1 %, 3 % or 10 % of the calls its limit
+ * admits ({@link Faults#mix}: half 503, a quarter 500, an eighth slow 2-8 s, an eighth dropped;
+ * seeded), and an outage arm (every call 503 for 30 s mid-run, with the recovery bench's breaker
+ * and sweep). Figures: goodput against the error-free arm's, the 429 share, the share of time the
+ * key was cooling down and its breaker not closed (sampled every 250 ms), job-row writes per
+ * success, attempts spent and jobs parked.
  */
 public final class EtiquetteBench {
 
@@ -307,6 +317,352 @@ public final class EtiquetteBench {
             Files.deleteIfExists(stop);
             Files.deleteIfExists(dir);
         }
+    }
+
+    // ---- goodput under provider faults (issue 50) -------------------------------------------------
+
+    /** The outage arm's name in {@code -Dbench.etiquette.faults}. */
+    static final String OUTAGE = "outage";
+
+    /**
+     * Settings of the faults comparison.
+     *
+     * @param rate R, the provider's limit in requests per second, and the workers' bucket
+     * @param jvms worker JVMs
+     * @param threads worker threads per JVM
+     * @param warmUp time before the window
+     * @param window the measured window of a fault arm
+     * @param overload jobs are {@code overload * R * (the arm's whole run)} (the outage arm: 2)
+     * @param pollInterval the workers' poll interval
+     * @param arms the arms: percentages of failing calls, and {@value #OUTAGE}
+     * @param beforeOutage the outage arm's normal service after the warm-up, before the outage
+     * @param outage the outage arm's outage (every call 503)
+     * @param afterOutage the outage arm's measured time after the outage
+     * @param seed the seed of the fake provider's faults (each arm adds its percentage)
+     */
+    public record FaultSettings(int rate, int jvms, int threads, Duration warmUp, Duration window, int overload,
+            Duration pollInterval, List<String> arms, Duration beforeOutage, Duration outage, Duration afterOutage,
+            long seed) {
+        /**
+         * @param pollInterval the workers' poll interval
+         * @return R = 50, 2 JVMs x 8 threads, a 40 s window after 5 s; the arms of
+         *     {@code -Dbench.etiquette.faults} (default 0,1,3,10,outage; {@code none} for none)
+         */
+        public static FaultSettings full(Duration pollInterval) {
+            return new FaultSettings(50, 2, 8, Duration.ofSeconds(5), Duration.ofSeconds(40), 5, pollInterval,
+                    arms("0,1,3,10," + OUTAGE), Duration.ofSeconds(15), Duration.ofSeconds(30), Duration.ofSeconds(45),
+                    Long.getLong("bench.etiquette.seed", 50));
+        }
+
+        /**
+         * @param pollInterval the workers' poll interval
+         * @return a smoke test: the 0 % and 3 % arms, a 2 s window
+         */
+        public static FaultSettings quick(Duration pollInterval) {
+            return new FaultSettings(50, 2, 8, Duration.ofMillis(500), Duration.ofSeconds(2), 5, pollInterval,
+                    arms("0,3"), Duration.ofSeconds(2), Duration.ofSeconds(3), Duration.ofSeconds(5),
+                    Long.getLong("bench.etiquette.seed", 50));
+        }
+
+        private static List<String> arms(String dflt) {
+            String v = System.getProperty("bench.etiquette.faults", dflt).trim();
+            if (v.isEmpty() || v.equals("none")) {
+                return List.of();
+            }
+            List<String> out = new ArrayList<>();
+            for (String a : v.split(",")) {
+                String arm = a.trim();
+                if (!arm.equals(OUTAGE)) {
+                    Double.parseDouble(arm); // a percentage
+                }
+                out.add(arm);
+            }
+            return List.copyOf(out);
+        }
+
+        Duration outageRun() {
+            return warmUp.plus(beforeOutage).plus(outage).plus(afterOutage);
+        }
+    }
+
+    /**
+     * One arm of the faults comparison.
+     *
+     * @param arm {@code "3 %"} or {@value #OUTAGE}
+     * @param percent the share of admitted calls failing, in percent (the outage arm: 0 outside it)
+     * @param goodput successful calls per second in the window, over R (the outage arm: its whole
+     *     run after the warm-up)
+     * @param share429 429s over calls in the window
+     * @param cooling share of the window's samples in which the key was cooling down
+     * @param overloadCooling of them, the share in which the cooldown was an overload's (503, 529),
+     *     not a 429's
+     * @param breakerOpen share of the window's samples in which the key's breaker was not closed
+     * @param writesPerSuccess rows of {@code layover.scheduled_tasks} written in the window per success
+     * @param attemptsSpent Σ attempts of the key's jobs in {@code layover.job_history} and in
+     *     {@code layover.jobs} at the end (whole run)
+     * @param failedCalls calls the fake answered 503/500 or dropped (whole run)
+     * @param parked the key's dead letters at the end
+     * @param faults the faults the fake answered (whole run)
+     * @param windowCalls calls in the window
+     * @param goodputBefore the outage arm: goodput / R before the outage (NaN otherwise)
+     * @param goodputAfter the outage arm: goodput / R in the time measured after the outage
+     * @param breakerOpenedAfter the outage arm: seconds from the outage's start to the breaker seen
+     *     open (NaN: never)
+     * @param recoverySeconds the outage arm: seconds from the outage's end to the first second with
+     *     goodput of at least 0.9 R (NaN: not within the run)
+     * @param seed the faults' seed
+     * @param note anything odd
+     */
+    public record FaultResult(String arm, double percent, double goodput, double share429, double cooling,
+            double overloadCooling, double breakerOpen, double writesPerSuccess, long attemptsSpent, long failedCalls, long parked,
+            Faults.Counts faults, long windowCalls, double goodputBefore, double goodputAfter,
+            double breakerOpenedAfter, double recoverySeconds, long seed, String note) {
+        /** @return whether this is the outage arm */
+        public boolean outage() {
+            return arm.equals(OUTAGE);
+        }
+    }
+
+    /** One sample of the key's state and the fake's counters. */
+    private record Sample(long nanos, boolean cooling, boolean overloadCooling, boolean breakerOpen, long successes,
+            long parked) {}
+
+    /**
+     * Runs the faults arms, each with a fresh provider key.
+     *
+     * @param ds the database (migrated)
+     * @param jdbcUrl its URL, for the worker JVMs
+     * @param s the settings
+     * @return one result per arm, in the order of {@link FaultSettings#arms()}
+     * @throws Exception on failure
+     */
+    public static List<FaultResult> measureFaults(DataSource ds, String jdbcUrl, FaultSettings s) throws Exception {
+        List<FaultResult> out = new ArrayList<>();
+        try (FakeProvider fake = FakeProvider.start()) {
+            for (String arm : s.arms()) {
+                out.add(runFaults(ds, jdbcUrl, fake, arm, s));
+            }
+        }
+        return out;
+    }
+
+    private static FaultResult runFaults(DataSource ds, String jdbcUrl, FakeProvider fake, String arm, FaultSettings s)
+            throws Exception {
+        boolean outage = arm.equals(OUTAGE);
+        double percent = outage ? 0 : Double.parseDouble(arm);
+        String key = "fake:goodput-" + (outage ? OUTAGE : arm.replace('.', '_') + "pct");
+        long seed = s.seed() + (long) (percent * 100);
+        ThroughputBench.exec(ds, "delete from layover.scheduled_tasks where task_name = '" + EtiquetteWorker.TYPE + "'");
+        FakeProvider.Endpoint ep = fake.primary();
+        ep.phase(FakeProvider.Phase.NORMAL).unlimited().statesNoLimit(false).faults(Faults.none());
+        Duration run = outage ? s.outageRun() : s.warmUp().plus(s.window());
+        int jobs = (int) ((outage ? 2 : s.overload()) * s.rate() * run.toMillis() / 1000);
+        Path dir = Files.createTempDirectory("layover-goodput");
+        Path go = dir.resolve("go");
+        Path stop = dir.resolve("stop");
+        List<JvmProcess> workers = new ArrayList<>();
+        List<Sample> samples = Collections.synchronizedList(new ArrayList<>());
+        Thread sampler = null;
+        try {
+            for (int i = 0; i < s.jvms(); i++) {
+                String name = "goodput-" + (outage ? OUTAGE : arm) + "-" + i;
+                workers.add(JvmProcess.start(EtiquetteWorker.class, name, List.of("-Xmx256m"), List.of(
+                        outage ? "bucket-sweep" : "bucket", jdbcUrl, ep.url().toString(), name, String.valueOf(s.threads()),
+                        key, String.valueOf(s.rate()), String.valueOf(jobs / s.jvms()), go.toString(), stop.toString(),
+                        String.valueOf(s.pollInterval().toMillis()), FakeProvider.Api.OPENAI_CHAT.name())));
+            }
+            for (JvmProcess w : workers) {
+                w.awaitOutput("ready", Duration.ofSeconds(120));
+            }
+            JobType<Chat> type = EtiquetteWorker.chatType(key, null);
+            Layover client = Layover.builder(ds).register(type).migrate(false).build();
+            List<Chat> args = new ArrayList<>();
+            for (int i = 0; i < jobs; i++) {
+                args.add(new Chat(i));
+            }
+            ep.limitPerSecond(s.rate()).countRefused(true); // a full bucket at the start
+            if (outage) {
+                ep.script(new FakeProvider.Stage(FakeProvider.Phase.NORMAL, s.warmUp().plus(s.beforeOutage())),
+                        new FakeProvider.Stage(FakeProvider.Phase.OUTAGE, s.outage()),
+                        new FakeProvider.Stage(FakeProvider.Phase.NORMAL, Duration.ofDays(1)));
+            } else {
+                ep.faults(Faults.mix(seed, percent / 100));
+            }
+            ep.resetCounters();
+            long t0 = System.nanoTime();
+            client.enqueueBatch(type, args);
+            sampler = sampler(ds, ep, key, samples, t0 + run.toNanos() + 1_000_000_000L);
+            if (TRACE) {
+                trace(ds, ep, t0, t0 + run.toNanos());
+            }
+            sleepUntil(t0 + s.warmUp().toNanos());
+            Counters a = Counters.of(ep);
+            long writesA = rowWrites(ds);
+            sleepUntil(t0 + run.toNanos());
+            Counters b = Counters.of(ep);
+            long writesB = rowWrites(ds);
+            Files.createFile(stop);
+            sampler.join(5_000);
+
+            StringBuilder note = new StringBuilder();
+            for (JvmProcess w : workers) {
+                w.awaitOutput("RESULT", Duration.ofSeconds(60));
+            }
+            for (JvmProcess w : workers) {
+                try {
+                    w.waitFor(Duration.ofSeconds(20));
+                } catch (AssertionError stillRunning) {
+                    w.kill();
+                    note.append(w.name()).append(" killed after its result; ");
+                }
+            }
+            long attempts = value(ds, "select coalesce(sum(attempts), 0) from layover.job_history where provider_key = '"
+                    + key + "'") + value(ds, "select coalesce(sum(attempts), 0) from layover.jobs where provider_key = '"
+                    + key + "'");
+            long parked = value(ds, "select count(*) from layover.dead_letters where provider_key = '" + key + "'");
+            Faults.Counts fc = ep.faultCounts();
+            long failed = fc.serverError() + fc.dropped() + ep.unavailable() + ep.overloaded();
+            long calls = b.calls() - a.calls();
+            double secs = (b.nanos() - a.nanos()) / 1e9;
+            long ok = b.successes() - a.successes();
+            double goodput = ok / secs / s.rate();
+            double share = calls == 0 ? 0 : (double) (b.rateLimited() - a.rateLimited()) / calls;
+            double writes = ok == 0 ? Double.NaN : (double) (writesB - writesA) / ok;
+            List<Sample> in;
+            synchronized (samples) {
+                in = samples.stream().filter(x -> x.nanos() >= a.nanos() && x.nanos() <= b.nanos()).toList();
+            }
+            double cooling = in.isEmpty() ? Double.NaN : (double) in.stream().filter(Sample::cooling).count() / in.size();
+            double overloadCooling = in.isEmpty() ? Double.NaN
+                    : (double) in.stream().filter(Sample::overloadCooling).count() / in.size();
+            double open = in.isEmpty() ? Double.NaN : (double) in.stream().filter(Sample::breakerOpen).count() / in.size();
+            double before = Double.NaN;
+            double after = Double.NaN;
+            double openedAfter = Double.NaN;
+            double recovery = Double.NaN;
+            if (outage) {
+                long outStart = t0 + s.warmUp().plus(s.beforeOutage()).toNanos();
+                long outEnd = outStart + s.outage().toNanos();
+                before = rate(in, a.nanos(), outStart) / s.rate();
+                after = rate(in, outEnd, b.nanos()) / s.rate();
+                for (Sample x : in) {
+                    if (x.nanos() >= outStart && x.breakerOpen()) {
+                        openedAfter = (x.nanos() - outStart) / 1e9;
+                        break;
+                    }
+                }
+                for (int i = 0; i < in.size() && Double.isNaN(recovery); i++) {
+                    Sample x = in.get(i);
+                    if (x.nanos() < outEnd) {
+                        continue;
+                    }
+                    for (int j = i + 1; j < in.size(); j++) {
+                        if (in.get(j).nanos() - x.nanos() >= 1_000_000_000L) {
+                            double r = (in.get(j).successes() - x.successes()) / ((in.get(j).nanos() - x.nanos()) / 1e9);
+                            if (r >= 0.9 * s.rate()) {
+                                recovery = (x.nanos() - outEnd) / 1e9;
+                            }
+                            break;
+                        }
+                    }
+                }
+            }
+            return new FaultResult(outage ? OUTAGE : arm + " %", percent, goodput, share, cooling, overloadCooling, open,
+                    writes, attempts,
+                    failed, parked, fc, calls, before, after, openedAfter, recovery, seed, note.toString());
+        } finally {
+            if (sampler != null) {
+                sampler.interrupt();
+            }
+            for (JvmProcess w : workers) {
+                w.close();
+            }
+            ep.faults(Faults.none()).phase(FakeProvider.Phase.NORMAL);
+            ThroughputBench.exec(ds, "delete from layover.scheduled_tasks where task_name = '" + EtiquetteWorker.TYPE + "'");
+            Files.deleteIfExists(go);
+            Files.deleteIfExists(stop);
+            Files.deleteIfExists(dir);
+        }
+    }
+
+    /** Successful calls per second between two times, from the samples. */
+    private static double rate(List<Sample> in, long from, long to) {
+        Sample first = null;
+        Sample last = null;
+        for (Sample x : in) {
+            if (x.nanos() >= from && x.nanos() <= to) {
+                if (first == null) {
+                    first = x;
+                }
+                last = x;
+            }
+        }
+        if (first == null || last == first) {
+            return Double.NaN;
+        }
+        return (last.successes() - first.successes()) / ((last.nanos() - first.nanos()) / 1e9);
+    }
+
+    /** Samples the key's cooldown and breaker and the fake's successes every 250 ms until {@code until}. */
+    private static Thread sampler(DataSource ds, FakeProvider.Endpoint ep, String key, List<Sample> out, long until) {
+        String sql = "select coalesce((select until > now() from layover.cooldowns where provider_key = ?), false), "
+                + "coalesce((select until > now() and reason = 'overloaded' from layover.cooldowns where provider_key = ?), "
+                + "false), "
+                + "coalesce((select state <> 'closed' from layover.breakers where provider_key = ?), false), "
+                + "(select count(*) from layover.dead_letters where provider_key = ?)";
+        Thread t = new Thread(() -> {
+            try (Connection c = ds.getConnection(); java.sql.PreparedStatement ps = c.prepareStatement(sql)) {
+                for (int i = 1; i <= 4; i++) {
+                    ps.setString(i, key);
+                }
+                while (System.nanoTime() < until && !Thread.currentThread().isInterrupted()) {
+                    long successes = ep.successes();
+                    long now = System.nanoTime();
+                    try (ResultSet rs = ps.executeQuery()) {
+                        rs.next();
+                        out.add(new Sample(now, rs.getBoolean(1), rs.getBoolean(2), rs.getBoolean(3), successes,
+                                rs.getLong(4)));
+                    }
+                    Thread.sleep(250);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (Exception e) {
+                System.out.println("goodput sampler: " + e);
+            }
+        }, "bench-goodput-sampler");
+        t.setDaemon(true);
+        t.start();
+        return t;
+    }
+
+    /**
+     * The goals of issue 50 against the faults arms, one line each.
+     *
+     * @param rs the results
+     * @return the lines, empty without a 0 % arm
+     */
+    static List<String> faultGoals(List<FaultResult> rs) {
+        FaultResult base = rs.stream().filter(r -> !r.outage() && r.percent() == 0).findFirst().orElse(null);
+        List<String> out = new ArrayList<>();
+        if (base == null) {
+            return out;
+        }
+        for (FaultResult r : rs) {
+            if (r.outage() || r.percent() == 0) {
+                continue;
+            }
+            double vs = r.goodput() / base.goodput();
+            if (r.percent() <= 3) {
+                out.add(String.format(Locale.ROOT, "%s: goodput %.3f of the 0 %% arm's (goal >= 0.9): %s; writes per "
+                        + "success %.2f (goal <= 2.2): %s", r.arm(), vs, vs >= 0.9 ? "met" : "MISSED", r.writesPerSuccess(),
+                        r.writesPerSuccess() <= 2.2 ? "met" : "MISSED"));
+            } else {
+                out.add(String.format(Locale.ROOT, "%s: goodput %.3f of the 0 %% arm's (goal >= 0.75): %s", r.arm(), vs,
+                        vs >= 0.75 ? "met" : "MISSED"));
+            }
+        }
+        return out;
     }
 
     /** {@code -Dbench.trace=true}: prints each second's calls, 429s, successes and queue states (diagnosis). */

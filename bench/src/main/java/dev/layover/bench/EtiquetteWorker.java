@@ -6,9 +6,11 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.Classification;
+import dev.layover.core.provider.state.BreakerSettings;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.provider.state.CooldownSettings;
 import dev.layover.core.provider.state.DiscoverySettings;
+import dev.layover.dlq.RecoverySweep;
 import dev.layover.testing.JvmProcess;
 import dev.layover.testing.provider.FakeProvider;
 import java.net.URI;
@@ -40,6 +42,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * </ul>
  *
  * <ul>
+ *   <li>{@code bucket-sweep}: the {@code bucket} worker with the recovery bench's breaker (open
+ *       10 s) and {@link RecoverySweep}, for the outage arm of the faults comparison: the jobs
+ *       parked while the breaker is open are replayed when it closes;
  *   <li>{@code discover}: a Layover worker without a bucket against a provider whose 429s state no
  *       limit: the fleet discovers the pace (discovery switched on with DiscoverySettings defaults);
  * </ul>
@@ -99,7 +104,14 @@ public final class EtiquetteWorker {
                     if (ctx.attempt() > 1) {
                         LATE_ATTEMPTS.incrementAndGet(); // an attempt was spent before this run
                     }
-                    HttpResponse<String> r = ChatClient.send(api, url, "job " + args.n());
+                    HttpResponse<String> r;
+                    try {
+                        r = ChatClient.send(api, url, "job " + args.n());
+                    } catch (java.io.IOException noAnswer) {
+                        // a dropped connection (the fake's fault): TRANSIENT, as a provider SDK's IO error
+                        OTHER.incrementAndGet();
+                        throw ChatClient.noResponse(api, noAnswer).toOutcome().toException();
+                    }
                     Optional<Classification> failure = ChatClient.classify(api, r);
                     if (failure.isPresent()) {
                         if (r.statusCode() == 429) {
@@ -178,10 +190,18 @@ public final class EtiquetteWorker {
                     .shutdownMaxWait(Duration.ofSeconds(2));
             if (mode.equals("bucket")) {
                 b.bucket(key, BucketSettings.requestsPerSecond(rate));
+            } else if (mode.equals("bucket-sweep")) {
+                // the outage arm: the recovery bench's breaker and sweep, so that parked jobs come back
+                RecoveryBench.Settings rs = RecoveryBench.Settings.full(poll);
+                b.bucket(key, BucketSettings.requestsPerSecond(rate))
+                        .breaker(key, BreakerSettings.defaults().withOpenFor(rs.trialEvery(), rs.trialEvery()));
+                b.plugin(RecoverySweep.builder().checkEvery(rs.checkEvery()).firstBatch(rs.firstBatch()).growthFactor(2)
+                        .maxBatch(rs.maxBatch()).spreadOver(rs.spread()).trialEvery(rs.trialEvery(), rs.trialEvery())
+                        .trialBackoff(1).build());
             } else if (mode.equals("discover")) {
                 b.cooldowns(CooldownSettings.defaults().withDiscovery(DiscoverySettings.defaults()));
             } else if (!mode.equals("learn")) {
-                throw new IllegalArgumentException("mode: bucket, learn, discover or backoff, was " + mode);
+                throw new IllegalArgumentException("mode: bucket, bucket-sweep, learn, discover or backoff, was " + mode);
             }
             layover = b.start();
         }

@@ -53,6 +53,13 @@ class BenchSmokeTest {
             assertTrue(Double.isFinite(e.goodput()) && e.goodput() >= 0, e.toString());
             assertEquals(16, e.perThread().size(), "2 JVMs x 8 worker threads: " + e);
         });
+        assertEquals(2, r.etiquetteFaults().size(), "the faults arms at 0 % and 3 %");
+        r.etiquetteFaults().forEach(f -> {
+            assertTrue(Double.isFinite(f.goodput()) && f.goodput() > 0, f.toString());
+            assertTrue(f.attemptsSpent() <= f.failedCalls(), "no attempt spent but on a failed call: " + f);
+        });
+        assertEquals(0, r.etiquetteFaults().get(0).failedCalls(), "the 0 % arm fails nothing");
+        assertTrue(printed.contains("### Goodput under provider faults"), printed);
         assertNotNull(r.recovery());
         assertEquals(r.recovery().jobs(), r.recovery().distinctDone(), "every parked job ran after the recovery");
         assertTrue(r.recovery().total() > 0, r.recovery().toString());

@@ -24,6 +24,7 @@ import com.openai.models.chat.completions.ChatCompletionCreateParams;
 import com.openai.models.completions.CompletionUsage;
 import dev.layover.testing.provider.FakeProvider;
 import dev.layover.testing.provider.FakeProvider.Dimension;
+import dev.layover.testing.provider.Faults;
 import java.net.URI;
 import java.time.Clock;
 import java.time.Duration;
@@ -87,6 +88,59 @@ class FakeProviderSdkTest {
             assertEquals(200.0, c.tokenLimitPerMinute());
             assertEquals(TokenDimension.TOKENS, c.tokenDimension());
             assertTrue(c.retryAfter().toSeconds() >= 1);
+        } finally {
+            client.close();
+        }
+    }
+
+    @Test
+    void openAiJavaMeetsTheFakesFaultsAsItMeetsAProvidersAndTheyAreClassified() {
+        FakeProvider.Endpoint ep = fake.primary();
+        OpenAIClient client = OpenAIOkHttpClient.builder().apiKey("sk-fake").baseUrl(ep.base() + "/v1")
+                .maxRetries(0).timeout(Duration.ofSeconds(5)).build();
+        try {
+            ChatCompletionCreateParams params = ChatCompletionCreateParams.builder().model("gpt-4o-mini")
+                    .addUserMessage("hello").build();
+            ep.faults(Faults.of(1).unavailable(1.0));
+            RuntimeException unavailable = assertThrows(RuntimeException.class, () -> client.chat().completions().create(params));
+            Classification c = CLASSIFIER.classify(unavailable).orElseThrow();
+            assertEquals(FailureClass.OVERLOADED, c.failureClass());
+            assertEquals(503, c.httpStatus());
+            assertNull(c.retryAfter(), "a fault states no wait");
+
+            ep.faults(Faults.of(1).serverError(1.0));
+            RuntimeException serverError = assertThrows(RuntimeException.class, () -> client.chat().completions().create(params));
+            assertEquals(FailureClass.TRANSIENT, CLASSIFIER.classify(serverError).orElseThrow().failureClass());
+            assertEquals(500, CLASSIFIER.classify(serverError).orElseThrow().httpStatus());
+
+            ep.faults(Faults.of(1).dropped(1.0));
+            RuntimeException dropped = assertThrows(RuntimeException.class, () -> client.chat().completions().create(params));
+            Classification d = CLASSIFIER.classify(dropped).orElseThrow();
+            assertEquals(FailureClass.TRANSIENT, d.failureClass());
+            assertEquals(0, d.httpStatus(), "no answer at all: " + dropped);
+
+            ep.faults(Faults.none());
+            assertEquals("<ECHO> hello", client.chat().completions().create(params).choices().get(0).message().content()
+                    .orElseThrow());
+            assertEquals(new Faults.Counts(1, 1, 0, 1), ep.faultCounts());
+        } finally {
+            client.close();
+        }
+    }
+
+    @Test
+    void anthropicJavaMeetsA529FromTheFakesUnavailableFault() {
+        FakeProvider.Endpoint ep = fake.secondary().faults(Faults.of(2).unavailable(1.0));
+        AnthropicClient client = AnthropicOkHttpClient.builder().apiKey("k").baseUrl(ep.base().toString())
+                .maxRetries(0).timeout(Duration.ofSeconds(5)).build();
+        try {
+            MessageCreateParams params = MessageCreateParams.builder().model(Model.CLAUDE_HAIKU_4_5).maxTokens(16)
+                    .addUserMessage("hi").build();
+            RuntimeException e = assertThrows(RuntimeException.class, () -> client.messages().create(params));
+            Classification c = CLASSIFIER.classify(e).orElseThrow();
+            assertEquals(FailureClass.OVERLOADED, c.failureClass());
+            assertEquals(529, c.httpStatus());
+            assertEquals(1, ep.overloaded());
         } finally {
             client.close();
         }

@@ -29,6 +29,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.SortedMap;
+import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -162,10 +163,24 @@ import java.util.concurrent.atomic.AtomicLong;
  * Bedrock's 403 {@code UnrecognizedClientException}); {@link Phase#NORMAL}: answers within the limits
  * ("recovered" is NORMAL again). No token is taken outside NORMAL.
  *
+ * <h2>Faults</h2>
+ * {@link Endpoint#faults(Faults)} makes an endpoint fail a fraction of its calls, as real providers
+ * do on an ordinary day: 503 in the API's shape (Anthropic's API: its own 529
+ * {@code overloaded_error}), 500 in the API's shape, slow answers (a normal answer after a delay
+ * drawn uniformly between two bounds, 2-8 s by default) and dropped connections (the socket closed
+ * without any answer; the client sees a connection error). None states a {@code retry-after}.
+ * Faults apply only to calls the endpoint's limits admitted, in {@link Phase#NORMAL}: a 429 stays a
+ * 429, and a failed call has taken its request (and its input tokens) from the limits, as a real
+ * provider counts it; the output it reserved is given back. One {@link SplittableRandom} per
+ * endpoint, seeded by {@link Faults#seed()} and drawn under the endpoint's lock once per admitted
+ * call (twice for a slow one: its delay), so the same seed and the same order of calls give the
+ * same faults. {@link Endpoint#faultCounts()} counts what was answered.
+ *
  * <h2>Counters</h2>
  * Per endpoint: {@link Endpoint#calls()}, {@link Endpoint#rateLimited()} (and by
  * {@link Endpoint#rateLimited(Dimension)}), {@link Endpoint#unavailable()} (503),
- * {@link Endpoint#overloaded()} (529), {@link Endpoint#refused()} (400/401/403),
+ * {@link Endpoint#overloaded()} (529), {@link Endpoint#serverErrors()} (500),
+ * {@link Endpoint#refused()} (400/401/403), {@link Endpoint#faultCounts()},
  * {@link Endpoint#successes()}, {@link Endpoint#maxInFlight()}, {@link Endpoint#perSecond()} (calls
  * per epoch second), {@link Endpoint#arrivals()}, {@link Endpoint#maxInWindow(Duration)}, and the
  * tokens answered: {@link Endpoint#usages()}, {@link Endpoint#inputTokens()},
@@ -407,6 +422,8 @@ public final class FakeProvider implements AutoCloseable {
         private Style style = Style.PLAIN;
         private Style everyStyle;
         private int every;
+        private Faults faults = Faults.none();
+        private SplittableRandom faultRandom = new SplittableRandom(0);
 
         private final AtomicInteger calls = new AtomicInteger();
         private final AtomicInteger rateLimited = new AtomicInteger();
@@ -414,6 +431,11 @@ public final class FakeProvider implements AutoCloseable {
         private final AtomicInteger unavailable = new AtomicInteger();
         private final AtomicInteger overloaded = new AtomicInteger();
         private final AtomicInteger refused = new AtomicInteger();
+        private final AtomicInteger serverErrors = new AtomicInteger();
+        private final AtomicInteger faultUnavailable = new AtomicInteger();
+        private final AtomicInteger faultServerError = new AtomicInteger();
+        private final AtomicInteger faultSlow = new AtomicInteger();
+        private final AtomicInteger faultDropped = new AtomicInteger();
         private final AtomicInteger successes = new AtomicInteger();
         private final AtomicInteger inFlight = new AtomicInteger();
         private final AtomicInteger maxInFlight = new AtomicInteger();
@@ -765,6 +787,35 @@ public final class FakeProvider implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Fails a fraction of the calls this endpoint's limits admit, from now; see the class
+         * description. Starts the endpoint's random sequence again from {@link Faults#seed()}.
+         *
+         * @param f the faults; {@link Faults#none()} to stop failing
+         * @return this endpoint
+         */
+        public Endpoint faults(Faults f) {
+            Objects.requireNonNull(f, "faults");
+            synchronized (lock) {
+                faults = f;
+                faultRandom = new SplittableRandom(f.seed());
+            }
+            return this;
+        }
+
+        /** @return the faults set (default {@link Faults#none()}) */
+        public Faults faults() {
+            synchronized (lock) {
+                return faults;
+            }
+        }
+
+        /** @return the faults answered since the start or the last {@link #resetCounters()} */
+        public Faults.Counts faultCounts() {
+            return new Faults.Counts(faultUnavailable.get(), faultServerError.get(), faultSlow.get(),
+                    faultDropped.get());
+        }
+
         /** @return requests received */
         public int calls() {
             return calls.get();
@@ -786,6 +837,11 @@ public final class FakeProvider implements AutoCloseable {
         /** @return 503 answers */
         public int unavailable() {
             return unavailable.get();
+        }
+
+        /** @return 500 answers (a fault's) */
+        public int serverErrors() {
+            return serverErrors.get();
         }
 
         /** @return 529 answers */
@@ -875,6 +931,11 @@ public final class FakeProvider implements AutoCloseable {
             unavailable.set(0);
             overloaded.set(0);
             refused.set(0);
+            serverErrors.set(0);
+            faultUnavailable.set(0);
+            faultServerError.set(0);
+            faultSlow.set(0);
+            faultDropped.set(0);
             successes.set(0);
             maxInFlight.set(inFlight.get());
             arrivals.clear();
@@ -969,6 +1030,7 @@ public final class FakeProvider implements AutoCloseable {
             String throttledMessage = null;
             double throttledWait = 0;
             Map<String, String> limitHeaders;
+            Faults.Kind fault = Faults.Kind.NONE;
             synchronized (lock) {
                 long t = time.nanos();
                 p = phaseNow(t);
@@ -993,6 +1055,17 @@ public final class FakeProvider implements AutoCloseable {
                 }
                 if (p == Phase.NORMAL) {
                     refusal = admit(needs);
+                    if (refusal == null && !faults.isNone()) {
+                        // one draw per admitted call, under the lock: the sequence follows the seed
+                        fault = faults.kindOf(faultRandom.nextDouble());
+                        if (fault == Faults.Kind.SLOW) {
+                            long min = faults.slowMin().toNanos();
+                            long span = faults.slowMax().toNanos() - min;
+                            delay = delay.plusNanos(min + (span == 0 ? 0 : faultRandom.nextLong(span + 1)));
+                        } else if (fault != Faults.Kind.NONE) {
+                            giveBackOutput(needs.reservedOutput()); // no answer, no output
+                        }
+                    }
                 }
                 if (p == Phase.THROTTLED) {
                     throttledWait = throttledRetryAfter.toNanos() / 1e9;
@@ -1004,9 +1077,38 @@ public final class FakeProvider implements AutoCloseable {
             }
             if (!delay.isZero()) {
                 try {
-                    Thread.sleep(delay.toMillis());
+                    Thread.sleep(delay.toMillis(), delay.toNanosPart() % 1_000_000);
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
+                }
+            }
+            switch (fault) {
+                case DROPPED -> {
+                    // no answer: handle() closes the exchange before any byte of a response, which
+                    // closes the connection
+                    faultDropped.incrementAndGet();
+                    return;
+                }
+                case UNAVAILABLE -> {
+                    faultUnavailable.incrementAndGet();
+                    if (api == Api.ANTHROPIC_MESSAGES) {
+                        overloaded.incrementAndGet();
+                        send(ex, shapes.overloaded());
+                    } else {
+                        unavailable.incrementAndGet();
+                        send(ex, shapes.outage(api));
+                    }
+                    return;
+                }
+                case SERVER_ERROR -> {
+                    faultServerError.incrementAndGet();
+                    serverErrors.incrementAndGet();
+                    send(ex, shapes.serverError(api));
+                    return;
+                }
+                case SLOW -> faultSlow.incrementAndGet();
+                case NONE -> {
+                    // an ordinary answer
                 }
             }
             Reply reply = switch (p) {
@@ -1052,15 +1154,7 @@ public final class FakeProvider implements AutoCloseable {
 
         private Reply success(FakeRequest req, String content, boolean cut, Needs n, Map<String, String> limitHeaders) {
             synchronized (lock) {
-                long unused = n.reservedOutput() - n.output();
-                if (unused > 0) {
-                    for (Dimension d : List.of(Dimension.OUTPUT_TOKENS, Dimension.TOKENS)) {
-                        FakeBucket b = buckets.get(d);
-                        if (b != null) {
-                            b.giveBack(unused);
-                        }
-                    }
-                }
+                giveBackOutput(n.reservedOutput() - n.output());
             }
             successes.incrementAndGet();
             Instant at = time.instant();
@@ -1069,6 +1163,18 @@ public final class FakeProvider implements AutoCloseable {
             String json = shapes.answer(req.api(), String.valueOf(ids.incrementAndGet()), m, content, cut,
                     new FakeShapes.Usage(n.input(), n.output(), n.cached()), at.getEpochSecond());
             return new Reply(200, limitHeaders, json);
+        }
+
+        /** Gives {@code unused} reserved output tokens back to the output and combined limits; under the lock. */
+        private void giveBackOutput(long unused) {
+            if (unused > 0) {
+                for (Dimension d : List.of(Dimension.OUTPUT_TOKENS, Dimension.TOKENS)) {
+                    FakeBucket b = buckets.get(d);
+                    if (b != null) {
+                        b.giveBack(unused);
+                    }
+                }
+            }
         }
 
         private String modelOf(Api api, String requested) {

@@ -241,6 +241,21 @@ final class FakeShapes {
         };
     }
 
+    /** 500: the provider failed on its side, in the API's shape. */
+    Reply serverError(Api api) {
+        return switch (api) {
+            case OPENAI_CHAT -> new Reply(500, Map.of(), openAiError("The server had an error while processing your "
+                    + "request. Sorry about that!", "server_error", null, null));
+            case ANTHROPIC_MESSAGES -> new Reply(500, Map.of(), anthropicError("api_error", "Internal server error"));
+            case GEMINI_GENERATE_CONTENT -> new Reply(500, Map.of(), geminiError(500, "INTERNAL",
+                    "An internal error has occurred. Please retry or report in "
+                    + "https://developers.generativeai.google/guide/troubleshooting"));
+            case BEDROCK_CONVERSE -> new Reply(500, Map.of("x-amzn-ErrorType", "InternalServerException"
+                    + BEDROCK_ERROR_TYPE), bedrockError("The server encountered an internal error while processing "
+                    + "the request."));
+        };
+    }
+
     /** 529: Anthropic's {@code overloaded_error}, whatever the API. */
     Reply overloaded() {
         return new Reply(529, Map.of(), anthropicError("overloaded_error", "Overloaded"));
