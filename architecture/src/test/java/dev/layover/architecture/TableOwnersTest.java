@@ -92,7 +92,11 @@ class TableOwnersTest {
             Map.entry("batches", Set.of(CORE + "internal/batch/BatchSql.java", function("batch_gather"),
                     function("batch_collect"), function("batch_finish"), function("batch_leave"))),
             Map.entry("batch_items", Set.of(CORE + "internal/batch/BatchSql.java", function("batch_gather"),
-                    function("batch_collect"), function("batch_finish"), function("batch_leave"))));
+                    function("batch_collect"), function("batch_finish"), function("batch_leave"))),
+            // the step store: a finished step's row; the job store's done delete removes a finished job's steps in
+            // its statement; forget_steps for the dead-letter store's discard and replay from scratch
+            Map.entry("job_steps", Set.of(CORE_SQL + "step_insert.sql", CORE + "internal/jobs/JobSql.java",
+                    function("forget_steps"), function("forget_job_type"))));
 
     /**
      * The benchmarks are measurement harnesses, not Layover: they fill tables to measure reads of

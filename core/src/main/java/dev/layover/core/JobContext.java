@@ -139,4 +139,87 @@ public interface JobContext {
      */
     default void refineEstimate(TokenEstimate estimate) {
     }
+
+    /**
+     * Runs a step of the job once: the first run that finishes it stores its result, and every
+     * later run of this job (after a rate-limit reschedule, a retry, a crash, a replay of its dead
+     * letter) gets the stored result at once without calling. See {@code docs/steps.md} and
+     * {@link #step(StepOptions, Class, StepCall)}.
+     *
+     * <pre>{@code
+     * Translation t = ctx.step("segment-7", Translation.class, () -> translate(client, segment7));
+     * }</pre>
+     *
+     * @param name the step's name, unique within the job
+     * @param type the result's type (stored as JSON with the job type's mapper)
+     * @param call the work, typically one provider call
+     * @param <T> the result type
+     * @return the result, stored or just made
+     * @throws StepException when the step cannot be used as asked (its outcome says what becomes of the job)
+     * @throws Exception whatever {@code call} threw, unchanged (nothing stored)
+     */
+    default <T> T step(String name, Class<T> type, StepCall<T> call) throws Exception {
+        return step(StepOptions.named(name), type, call);
+    }
+
+    /**
+     * Runs a step of the job once ({@link #step(String, Class, StepCall)}) with its own settings: a
+     * provider key that admits it when it starts, a token estimate, a validity.
+     *
+     * <p>Database: the first step of a run reads the job's stored steps ({@code layover.job_steps},
+     * one {@code SELECT} per run, none for a run without steps); a step that finishes writes one
+     * row ({@code INSERT .. ON CONFLICT}, its result as jsonb, {@code finished_at} and
+     * {@code started_at} on the database's clock, the usage reported inside it); a stored step
+     * reused writes nothing. With a {@link StepOptions#providerKey}, the key admits the step as it
+     * would a fallback endpoint's call (breaker, cooldown, bucket permit and tokens: {@code
+     * layover.take}; the first step on the job's own key uses the permit of its pick); a key that
+     * says "not now" ends the run: the job is rescheduled (no attempt spent) to when the key admits
+     * and resumes at this step; the step's outcome teaches its key (a 429's cooldown, a breaker
+     * failure), not the job's. The rows are removed with the job when it is done, kept with its
+     * dead letter when it parks.
+     *
+     * <p>A context Layover did not make (a test's own) runs {@code call} every time and stores nothing.
+     *
+     * @param step the step's name and settings
+     * @param type the result's type
+     * @param call the work
+     * @param <T> the result type
+     * @return the result, stored or just made
+     * @throws StepException when the step cannot be used as asked
+     * @throws Exception whatever {@code call} threw, unchanged (nothing stored)
+     */
+    default <T> T step(StepOptions step, Class<T> type, StepCall<T> call) throws Exception {
+        return call.call();
+    }
+
+    /**
+     * The idempotency key of the step that runs now: the same on every run of this job's step
+     * (derived from the job type, the job id and the step's name, which a replay keeps), different
+     * for every other step. Give it to a provider that accepts one, so a step that ran but did not
+     * finish (a crash after the call) is not charged twice.
+     *
+     * @return the key, {@code layover-} and 40 hex digits
+     * @throws IllegalStateException outside a step, or in a context Layover did not make
+     */
+    default String stepKey() {
+        throw new IllegalStateException("stepKey() is known inside a step of the context Layover passed to the handler");
+    }
+
+    /**
+     * A durable sleep: ends the run here and resumes the job after {@code duration}, holding no
+     * thread and spending no attempt. The sleep is stored as a step of its own name (kind
+     * {@code sleep}, its end {@code wake_at} on the database's clock), so the resumed run passes it
+     * and goes on; a run that comes back before its end (a retry) sleeps again until then.
+     *
+     * <p>Database: the first time, one row of {@code layover.job_steps}, then the job row moves to
+     * the end ({@code last_reschedule_reason = 'sleep'}), not counted as a reschedule; the pick
+     * admits it again then as any due job. Nothing when the sleep is already over. A context
+     * Layover did not make returns at once.
+     *
+     * @param name the sleep's name, unique among the job's steps
+     * @param duration how long; zero or more
+     * @throws StepException when the name is a stored step of another kind, or used twice in a run
+     */
+    default void sleep(String name, java.time.Duration duration) {
+    }
 }

@@ -29,6 +29,9 @@ import java.util.regex.Pattern;
  */
 public final class JobType<A> {
 
+    /** The default cap of a step's stored result: 256 KiB of JSON. */
+    public static final int DEFAULT_MAX_STEP_RESULT_BYTES = 256 * 1024;
+
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:\\-]{0,99}");
 
     private final String name;
@@ -42,6 +45,7 @@ public final class JobType<A> {
     private final ObjectMapper objectMapper;
     private final Function<? super A, TokenEstimate> tokenEstimate;
     private final Batching<A> batching;
+    private final int maxStepResultBytes;
 
     private JobType(Builder<A> b) {
         this.name = b.name;
@@ -55,6 +59,7 @@ public final class JobType<A> {
         this.objectMapper = b.objectMapper;
         this.tokenEstimate = b.tokenEstimate;
         this.batching = b.batching;
+        this.maxStepResultBytes = b.maxStepResultBytes;
         if (batching != null && providerKey == null) {
             throw new ConfigurationException("job type '" + name + "' is batchable but has no provider key: batches "
                     + "are per provider key (Builder#providerKey)");
@@ -192,6 +197,14 @@ public final class JobType<A> {
         return batching;
     }
 
+    /**
+     * @return the largest step result this type's jobs store, as JSON bytes
+     *     ({@link Builder#maxStepResultBytes(int)})
+     */
+    public int maxStepResultBytes() {
+        return maxStepResultBytes;
+    }
+
     /** @return the job type's own Jackson mapper, or {@code null} to use Layover's */
     public ObjectMapper objectMapper() {
         return objectMapper;
@@ -219,6 +232,7 @@ public final class JobType<A> {
         private ObjectMapper objectMapper;
         private Function<? super A, TokenEstimate> tokenEstimate;
         private Batching<A> batching;
+        private int maxStepResultBytes = DEFAULT_MAX_STEP_RESULT_BYTES;
 
         private Builder(String name, Class<A> argsType) {
             if (name == null || !NAME.matcher(name).matches()) {
@@ -374,6 +388,24 @@ public final class JobType<A> {
          */
         public Builder<A> batchable(Batching<A> batching) {
             this.batching = Objects.requireNonNull(batching, "batching");
+            return this;
+        }
+
+        /**
+         * The largest result a step of this type's jobs stores ({@link JobContext#step}), as JSON
+         * bytes. A larger result is not stored: the step throws a {@link StepException} and the job
+         * parks {@code handler_parked} at once (no attempt spent; raise the cap and replay it: its
+         * other finished steps are reused). Default {@value JobType#DEFAULT_MAX_STEP_RESULT_BYTES}
+         * (256 KiB).
+         *
+         * @param bytes the cap, at least 1
+         * @return this builder
+         */
+        public Builder<A> maxStepResultBytes(int bytes) {
+            if (bytes < 1) {
+                throw new IllegalArgumentException("maxStepResultBytes is at least 1, was " + bytes);
+            }
+            this.maxStepResultBytes = bytes;
             return this;
         }
 

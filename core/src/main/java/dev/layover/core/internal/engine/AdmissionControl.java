@@ -319,6 +319,22 @@ final class AdmissionControl {
         }
 
         @Override
+        public <T> T step(dev.layover.core.StepOptions step, Class<T> type, dev.layover.core.StepCall<T> call)
+                throws Exception {
+            return ctx.step(step, type, call);
+        }
+
+        @Override
+        public String stepKey() {
+            return ctx.stepKey();
+        }
+
+        @Override
+        public void sleep(String name, java.time.Duration duration) {
+            ctx.sleep(name, duration);
+        }
+
+        @Override
         public String toString() {
             return ctx.toString();
         }

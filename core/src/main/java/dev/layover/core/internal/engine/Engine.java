@@ -20,6 +20,7 @@ import dev.layover.core.internal.gate.ProviderStateHandle;
 import dev.layover.core.internal.jobs.ArgsCodec;
 import dev.layover.core.internal.jobs.Enqueuer;
 import dev.layover.core.internal.jobs.JobStore;
+import dev.layover.core.internal.jobs.StepStore;
 import dev.layover.core.internal.jobs.PassThroughSerializer;
 import dev.layover.core.internal.jobs.Registry;
 import dev.layover.core.internal.observe.Observability;
@@ -165,9 +166,12 @@ public final class Engine {
                 : classifier::outcomeOf;
         // interactive calls are classified and counted exactly as handlers' calls
         this.interactive = new InteractiveHandle(gate, classify, observability.timeSeries());
+        RunSteps.Shared steps = new RunSteps.Shared(new StepStore(db), retry, classify,
+                config.objectMapper() != null ? config.objectMapper() : ArgsCodec.defaultMapper(), worker,
+                observability.timeSeries(), clock);
         this.taskParts = new JobTask.Parts(writer, admission, gate, observability, clock,
                 new HandlerRunner(classify), lifeline,
-                pickLimit, new BatchStep(batchStore, batchKeys, writer, classifier), picker(config, worker));
+                pickLimit, new BatchStep(batchStore, batchKeys, writer, classifier), picker(config, worker), steps);
     }
 
     /** The pick, over this instance's job types (the recurring tasks of plugins are added at start). */

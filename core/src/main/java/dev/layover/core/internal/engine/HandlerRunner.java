@@ -28,6 +28,11 @@ final class HandlerRunner {
         this.classifier = classifier;
     }
 
+    /** @return the classifier of provider exceptions */
+    Function<Throwable, Optional<Outcome>> classifier() {
+        return classifier;
+    }
+
     <A> Outcome run(Registry.Entry<A> entry, A args, JobContext ctx) {
         try {
             Outcome o = entry.type().handler().handle(args, ctx);

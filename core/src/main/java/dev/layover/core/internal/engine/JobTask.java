@@ -6,6 +6,8 @@ import com.github.kagkarlsson.scheduler.task.ExecutionContext;
 import com.github.kagkarlsson.scheduler.task.TaskInstance;
 import com.github.kagkarlsson.scheduler.task.helper.CustomTask;
 import dev.layover.core.JobContext;
+import dev.layover.core.StepCall;
+import dev.layover.core.StepOptions;
 import dev.layover.core.internal.gate.Admission;
 import dev.layover.core.internal.gate.ProviderGate;
 import dev.layover.core.internal.gate.ProviderRun;
@@ -69,10 +71,11 @@ final class JobTask<A> extends CustomTask<byte[]> {
      * @param pickLimit rows per pick, told when each run starts and ends
      * @param batches the batch step of batchable job types
      * @param picker the pick, which keeps each picked job's verdict
+     * @param steps what the steps of every run share
      */
     record Parts(OutcomeWriter writer, AdmissionControl control, ProviderGate gate, Observability observability,
             Clock clock, HandlerRunner handlers, Lifeline lifeline, PickLimit pickLimit, BatchStep batches,
-            Picker picker) {}
+            Picker picker, RunSteps.Shared steps) {}
 
     /**
      * What a run leaves to write, and whether it ended done (a done job's row is deleted by the
@@ -202,7 +205,8 @@ final class JobTask<A> extends CustomTask<byte[]> {
         if (admission instanceof Admission.Refuse r) {
             return Next.of((complete, ops) -> writer.park(run, FailureType.BREAKER_OPEN, "BreakerOpen", r.detail()));
         }
-        JobContext ctx = p.control().context(new RunContext(run, ex.executionTime, key, ec, pr), check);
+        RunSteps steps = new RunSteps(p.steps(), run, pr, entry.type().objectMapper(), entry.type().maxStepResultBytes());
+        JobContext ctx = p.control().context(new RunContext(run, ex.executionTime, key, ec, pr, steps), check);
         Outcome outcome = p.control().runTimed(check, ctx::isStopping, () -> p.handlers().run(entry, args, ctx));
         handlerReturned(run, outcome);
         if (scope != null && outcome != HandlerRunner.STOPPED) {
@@ -217,8 +221,14 @@ final class JobTask<A> extends CustomTask<byte[]> {
                 next = Next.of((complete, ops) -> writer.workerStopped(run, pr));
             } else {
                 CompletionHandler<byte[]> cancelled = p.control().afterRun(check, outcome, pr);
-                next = cancelled != null ? Next.of(cancelled)
-                        : new Next((complete, ops) -> writer.apply(run, outcome, pr), outcome.kind() == Outcome.Kind.DONE);
+                RunSteps.Sleep sleep = steps.sleepFor(outcome);
+                if (cancelled != null) {
+                    next = Next.of(cancelled);
+                } else if (sleep != null) {
+                    next = Next.of((complete, ops) -> writer.sleep(run, pr, sleep.wakeAt(), sleep.outcome().reason()));
+                } else {
+                    next = new Next((complete, ops) -> writer.apply(run, outcome, pr), outcome.kind() == Outcome.Kind.DONE);
+                }
             }
             ended = true;
             return new Next((complete, ops) -> {
@@ -310,8 +320,23 @@ final class JobTask<A> extends CustomTask<byte[]> {
     }
 
     /** The context Layover hands to a handler (wrapped by admission control's). */
-    private record RunContext(JobRun run, Instant runAt, String providerKey, ExecutionContext ec, ProviderRun providerRun)
-            implements JobContext {
+    private record RunContext(JobRun run, Instant runAt, String providerKey, ExecutionContext ec, ProviderRun providerRun,
+            RunSteps steps) implements JobContext {
+        @Override
+        public <T> T step(StepOptions step, Class<T> type, StepCall<T> call) throws Exception {
+            return steps.step(step, type, call);
+        }
+
+        @Override
+        public String stepKey() {
+            return steps.stepKey();
+        }
+
+        @Override
+        public void sleep(String name, Duration duration) {
+            steps.sleep(name, duration);
+        }
+
         @Override
         public ProviderCalls providerCalls() {
             return providerRun;

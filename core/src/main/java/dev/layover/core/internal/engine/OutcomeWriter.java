@@ -96,7 +96,16 @@ final class OutcomeWriter {
         JobRun run = pr == null ? picked : settled(picked, pr); // reported usage replaces the reservation
         guard(run, () -> {
             String key = pr == null ? null : pr.providerKey();
-            Instant cooldown = key == null ? null : gate.afterCall(key, pr.trialToken(), outcome);
+            Instant cooldown;
+            if (pr != null && pr.taughtByStep(outcome)) {
+                // a step's own key learnt it (JobContext#step with a provider key): not the job's key's lesson
+                cooldown = pr.stepCooldown();
+                if (key != null && pr.trialToken() != null) {
+                    gate.giveBackTrial(key, pr.trialToken());
+                }
+            } else {
+                cooldown = key == null ? null : gate.afterCall(key, pr.trialToken(), outcome);
+            }
             String trail = pr == null ? ErrorLog.NO_TRAIL : ErrorLog.cleanTrail(pr.trailJson());
             Instant now = clock.instant();
             RunDecision d = RunDecider.decide(run, outcome, now, cooldown, () -> retry.write(() -> store.reschedules(run)));
@@ -150,6 +159,33 @@ final class OutcomeWriter {
             RunDecision d = RunDecider.decide(run, outcome, now, null, () -> retry.write(() -> store.reschedules(run)));
             String trace = d instanceof RunDecision.Retry || d instanceof RunDecision.Park ? traces.of(outcome.cause()) : null;
             write(run, key, d, ErrorLog.NO_TRAIL, now, trace);
+        });
+    }
+
+    /**
+     * A job asked for a durable sleep ({@code JobContext#sleep}, its step stored): its row waits until
+     * {@code wakeAt} ({@link JobStore#sleep}), no attempt spent, not counted as a reschedule. Its
+     * run's reported usage is settled and a breaker trial it held is given back (it did not call).
+     */
+    void sleep(JobRun picked, ProviderRun pr, Instant wakeAt, String detail) {
+        JobRun run = pr == null ? picked : settled(picked, pr);
+        guard(run, () -> {
+            if (pr != null && pr.providerKey() != null && pr.trialToken() != null) {
+                gate.giveBackTrial(pr.providerKey(), pr.trialToken());
+            }
+            Instant now = clock.instant();
+            String trail = pr == null ? ErrorLog.NO_TRAIL : ErrorLog.cleanTrail(pr.trailJson());
+            if (retry.write(() -> store.sleep(run, wakeAt, now, StoredText.cut(detail), trail)) == 0) {
+                LOG.debug("Job {} changed while it ran; its sleep was not written", run.label());
+            } else {
+                observability.metrics().jobRescheduled(run.taskName(), "sleep");
+                observability.timeSeries().rescheduled(run.taskName(), pr == null ? null : pr.providerKey(), "sleep");
+                RunScope scope = RunScope.current();
+                if (scope != null) {
+                    scope.rescheduled("sleep", now, wakeAt);
+                }
+                decided("sleeping");
+            }
         });
     }
 

@@ -43,6 +43,15 @@ public final class ProviderRun implements ProviderCalls {
     private List<TokenLedger.Reservation> reservations = List.of();
     private TokenUsage usage;
     private RateLimitHeaders limits;
+    // the step that runs now (JobContext#step): its usage and reservations, settled when it ends
+    private boolean inStep;
+    private int stepFrom;
+    private boolean stepTookOwnPermit;
+    private TokenUsage stepUsage;
+    private TokenUsage stepsUsage; // every ended step's usage, settled already, for the run's totals
+    private TokenLedger.Reservation pickReservation;
+    private Outcome stepOutcome;
+    private Instant stepCooldown;
 
     ProviderRun(ProviderGate gate, String providerKey, String taskName, String jobId, long version, TokenEstimate estimate,
             boolean estimated, int attempt) {
@@ -69,19 +78,39 @@ public final class ProviderRun implements ProviderCalls {
     public ProviderRun admitted(String trial, double[] reserved, double[] rates) {
         this.trialToken = trial;
         if (reserved != null && rates != null && providerKey != null) {
-            reserved(TokenLedger.reservation(providerKey, rates, reserved, estimate()));
+            TokenLedger.Reservation r = TokenLedger.reservation(providerKey, rates, reserved, estimate());
+            synchronized (this) {
+                pickReservation = r;
+            }
+            reserved(r);
         }
         return this;
     }
 
     @Override
     public Permission ask(String providerKey, long tokens) {
+        return ask(providerKey, tokens > 0 ? TokenEstimate.total(tokens) : null);
+    }
+
+    /**
+     * {@link #ask(String, long)} with a full token estimate (a step's, {@code StepOptions#tokens}).
+     *
+     * @param providerKey the key
+     * @param estimate the call's estimate, or null
+     * @return granted, wait or refused
+     */
+    public Permission ask(String providerKey, TokenEstimate estimate) {
         Objects.requireNonNull(providerKey, "providerKey");
         if (providerKey.equals(this.providerKey) && ownPermit) {
             ownPermit = false; // the job's own key admitted this call at its pick
+            synchronized (this) {
+                if (inStep) {
+                    stepTookOwnPermit = true;
+                }
+            }
             return new Permission.Granted(trialToken);
         }
-        Admission a = gate.admitEndpoint(providerKey, tokens > 0 ? TokenEstimate.total(tokens) : null, this);
+        Admission a = gate.admitEndpoint(providerKey, estimate, this);
         if (a instanceof Admission.Wait w) {
             return new Permission.Wait(w.runAt(), w.reason(), w.detail());
         }
@@ -178,7 +207,76 @@ public final class ProviderRun implements ProviderCalls {
      */
     public synchronized void reportUsage(TokenUsage u) {
         Objects.requireNonNull(u, "usage");
-        usage = usage == null ? u : usage.plus(u);
+        if (inStep) {
+            stepUsage = stepUsage == null ? u : stepUsage.plus(u);
+        } else {
+            usage = usage == null ? u : usage.plus(u);
+        }
+    }
+
+    /** A step begins ({@code JobContext#step}): usage reported and reservations taken from now on are its own. */
+    public synchronized void beginStep() {
+        inStep = true;
+        stepFrom = reservations.size();
+        stepTookOwnPermit = false;
+        stepUsage = null;
+    }
+
+    /**
+     * The step ends (finished or not): its reservations (those taken during it, and its pick's when
+     * it used the pick's permit) are settled by the usage reported during it, in one statement, and
+     * leave the run's; the usage counts in the run's totals. Never throws.
+     *
+     * @return the usage reported during the step, or null
+     */
+    public synchronized TokenUsage endStep() {
+        inStep = false;
+        TokenUsage u = stepUsage;
+        stepUsage = null;
+        List<TokenLedger.Reservation> mine = new ArrayList<>(reservations.subList(Math.min(stepFrom, reservations.size()),
+                reservations.size()));
+        List<TokenLedger.Reservation> rest = new ArrayList<>(reservations.subList(0, Math.min(stepFrom, reservations.size())));
+        if (stepTookOwnPermit && pickReservation != null && rest.remove(pickReservation)) {
+            mine.add(pickReservation);
+            pickReservation = null;
+        }
+        reservations = List.copyOf(rest);
+        if (u != null) {
+            if (!mine.isEmpty()) {
+                try {
+                    gate.ledger().settle(mine, u, gate.clock().instant());
+                } catch (RuntimeException e) {
+                    // settle never throws by contract; guarded all the same: a step's result matters more
+                }
+            }
+            stepsUsage = stepsUsage == null ? u : stepsUsage.plus(u);
+        }
+        return u;
+    }
+
+    /**
+     * A step's own key learnt this outcome already ({@code JobContext#step} with a provider key):
+     * when it becomes the run's outcome, the job's key does not learn it again.
+     *
+     * @param o the outcome
+     * @param cooldown the step key's cooldown end after it, or null
+     */
+    public synchronized void stepTaught(Outcome o, Instant cooldown) {
+        stepOutcome = o;
+        stepCooldown = cooldown;
+    }
+
+    /**
+     * @param o the run's outcome
+     * @return whether a step's key learnt it already ({@link #stepTaught})
+     */
+    public synchronized boolean taughtByStep(Outcome o) {
+        return o != null && o == stepOutcome;
+    }
+
+    /** @return the cooldown end the step that taught the run's outcome met, or null */
+    public synchronized Instant stepCooldown() {
+        return stepCooldown;
     }
 
     /**
@@ -212,8 +310,9 @@ public final class ProviderRun implements ProviderCalls {
             gate.ledger().correct(providerKey, limits, gate.clock().instant());
             limits = null;
         }
-        return new RunTokens(usage == null ? null : usage.totalInputTokens(), usage == null ? null : usage.outputTokens(),
-                usage == null ? null : usage.cachedInputTokens(), estimated ? estimate.totalTokens() : null);
+        TokenUsage all = usage == null ? stepsUsage : stepsUsage == null ? usage : usage.plus(stepsUsage);
+        return new RunTokens(all == null ? null : all.totalInputTokens(), all == null ? null : all.outputTokens(),
+                all == null ? null : all.cachedInputTokens(), estimated ? estimate.totalTokens() : null);
     }
 
     /** @return the attempt number the handler sees */

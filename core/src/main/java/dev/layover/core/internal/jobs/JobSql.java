@@ -32,15 +32,25 @@ final class JobSql {
      */
     static final String DATABASE_RETURNED = "SELECT layover.database_returned()";
 
-    /** Finished jobs, deleted in one statement; a row whose version moved on is left alone. */
+    /**
+     * Finished jobs, deleted in one statement with their stored steps ({@code layover.job_steps});
+     * a row whose version moved on is left alone. Returns the count of jobs deleted.
+     */
     static final String DELETE_DONE = """
-            DELETE FROM layover.scheduled_tasks t
-            USING unnest(?::text[], ?::text[], ?::bigint[]) AS d(name, id, version)
-            WHERE t.task_name = d.name AND t.task_instance = d.id AND t.version = d.version""";
+            WITH moved AS (
+                DELETE FROM layover.scheduled_tasks t
+                USING unnest(?::text[], ?::text[], ?::bigint[]) AS d(name, id, version)
+                WHERE t.task_name = d.name AND t.task_instance = d.id AND t.version = d.version
+                RETURNING t.task_name, t.task_instance
+            ), steps AS (
+                DELETE FROM layover.job_steps s USING moved m
+                WHERE s.job_type = m.task_name AND s.job_id = m.task_instance
+            )
+            SELECT count(*) FROM moved""";
 
     /**
      * Finished jobs, deleted in one statement that also writes their {@code layover.job_history}
-     * rows (a data-modifying CTE: no second round trip). A row whose version moved on is left
+     * rows and deletes their stored steps (data-modifying CTEs: no second round trip). A row whose version moved on is left
      * alone and gets no history row. Parameters: arrays of names, ids, versions, run starts
      * (ISO-8601 text, null when unknown), handler durations in ms (null when unknown), the last
      * run's fallback trail (jsonb text, null when none), results, then the tokens each run's call
@@ -60,6 +70,9 @@ final class JobSql {
                           CASE WHEN ?::boolean THEN layover.args_jsonb(t.task_data) END AS args,
                           d.started_at, d.duration_ms, d.trail, d.result, t.limit_keys, d.input_tokens,
                           d.output_tokens, d.cached_input_tokens, d.estimated_tokens
+            ), steps AS (
+                DELETE FROM layover.job_steps s USING moved m
+                WHERE s.job_type = m.task_name AND s.job_id = m.task_instance
             )
             INSERT INTO layover.job_history
                 (job_type, job_id, outcome, attempts, reschedules, provider_key, worker, enqueued_at,
@@ -111,6 +124,18 @@ final class JobSql {
             UPDATE layover.scheduled_tasks
             SET execution_time = ?, picked = false, picked_by = NULL, last_heartbeat = NULL, fair_tag = NULL,
                 version = version + 1, last_reschedule_reason = 'batched', last_reschedule_detail = ?
+            WHERE task_name = ? AND task_instance = ? AND version = ?""";
+
+    /**
+     * A durable sleep ({@code JobContext#sleep}): the job waits until its wake time, without an
+     * attempt and without counting a reschedule (reason {@code sleep}); the run's fallback trail is
+     * appended. Parameters: wake at, now, detail, trail (jsonb), task name, id, version.
+     */
+    static final String SLEEP = """
+            UPDATE layover.scheduled_tasks
+            SET execution_time = ?, picked = false, picked_by = NULL, last_heartbeat = NULL, fair_tag = NULL,
+                version = version + 1, last_rescheduled_at = ?, last_reschedule_reason = 'sleep',
+                last_reschedule_detail = ?, provider_trail = layover.trail_append(provider_trail, ?::jsonb)
             WHERE task_name = ? AND task_instance = ? AND version = ?""";
 
     /** Layover's columns of one job, read only when an outcome needs them. */

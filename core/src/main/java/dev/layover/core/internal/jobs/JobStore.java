@@ -353,6 +353,33 @@ public final class JobStore implements JobWrites {
                     ps.setArray(11, c.createArrayOf("bigint", estimated));
                     ps.setBoolean(12, historyArgs);
                 }
+                if (history) {
+                    return ps.executeUpdate();
+                }
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    return rs.getInt(1);
+                }
+            }
+        });
+    }
+
+    /**
+     * A durable sleep ({@link JobSql#SLEEP}): the job waits until {@code wakeAt}, no attempt, no
+     * reschedule counted.
+     *
+     * @param run the job's run
+     * @param wakeAt its wake time (database time, stored with its sleep step)
+     * @param now the time of the write
+     * @param detail what it waits for, in a sentence
+     * @param trail the run's fallback trail (jsonb text)
+     * @return 1, or 0 when the row changed meanwhile
+     */
+    public int sleep(JobRun run, Instant wakeAt, Instant now, String detail, String trail) {
+        return db.autocommit("writing the sleep of job " + run.label(), c -> {
+            try (PreparedStatement ps = c.prepareStatement(JobSql.SLEEP)) {
+                Db.bind(ps, Timestamp.from(wakeAt), Timestamp.from(now), detail, trail, run.taskName(), run.id(),
+                        run.version());
                 return ps.executeUpdate();
             }
         });

@@ -85,6 +85,11 @@ public final class TimeSeries {
         add(jobType, providerKey, "rate_limited", null);
     }
 
+    /** A step of a job ({@code JobContext#step}) {@code completed} (ran and was stored) or was {@code reused}. */
+    public void steps(String jobType, String providerKey, String what) {
+        add(jobType, providerKey, "steps", what);
+    }
+
     /** A job was rescheduled (or held) without spending an attempt, for {@code reason}. */
     public void rescheduled(String jobType, String providerKey, String reason) {
         add(jobType, providerKey, "rescheduled", reason);
