@@ -711,6 +711,19 @@ public final class DeadLetters {
         for (JobWrites.Replayed r : jobs.insertReplays(c, lockedIds, editedArgs, o.runAt(), o.spread().toMillis(), kind)) {
             inserted.put(r.deadLetterId(), r);
         }
+        if (!inserted.isEmpty() && (o.isFromScratch() || edited != null)) {
+            List<String> types = new ArrayList<>();
+            List<String> jobIds = new ArrayList<>();
+            for (JobWrites.Replayed r : inserted.values()) {
+                types.add(candidates.get(r.deadLetterId())[0]);
+                jobIds.add(r.jobId());
+            }
+            try (PreparedStatement ps = c.prepareStatement(DlqSql.FORGET_STEPS)) {
+                DlqSql.bind(c, ps, new DlqSql.TextArray(types.toArray(String[]::new)),
+                        new DlqSql.TextArray(jobIds.toArray(String[]::new)));
+                ps.executeQuery().close();
+            }
+        }
         java.util.Set<Long> marked = new java.util.HashSet<>();
         if (!inserted.isEmpty()) {
             Long[] markIds = inserted.keySet().toArray(Long[]::new);

@@ -165,10 +165,22 @@ final class DlqSql {
     // ---------------------------------------------------------------- other state changes
 
     static final String DISCARD = """
-            UPDATE layover.dead_letters d
-            SET state = layover.dead_letter_next_state(d.state, 'discard'), state_changed_at = now()
-            WHERE d.id = ANY(?::bigint[]) AND layover.dead_letter_next_state(d.state, 'discard') IS NOT NULL
-            RETURNING d.id""";
+            WITH discarded AS (
+                UPDATE layover.dead_letters d
+                SET state = layover.dead_letter_next_state(d.state, 'discard'), state_changed_at = now()
+                WHERE d.id = ANY(?::bigint[]) AND layover.dead_letter_next_state(d.state, 'discard') IS NOT NULL
+                RETURNING d.id, d.job_type, d.job_id
+            ), steps AS (
+                -- a discarded job is never replayed: its stored steps go (the step store's function)
+                SELECT layover.forget_steps(array_agg(job_type), array_agg(job_id)) AS n FROM discarded
+            )
+            SELECT d.id FROM discarded d, steps""";
+
+    /**
+     * Drops the stored steps of replayed jobs (a replay from scratch), through the step store's
+     * function. Parameters: job types, job ids (pairwise).
+     */
+    static final String FORGET_STEPS = "SELECT layover.forget_steps(?::text[], ?::text[])";
 
     /** Review back to parked, with a fresh automatic replay budget (the history stays in {@code replays}). */
     static final String MOVE_BACK = """

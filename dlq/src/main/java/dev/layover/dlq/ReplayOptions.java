@@ -18,7 +18,8 @@ import java.util.function.Consumer;
  *
  * <p>Immutable. Defaults: kind {@link ReplayKind#MANUAL}; no note; the stored args; run now
  * (database time), no spread; automatic replay budget {@value #DEFAULT_REPLAY_BUDGET} (sweep
- * only); no limit; {@value #DEFAULT_BATCH_SIZE} dead letters per transaction; no progress callback.
+ * only); no limit; {@value #DEFAULT_BATCH_SIZE} dead letters per transaction; no progress callback;
+ * the replayed job resumes from its stored steps (not {@link #fromScratch()}).
  */
 public final class ReplayOptions {
 
@@ -37,9 +38,16 @@ public final class ReplayOptions {
     private final long limit;
     private final int batchSize;
     private final Consumer<BulkProgress> progress;
+    private final boolean fromScratch;
 
     private ReplayOptions(String actor, String note, ReplayKind kind, String args, Instant runAt, Duration spread,
             int replayBudget, long limit, int batchSize, Consumer<BulkProgress> progress) {
+        this(actor, note, kind, args, runAt, spread, replayBudget, limit, batchSize, progress, false);
+    }
+
+    private ReplayOptions(String actor, String note, ReplayKind kind, String args, Instant runAt, Duration spread,
+            int replayBudget, long limit, int batchSize, Consumer<BulkProgress> progress, boolean fromScratch) {
+        this.fromScratch = fromScratch;
         this.actor = actor;
         this.note = note;
         this.kind = kind;
@@ -68,7 +76,7 @@ public final class ReplayOptions {
      */
     public ReplayOptions note(String note) {
         return new ReplayOptions(actor, checkNote(note), kind, args, runAt, spread, replayBudget, limit, batchSize,
-                progress);
+                progress, fromScratch);
     }
 
     /**
@@ -77,7 +85,7 @@ public final class ReplayOptions {
      */
     public ReplayOptions kind(ReplayKind kind) {
         return new ReplayOptions(actor, note, Objects.requireNonNull(kind, "kind"), args, runAt, spread, replayBudget,
-                limit, batchSize, progress);
+                limit, batchSize, progress, fromScratch);
     }
 
     /**
@@ -91,7 +99,7 @@ public final class ReplayOptions {
      */
     public ReplayOptions args(String json) {
         return new ReplayOptions(actor, note, kind, Objects.requireNonNull(json, "args"), runAt, spread, replayBudget,
-                limit, batchSize, progress);
+                limit, batchSize, progress, fromScratch);
     }
 
     /**
@@ -100,7 +108,7 @@ public final class ReplayOptions {
      */
     public ReplayOptions runAt(Instant when) {
         return new ReplayOptions(actor, note, kind, args, Objects.requireNonNull(when, "when"), spread, replayBudget,
-                limit, batchSize, progress);
+                limit, batchSize, progress, fromScratch);
     }
 
     /**
@@ -114,7 +122,8 @@ public final class ReplayOptions {
         if (spread == null || spread.isNegative()) {
             throw new IllegalArgumentException("spread must be zero or more");
         }
-        return new ReplayOptions(actor, note, kind, args, runAt, spread, replayBudget, limit, batchSize, progress);
+        return new ReplayOptions(actor, note, kind, args, runAt, spread, replayBudget, limit, batchSize, progress,
+                fromScratch);
     }
 
     /**
@@ -127,7 +136,8 @@ public final class ReplayOptions {
         if (budget < 1) {
             throw new IllegalArgumentException("replay budget must be at least 1, was " + budget);
         }
-        return new ReplayOptions(actor, note, kind, args, runAt, spread, budget, limit, batchSize, progress);
+        return new ReplayOptions(actor, note, kind, args, runAt, spread, budget, limit, batchSize, progress,
+                fromScratch);
     }
 
     /**
@@ -138,7 +148,8 @@ public final class ReplayOptions {
         if (max < 1) {
             throw new IllegalArgumentException("limit must be at least 1, was " + max);
         }
-        return new ReplayOptions(actor, note, kind, args, runAt, spread, replayBudget, max, batchSize, progress);
+        return new ReplayOptions(actor, note, kind, args, runAt, spread, replayBudget, max, batchSize, progress,
+                fromScratch);
     }
 
     /**
@@ -146,7 +157,8 @@ public final class ReplayOptions {
      * @return new options
      */
     public ReplayOptions batchSize(int n) {
-        return new ReplayOptions(actor, note, kind, args, runAt, spread, replayBudget, limit, checkBatch(n), progress);
+        return new ReplayOptions(actor, note, kind, args, runAt, spread, replayBudget, limit, checkBatch(n), progress,
+                fromScratch);
     }
 
     /**
@@ -156,7 +168,25 @@ public final class ReplayOptions {
      */
     public ReplayOptions onProgress(Consumer<BulkProgress> callback) {
         return new ReplayOptions(actor, note, kind, args, runAt, spread, replayBudget, limit, batchSize,
-                Objects.requireNonNull(callback, "callback"));
+                Objects.requireNonNull(callback, "callback"), fromScratch);
+    }
+
+    /**
+     * Replays from scratch: the job's stored steps ({@code layover.job_steps}, see
+     * {@code docs/steps.md}) are dropped in the replay's transaction ({@code layover.forget_steps}),
+     * so every step runs again. By default a replay resumes: the replayed job (same type and id)
+     * reuses the steps its parked run finished. A replay with edited {@link #args(String)} is always
+     * from scratch (steps made from the old args would not match).
+     *
+     * @return new options
+     */
+    public ReplayOptions fromScratch() {
+        return new ReplayOptions(actor, note, kind, args, runAt, spread, replayBudget, limit, batchSize, progress, true);
+    }
+
+    /** @return whether the replay drops the job's stored steps ({@link #fromScratch()}, or edited args) */
+    public boolean isFromScratch() {
+        return fromScratch || args != null;
     }
 
     /** @return who replays */
