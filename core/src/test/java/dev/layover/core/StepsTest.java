@@ -111,6 +111,8 @@ class StepsTest {
         Map<String, Object> waiting = db.row("select * from layover.jobs where id = ?", id);
         assertEquals(0, waiting.get("attempts"), "a 429 spends no attempt");
         assertEquals("rate_limited", waiting.get("reschedule_reason"));
+        assertTrue(String.valueOf(waiting.get("reschedule_detail")).startsWith("step 'segment-2': "),
+                "the job says which step it stopped at: " + waiting.get("reschedule_detail"));
         Map<String, Object> stored = db.row("select * from layover.steps where job_id = ?", id);
         assertEquals("segment-1", stored.get("step"), "only the finished step is stored");
         assertEquals(PRIMARY, stored.get("provider_key"));
@@ -176,7 +178,12 @@ class StepsTest {
                     return Outcome.done();
                 }));
         String id = layover.enqueue(type, new Work("x")).id();
-        assertEquals("job_error", deadLetter(db, id).get("failure_type"));
+        Map<String, Object> d = deadLetter(db, id);
+        assertEquals("job_error", d.get("failure_type"));
+        assertTrue(String.valueOf(d.get("error_message")).startsWith("step 'failing': "),
+                "the dead letter says which step it stopped at: " + d.get("error_message"));
+        assertEquals("step 'failing': always", db.value(
+                "select errors -> -1 ->> 'message' from layover.dead_letters where job_id = ?", id));
         Map<String, Object> s = db.row("select * from layover.steps where job_id = ?", id);
         assertEquals("kept", s.get("step"));
         assertEquals("parked", s.get("job_state"));

@@ -227,7 +227,9 @@ final class JobTask<A> extends CustomTask<byte[]> {
                 } else if (sleep != null) {
                     next = Next.of((complete, ops) -> writer.sleep(run, pr, sleep.wakeAt(), sleep.outcome().reason()));
                 } else {
-                    next = new Next((complete, ops) -> writer.apply(run, outcome, pr), outcome.kind() == Outcome.Kind.DONE);
+                    String stoppedAt = outcome.kind() == Outcome.Kind.DONE ? null : steps.stoppedAt();
+                    next = new Next((complete, ops) -> writer.apply(run, outcome, pr, stoppedAt),
+                            outcome.kind() == Outcome.Kind.DONE);
                 }
             }
             ended = true;

@@ -93,6 +93,14 @@ final class OutcomeWriter {
      * taught when the job has a provider key.
      */
     void apply(JobRun picked, Outcome outcome, ProviderRun pr) {
+        apply(picked, outcome, pr, null);
+    }
+
+    /**
+     * {@link #apply(JobRun, Outcome, ProviderRun)} for a run that stopped at step {@code step}
+     * ({@code JobContext#step}, or null): a retry's or park's error and a reschedule's detail name it.
+     */
+    void apply(JobRun picked, Outcome outcome, ProviderRun pr, String step) {
         JobRun run = pr == null ? picked : settled(picked, pr); // reported usage replaces the reservation
         guard(run, () -> {
             String key = pr == null ? null : pr.providerKey();
@@ -108,7 +116,8 @@ final class OutcomeWriter {
             }
             String trail = pr == null ? ErrorLog.NO_TRAIL : ErrorLog.cleanTrail(pr.trailJson());
             Instant now = clock.instant();
-            RunDecision d = RunDecider.decide(run, outcome, now, cooldown, () -> retry.write(() -> store.reschedules(run)));
+            RunDecision d = atStep(RunDecider.decide(run, outcome, now, cooldown,
+                    () -> retry.write(() -> store.reschedules(run))), step);
             // rendered only for a decision that records an error: a done or a reschedule costs nothing
             String trace = d instanceof RunDecision.Retry || d instanceof RunDecision.Park ? traces.of(outcome.cause()) : null;
             RunScope scope = RunScope.current();
@@ -127,6 +136,29 @@ final class OutcomeWriter {
             }
             write(run, key, d, trail, now, trace);
         });
+    }
+
+    /** A decision whose texts name the step the run stopped at (unless they name it already). */
+    static RunDecision atStep(RunDecision d, String step) {
+        if (step == null) {
+            return d;
+        }
+        String at = "step '" + step + "'";
+        if (d instanceof RunDecision.Reschedule r && (r.detail() == null || !r.detail().contains(at))) {
+            return new RunDecision.Reschedule(r.runAt(), r.reason(), at + ": " + r.detail(), r.whenCapped());
+        }
+        if (d instanceof RunDecision.Retry r && r.error() != null && !String.valueOf(r.error().message()).contains(at)) {
+            return new RunDecision.Retry(r.runAt(), r.attempts(), atStep(r.error(), at));
+        }
+        if (d instanceof RunDecision.Park p && (p.message() == null || !p.message().contains(at))) {
+            return new RunDecision.Park(p.type(), at + ": " + p.message(), p.attempts(),
+                    p.error() == null ? null : atStep(p.error(), at));
+        }
+        return d;
+    }
+
+    private static RunDecision.AttemptError atStep(RunDecision.AttemptError e, String at) {
+        return new RunDecision.AttemptError(e.attempt(), e.at(), e.kind(), e.errorClass(), at + ": " + e.message());
     }
 
     /**

@@ -73,6 +73,7 @@ final class RunSteps {
     private final Set<String> seen = new HashSet<>();
     private Map<String, StepStore.Stored> stored;
     private volatile Sleep sleep;
+    private volatile String stoppedAt;
     private int reused;
     private int finished;
 
@@ -160,6 +161,7 @@ final class RunSteps {
         } catch (Exception e) {
             providerRun.endStep();
             current.remove();
+            stoppedAt = name;
             if (key == null) {
                 throw e;
             }
@@ -167,6 +169,7 @@ final class RunSteps {
         } catch (Error e) {
             providerRun.endStep();
             current.remove();
+            stoppedAt = name;
             if (key != null) {
                 providerRun.record(key, granted, new Outcome.Retry(null, e, null));
             }
@@ -230,6 +233,7 @@ final class RunSteps {
 
     /** A keyed step its key does not admit now: the job waits for it, no attempt spent. */
     private OutcomeException notAdmitted(String name, Instant until, String detail) {
+        stoppedAt = name;
         Clock clock = shared.clock();
         Duration wait = until == null ? null : Duration.between(clock.instant(), until);
         Outcome o = new Outcome.RateLimited(wait == null || wait.isNegative() ? (until == null ? null : Duration.ZERO) : wait,
@@ -310,6 +314,11 @@ final class RunSteps {
         }
     }
 
+    /** @return the step whose call failed, was not admitted or was refused last in this run, or null */
+    String stoppedAt() {
+        return stoppedAt;
+    }
+
     /** @return steps reused by this run */
     int reused() {
         return reused;
@@ -327,11 +336,13 @@ final class RunSteps {
         return stored;
     }
 
-    private static StepException park(String step, String reason) {
+    private StepException park(String step, String reason) {
+        stoppedAt = step;
         return new StepException(step, new Outcome.Park(reason));
     }
 
-    private static StepException mismatch(String step, String reason) {
+    private StepException mismatch(String step, String reason) {
+        stoppedAt = step;
         return new StepException(step, new Outcome.Retry(reason, null, null));
     }
 }
