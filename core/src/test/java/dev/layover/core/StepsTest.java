@@ -135,6 +135,13 @@ class StepsTest {
                 "a finished job's steps are removed with it");
         assertEquals(0, ((Number) db.value("select failures from layover.breakers where provider_key = ?", SECONDARY))
                 .intValue(), "a 429 is never a breaker failure");
+
+        layover.stop(); // flushes the time series
+        layover = null;
+        String sum = "select coalesce(sum(amount), 0) from layover.time_series where bucket_seconds = 60 "
+                + "and job_type = 'translate' and counter = 'steps' and detail = ?";
+        assertEquals(3L, db.count(sum, "completed"));
+        assertEquals(1L, db.count(sum, "reused"), "segment-1, on the second run");
     }
 
     @Test
@@ -167,7 +174,7 @@ class StepsTest {
     }
 
     @Test
-    void aParkedJobKeepsItsStepsWithItsDeadLetter(TestDatabase db) {
+    void aParkedJobKeepsItsStepsWithItsDeadLetter(TestDatabase db) throws Exception {
         JobType<Work> type = start(db, JobType.builder("parking", Work.class)
                 .policy(TestLayovers.fastRetries(1))
                 .handler((args, ctx) -> {
@@ -189,6 +196,22 @@ class StepsTest {
         assertEquals("parked", s.get("job_state"));
         assertEquals(Quote.class.getName(), s.get("result_type"));
         assertEquals("{\"text\": \"kept\", \"cents\": 42}", String.valueOf(s.get("result")));
+
+        // every query of docs/steps.md runs against this state
+        List<String> queries = new java.util.ArrayList<>();
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("```sql\\n(.*?)```", java.util.regex.Pattern.DOTALL)
+                .matcher(java.nio.file.Files.readString(java.nio.file.Path.of("..", "docs", "steps.md")));
+        while (m.find()) {
+            queries.add(m.group(1).strip().replaceAll(";$", ""));
+        }
+        assertEquals(3, queries.size(), "the documented queries");
+        List<Map<String, Object>> stopped = db.rows(queries.get(0));
+        assertEquals(1, stopped.size());
+        assertEquals(1L, stopped.get(0).get("finished_steps"));
+        assertTrue(String.valueOf(stopped.get(0).get("error_message")).startsWith("step 'failing'"));
+        List<Map<String, Object>> steps = db.rows(queries.get(1));
+        assertEquals(List.of("kept"), steps.stream().map(r -> r.get("step")).toList());
+        db.rows(queries.get(2)); // the time series' counts: flushed later, the query runs
     }
 
     @Test
