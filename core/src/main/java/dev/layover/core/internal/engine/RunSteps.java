@@ -152,7 +152,7 @@ final class RunSteps {
             }
             granted = (ProviderCalls.Permission.Granted) p;
         }
-        providerRun.beginStep();
+        providerRun.beginStep(key != null);
         current.set(name);
         long started = System.nanoTime();
         T value;

@@ -45,6 +45,7 @@ public final class ProviderRun implements ProviderCalls {
     private RateLimitHeaders limits;
     // the step that runs now (JobContext#step): its usage and reservations, settled when it ends
     private boolean inStep;
+    private boolean stepKeyed;
     private int stepFrom;
     private boolean stepTookOwnPermit;
     private TokenUsage stepUsage;
@@ -214,9 +215,14 @@ public final class ProviderRun implements ProviderCalls {
         }
     }
 
-    /** A step begins ({@code JobContext#step}): usage reported and reservations taken from now on are its own. */
-    public synchronized void beginStep() {
+    /**
+     * A step begins ({@code JobContext#step}): usage reported and reservations taken from now on are its own.
+     *
+     * @param keyed whether the step was admitted by a provider key of its own ({@code StepOptions#providerKey})
+     */
+    public synchronized void beginStep(boolean keyed) {
         inStep = true;
+        stepKeyed = keyed;
         stepFrom = reservations.size();
         stepTookOwnPermit = false;
         stepUsage = null;
@@ -225,7 +231,9 @@ public final class ProviderRun implements ProviderCalls {
     /**
      * The step ends (finished or not): its reservations (those taken during it, and its pick's when
      * it used the pick's permit) are settled by the usage reported during it, in one statement, and
-     * leave the run's; the usage counts in the run's totals. Never throws.
+     * leave the run's; the usage counts in the run's totals. A step that took no reservation of its
+     * own (no provider key) adds its usage to the run's, settled after the run as a handler's call
+     * is. Never throws.
      *
      * @return the usage reported during the step, or null
      */
@@ -239,6 +247,13 @@ public final class ProviderRun implements ProviderCalls {
         if (stepTookOwnPermit && pickReservation != null && rest.remove(pickReservation)) {
             mine.add(pickReservation);
             pickReservation = null;
+        }
+        if (!stepKeyed && mine.isEmpty()) {
+            // a step admitted by nothing of its own (no provider key): its usage is the job's call's, settled with the run
+            if (u != null) {
+                usage = usage == null ? u : usage.plus(u);
+            }
+            return u;
         }
         reservations = List.copyOf(rest);
         if (u != null) {
