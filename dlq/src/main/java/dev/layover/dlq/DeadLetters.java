@@ -775,6 +775,9 @@ public final class DeadLetters {
         if (o.kind() == ReplayKind.SWEEP) {
             d.put("replay_budget", o.replayBudget());
         }
+        if (o.isFromScratch()) {
+            d.put("from_scratch", true); // the jobs' stored steps were dropped
+        }
         if (o.limit() != Long.MAX_VALUE) {
             d.put("limit", o.limit());
         }

@@ -454,6 +454,7 @@ final class ConsoleApi {
         n.set("providerTrail", trail(sql.deadLetterTrail(d.id()), reveal, masked));
         ObjectNode live = sql.liveJob(d.jobType(), d.jobId());
         n.set("liveJob", live);
+        n.set("steps", sql.jobSteps(d.jobType(), d.jobId()));
         ArrayNode history = n.putArray("history");
         for (AuditEntry e : store.auditLog().forDeadLetter(d.id())) {
             history.add(audit(e, reveal));
@@ -528,6 +529,13 @@ final class ConsoleApi {
                 .orElseThrow(() -> ApiException.notFound("dead letter " + id + " does not exist (never parked, or "
                         + "purged by retention)"));
         ReplayOptions o = ReplayOptions.by(operator).note(note);
+        JsonNode scratch = r.body().get("fromScratch");
+        if (scratch != null && !scratch.isNull() && !scratch.isBoolean()) {
+            throw ApiException.badRequest("fromScratch is true or false", "fromScratch");
+        }
+        if (scratch != null && scratch.asBoolean()) {
+            o = o.fromScratch(); // the job's stored steps are dropped: every step runs again
+        }
         if (argsNode != null && !argsNode.isNull()) {
             if (!store.canValidate(d.jobType())) {
                 throw ApiException.badRequest(store.validatesArgs()

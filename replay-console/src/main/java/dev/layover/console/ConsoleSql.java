@@ -133,6 +133,16 @@ final class ConsoleSql {
             SELECT j.state, j.run_at, j.attempts, j.reschedules, j.reschedule_reason, j.picked_by
             FROM layover.jobs j WHERE j.job_type = ? AND j.id = ?""";
 
+    /**
+     * A job's stored steps (docs/steps.md), without their results (which may hold what the console
+     * would have to mask): what a replay resumes from.
+     */
+    static final String JOB_STEPS = """
+            SELECT s.step, s.kind, s.provider_key, s.outcome, s.attempt, s.finished_at, s.duration_ms,
+                   s.input_tokens, s.output_tokens, s.result_type, s.result_bytes, s.wake_at
+            FROM layover.steps s WHERE s.job_type = ? AND s.job_id = ?
+            ORDER BY s.finished_at, s.step""";
+
     /** Jobs with why they wait; filters are appended as {@code AND} fragments on {@code x}. */
     static final String JOBS_SELECT = """
             SELECT x.* FROM (
@@ -682,6 +692,15 @@ final class ConsoleSql {
     }
 
     /** @return the live job, or {@code null} */
+    /**
+     * @param jobType the job type
+     * @param jobId the job id
+     * @return its stored steps, oldest first
+     */
+    ArrayNode jobSteps(String jobType, String jobId) {
+        return query("reading the steps of a job", JOB_STEPS, jobType, jobId);
+    }
+
     ObjectNode liveJob(String jobType, String jobId) {
         ArrayNode rows = query("reading a job", LIVE_JOB, jobType, jobId);
         return rows.isEmpty() ? null : (ObjectNode) rows.get(0);

@@ -842,6 +842,11 @@
     const argsError = el('div', { class: 'field-error', id: 'args-error', role: 'alert' });
     const note = el('input', { id: 'note', maxlength: '2000', placeholder: 'why (goes to the audit log)' });
     const replayBtn = el('button', { type: 'button', class: 'primary', id: 'replay', disabled: !d.actions.replay }, 'Replay');
+    // Steps (docs/steps.md): a replay resumes from the job's stored steps unless from scratch
+    const steps = d.steps || [];
+    const scratch = el('input', { type: 'checkbox', id: 'from-scratch' });
+    const scratchLabel = steps.length ? el('label', { class: 'block', for: 'from-scratch' }, scratch,
+      ' From scratch: drop its ' + steps.length + ' stored step' + (steps.length === 1 ? '' : 's') + ' (every step runs again)') : null;
     const edited = () => d.actions.editArgs && argsArea.value.trim() !== (d.argsPretty || '').trim();
     argsArea.addEventListener('input', () => { S.dirty = edited(); replayBtn.textContent = edited() ? 'Replay with edited args' : 'Replay'; clear(argsError); argsArea.classList.remove('invalid'); });
     replayBtn.addEventListener('click', async () => {
@@ -851,9 +856,11 @@
       const body = {};
       if (edited()) body.args = argsArea.value;
       if (note.value.trim()) body.note = note.value.trim();
+      if (scratch.checked) body.fromScratch = true;
       try {
         const res = await api('POST', '/dead-letters/' + d.id + '/replay', body);
-        flash('Replayed as job ' + res.replayed.jobId + (res.replayed.argsEdited ? ' with edited args' : '') + '.', 'ok');
+        flash('Replayed as job ' + res.replayed.jobId + (res.replayed.argsEdited ? ' with edited args' : '')
+          + (scratch.checked ? ', from scratch' : '') + '.', 'ok');
         render();
       } catch (e) {
         if (e.field === 'args') {
@@ -886,6 +893,7 @@
       el('label', { for: 'args', class: 'sr-only' }, 'Args (JSON)'),
       argsArea, argsError,
       el('label', { class: 'block' }, 'Note', note),
+      ro ? null : scratchLabel,
       ro ? el('p', { class: 'muted' }, 'This console is read-only.') : el('div', { class: 'actions left' }, replayBtn, discardBtn, moveBackBtn));
 
     let liveText;
@@ -905,6 +913,10 @@
     const replays = d.replays.map(r => el('tr', null, el('td', null, timeCell(r.at)), el('td', null, r.by || '–'), el('td', null, r.kind),
       el('td', null, el('code', null, r.jobId || '–')), el('td', null, r.argsEdited ? 'yes' : 'no')));
     const history = d.history.map(auditRow);
+    const stepRows = steps.map(st => el('tr', null, el('td', null, el('code', null, st.step)), el('td', null, st.kind),
+      el('td', null, st.providerKey || '–'), el('td', null, st.outcome), el('td', { class: 'num' }, st.attempt == null ? '–' : st.attempt),
+      el('td', null, timeCell(st.finishedAt)), el('td', { class: 'num' }, st.durationMs == null ? '–' : Math.round(st.durationMs) + ' ms'),
+      el('td', { class: 'num' }, st.inputTokens == null ? '–' : num(st.inputTokens) + ' / ' + num(st.outputTokens || 0))));
 
     show(id,
       el('p', null, link('#/dead-letters', '← Dead letters')),
@@ -912,6 +924,8 @@
       maskNote, facts, errorSec, argsSec,
       el('section', { class: 'card' }, el('h2', null, 'Replayed job'), liveText),
       el('section', { class: 'card' }, el('h2', null, 'Attempts'), table(['#', 'At', 'Kind', 'Error class', 'Message'], attempts, { id: 'attempts' }, 'No attempt errors were stored with it.')),
+      el('section', { class: 'card' }, el('h2', null, 'Steps'), table(['Step', 'Kind', 'Provider key', 'Outcome', 'Attempt', 'Finished', 'Took', 'Tokens in / out'], stepRows, { id: 'steps' },
+        'No finished steps are stored: a replay runs the job from its start.')),
       el('section', { class: 'card' }, el('h2', null, 'Provider trail'), trailTable(d.providerTrail)),
       el('section', { class: 'card' }, el('h2', null, 'Replay history'), table(['At', 'By', 'Kind', 'Job id', 'Args edited'], replays, { id: 'replays' }, 'Not replayed yet: Replay above makes a fresh job from it.')),
       el('section', { class: 'card' }, el('h2', null, 'Audit'), table(['Id', 'At', 'Who', 'Action', 'What', 'Count', 'Note', 'Details'], history, null, 'No operator has acted on it yet.')));

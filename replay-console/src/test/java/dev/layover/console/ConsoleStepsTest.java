@@ -1,0 +1,81 @@
+package dev.layover.console;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.layover.core.JobType;
+import dev.layover.core.Layover;
+import dev.layover.testing.Await;
+import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.TestDatabase;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** A dead letter's stored steps on its page, and a replay from scratch through the JSON API (docs/steps.md). */
+@ExtendWith(LayoverPostgresExtension.class)
+class ConsoleStepsTest {
+
+    private final AtomicInteger firstCalls = new AtomicInteger();
+    private final AtomicBoolean broken = new AtomicBoolean(true);
+    private final AtomicInteger done = new AtomicInteger();
+    private Layover layover;
+    private ReplayConsole console;
+    private ApiClient api;
+
+    @AfterEach
+    void stop() {
+        if (console != null) {
+            console.close();
+        }
+        if (layover != null) {
+            layover.stop();
+        }
+    }
+
+    @Test
+    void aDeadLetterShowsItsStepsAndAReplayFromScratchRunsThemAgain(TestDatabase db) {
+        JobType<Fixtures.Work> work = JobType.builder("work", Fixtures.Work.class)
+                .policy(dev.layover.core.JobPolicy.defaults().withMaxAttempts(1))
+                .handler((args, ctx) -> {
+                    ctx.step("first", String.class, () -> "first " + firstCalls.incrementAndGet());
+                    ctx.step("second", String.class, () -> {
+                        if (broken.get()) {
+                            throw new IllegalStateException("not yet");
+                        }
+                        return "second";
+                    });
+                    done.incrementAndGet();
+                    return null;
+                })
+                .build();
+        layover = Fixtures.layover(db, work).start();
+        console = ReplayConsole.start(layover, Fixtures.options());
+        api = new ApiClient(console);
+        String jobId = layover.enqueue(work, new Fixtures.Work("w", 1)).id();
+        Await.equal(Fixtures.WAIT, "dead letters", 1L, () -> db.count("select count(*) from layover.dead_letters"));
+        long id = (Long) db.value("select id from layover.dead_letters where job_id = ?", jobId);
+
+        JsonNode d = api.get("/api/dead-letters/" + id).json();
+        assertEquals(1, d.get("steps").size(), d.get("steps").toString());
+        JsonNode s = d.get("steps").get(0);
+        assertEquals("first", s.get("step").asText());
+        assertEquals("call", s.get("kind").asText());
+        assertEquals("finished", s.get("outcome").asText());
+        assertTrue(s.get("result") == null, "results are not shown: they may hold what would need masking");
+        assertTrue(d.get("errorMessage").asText().startsWith("step 'second': "), d.get("errorMessage").asText());
+
+        assertEquals(400, api.post("/api/dead-letters/" + id + "/replay", "{\"fromScratch\": \"yes\"}").status());
+
+        broken.set(false);
+        ApiClient.Resp r = api.post("/api/dead-letters/" + id + "/replay", "{\"fromScratch\": true, \"note\": \"again\"}");
+        assertEquals(200, r.status(), r.body());
+        Await.equal(Fixtures.WAIT, "the replayed job done", 1, done::get);
+        assertEquals(2, firstCalls.get(), "from scratch: the first step ran again");
+        assertEquals(true, db.value("select (details->>'from_scratch')::boolean from layover.audit_log "
+                + "where action = 'replay'"));
+    }
+}
