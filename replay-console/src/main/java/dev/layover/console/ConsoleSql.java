@@ -159,6 +159,8 @@ final class ConsoleSql {
                             WHEN j.run_at >= '9999-12-31T00:00:00Z' THEN 'paused'
                             -- in a batch: it waits for its line, or its line waits to be applied
                             WHEN j.batch_item_state IN ('gathered', 'result') THEN 'batch'
+                            -- a durable sleep (docs/steps.md) until its run time
+                            WHEN j.reschedule_reason = 'sleep' AND j.run_at > now() THEN 'sleep'
                             -- due, and its key (or a limit key) does not admit it now: the pick leaves it as it is
                             WHEN j.waiting_for = 'cooldown' THEN 'cooldown'
                             WHEN j.waiting_for LIKE 'breaker%' THEN 'breaker'

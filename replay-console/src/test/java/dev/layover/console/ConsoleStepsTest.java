@@ -37,6 +37,25 @@ class ConsoleStepsTest {
     }
 
     @Test
+    void aSleepingJobSaysItSleeps(TestDatabase db) {
+        JobType<Fixtures.Work> work = JobType.builder("work", Fixtures.Work.class)
+                .handler((args, ctx) -> {
+                    ctx.sleep("nap", java.time.Duration.ofHours(1));
+                    return null;
+                })
+                .build();
+        layover = Fixtures.layover(db, work).start();
+        console = ReplayConsole.start(layover, Fixtures.options());
+        api = new ApiClient(console);
+        String jobId = layover.enqueue(work, new Fixtures.Work("w", 1)).id();
+        Await.until(Fixtures.WAIT, "the job sleeps", () -> "sleep".equals(db.value(
+                "select reschedule_reason from layover.jobs where id = ?", jobId)));
+        JsonNode jobs = api.get("/api/jobs?why=sleep").json();
+        assertEquals(1, jobs.get("items").size(), jobs.toString());
+        assertEquals(jobId, jobs.get("items").get(0).get("id").asText());
+    }
+
+    @Test
     void aDeadLetterShowsItsStepsAndAReplayFromScratchRunsThemAgain(TestDatabase db) {
         JobType<Fixtures.Work> work = JobType.builder("work", Fixtures.Work.class)
                 .policy(dev.layover.core.JobPolicy.defaults().withMaxAttempts(1))

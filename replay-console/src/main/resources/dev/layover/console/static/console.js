@@ -11,7 +11,7 @@
   const REFRESH_MS = 5000;
   const DL_STATES = ['parked', 'review', 'replayed', 'discarded'];
   const JOB_STATES = ['scheduled', 'rescheduled', 'retrying', 'running'];
-  const WHYS = ['new', 'replay', 'retry', 'cooldown', 'bucket', 'breaker', 'rate_limited', 'quota', 'snooze', 'concurrency', 'batch', 'paused', 'running'];
+  const WHYS = ['new', 'replay', 'retry', 'cooldown', 'bucket', 'breaker', 'rate_limited', 'quota', 'snooze', 'concurrency', 'batch', 'sleep', 'paused', 'running'];
   const BATCH_STATES = ['open', 'sealed', 'submitting', 'submitted', 'ended', 'expired', 'cancelled', 'failed'];
 
   const S = {
@@ -154,6 +154,7 @@
     snooze: 'its handler snoozed it',
     concurrency: 'no free slot of its key\'s concurrency limit',
     batch: 'in a provider batch',
+    sleep: 'a durable sleep of its handler (ctx.sleep): resumes at its run time',
     paused: 'held by a pause',
     running: 'running on a worker',
   };
