@@ -36,11 +36,12 @@ import java.util.Set;
  *   <li>10,000 provider keys with buckets or concurrency limits against one ({@link KeysBench});
  *   <li>what traces, the MDC and token counts cost a run ({@link ObserveBench});
  *   <li>interactive calls beside a background backlog on one key, through the handle and direct
- *       ({@link InteractiveBench}).
+ *       ({@link InteractiveBench});
+ *   <li>jobs of several provider calls with steps and without ({@link StepsBench}).
  * </ol>
  *
  * <p>Usage: {@code mvn -q -pl bench -am -DskipTests package exec:java -Dexec.args="[--quick]
- * [--jdbc-url URL] [--only throughput,latency,tail,enqueue,etiquette,recovery,console,tokens,inflight,fairness,batch,backlog,keys,observe,interactive] [--poll-ms 200]"}. Without a URL (or
+ * [--jdbc-url URL] [--only throughput,latency,tail,enqueue,etiquette,recovery,console,tokens,inflight,fairness,batch,backlog,keys,observe,interactive,steps] [--poll-ms 200]"}. Without a URL (or
  * {@code LAYOVER_JDBC_URL}) an embedded Postgres is started; with one, a scratch database is
  * created on that server and dropped afterwards. {@code --quick} runs small sizes in under a
  * minute: a smoke test, no figure worth quoting.
@@ -58,7 +59,7 @@ public final class Bench {
 
     /** The sections, in the order they run. */
     static final List<String> SECTIONS = List.of("throughput", "latency", "tail", "enqueue", "etiquette", "recovery", "console",
-            "tokens", "inflight", "fairness", "batch", "backlog", "keys", "observe", "interactive");
+            "tokens", "inflight", "fairness", "batch", "backlog", "keys", "observe", "interactive", "steps");
 
     /** Everything one run measured (null where a section was not run). */
     public static final class Report {
@@ -79,6 +80,7 @@ public final class Bench {
         List<KeysBench.Arm> keys;
         List<ObserveBench.Run> observe;
         List<InteractiveBench.Arm> interactive;
+        List<StepsBench.Arm> steps;
 
         /** @return the interactive arms (issue 48): through the handle, then direct; or null */
         public List<InteractiveBench.Arm> interactive() {
@@ -340,6 +342,12 @@ public final class Bench {
                 InteractiveBench.Settings s = quick ? InteractiveBench.Settings.quick() : InteractiveBench.Settings.full();
                 report.interactive = InteractiveBench.measure(db.dataSource(), db.jdbcUrl(), s);
                 interactive(out, report.interactive, s, t);
+            }
+            if (only.contains("steps")) {
+                long t = System.nanoTime();
+                StepsBench.Settings s = quick ? StepsBench.Settings.quick() : StepsBench.Settings.full();
+                report.steps = StepsBench.measure(db.jdbcUrl(), s);
+                steps(out, report.steps, s, t);
             }
         }
         report.seconds = (System.nanoTime() - start) / 1e9;
@@ -685,6 +693,25 @@ public final class Bench {
                     arms.get(k).limit().name().toLowerCase(Locale.ROOT), arms.get(k + 1).keys(), keysRatio(arms, k));
         }
         took(out, t);
+    }
+
+    private static void steps(PrintStream out, List<StepsBench.Arm> arms, StepsBench.Settings s, long t) {
+        out.printf(Locale.ROOT, "### Steps (issue 45): %,d jobs of %d provider calls, fake provider at R = %d calls/s "
+                + "(refused calls counting), %.0f %% of admitted calls answered 503, all enqueued at once; %d threads; "
+                + "no worker killed%n%n", s.jobs(), s.calls(), s.rate(), s.unavailable() * 100, s.threads());
+        out.println("| arm | completed / parked | successful calls per job (ideal " + s.calls() + ") | 429s | 503s "
+                + "| tokens paid for discarded results | attempts spent (503s only) | job-row writes per job "
+                + "| step-row writes per job | wall time / ideal (" + Math.round(s.idealSeconds()) + " s) |");
+        out.println("|---|---|---|---|---|---|---|---|---|---|");
+        for (StepsBench.Arm a : arms) {
+            double jobs = Math.max(1, a.completed());
+            out.printf(Locale.ROOT, "| %s | %d / %d | %.2f | %d | %d | %,d | %d | %.2f | %.2f | %.0f s = %.2f× |%n", a.name(),
+                    a.completed(), a.parked(), a.successes() / jobs, a.refused(), a.unavailable(), a.tokensDiscarded(),
+                    a.attempts(), a.jobRowWrites() / jobs, a.stepRowWrites() / jobs, a.seconds(),
+                    a.seconds() / s.idealSeconds());
+        }
+        out.printf(Locale.ROOT, "%n(%.0f s)%n%n", (System.nanoTime() - t) / 1e9);
+        out.flush();
     }
 
     private static void interactive(PrintStream out, List<InteractiveBench.Arm> arms, InteractiveBench.Settings s, long t) {
