@@ -39,6 +39,7 @@ import java.util.stream.Collectors;
  * @param creditsDebited credits taken from the balances (opening minus now)
  * @param jobsChargedTwice jobs with more than one charge row
  * @param overdrawnAccounts accounts below zero
+ * @param segmentsReused segments a resumed job read back from its stored steps instead of calling again
  * @param batch the fourth part: the summaries, by batch
  */
 public record DemoReport(long seconds, int enqueued, int completed, Map<String, Long> waitingForPerson, long stillLive,
@@ -47,7 +48,7 @@ public record DemoReport(long seconds, int enqueued, int completed, Map<String, 
         int answeredBySecondary, int fenced, int chatty, int truncated, int deliveryFailures, int breakerOpenings,
         long deadLetters, long parks, Map<String, Long> deadLettersByFailureType, Map<String, Long> replaysByKind,
         long jobsCharged, long creditsCharged, long creditsDebited, long jobsChargedTwice, long overdrawnAccounts,
-        BatchReport batch) {
+        int segmentsReused, BatchReport batch) {
 
     /** @return provider calls in all */
     public int calls() {
@@ -123,7 +124,9 @@ public record DemoReport(long seconds, int enqueued, int completed, Map<String, 
                 : describe(waitingForPerson) + (waitingForPerson.containsKey("handler_parked")
                         ? " (handler_parked: the account had no credits left)" : ""));
         row(out, "still queued", stillLive, "");
-        row(out, "provider calls", calls(), "primary " + callsPrimary + ", secondary " + callsSecondary);
+        row(out, "provider calls", calls(), "primary " + callsPrimary + ", secondary " + callsSecondary
+                + "; one per segment");
+        row(out, "calls not repeated", segmentsReused, "segments a resumed job read back from its steps");
         row(out, "429s received", rateLimited429s, "each one a reschedule, never a retry");
         row(out, "503/529 received", unavailable, "");
         row(out, "reschedules", reschedules(), describe(reschedulesByReason));

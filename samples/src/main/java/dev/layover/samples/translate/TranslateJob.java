@@ -36,7 +36,9 @@ import javax.sql.DataSource;
  *   <li>If an earlier run of this job already stored (and so charged) its translation, skip to
  *       delivery: a retry after the charge, or a replay, never calls the model or charges again.
  *   <li>A cheap balance check: an account that cannot pay is parked without calling the model.
- *   <li>The model, through a {@link FallbackChain}: {@value #PRIMARY_KEY}, then
+ *   <li>The model, segment by segment, each segment a step ({@code ctx.step("segment-" + i, ...)},
+ *       docs/steps.md): a segment an earlier run translated is read back from the job's stored
+ *       steps, never called and paid for again. Each call goes through a {@link FallbackChain}: {@value #PRIMARY_KEY}, then
  *       {@value #SECONDARY_KEY}, each its own provider key (breaker, cooldown, bucket). The
  *       OpenAI client has its own retries off ({@code maxRetries(0)}): Layover is the only retry
  *       layer. A 429 moves on to the next endpoint without a breaker failure; when none can
@@ -193,25 +195,22 @@ public final class TranslateJob {
                 stats.accountCouldNotPay();
                 return noCredits(doc, balance);
             }
-            FallbackResult<Answer> r;
-            try {
-                r = chain.call(ctx, ep -> complete(ep, doc));
-            } catch (OutcomeException e) {
-                if (e.outcome() instanceof Outcome.RateLimited && everyEndpointBroken()) {
-                    Outcome.RateLimited rl = (Outcome.RateLimited) e.outcome();
-                    return Outcome.overloaded(rl.retryAfter(), "every endpoint of " + MODEL_KEY
-                            + " has an open breaker: " + rl.reason());
-                }
-                throw e;
+            // one step per segment (docs/steps.md): a segment translated by an earlier run of this job (before
+            // a 429's reschedule, a retry, a crash or a replay) is read back, not called and paid for again
+            translated = new ArrayList<>();
+            String providerKey = null;
+            int[] called = {0};
+            for (int i = 0; i < doc.segments().size(); i++) {
+                String segment = doc.segments().get(i);
+                Segment t = ctx.step("segment-" + i, Segment.class, () -> {
+                    called[0]++;
+                    return translateSegment(doc.target(), segment, ctx);
+                });
+                translated.add(t.text());
+                providerKey = t.providerKey();
             }
-            stats.answered(r.providerKey(), r.value().content());
-            try {
-                translated = TranslationAnswer.read(r.value().content(), r.value().finishReason(), doc.segments().size());
-            } catch (UnusableAnswerException e) {
-                stats.unusable(e.truncated());
-                return Outcome.retry("unusable answer from " + r.providerKey() + ": " + e.getMessage());
-            }
-            Credits.Charge charge = chargeAndStore(jobId, doc, translated, r.providerKey());
+            stats.segmentsReused(doc.segments().size() - called[0]);
+            Credits.Charge charge = chargeAndStore(jobId, doc, translated, providerKey);
             if (!charge.paid()) {
                 stats.accountCouldNotPay();
                 return noCredits(doc, charge.balance());
@@ -226,6 +225,40 @@ public final class TranslateJob {
             return new Outcome.Retry("delivery failed: " + e.getMessage(), e, null);
         }
         return Outcome.done();
+    }
+
+    /**
+     * One segment's translation, and the endpoint that answered: a step's stored result.
+     *
+     * @param text the translation
+     * @param providerKey the endpoint's provider key
+     */
+    public record Segment(String text, String providerKey) {}
+
+    /**
+     * Translates one segment through the chain (a step of the job): a rate limit everywhere
+     * reschedules the job (it resumes at this segment), an unusable answer retries it.
+     */
+    private Segment translateSegment(String target, String segment, JobContext ctx) throws Exception {
+        FallbackResult<Answer> r;
+        try {
+            r = chain.call(ctx, ep -> complete(ep, target, List.of(segment)));
+        } catch (OutcomeException e) {
+            if (e.outcome() instanceof Outcome.RateLimited && everyEndpointBroken()) {
+                Outcome.RateLimited rl = (Outcome.RateLimited) e.outcome();
+                throw Outcome.overloaded(rl.retryAfter(), "every endpoint of " + MODEL_KEY
+                        + " has an open breaker: " + rl.reason()).toException();
+            }
+            throw e;
+        }
+        stats.answered(r.providerKey(), r.value().content());
+        try {
+            List<String> one = TranslationAnswer.read(r.value().content(), r.value().finishReason(), 1);
+            return new Segment(one.get(0), r.providerKey());
+        } catch (UnusableAnswerException e) {
+            stats.unusable(e.truncated());
+            throw Outcome.retry("unusable answer from " + r.providerKey() + ": " + e.getMessage()).toException();
+        }
     }
 
     /**
@@ -300,11 +333,12 @@ public final class TranslateJob {
     /** The content and finish reason of a model's answer. */
     record Answer(String content, String finishReason) {}
 
-    private static Answer complete(FallbackEndpoint<OpenAIClient> ep, TranslateDocument doc) throws JsonProcessingException {
+    private static Answer complete(FallbackEndpoint<OpenAIClient> ep, String target, List<String> texts)
+            throws JsonProcessingException {
         ObjectNode request = JSON.createObjectNode();
-        request.put("target", doc.target());
+        request.put("target", target);
         ArrayNode segments = request.putArray("segments");
-        doc.segments().forEach(segments::add);
+        texts.forEach(segments::add);
         ChatCompletion completion = ep.client().chat().completions().create(ChatCompletionCreateParams.builder()
                 .model("gpt-4o-mini")
                 .addSystemMessage(INSTRUCTIONS)

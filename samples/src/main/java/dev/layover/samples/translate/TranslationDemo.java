@@ -411,7 +411,7 @@ public final class TranslationDemo {
                     stats.attemptsSpent(), stats.answeredByPrimary(), stats.answeredBySecondary(), stats.fenced(),
                     stats.chatty(), stats.truncated(), stats.deliveryFailures(), openings, rs.getLong(2), rs.getLong(3),
                     byType, replays, rs.getLong(4), rs.getLong(5), opening - rs.getLong(6), rs.getLong(7), rs.getLong(8),
-                    batchReport(ds, fake, stats.completed(), runStart));
+                    stats.segmentsReused(), batchReport(ds, fake, stats.completed(), runStart));
         }
     }
 

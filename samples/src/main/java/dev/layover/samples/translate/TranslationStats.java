@@ -20,6 +20,7 @@ public final class TranslationStats {
     private final Map<String, LastRun> lastRuns = new ConcurrentHashMap<>();
     private final Set<String> completed = ConcurrentHashMap.newKeySet();
     private final AtomicInteger runs = new AtomicInteger();
+    private final AtomicInteger segmentsReused = new AtomicInteger();
     private final AtomicInteger rateLimitedRuns = new AtomicInteger();
     private final AtomicInteger attemptsSpentOnRateLimits = new AtomicInteger();
     private final AtomicInteger attemptsSpent = new AtomicInteger();
@@ -65,6 +66,15 @@ public final class TranslationStats {
         } else if (!c.isEmpty() && !c.startsWith("{")) {
             chatty.incrementAndGet();
         }
+    }
+
+    void segmentsReused(int n) {
+        segmentsReused.addAndGet(n);
+    }
+
+    /** @return segments a resumed job read back from its stored steps instead of calling the model again */
+    public int segmentsReused() {
+        return segmentsReused.get();
     }
 
     void unusable(boolean wasTruncated) {

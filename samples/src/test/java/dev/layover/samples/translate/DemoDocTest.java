@@ -40,7 +40,7 @@ class DemoDocTest {
         DemoReport report = new DemoReport(81, 151, 140, Map.of("handler_parked", 11L), 0, 128, 38, 11, 11,
                 Map.of("cooldown", 412L, "rate_limited", 143L), 40, 0, 21, 112, 32, 19, 16, 4, 8, 6, 71, 75,
                 Map.of("breaker_open", 60L, "handler_parked", 11L), Map.of("sweep", 62L, "trial", 2L), 140, 569, 569, 0, 0,
-                batch);
+                57, batch);
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         report.print(new PrintStream(bytes, true, StandardCharsets.UTF_8));
         String printed = bytes.toString(StandardCharsets.UTF_8);
