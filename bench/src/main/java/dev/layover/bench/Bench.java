@@ -699,16 +699,18 @@ public final class Bench {
         out.printf(Locale.ROOT, "### Steps (issue 45): %,d jobs of %d provider calls, fake provider at R = %d calls/s "
                 + "(refused calls counting), %.0f %% of admitted calls answered 503, all enqueued at once; %d threads; "
                 + "no worker killed%n%n", s.jobs(), s.calls(), s.rate(), s.unavailable() * 100, s.threads());
-        out.println("| arm | completed / parked | successful calls per job (ideal " + s.calls() + ") | 429s | 503s "
-                + "| tokens paid for discarded results | attempts spent (503s only) | job-row writes per job "
-                + "| step-row writes per job | wall time / ideal (" + Math.round(s.idealSeconds()) + " s) |");
+        out.println("| arm | completed / parked / unfinished | successful calls per completed job (ideal " + s.calls()
+                + ") | 429s | 503s | tokens paid for discarded results | attempts spent (503s only) "
+                + "| job-row writes per job | step-row writes per job | wall time / ideal (" + Math.round(s.idealSeconds())
+                + " s) |");
         out.println("|---|---|---|---|---|---|---|---|---|---|");
         for (StepsBench.Arm a : arms) {
             double jobs = Math.max(1, a.completed());
-            out.printf(Locale.ROOT, "| %s | %d / %d | %.2f | %d | %d | %,d | %d | %.2f | %.2f | %.0f s = %.2f× |%n", a.name(),
-                    a.completed(), a.parked(), a.successes() / jobs, a.refused(), a.unavailable(), a.tokensDiscarded(),
-                    a.attempts(), a.jobRowWrites() / jobs, a.stepRowWrites() / jobs, a.seconds(),
-                    a.seconds() / s.idealSeconds());
+            double all = Math.max(1, a.completed() + a.parked() + a.unfinished());
+            out.printf(Locale.ROOT, "| %s | %d / %d / %d | %.2f | %d | %d | %,d | %d | %.2f | %.2f | %.0f s = %.2f×%s |%n",
+                    a.name(), a.completed(), a.parked(), a.unfinished(), a.successes() / jobs, a.refused(), a.unavailable(),
+                    a.tokensDiscarded(), a.attempts(), a.jobRowWrites() / all, a.stepRowWrites() / all, a.seconds(),
+                    a.seconds() / s.idealSeconds(), a.unfinished() > 0 ? " (stopped at its limit)" : "");
         }
         out.printf(Locale.ROOT, "%n(%.0f s)%n%n", (System.nanoTime() - t) / 1e9);
         out.flush();
