@@ -712,6 +712,12 @@ public final class Bench {
                     a.tokensDiscarded(), a.attempts(), a.jobRowWrites() / all, a.stepRowWrites() / all, a.seconds(),
                     a.seconds() / s.idealSeconds(), a.unfinished() > 0 ? " (stopped at its limit)" : "");
         }
+        for (StepsBench.Arm a : arms) {
+            if (!a.parkedAs().isEmpty()) {
+                out.printf(Locale.ROOT, "%nparked, %s: %s", a.name(), a.parkedAs());
+            }
+        }
+        out.println();
         out.printf(Locale.ROOT, "%n(%.0f s)%n%n", (System.nanoTime() - t) / 1e9);
         out.flush();
     }

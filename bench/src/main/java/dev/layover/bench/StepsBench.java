@@ -82,7 +82,8 @@ final class StepsBench {
      * @param unfinished jobs still queued when the arm's limit stopped it
      */
     record Arm(String name, long completed, long parked, long successes, long refused, long unavailable,
-            long tokensDiscarded, long attempts, long jobRowWrites, long stepRowWrites, double seconds, long unfinished) {}
+            long tokensDiscarded, long attempts, long jobRowWrites, long stepRowWrites, double seconds, long unfinished,
+            String parkedAs) {}
 
     record Args(int n) {}
 
@@ -128,6 +129,7 @@ final class StepsBench {
             long parked;
             long attempts;
             long unfinished;
+            String parkedAs;
             double seconds;
             try (HikariDataSource pool = new HikariDataSource(cfg)) {
                 before = writes(pool);
@@ -154,6 +156,7 @@ final class StepsBench {
                 completed = BenchDatabase.count(pool, "SELECT count(*) FROM layover.job_history WHERE job_type = '" + name
                         + "' AND outcome = 'completed'");
                 parked = BenchDatabase.count(pool, "SELECT count(*) FROM layover.dead_letters WHERE job_type = '" + name + "'");
+                parkedAs = parkedAs(pool, name);
                 attempts = BenchDatabase.count(pool, "SELECT coalesce(sum(attempts), 0) FROM layover.job_history WHERE job_type = '"
                         + name + "' AND outcome = 'completed'") + BenchDatabase.count(pool, "SELECT coalesce(sum(attempts), 0) "
                         + "FROM layover.jobs WHERE job_type = '" + name + "'");
@@ -165,7 +168,7 @@ final class StepsBench {
             long tokensAll = ep.inputTokens() + ep.outputTokens();
             return new Arm(steps ? "with steps" : "without steps (today)", completed, parked, ep.successes(), ep.rateLimited(),
                     ep.unavailable(), Math.max(0, tokensAll - kept.get()), attempts, after[0] - before[0],
-                    after[1] - before[1], seconds, unfinished);
+                    after[1] - before[1], seconds, unfinished, parkedAs);
         }
     }
 
@@ -177,6 +180,19 @@ final class StepsBench {
             throw failure.get().toOutcome().toException();
         }
         return ctx.reportUsage(Provider.OPENAI, r.body()).map(u -> u.totalTokens()).orElse(0L);
+    }
+
+    /** The dead letters of a job type by failure type, e.g. {@code rate_limit_exhausted 12}; empty when none. */
+    private static String parkedAs(HikariDataSource pool, String jobType) throws Exception {
+        try (Connection c = pool.getConnection(); Statement st = c.createStatement();
+                ResultSet rs = st.executeQuery("SELECT failure_type, count(*) FROM layover.dead_letters WHERE job_type = '"
+                        + jobType + "' GROUP BY 1 ORDER BY 2 DESC")) {
+            List<String> parts = new ArrayList<>();
+            while (rs.next()) {
+                parts.add(rs.getString(1) + " " + rs.getLong(2));
+            }
+            return String.join(", ", parts);
+        }
     }
 
     /** Job-table and step-table rows written (inserted + updated + deleted) so far, by the tables' counters. */

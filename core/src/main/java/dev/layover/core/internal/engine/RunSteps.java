@@ -13,7 +13,6 @@ import dev.layover.core.internal.observe.TimeSeries;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.outcome.OutcomeException;
 import dev.layover.core.provider.ProviderCalls;
-import dev.layover.core.tokens.TokenEstimate;
 import dev.layover.core.tokens.TokenUsage;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -74,8 +73,6 @@ final class RunSteps {
     private Map<String, StepStore.Stored> stored;
     private volatile Sleep sleep;
     private volatile String stoppedAt;
-    private int reused;
-    private int finished;
 
     RunSteps(Shared shared, JobRun run, ProviderRun providerRun, ObjectMapper typeMapper, int maxResultBytes) {
         this.shared = shared;
@@ -119,7 +116,6 @@ final class RunSteps {
                 }
                 try {
                     T value = mapper.readValue(s.result() == null ? "null" : s.result(), type);
-                    reused++;
                     shared.timeSeries().steps(run.taskName(), key(o), "reused");
                     return value;
                 } catch (java.io.IOException e) {
@@ -200,7 +196,6 @@ final class RunSteps {
         shared.retry().write(() -> shared.store().insert(new StepStore.Finished(run.taskName(), run.id(), name, CALL,
                 type.getName(), json, bytes, key, run.attemptsSpent() + 1, ms, validFor, null, tokens,
                 shared.worker())));
-        finished++;
         shared.timeSeries().steps(run.taskName(), key(o), "completed");
         return value;
     }
@@ -267,7 +262,6 @@ final class RunSteps {
                             + "as a sleep; a name keeps its kind: rename the sleep");
                 }
                 if (s.woken()) {
-                    reused++;
                     return;
                 }
                 wake = s.wakeAt();
@@ -275,7 +269,6 @@ final class RunSteps {
                 wake = shared.retry().write(() -> shared.store().insert(new StepStore.Finished(run.taskName(), run.id(),
                         name, SLEEP, null, null, null, null, run.attemptsSpent() + 1, null, null,
                         duration.toNanos() / 1e9, null, shared.worker())));
-                finished++;
                 if (duration.isZero()) {
                     return;
                 }
@@ -317,16 +310,6 @@ final class RunSteps {
     /** @return the step whose call failed, was not admitted or was refused last in this run, or null */
     String stoppedAt() {
         return stoppedAt;
-    }
-
-    /** @return steps reused by this run */
-    int reused() {
-        return reused;
-    }
-
-    /** @return steps this run finished and stored */
-    int finished() {
-        return finished;
     }
 
     private Map<String, StepStore.Stored> stored() {
