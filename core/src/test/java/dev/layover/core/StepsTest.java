@@ -145,6 +145,30 @@ class StepsTest {
     }
 
     @Test
+    void eachKeyedStepReservesItsTokensAndItsReportedUsageSettlesThem(TestDatabase db) {
+        JobType<Work> type = JobType.builder("tokens", Work.class).handler((args, ctx) -> {
+            for (int i = 0; i < 2; i++) {
+                int n = i;
+                ctx.step(StepOptions.named("call-" + i).providerKey(SECONDARY)
+                        .tokens(dev.layover.core.tokens.TokenEstimate.total(20_000)), String.class,
+                        () -> chat(secondary, "call " + n, ctx));
+            }
+            return Outcome.done();
+        }).build();
+        layover = TestLayovers.builder(db).register(type)
+                .bucket(SECONDARY, dev.layover.core.provider.state.BucketSettings.tokensPerMinute(60_000)).start();
+        String id = layover.enqueue(type, new Work("x")).id();
+        Map<String, Object> h = history(db, id);
+        assertEquals(2, fake.secondary().successes());
+        assertEquals(fake.secondary().inputTokens(), ((Number) h.get("input_tokens")).longValue(),
+                "the steps' reported usage is the run's");
+        double free = ((Number) db.value("select free_now from layover.token_buckets where provider_key = ?", SECONDARY))
+                .doubleValue();
+        // unsettled, the two reservations of 20,000 would leave about 20,000 free (plus a few seconds' refill)
+        assertTrue(free > 50_000, "each step's usage replaced its reservation: free " + free);
+    }
+
+    @Test
     void aStepThatThrowsAfterItsCallIsNotStoredAndRunsAgainWhileFinishedStepsAreReused(TestDatabase db) {
         List<String> keys = new CopyOnWriteArrayList<>();
         JobType<Work> type = start(db, JobType.builder("retrying", Work.class)

@@ -137,18 +137,20 @@ final class RunSteps {
         String name = o.name();
         String key = o.providerKey();
         ProviderCalls.Permission.Granted granted = null;
+        providerRun.beginStep(key != null); // the admission's reservation is the step's own
         if (key != null) {
             ProviderCalls.Permission p = providerRun.ask(key, o.tokens());
             if (p instanceof ProviderCalls.Permission.Wait w) {
+                providerRun.endStep();
                 throw notAdmitted(name, w.until(), "step '" + name + "' waits for " + key + ": " + w.detail());
             }
             if (p instanceof ProviderCalls.Permission.Refused r) {
+                providerRun.endStep();
                 throw notAdmitted(name, r.openUntil().equals(Instant.MAX) ? null : r.openUntil(),
                         "step '" + name + "' waits for " + key + " (breaker open): " + r.detail());
             }
             granted = (ProviderCalls.Permission.Granted) p;
         }
-        providerRun.beginStep(key != null);
         current.set(name);
         long started = System.nanoTime();
         T value;
