@@ -554,7 +554,8 @@ COMMENT ON TABLE layover.recovery_state IS
 -- ---------------------------------------------------------------------------
 -- breakers
 --   closed:    calls pass; calls and failures are counted in a tumbling window
---              (window_started_at); enough failures open it.
+--              (window_started_at), failures with no success between them in streak; enough
+--              failures in the window, or a long enough streak, open it.
 --   open:      no call before open_until; a job picked meanwhile is parked `breaker_open`.
 --              open_until = 'infinity' when an operator forced it open without an end.
 --   half_open: open_until has passed and one worker holds the trial (trial_token) until
@@ -585,6 +586,7 @@ CREATE TABLE layover.breakers (
     changed_at         timestamptz NOT NULL DEFAULT now(),  -- the last state change
     changed_by         text,                                -- worker (or operator) that made it
     change_origin      text,                                -- Layover instance id that made it (tells NOTIFY receivers which changes are their own)
+    streak             int         NOT NULL DEFAULT 0,      -- failures reported since the last success reported (closed state)
     CONSTRAINT breakers_state_check CHECK (state IN ('closed', 'open', 'half_open'))
 );
 
