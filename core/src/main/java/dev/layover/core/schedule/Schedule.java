@@ -22,7 +22,8 @@ import java.util.function.Function;
  * <table>
  *   <caption>Settings and defaults</caption>
  *   <tr><th>setting</th><th>default</th><th>column of {@code layover.schedules}</th></tr>
- *   <tr><td>{@link Builder#args(Object)} / {@link Builder#argsFor(Function)}</td><td>required</td>
+ *   <tr><td>{@link Builder#args(Object)} / {@link Builder#argsJson(String)} /
+ *       {@link Builder#argsFor(Function)}</td><td>required</td>
  *       <td>{@code args} (jsonb; null and {@code args_from_code} for a function)</td></tr>
  *   <tr><td>{@link Builder#missedRuns(MissedRuns)}</td><td>{@link MissedRuns#skip()} (1 minute grace)</td>
  *       <td>{@code missed}, {@code missed_window_ms}</td></tr>
@@ -44,6 +45,7 @@ public final class Schedule<A> {
     private final Timing timing;
     private final A args;
     private final Function<Instant, ? extends A> argsFor;
+    private final String argsJson;
     private final MissedRuns missedRuns;
     private final Overlap overlap;
     private final Duration jitter;
@@ -55,6 +57,7 @@ public final class Schedule<A> {
         this.timing = b.timing;
         this.args = b.args;
         this.argsFor = b.argsFor;
+        this.argsJson = b.argsJson;
         this.missedRuns = b.missedRuns;
         this.overlap = b.overlap;
         this.jitter = b.jitter;
@@ -122,6 +125,11 @@ public final class Schedule<A> {
         return args;
     }
 
+    /** @return the args as JSON text given by {@link Builder#argsJson(String)}, or null */
+    public String argsJson() {
+        return argsJson;
+    }
+
     /** @return the args function, or null when the args are fixed */
     public Function<Instant, ? extends A> argsFor() {
         return argsFor;
@@ -129,7 +137,7 @@ public final class Schedule<A> {
 
     /**
      * @param occurrence an occurrence's instant
-     * @return that occurrence's args
+     * @return that occurrence's args (null when they were given as JSON text)
      */
     public A argsAt(Instant occurrence) {
         return argsFor != null ? argsFor.apply(occurrence) : args;
@@ -171,6 +179,7 @@ public final class Schedule<A> {
         private final Timing timing;
         private A args;
         private Function<Instant, ? extends A> argsFor;
+        private String argsJson;
         private MissedRuns missedRuns = MissedRuns.skip();
         private Overlap overlap = Overlap.SKIP;
         private Duration jitter = Duration.ZERO;
@@ -192,6 +201,21 @@ public final class Schedule<A> {
         public Builder<A> args(A fixed) {
             this.args = Objects.requireNonNull(fixed, "args");
             this.argsFor = null;
+            this.argsJson = null;
+            return this;
+        }
+
+        /**
+         * Every occurrence's args as JSON text (from configuration, the console, another language):
+         * checked against the job type's args type when the schedule is registered or created.
+         *
+         * @param json the args as JSON
+         * @return this builder
+         */
+        public Builder<A> argsJson(String json) {
+            this.argsJson = Objects.requireNonNull(json, "argsJson");
+            this.args = null;
+            this.argsFor = null;
             return this;
         }
 
@@ -205,6 +229,7 @@ public final class Schedule<A> {
         public Builder<A> argsFor(Function<Instant, ? extends A> f) {
             this.argsFor = Objects.requireNonNull(f, "argsFor");
             this.args = null;
+            this.argsJson = null;
             return this;
         }
 
@@ -260,8 +285,9 @@ public final class Schedule<A> {
          * @throws InvalidScheduleException when no args were given
          */
         public Schedule<A> build() {
-            if (args == null && argsFor == null) {
-                throw new InvalidScheduleException("schedule '" + name + "' needs args: args(..) or argsFor(..)");
+            if (args == null && argsFor == null && argsJson == null) {
+                throw new InvalidScheduleException("schedule '" + name + "' needs args: args(..), argsJson(..) or "
+                        + "argsFor(..)");
             }
             return new Schedule<>(this);
         }
