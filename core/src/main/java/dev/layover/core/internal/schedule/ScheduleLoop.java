@@ -44,6 +44,9 @@ public final class ScheduleLoop {
     /** Schedules claimed per transaction. */
     static final int BATCH = 100;
 
+    /** Claims per poll at most (a backlog of due schedules is worked through over several polls). */
+    static final int MAX_ROUNDS = 50;
+
     private final ScheduleStore store;
     private final Registry registry;
     private final Enqueuer enqueuer;
@@ -308,7 +311,7 @@ public final class ScheduleLoop {
             return 0;
         }
         int total = 0;
-        while (true) {
+        for (int round = 0; ; round++) {
             int[] claimed = new int[2];
             store.db().transaction("enqueueing due schedules' occurrences", c -> {
                 List<ScheduleStore.Row> rows = store.claim(c, testNow(), types, codeNames, BATCH);
@@ -323,7 +326,8 @@ public final class ScheduleLoop {
                 enqueued.addAndGet(claimed[1]);
                 wakeUp.run();
             }
-            if (claimed[0] < BATCH) {
+            // a full batch: more may be due; but held rows are due again at once, so stop at a round that enqueued nothing
+            if (claimed[0] < BATCH || claimed[1] == 0 || round >= MAX_ROUNDS) {
                 return total;
             }
         }
@@ -333,8 +337,9 @@ public final class ScheduleLoop {
     private int fire(Connection c, ScheduleStore.Row r) throws SQLException {
         Occurrences.Decision d;
         try {
+            // a held occurrence is looked at again at the next poll (due at once: the loop's sleep spaces the looks)
             d = Occurrences.decide(r.timing(), r.missed(), r.overlap(), r.nextAt(), r.held(), r.lastLive(), r.dbNow(),
-                    pollInterval);
+                    Duration.ZERO);
         } catch (RuntimeException e) {
             LOG.warn("Layover: schedule '{}/{}' has a definition this worker cannot read, looked at again in a minute: {}",
                     r.tenant(), r.name(), e.toString());
