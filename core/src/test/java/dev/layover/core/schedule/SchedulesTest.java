@@ -452,14 +452,22 @@ class SchedulesTest {
         TestClock clock = new TestClock(T0);
         Recorder rec = new Recorder();
         JobType<Tick> tick = rec.type();
-        try (Layover layover = builder(db, clock).register(tick).schedule(Schedule.builder("report", tick,
-                Timing.every(Duration.ofMinutes(1))).argsFor(at -> new Tick("for " + at)).jitter(Duration.ofSeconds(5))
-                .build()).start()) {
+        List<String> claims = java.util.Collections.synchronizedList(new ArrayList<>());
+        dev.layover.core.metrics.LayoverMetrics metrics = new dev.layover.core.metrics.LayoverMetrics() {
+            @Override
+            public void scheduleClaimed(String jobType, String outcome, int enqueued) {
+                claims.add(jobType + " " + outcome + " " + enqueued);
+            }
+        };
+        try (Layover layover = builder(db, clock).register(tick).metrics(metrics).schedule(Schedule.builder("report",
+                tick, Timing.every(Duration.ofMinutes(1))).argsFor(at -> new Tick("for " + at))
+                .jitter(Duration.ofSeconds(5)).build()).start()) {
             assertEquals(Boolean.TRUE, view(db, "", "report").get("args") == null);
             clock.set(Instant.parse("2030-01-01T00:01:05.010Z")); // past the jitter
             String id = id("report", "2030-01-01T00:01:00Z");
             awaitCompleted(db, id);
             assertEquals("for 2030-01-01T00:01:00Z", rec.notes.get(id));
+            assertEquals(List.of("tick enqueued 1"), List.copyOf(claims), "the metrics heard the claim");
         }
     }
 }

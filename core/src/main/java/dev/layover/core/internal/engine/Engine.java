@@ -172,7 +172,8 @@ public final class Engine {
         this.interactive = new InteractiveHandle(gate, classify, observability.timeSeries());
         // recurring jobs: the code schedules are checked now (a bad one fails the build), reconciled at start
         this.recurring = new ScheduleLoop(db, registry, enqueuer, clock, config.clock() != null,
-                config.schedulePollInterval(), config.scheduleGeneration(), config.schedules(), this::wakeUp, worker);
+                config.schedulePollInterval(), config.scheduleGeneration(), config.schedules(), this::wakeUp, worker,
+                metrics);
         this.schedules = new ScheduleHandle(recurring);
         this.taskParts = new JobTask.Parts(writer, admission, gate, observability, clock,
                 new HandlerRunner(classify), lifeline,

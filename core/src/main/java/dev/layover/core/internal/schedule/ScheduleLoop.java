@@ -58,6 +58,7 @@ public final class ScheduleLoop {
     private final Map<String, Definition> codeDefinitions;
     private final Runnable wakeUp;
     private final String worker;
+    private final dev.layover.core.internal.observe.SafeMetrics metrics;
     private final AtomicLong polls = new AtomicLong();
     private final AtomicLong enqueued = new AtomicLong();
     private volatile boolean running;
@@ -76,10 +77,13 @@ public final class ScheduleLoop {
      * @param codeSchedules the schedules defined in code
      * @param wakeUp tells the workers that jobs were enqueued
      * @param worker this instance's name
+     * @param metrics told of each claim, after its commit
      * @throws InvalidScheduleException when a code schedule is invalid
      */
     public ScheduleLoop(Db db, Registry registry, Enqueuer enqueuer, Clock clock, boolean testClock, Duration pollInterval,
-            long generation, List<Schedule<?>> codeSchedules, Runnable wakeUp, String worker) {
+            long generation, List<Schedule<?>> codeSchedules, Runnable wakeUp, String worker,
+            dev.layover.core.internal.observe.SafeMetrics metrics) {
+        this.metrics = metrics;
         this.store = new ScheduleStore(db);
         this.registry = registry;
         this.enqueuer = enqueuer;
@@ -313,14 +317,19 @@ public final class ScheduleLoop {
         int total = 0;
         for (int round = 0; ; round++) {
             int[] claimed = new int[2];
+            List<String[]> claims = new ArrayList<>();
             store.db().transaction("enqueueing due schedules' occurrences", c -> {
+                claims.clear();
                 List<ScheduleStore.Row> rows = store.claim(c, testNow(), types, codeNames, BATCH);
                 claimed[0] = rows.size();
                 for (ScheduleStore.Row r : rows) {
-                    claimed[1] += fire(c, r);
+                    claimed[1] += fire(c, r, claims);
                 }
                 return null;
             });
+            for (String[] claim : claims) {
+                metrics.scheduleClaimed(claim[0], claim[1], Integer.parseInt(claim[2]));
+            }
             total += claimed[1];
             if (claimed[1] > 0) {
                 enqueued.addAndGet(claimed[1]);
@@ -334,7 +343,7 @@ public final class ScheduleLoop {
     }
 
     /** Decides, enqueues and advances one claimed schedule; returns the jobs enqueued. */
-    private int fire(Connection c, ScheduleStore.Row r) throws SQLException {
+    private int fire(Connection c, ScheduleStore.Row r, List<String[]> claims) throws SQLException {
         Occurrences.Decision d;
         try {
             // a held occurrence is looked at again at the next poll (due at once: the loop's sleep spaces the looks)
@@ -346,6 +355,7 @@ public final class ScheduleLoop {
             Instant later = r.dbNow().plus(Duration.ofMinutes(1));
             store.advance(c, r, new Occurrences.Decision(List.of(), r.nextAt(), later, r.held(), "invalid_definition"),
                     null, null);
+            claims.add(new String[] {r.jobType(), "invalid_definition", "0"});
             return 0;
         }
         Registry.Entry<?> entry = registry.get(r.jobType());
@@ -370,6 +380,7 @@ public final class ScheduleLoop {
             d = new Occurrences.Decision(d.enqueue(), d.nextAt(), d.dueAt(), d.held(), outcome);
         }
         store.advance(c, r, d, lastAt, lastId);
+        claims.add(new String[] {r.jobType(), outcome == null ? "none" : outcome, Integer.toString(n)});
         return n;
     }
 
