@@ -130,9 +130,13 @@ public final class ScheduleLoop {
      */
     Definition define(Schedule<?> s, boolean code, Instant sample) {
         Registry.Entry<?> entry = registry.get(s.jobType().name());
-        if (entry == null || entry.type() != s.jobType()) {
+        if (entry == null) {
             throw new InvalidScheduleException("schedule '" + s.name() + "': job type '" + s.jobType().name()
                     + "' is not registered with this Layover instance (register it with Layover.builder(..).register(..))");
+        }
+        if (entry.type() != s.jobType()) {
+            throw new InvalidScheduleException("schedule '" + s.name() + "': another JobType object is registered under "
+                    + "the name '" + s.jobType().name() + "'; build the schedule with the registered instance");
         }
         if (s.timing().interval() != null && s.timing().interval().compareTo(pollInterval) < 0) {
             throw new InvalidScheduleException("schedule '" + s.name() + "': its interval " + s.timing().interval()
