@@ -452,6 +452,11 @@ public final class Layover implements AutoCloseable {
      *   <tr><td>{@link #pollInterval(Duration)}</td><td>1 s (a job enqueued in this JVM wakes the
      *       workers at once)</td></tr>
      *   <tr><td>{@link #heartbeat(Duration, int)}</td><td>every 5 s; dead after 8 missed (40 s)</td></tr>
+     *   <tr><td>{@link #schedule(dev.layover.core.schedule.Schedule)}</td><td>none: recurring jobs defined in
+     *       code, reconciled with {@code layover.schedules} at start</td></tr>
+     *   <tr><td>{@link #schedulePollInterval(Duration)}</td><td>1 s: the scheduler loop's poll</td></tr>
+     *   <tr><td>{@link #scheduleGeneration(long)}</td><td>0: the last instance to start writes the code
+     *       schedules</td></tr>
      *   <tr><td>{@link #shutdownMaxWait(Duration)}</td><td>30 s</td></tr>
      *   <tr><td>{@link #workerName(String)}</td><td>host#pid (shown as {@code picked_by})</td></tr>
      *   <tr><td>{@link #maxArgsBytes(int)}</td><td>256 KiB</td></tr>
