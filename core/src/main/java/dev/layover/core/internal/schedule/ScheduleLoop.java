@@ -326,9 +326,7 @@ public final class ScheduleLoop {
                 claims.clear();
                 List<ScheduleStore.Row> rows = store.claim(c, testNow(), types, codeNames, BATCH);
                 claimed[0] = rows.size();
-                for (ScheduleStore.Row r : rows) {
-                    claimed[1] += fire(c, r, claims);
-                }
+                claimed[1] = fire(c, rows, claims);
                 return null;
             });
             for (String[] claim : claims) {
@@ -346,46 +344,134 @@ public final class ScheduleLoop {
         }
     }
 
-    /** Decides, enqueues and advances one claimed schedule; returns the jobs enqueued. */
-    private int fire(Connection c, ScheduleStore.Row r, List<String[]> claims) throws SQLException {
-        Occurrences.Decision d;
-        try {
-            // a held occurrence is looked at again at the next poll (due at once: the loop's sleep spaces the looks)
-            d = Occurrences.decide(r.timing(), r.missed(), r.overlap(), r.nextAt(), r.held(), r.lastLive(), r.dbNow(),
-                    Duration.ZERO);
-        } catch (RuntimeException e) {
-            LOG.warn("Layover: schedule '{}/{}' has a definition this worker cannot read, looked at again in a minute: {}",
-                    r.tenant(), r.name(), e.toString());
-            Instant later = r.dbNow().plus(Duration.ofMinutes(1));
-            store.advance(c, r, new Occurrences.Decision(List.of(), r.nextAt(), later, r.held(), "invalid_definition"),
-                    null, null);
-            claims.add(new String[] {r.jobType(), "invalid_definition", "0"});
-            return 0;
+    /** One claimed schedule being fired: its decision, and what was enqueued of it. */
+    private static final class Firing {
+        final ScheduleStore.Row row;
+        Occurrences.Decision decision;
+        String outcome;
+        String lastId;
+        Instant lastAt;
+        int enqueued;
+
+        Firing(ScheduleStore.Row row, Occurrences.Decision decision) {
+            this.row = row;
+            this.decision = decision;
+            this.outcome = decision.outcome();
         }
-        Registry.Entry<?> entry = registry.get(r.jobType());
-        String lastId = null;
-        Instant lastAt = null;
-        String outcome = d.outcome();
-        int n = 0;
-        for (Instant o : d.enqueue()) {
-            String id = occurrenceId(r.tenant(), r.name(), o);
+    }
+
+    /** The occurrences of one job type to insert together, each with its schedule's firing. */
+    private static final class TypeBatch {
+        final Registry.Entry<?> entry;
+        final List<Object> args = new ArrayList<>();
+        final List<EnqueueOptions> options = new ArrayList<>();
+        final List<Firing> firings = new ArrayList<>();
+        final List<Instant> occurrences = new ArrayList<>();
+
+        TypeBatch(Registry.Entry<?> entry) {
+            this.entry = entry;
+        }
+    }
+
+    /**
+     * Decides every claimed schedule, inserts their occurrences' jobs (one batch statement per job
+     * type, {@code job_insert_batch.sql}), and advances each schedule; returns the jobs enqueued.
+     */
+    private int fire(Connection c, List<ScheduleStore.Row> rows, List<String[]> claims) throws SQLException {
+        List<Firing> firings = new ArrayList<>(rows.size());
+        Map<String, TypeBatch> batches = new LinkedHashMap<>();
+        for (ScheduleStore.Row r : rows) {
+            Occurrences.Decision d;
             try {
-                enqueue(c, entry, r, o, id, runAt(o, r.jitterMs()));
-                lastId = id;
-                lastAt = o;
-                n++;
-            } catch (ArgsFailed e) {
-                outcome = "args_failed";
-                LOG.warn("Layover: schedule '{}/{}': occurrence {} not enqueued, its args failed: {}", r.tenant(),
-                        r.name(), o, e.getMessage());
+                // a held occurrence is looked at again at the next poll (due at once: the loop's sleep spaces the looks)
+                d = Occurrences.decide(r.timing(), r.missed(), r.overlap(), r.nextAt(), r.held(), r.lastLive(),
+                        r.dbNow(), Duration.ZERO);
+            } catch (RuntimeException e) {
+                LOG.warn("Layover: schedule '{}/{}' has a definition this worker cannot read, looked at again in a "
+                        + "minute: {}", r.tenant(), r.name(), e.toString());
+                Instant later = r.dbNow().plus(Duration.ofMinutes(1));
+                d = new Occurrences.Decision(List.of(), r.nextAt(), later, r.held(), "invalid_definition");
+            }
+            Firing f = new Firing(r, d);
+            firings.add(f);
+            for (Instant o : d.enqueue()) {
+                Object args;
+                try {
+                    args = args(registry.get(r.jobType()), r, o);
+                } catch (ArgsFailed e) {
+                    f.outcome = "args_failed";
+                    LOG.warn("Layover: schedule '{}/{}': occurrence {} not enqueued, its args failed: {}", r.tenant(),
+                            r.name(), o, e.getMessage());
+                    continue;
+                }
+                TypeBatch b = batches.computeIfAbsent(r.jobType(), t -> new TypeBatch(registry.get(t)));
+                b.args.add(args);
+                b.options.add(EnqueueOptions.at(runAt(o, r.jitterMs())).withKey(occurrenceId(r.tenant(), r.name(), o))
+                        .withPriority(r.priority()));
+                b.firings.add(f);
+                b.occurrences.add(o);
             }
         }
-        if (!java.util.Objects.equals(outcome, d.outcome())) {
-            d = new Occurrences.Decision(d.enqueue(), d.nextAt(), d.dueAt(), d.held(), outcome);
+        int n = 0;
+        for (TypeBatch b : batches.values()) {
+            boolean[] ok = insert(c, b.entry, b.args, b.options);
+            for (int i = 0; i < ok.length; i++) {
+                Firing f = b.firings.get(i);
+                if (ok[i]) {
+                    f.lastId = b.options.get(i).key(); // a schedule's occurrences are in order: the last one stays
+                    f.lastAt = b.occurrences.get(i);
+                    f.enqueued++;
+                    n++;
+                } else {
+                    f.outcome = "args_failed";
+                }
+            }
         }
-        store.advance(c, r, d, lastAt, lastId);
-        claims.add(new String[] {r.jobType(), outcome == null ? "none" : outcome, Integer.toString(n)});
+        List<ScheduleStore.Advance> advances = new ArrayList<>(firings.size());
+        for (Firing f : firings) {
+            Occurrences.Decision d = f.decision;
+            if (!java.util.Objects.equals(f.outcome, d.outcome())) {
+                d = new Occurrences.Decision(d.enqueue(), d.nextAt(), d.dueAt(), d.held(), f.outcome);
+            }
+            advances.add(new ScheduleStore.Advance(f.row, d, f.lastAt, f.lastId));
+            claims.add(new String[] {f.row.jobType(), f.outcome == null ? "none" : f.outcome,
+                    Integer.toString(f.enqueued)});
+        }
+        store.advance(c, advances);
         return n;
+    }
+
+    /**
+     * Inserts the jobs of one type: one batch statement; when the batch refuses an args value (its
+     * provider or fairness key cannot be derived), one insert each, so that only that one fails.
+     *
+     * @return for each job, whether it was written or already there (false: its args were refused)
+     */
+    @SuppressWarnings("unchecked")
+    private <A> boolean[] insert(Connection c, Registry.Entry<A> entry, List<Object> args, List<EnqueueOptions> options) {
+        boolean[] ok = new boolean[args.size()];
+        List<A> typed = new ArrayList<>(args.size());
+        for (Object a : args) {
+            typed.add((A) a);
+        }
+        try {
+            // enqueueBatch asks for the options of each args value once, in order
+            java.util.Iterator<EnqueueOptions> each = options.iterator();
+            enqueuer.enqueueBatch(c, entry, typed, a -> each.next());
+            java.util.Arrays.fill(ok, true);
+            return ok;
+        } catch (InvalidArgsException refused) {
+            for (int i = 0; i < typed.size(); i++) {
+                try {
+                    enqueuer.enqueue(c, entry, typed.get(i), options.get(i));
+                    ok[i] = true;
+                } catch (InvalidArgsException e) {
+                    LOG.warn("Layover: occurrence {} not enqueued, its args were refused: {}", options.get(i).key(),
+                            e.getMessage());
+                }
+            }
+            return ok;
+        }
     }
 
     private static Instant runAt(Instant occurrence, long jitterMs) {
@@ -404,6 +490,17 @@ public final class ScheduleLoop {
     /** Inserts one occurrence's job on {@code c}; its args from the stored JSON or the code's function. */
     <A> Enqueued enqueue(Connection c, Registry.Entry<A> entry, ScheduleStore.Row r, Instant occurrence, String id,
             Instant runAt) throws ArgsFailed {
+        A args = args(entry, r, occurrence);
+        try {
+            return enqueuer.enqueue(c, entry, args,
+                    EnqueueOptions.at(runAt).withKey(id).withPriority(r.priority()));
+        } catch (InvalidArgsException e) {
+            throw new ArgsFailed(e.getMessage(), e);
+        }
+    }
+
+    /** An occurrence's args: read from the stored JSON, or computed by the code's function. */
+    private <A> A args(Registry.Entry<A> entry, ScheduleStore.Row r, Instant occurrence) throws ArgsFailed {
         A args;
         try {
             if (r.argsFromCode()) {
@@ -418,12 +515,7 @@ public final class ScheduleLoop {
         } catch (IOException | RuntimeException e) {
             throw new ArgsFailed(e.toString(), e);
         }
-        try {
-            return enqueuer.enqueue(c, entry, args,
-                    EnqueueOptions.at(runAt).withKey(id).withPriority(r.priority()));
-        } catch (InvalidArgsException e) {
-            throw new ArgsFailed(e.getMessage(), e);
-        }
+        return args;
     }
 
     /**
