@@ -754,6 +754,8 @@ public class LayoverProperties {
         private Duration maxOpenFor = Duration.ofMinutes(10);
         /** How long a claimed trial call may take before another worker may claim it. */
         private Duration trialTimeout = Duration.ofMinutes(2);
+        /** Failures in a row, with no success reported between them, that open the breaker. */
+        private int consecutiveFailures = 10;
 
         /** @return the window */
         public Duration getWindow() {
@@ -823,6 +825,16 @@ public class LayoverProperties {
         /** @param trialTimeout the trial timeout */
         public void setTrialTimeout(Duration trialTimeout) {
             this.trialTimeout = trialTimeout;
+        }
+
+        /** @return the failures in a row that open the breaker */
+        public int getConsecutiveFailures() {
+            return consecutiveFailures;
+        }
+
+        /** @param consecutiveFailures the failures in a row that open the breaker */
+        public void setConsecutiveFailures(int consecutiveFailures) {
+            this.consecutiveFailures = consecutiveFailures;
         }
     }
 

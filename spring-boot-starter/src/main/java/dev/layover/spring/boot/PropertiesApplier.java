@@ -128,7 +128,7 @@ final class PropertiesApplier {
 
     static BreakerSettings breakers(LayoverProperties.Breakers p) {
         return new BreakerSettings(p.getWindow(), p.getMinimumCalls(), p.getFailureThreshold(), p.getFailureRatio(),
-                p.getOpenFor(), p.getMaxOpenFor(), p.getTrialTimeout());
+                p.getOpenFor(), p.getMaxOpenFor(), p.getTrialTimeout(), p.getConsecutiveFailures());
     }
 
     static CooldownSettings cooldowns(LayoverProperties.Cooldowns p) {
