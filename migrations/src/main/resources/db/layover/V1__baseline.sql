@@ -554,7 +554,8 @@ COMMENT ON TABLE layover.recovery_state IS
 -- ---------------------------------------------------------------------------
 -- breakers
 --   closed:    calls pass; calls and failures are counted in a tumbling window
---              (window_started_at); enough failures open it.
+--              (window_started_at), failures with no success between them in streak; enough
+--              failures in the window, or a long enough streak, open it.
 --   open:      no call before open_until; a job picked meanwhile is parked `breaker_open`.
 --              open_until = 'infinity' when an operator forced it open without an end.
 --   half_open: open_until has passed and one worker holds the trial (trial_token) until
@@ -585,6 +586,7 @@ CREATE TABLE layover.breakers (
     changed_at         timestamptz NOT NULL DEFAULT now(),  -- the last state change
     changed_by         text,                                -- worker (or operator) that made it
     change_origin      text,                                -- Layover instance id that made it (tells NOTIFY receivers which changes are their own)
+    streak             int         NOT NULL DEFAULT 0,      -- failures reported since the last success reported (closed state)
     CONSTRAINT breakers_state_check CHECK (state IN ('closed', 'open', 'half_open'))
 );
 
@@ -749,6 +751,8 @@ CREATE TABLE layover.buckets (
 
 -- Keys with a learned pace (a 429's stated limit, a discovered pace): the refresh reads those in force.
 CREATE INDEX buckets_learned_idx ON layover.buckets (learned_until) WHERE learned_until IS NOT NULL;
+-- The prefix* patterns, a few rows among their keys' thousands: layover.limit_rows matches a new key to them.
+CREATE INDEX buckets_patterns_idx ON layover.buckets (provider_key) WHERE provider_key LIKE '%*';
 
 COMMENT ON TABLE layover.buckets IS
     'Admission limits per provider key (GCRA). request_tat/token_tat: when the permits handed out so far drain.';
@@ -962,6 +966,9 @@ CREATE TABLE layover.concurrency_limits (
     pattern        text,                   -- the prefix* pattern this row was copied from; NULL: its own
     CONSTRAINT concurrency_limits_max_check CHECK (max_in_flight >= 1)
 );
+
+-- The prefix* patterns (layover.limit_rows matches a new key to them).
+CREATE INDEX concurrency_limits_patterns_idx ON layover.concurrency_limits (limit_key) WHERE limit_key LIKE '%*';
 
 -- Writes a worker's concurrency limit for a key or pattern (and the pattern's copies).
 CREATE FUNCTION layover.configure_concurrency(p_key text, p_max int, p_by text) RETURNS void
@@ -1277,7 +1284,9 @@ $$;
 -- ---------------------------------------------------------------------------
 -- A key matching a prefix* pattern's limits gets rows of its own (its own tat, its own count), and a
 -- key with an operator's rates but no bucket a row for its tat (whose own rates never apply:
--- learned_until is in the past). Called by the pick and the take for the keys they meet.
+-- learned_until is in the past). Called by the pick and the take for the keys they meet: a key that
+-- has its rows costs one index probe per table; only a key without one is matched to the patterns
+-- (through their partial indexes: a pattern's keys may have thousands of rows).
 -- ---------------------------------------------------------------------------
 CREATE FUNCTION layover.limit_rows(p_keys text[]) RETURNS void
     LANGUAGE plpgsql AS
@@ -1292,7 +1301,7 @@ BEGIN
         CROSS JOIN LATERAL (SELECT * FROM layover.buckets b
                             WHERE b.provider_key LIKE '%*' AND starts_with(u.k, left(b.provider_key, -1))
                             ORDER BY length(b.provider_key) DESC LIMIT 1) p
-        WHERE NOT u.k LIKE '%*'
+        WHERE NOT u.k LIKE '%*' AND NOT EXISTS (SELECT 1 FROM layover.buckets x WHERE x.provider_key = u.k)
         ON CONFLICT ON CONSTRAINT buckets_pkey DO NOTHING;
     END IF;
     IF EXISTS (SELECT 1 FROM layover.concurrency_limits c WHERE c.limit_key LIKE '%*') THEN
@@ -1302,7 +1311,7 @@ BEGIN
         CROSS JOIN LATERAL (SELECT * FROM layover.concurrency_limits c
                             WHERE c.limit_key LIKE '%*' AND starts_with(u.k, left(c.limit_key, -1))
                             ORDER BY length(c.limit_key) DESC LIMIT 1) p
-        WHERE NOT u.k LIKE '%*'
+        WHERE NOT u.k LIKE '%*' AND NOT EXISTS (SELECT 1 FROM layover.concurrency_limits x WHERE x.limit_key = u.k)
         ON CONFLICT ON CONSTRAINT concurrency_limits_pkey DO NOTHING;
     END IF;
     INSERT INTO layover.buckets (provider_key, requests_per_minute, tokens_per_minute, input_tokens_per_minute,
@@ -1312,6 +1321,7 @@ BEGIN
     FROM layover.limit_overrides o
     WHERE o.limit_key = ANY(p_keys)
       AND coalesce(o.requests_per_minute, o.tokens_per_minute, o.input_tokens_per_minute, o.output_tokens_per_minute) > 0
+      AND NOT EXISTS (SELECT 1 FROM layover.buckets x WHERE x.provider_key = o.limit_key)
     ON CONFLICT ON CONSTRAINT buckets_pkey DO NOTHING;
 END
 $$;
@@ -1426,61 +1436,58 @@ $$
 $$;
 
 -- ---------------------------------------------------------------------------
--- The provider keys with jobs not picked, in turn: those after p_after first, then from the first
--- one on; at most p_max. Loose index scans of the two queues' indexes (one probe per key).
+-- The provider keys with jobs not picked, in turn: from p_after's successor on, then from the first
+-- key round to p_after; each with whether it has a job of the types p_types due at p_now. A loose
+-- index scan of the two queues' indexes (one probe per queue and key) and one probe for due-ness per
+-- key. The walk stops at p_max keys with a due job, or at p_walk keys in all: its last key is where
+-- the next pick's turn starts when this one is not full, so keys with nothing due or nothing admitted
+-- never hide the keys behind them.
 -- ---------------------------------------------------------------------------
-CREATE FUNCTION layover.pick_keys(p_after text, p_max int)
-    RETURNS text[] LANGUAGE sql STABLE AS
+CREATE FUNCTION layover.pick_keys(p_after text, p_max int, p_walk int, p_now timestamptz, p_types text[])
+    RETURNS TABLE (k text, due boolean) LANGUAGE plpgsql STABLE AS
 $$
-    WITH RECURSIVE
-    fifo_after AS (
-        (SELECT t.provider_key AS k FROM layover.scheduled_tasks t
-         WHERE NOT t.picked AND t.provider_key IS NOT NULL AND t.fair_tag IS NULL AND t.provider_key > p_after
-         ORDER BY t.provider_key LIMIT 1)
+#variable_conflict use_column
+BEGIN
+    -- plpgsql, not sql: its plan is kept for the session, where a sql function's is made at every call
+    RETURN QUERY
+    WITH RECURSIVE walk(k, wrapped, n, due, n_due) AS (
+        SELECT p_after, false, 0, false, 0
         UNION ALL
-        SELECT (SELECT t.provider_key FROM layover.scheduled_tasks t
-                WHERE NOT t.picked AND t.provider_key IS NOT NULL AND t.fair_tag IS NULL AND t.provider_key > f.k
-                ORDER BY t.provider_key LIMIT 1)
-        FROM fifo_after f WHERE f.k IS NOT NULL
-    ),
-    fifo_first AS (
-        (SELECT t.provider_key AS k FROM layover.scheduled_tasks t
-         WHERE NOT t.picked AND t.provider_key IS NOT NULL AND t.fair_tag IS NULL
-         ORDER BY t.provider_key LIMIT 1)
-        UNION ALL
-        SELECT (SELECT t.provider_key FROM layover.scheduled_tasks t
-                WHERE NOT t.picked AND t.provider_key IS NOT NULL AND t.fair_tag IS NULL AND t.provider_key > f.k
-                ORDER BY t.provider_key LIMIT 1)
-        FROM fifo_first f WHERE f.k <= p_after
-    ),
-    fair_after AS (
-        (SELECT t.provider_key AS k FROM layover.scheduled_tasks t
-         WHERE NOT t.picked AND t.provider_key IS NOT NULL AND t.fair_tag IS NOT NULL AND t.provider_key > p_after
-         ORDER BY t.provider_key LIMIT 1)
-        UNION ALL
-        SELECT (SELECT t.provider_key FROM layover.scheduled_tasks t
-                WHERE NOT t.picked AND t.provider_key IS NOT NULL AND t.fair_tag IS NOT NULL AND t.provider_key > f.k
-                ORDER BY t.provider_key LIMIT 1)
-        FROM fair_after f WHERE f.k IS NOT NULL
-    ),
-    fair_first AS (
-        (SELECT t.provider_key AS k FROM layover.scheduled_tasks t
-         WHERE NOT t.picked AND t.provider_key IS NOT NULL AND t.fair_tag IS NOT NULL
-         ORDER BY t.provider_key LIMIT 1)
-        UNION ALL
-        SELECT (SELECT t.provider_key FROM layover.scheduled_tasks t
-                WHERE NOT t.picked AND t.provider_key IS NOT NULL AND t.fair_tag IS NOT NULL AND t.provider_key > f.k
-                ORDER BY t.provider_key LIMIT 1)
-        FROM fair_first f WHERE f.k <= p_after
-    ),
-    found AS (
-        (SELECT k FROM fifo_after WHERE k IS NOT NULL LIMIT p_max)
-        UNION (SELECT k FROM fair_after WHERE k IS NOT NULL LIMIT p_max)
-        UNION (SELECT k FROM fifo_first WHERE k <= p_after LIMIT p_max)
-        UNION (SELECT k FROM fair_first WHERE k <= p_after LIMIT p_max)
+        SELECT y.k, y.wrapped, w.n + 1, y.due, w.n_due + y.due::int
+        FROM walk w
+        CROSS JOIN LATERAL (
+            -- the next key after w's (the first one, once past the last)
+            SELECT least((SELECT t.provider_key FROM layover.scheduled_tasks t
+                          WHERE NOT t.picked AND t.provider_key IS NOT NULL AND t.fair_tag IS NULL
+                            AND t.provider_key > w.k
+                          ORDER BY t.provider_key LIMIT 1),
+                         (SELECT t.provider_key FROM layover.scheduled_tasks t
+                          WHERE NOT t.picked AND t.provider_key IS NOT NULL AND t.fair_tag IS NOT NULL
+                            AND t.provider_key > w.k
+                          ORDER BY t.provider_key LIMIT 1)) AS k
+        ) a
+        CROSS JOIN LATERAL (
+            SELECT CASE WHEN a.k IS NULL AND NOT w.wrapped
+                        THEN least((SELECT t.provider_key FROM layover.scheduled_tasks t
+                                    WHERE NOT t.picked AND t.provider_key IS NOT NULL AND t.fair_tag IS NULL
+                                    ORDER BY t.provider_key LIMIT 1),
+                                   (SELECT t.provider_key FROM layover.scheduled_tasks t
+                                    WHERE NOT t.picked AND t.provider_key IS NOT NULL AND t.fair_tag IS NOT NULL
+                                    ORDER BY t.provider_key LIMIT 1)) END AS k
+        ) b
+        CROSS JOIN LATERAL (
+            -- whether it has a due job: its oldest job not picked, through (provider_key, execution_time), past
+            -- only its running jobs (ordered, so that no plan scans the table from its start instead)
+            SELECT coalesce(a.k, b.k) AS k, w.wrapped OR a.k IS NULL AS wrapped,
+                   (SELECT t.execution_time FROM layover.scheduled_tasks t
+                    WHERE t.provider_key = coalesce(a.k, b.k) AND t.execution_time <= p_now AND NOT t.picked
+                      AND t.task_name = ANY(p_types)
+                    ORDER BY t.execution_time LIMIT 1) IS NOT NULL AS due
+        ) y
+        WHERE y.k IS NOT NULL AND (NOT y.wrapped OR y.k <= p_after) AND w.n_due < p_max AND w.n < p_walk
     )
-    SELECT coalesce(array_agg(s.k ORDER BY s.k <= p_after, s.k), '{}')
-    FROM (SELECT k FROM found ORDER BY k <= p_after, k LIMIT p_max) s
+    SELECT w.k, w.due FROM walk w WHERE w.n > 0 ORDER BY w.n;
+END
 $$;
 
 -- ---------------------------------------------------------------------------
@@ -1494,8 +1501,10 @@ $$;
 --                maxDeferral (p_options.deferral_s; the head of its key's untagged queue is checked)
 --   too_large    taken to be parked rejected: its token estimate is more than its key can ever admit
 --   deadline     taken because its deadline passed while it waited (its run parks it)
--- In order: jobs past their deadline; then each key in turn from p_after's successor (turn: its
--- place; the caller passes the last key served next time), as many of its jobs as it admits, until
+--   turn         no job: when the keys' section is not full, the key the next pick's turn starts after
+--                (the last key it walked; else the caller passes the last key served, the highest turn)
+-- In order: jobs past their deadline; then each key with a due job in turn from p_after's successor (turn: its
+-- place), as many of its jobs as it admits, until
 -- three quarters of the pick are taken when jobs without a key are due too; then jobs without a key,
 -- oldest (or, with p_options.priority, highest priority) first. p_now: NULL for the database's clock.
 -- Options: dead_after_s (a picked job's heartbeat older than this holds no concurrency slot; 40),
@@ -1525,7 +1534,8 @@ DECLARE
     v_ishare       float8 := coalesce((p_options ->> 'interactive_share')::float8, 0.25);
     v_iwindow      float8 := coalesce((p_options ->> 'interactive_window_s')::float8, 1);
     v_keyed        int;
-    v_keys         text[];
+    v_keys         text[] := '{}';
+    v_last         text;
     v_lkeys        text[] := '{}';
     v_held         text[];
     v_free         text[];
@@ -1566,7 +1576,12 @@ BEGIN
                                    AND t.task_name = ANY(p_types))
                     THEN ceil((p_limit - v_taken) * 0.75)::int
                     ELSE p_limit - v_taken END;
-    v_keys := layover.pick_keys(coalesce(p_after, ''), greatest(p_limit, 64));
+    IF v_keyed > 0 THEN
+        SELECT coalesce(array_agg(w.k ORDER BY w.ord) FILTER (WHERE w.due), '{}'), (array_agg(w.k ORDER BY w.ord DESC))[1]
+        INTO v_keys, v_last
+        FROM layover.pick_keys(coalesce(p_after, ''), greatest(p_limit, 64), 512, v_now, p_types)
+             WITH ORDINALITY w(k, due, ord);
+    END IF;
     IF v_keyed > 0 AND cardinality(v_keys) > 0 THEN
         IF coalesce((p_options ->> 'limit_keys')::boolean, false) THEN
             -- the limit keys (tenants) of the jobs each key would admit first, in the orders of its queues below
@@ -1856,6 +1871,15 @@ BEGIN
         FROM taken t;
         GET DIAGNOSTICS v_n = ROW_COUNT;
         v_taken := v_taken + v_n;
+        v_keyed := v_keyed - v_n;
+    END IF;
+    -- not full: every key walked had its turn, and the next pick starts after the last of them (a row
+    -- of its own: verdict 'turn', no job)
+    IF v_keyed > 0 AND v_last IS NOT NULL THEN
+        RETURN QUERY SELECT NULL::text, NULL::text, NULL::bytea, NULL::timestamptz, NULL::boolean, NULL::text,
+                            NULL::timestamptz, NULL::timestamptz, NULL::int, NULL::timestamptz, NULL::bigint,
+                            NULL::smallint, v_last, 'turn'::text, NULL::text, NULL::float8[], NULL::float8[],
+                            NULL::text, 9223372036854775807::bigint;
     END IF;
 
     -- 3. jobs without a provider key but with limit keys: each of their limit keys admits them, oldest first
@@ -3286,3 +3310,110 @@ $$
          r AS (DELETE FROM layover.recovery_state WHERE provider_key = ANY (p_keys) RETURNING 1)
     SELECT (SELECT count(*) FROM b) + (SELECT count(*) FROM c) + (SELECT count(*) FROM k) + (SELECT count(*) FROM r)
 $$;
+
+-- ===========================================================================
+-- Recurring jobs (issue 47): layover.schedules and the view layover.schedules_view
+-- ===========================================================================
+
+-- ---------------------------------------------------------------------------
+-- One row per schedule: a job type with a cron expression and zone, or a fixed interval, whose
+-- occurrences are ordinary jobs. Written only by core's schedule statements (schedule_*.sql). A
+-- schedule is named per tenant ('' for the schedules defined in code). source 'code': reconciled at
+-- each start from the application's code (definition_hash, generation: a JVM writes a code schedule
+-- only when its generation is at least the row's; removed_at marks one no longer in the code).
+-- source 'api': created, changed and deleted at run time. next_at is the next occurrence's instant
+-- (nominal, before jitter); due_at is when a scheduler loop looks at the row next (next_at, or the
+-- recheck of an occurrence held back by the overlap policy QUEUE; null while paused or removed).
+-- The loops claim due rows with FOR UPDATE SKIP LOCKED on schedules_due_idx, so an idle poll is one
+-- index probe however many schedules exist. Each occurrence's job id is
+-- 'sched:<tenant>/<name>@<instant>': enqueued once across the fleet.
+-- ---------------------------------------------------------------------------
+CREATE TABLE layover.schedules (
+    tenant          text        NOT NULL DEFAULT '',
+    name            text        NOT NULL,
+    job_type        text        NOT NULL,
+    cron            text,
+    zone            text,
+    every_ms        bigint,
+    args            jsonb,
+    args_from_code  boolean     NOT NULL DEFAULT false,
+    missed          text        NOT NULL DEFAULT 'skip',
+    missed_window_ms bigint,
+    overlap         text        NOT NULL DEFAULT 'skip',
+    jitter_ms       bigint      NOT NULL DEFAULT 0,
+    priority        smallint    NOT NULL DEFAULT 0,
+    next_at         timestamptz NOT NULL,
+    due_at          timestamptz,
+    held            boolean     NOT NULL DEFAULT false,
+    last_at         timestamptz,
+    last_job_id     text,
+    last_enqueued_at timestamptz,
+    last_outcome    text,
+    paused          boolean     NOT NULL DEFAULT false,
+    source          text        NOT NULL,
+    definition_hash text,
+    generation      bigint      NOT NULL DEFAULT 0,
+    removed_at      timestamptz,
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    updated_at      timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (tenant, name),
+    CONSTRAINT schedules_timing_check CHECK ((cron IS NOT NULL AND zone IS NOT NULL AND every_ms IS NULL)
+                                             OR (cron IS NULL AND zone IS NULL AND every_ms > 0)),
+    CONSTRAINT schedules_source_check CHECK (source IN ('code', 'api')),
+    CONSTRAINT schedules_missed_check CHECK (missed IN ('skip', 'run_last', 'catch_up')),
+    CONSTRAINT schedules_overlap_check CHECK (overlap IN ('skip', 'queue', 'allow'))
+);
+
+-- the scheduler loops' claim: WHERE due_at <= now() ORDER BY due_at (paused and removed rows have none)
+CREATE INDEX schedules_due_idx ON layover.schedules (due_at) WHERE due_at IS NOT NULL;
+
+COMMENT ON TABLE layover.schedules IS
+    'Recurring jobs: one row per schedule (tenant, name); each occurrence is an ordinary job with id sched:<tenant>/<name>@<instant>. Read layover.schedules_view.';
+
+-- ---------------------------------------------------------------------------
+-- The documented view of schedules: what runs when, what ran last and how it ended.
+-- last_job_state: the last occurrence's job as it is now: 'waiting' or 'running' (in the queue),
+-- 'completed', 'parked', 'cancelled' (from the history, or a parked dead letter), or null when
+-- unknown (never run, or its history row was deleted by retention).
+-- ---------------------------------------------------------------------------
+CREATE VIEW layover.schedules_view AS
+SELECT s.tenant,
+       s.name,
+       s.job_type,
+       s.source,
+       CASE WHEN s.cron IS NOT NULL THEN s.cron || ' (' || s.zone || ')'
+            ELSE 'every ' || (s.every_ms * interval '1 millisecond')::text END AS timing,
+       s.cron,
+       s.zone,
+       s.every_ms * interval '1 millisecond'                             AS every,
+       s.paused,
+       s.removed_at IS NOT NULL                                          AS removed,
+       CASE WHEN s.paused OR s.removed_at IS NOT NULL THEN NULL ELSE s.next_at END AS next_at,
+       s.held                                                            AS held_by_overlap,
+       s.last_at,
+       s.last_job_id,
+       s.last_enqueued_at,
+       s.last_outcome,
+       CASE WHEN s.last_job_id IS NULL THEN NULL
+            WHEN t.picked THEN 'running'
+            WHEN t.task_instance IS NOT NULL THEN 'waiting'
+            WHEN h.outcome IS NOT NULL THEN h.outcome
+            WHEN d.state IS NOT NULL THEN 'parked'
+       END                                                               AS last_job_state,
+       s.missed,
+       s.missed_window_ms * interval '1 millisecond'                     AS missed_window,
+       s.overlap,
+       s.jitter_ms * interval '1 millisecond'                            AS jitter,
+       s.args,
+       s.updated_at
+FROM layover.schedules s
+LEFT JOIN layover.scheduled_tasks t ON t.task_name = s.job_type AND t.task_instance = s.last_job_id
+LEFT JOIN LATERAL (SELECT x.outcome FROM layover.job_history x
+                   WHERE x.job_type = s.job_type AND x.job_id = s.last_job_id
+                   ORDER BY x.finished_at DESC LIMIT 1) h ON true
+LEFT JOIN LATERAL (SELECT y.state FROM layover.dead_letters y
+                   WHERE y.job_type = s.job_type AND y.job_id = s.last_job_id
+                   ORDER BY y.id DESC LIMIT 1) d ON true;
+
+COMMENT ON VIEW layover.schedules_view IS
+    'Recurring jobs: each schedule with its timing, next occurrence, last occurrence and its job''s state now, paused.';

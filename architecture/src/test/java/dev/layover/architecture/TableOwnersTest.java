@@ -91,6 +91,11 @@ class TableOwnersTest {
                     function("time_series_add"))),
             Map.entry("batches", Set.of(CORE + "internal/batch/BatchSql.java", function("batch_gather"),
                     function("batch_collect"), function("batch_finish"), function("batch_leave"))),
+            // recurring jobs: core's scheduler loop, code reconciliation and run-time schedules (issue 47)
+            Map.entry("schedules", Set.of(CORE_SQL + "schedule_advance.sql", CORE_SQL + "schedule_insert.sql",
+                    CORE_SQL + "schedule_update.sql", CORE_SQL + "schedule_code_remove.sql",
+                    CORE_SQL + "schedule_pause.sql", CORE_SQL + "schedule_resume.sql",
+                    CORE_SQL + "schedule_triggered.sql", CORE_SQL + "schedule_delete.sql")),
             Map.entry("batch_items", Set.of(CORE + "internal/batch/BatchSql.java", function("batch_gather"),
                     function("batch_collect"), function("batch_finish"), function("batch_leave"))),
             // the step store: a finished step's row; the job store's done delete removes a finished job's steps in

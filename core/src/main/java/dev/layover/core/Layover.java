@@ -85,7 +85,8 @@ public final class Layover implements AutoCloseable {
                 b.shutdownMaxWait, b.priority, b.prefetch, b.breakers, b.perKeyBreakers, b.cooldowns, b.buckets,
                 b.patternBuckets, b.concurrencyLimits, b.breakerListeners, b.tokenCosts, b.metrics, b.history,
                 b.historyArgs, b.stackTraceChars, b.timeSeries, b.notifications, b.giveBackAfter, b.virtualThreads,
-                b.fairness, b.batching, new ObserveSettings(b.tracing, b.mdc, b.prices), b.interactive));
+                b.fairness, b.batching, new ObserveSettings(b.tracing, b.mdc, b.prices), b.interactive,
+                b.schedules, b.schedulePollInterval, b.scheduleGeneration));
         this.extraTasks = List.copyOf(b.extraTasks);
         this.plugins = List.copyOf(b.plugins);
         this.historyRetention = b.history && !b.historyKeep.isZero()
@@ -176,6 +177,18 @@ public final class Layover implements AutoCloseable {
     /** @return whether workers are running */
     public boolean isRunning() {
         return started && !stopped;
+    }
+
+    /**
+     * Schedules at run time: create, change, pause, resume, trigger now and delete recurring jobs,
+     * per tenant, stored in {@code layover.schedules} (see {@code docs/recurring.md}). Works on an
+     * instance that was built but not started (an enqueue-only client); occurrences are enqueued by
+     * the started instances of the fleet whose job types include the schedule's.
+     *
+     * @return the handle
+     */
+    public dev.layover.core.schedule.Schedules schedules() {
+        return engine.schedules();
     }
 
     /**
@@ -439,6 +452,11 @@ public final class Layover implements AutoCloseable {
      *   <tr><td>{@link #pollInterval(Duration)}</td><td>1 s (a job enqueued in this JVM wakes the
      *       workers at once)</td></tr>
      *   <tr><td>{@link #heartbeat(Duration, int)}</td><td>every 5 s; dead after 8 missed (40 s)</td></tr>
+     *   <tr><td>{@link #schedule(dev.layover.core.schedule.Schedule)}</td><td>none: recurring jobs defined in
+     *       code, reconciled with {@code layover.schedules} at start</td></tr>
+     *   <tr><td>{@link #schedulePollInterval(Duration)}</td><td>1 s: the scheduler loop's poll</td></tr>
+     *   <tr><td>{@link #scheduleGeneration(long)}</td><td>0: the last instance to start writes the code
+     *       schedules</td></tr>
      *   <tr><td>{@link #shutdownMaxWait(Duration)}</td><td>30 s</td></tr>
      *   <tr><td>{@link #workerName(String)}</td><td>host#pid (shown as {@code picked_by})</td></tr>
      *   <tr><td>{@link #maxArgsBytes(int)}</td><td>256 KiB</td></tr>
@@ -518,6 +536,9 @@ public final class Layover implements AutoCloseable {
         private boolean virtualThreads;
         private FairnessSettings fairness = FairnessSettings.defaults();
         private final Map<String, BatchSettings> batching = new LinkedHashMap<>();
+        private final List<dev.layover.core.schedule.Schedule<?>> schedules = new ArrayList<>();
+        private Duration schedulePollInterval = Duration.ofSeconds(1);
+        private long scheduleGeneration;
 
         private Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -1193,6 +1214,54 @@ public final class Layover implements AutoCloseable {
          */
         public Builder clock(Clock clock) {
             this.clock = Objects.requireNonNull(clock, "clock");
+            return this;
+        }
+
+        /**
+         * Registers a recurring job defined in code (tenant {@code ""}): each occurrence of the
+         * schedule is an ordinary job of its job type, enqueued once across the fleet. Checked by
+         * {@link #build()} (job type registered here, interval not under
+         * {@link #schedulePollInterval}, args readable by the job type); written to
+         * {@code layover.schedules} at {@link Layover#start()}, which reconciles every code schedule:
+         * a new one is inserted, a changed one updated, one no longer registered stops (see
+         * {@link #scheduleGeneration} for rolling deploys, {@code docs/recurring.md}).
+         *
+         * @param schedule the schedule
+         * @return this builder
+         */
+        public Builder schedule(dev.layover.core.schedule.Schedule<?> schedule) {
+            schedules.add(Objects.requireNonNull(schedule, "schedule"));
+            return this;
+        }
+
+        /**
+         * How often this instance's scheduler loop asks the database whether a schedule is due (one
+         * indexed statement when none is). An occurrence is enqueued within about this time of its
+         * instant; an interval schedule may not be shorter.
+         *
+         * @param d the poll interval; default 1 s
+         * @return this builder
+         */
+        public Builder schedulePollInterval(Duration d) {
+            this.schedulePollInterval = positive(d, "schedulePollInterval");
+            return this;
+        }
+
+        /**
+         * The generation of this code's schedules, for rolling deploys: a start writes a code
+         * schedule (adds, changes or removes it) only when its generation is at least the one that
+         * last wrote the row, so an instance of the previous version that restarts during a deploy
+         * changes nothing the new version wrote. Use a number that grows with each release (a build
+         * number). With the default, every start writes: the last instance to start wins.
+         *
+         * @param generation the generation, 0 or more; default 0
+         * @return this builder
+         */
+        public Builder scheduleGeneration(long generation) {
+            if (generation < 0) {
+                throw new ConfigurationException("scheduleGeneration must be 0 or more, was " + generation);
+            }
+            this.scheduleGeneration = generation;
             return this;
         }
 

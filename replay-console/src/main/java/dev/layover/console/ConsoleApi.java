@@ -9,6 +9,9 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.layover.core.ConfigurationException;
+import dev.layover.core.Enqueued;
+import dev.layover.core.schedule.InvalidScheduleException;
+import dev.layover.core.schedule.ScheduleInfo;
 import dev.layover.core.control.CancelResult;
 import dev.layover.core.control.Pause;
 import dev.layover.core.outcome.FailureType;
@@ -108,6 +111,10 @@ final class ConsoleApi {
         s.post("/pauses/job-type/{jobType}/resume", "resuming", r -> pauseOrResume(r, Pause.Scope.JOB_TYPE, false));
         s.post("/pauses/key/{key}/pause", "pausing", r -> pauseOrResume(r, Pause.Scope.KEY, true));
         s.post("/pauses/key/{key}/resume", "resuming", r -> pauseOrResume(r, Pause.Scope.KEY, false));
+        s.get("/schedules", r -> schedules());
+        s.post("/schedules/pause", "pausing a schedule", r -> scheduleAction(r, "pause"));
+        s.post("/schedules/resume", "resuming a schedule", r -> scheduleAction(r, "resume"));
+        s.post("/schedules/trigger", "triggering a schedule", r -> scheduleAction(r, "trigger"));
         s.get("/history", this::history);
         s.get("/job-runs/{jobType}/{id}", this::jobRuns);
         s.get("/provider-keys/{providerKey}", this::providerKey);
@@ -1714,6 +1721,89 @@ final class ConsoleApi {
             o.put("releasedJobs", p.releasedJobs());
         }
         return o;
+    }
+
+    // ---------------------------------------------------------------- schedules (recurring jobs)
+
+    private JsonNode schedules() {
+        ObjectNode out = F.objectNode();
+        ArrayNode items = out.putArray("items");
+        for (ScheduleInfo i : store.schedules().list(null)) {
+            items.add(schedule(i));
+        }
+        return out;
+    }
+
+    private static ObjectNode schedule(ScheduleInfo i) {
+        ObjectNode o = F.objectNode();
+        o.put("tenant", i.tenant());
+        o.put("name", i.name());
+        o.put("jobType", i.jobType());
+        o.put("source", i.source());
+        o.put("timing", i.cron() != null ? i.cron() + " (" + i.zone() + ")" : "every " + i.every());
+        o.put("paused", i.paused());
+        o.put("removed", i.removed());
+        o.put("nextAt", str(i.nextAt()));
+        o.put("heldByOverlap", i.heldByOverlap());
+        o.put("lastAt", str(i.lastAt()));
+        o.put("lastJobId", i.lastJobId());
+        o.put("lastOutcome", i.lastOutcome());
+        o.put("lastJobState", i.lastJobState());
+        o.put("missed", i.missed());
+        o.put("overlap", i.overlap());
+        if (i.argsJson() == null) {
+            o.putNull("args");
+        } else {
+            try {
+                o.set("args", Masking.maskKeys(new ObjectMapper().readTree(i.argsJson())));
+            } catch (java.io.IOException e) {
+                o.put("args", Masking.maskText(i.argsJson()));
+            }
+        }
+        return o;
+    }
+
+    /**
+     * Pauses, resumes or triggers one schedule, named in the body ({@code tenant}, "" or absent for
+     * the code's; {@code name}; {@code reason}), and records it in the audit log (subject
+     * {@code schedule:<tenant>/<name>}).
+     */
+    private JsonNode scheduleAction(ConsoleRequest r, String action) {
+        String tenant = r.bodyText("tenant", 60);
+        String t = tenant == null ? "" : tenant;
+        String name = r.bodyText("name", 90);
+        if (name == null) {
+            throw ApiException.badRequest("name is required", "name");
+        }
+        String reason = r.bodyText("reason", 500);
+        String operator = r.operator();
+        ScheduleInfo info = store.schedules().get(t, name).orElseThrow(() -> ApiException.notFound(
+                "no schedule '" + name + "'" + (t.isEmpty() ? "" : " of tenant '" + t + "'")));
+        ObjectNode details = F.objectNode();
+        boolean changed;
+        try {
+            switch (action) {
+                case "pause" -> changed = store.schedules().pause(t, name);
+                case "resume" -> changed = store.schedules().resume(t, name);
+                default -> {
+                    Enqueued e = store.schedulesFor(info.jobType()).triggerNow(t, name).orElseThrow(() ->
+                            ApiException.notFound("no schedule '" + name + "'"));
+                    details.put("job_id", e.id());
+                    changed = e.created();
+                }
+            }
+        } catch (InvalidScheduleException e) {
+            throw ApiException.badRequest(e.getMessage());
+        }
+        long auditId = store.auditLog().record(operator, "schedule_" + action, "schedule:" + t + "/" + name,
+                changed ? 1 : 0, reason, details.toString());
+        ObjectNode out = schedule(store.schedules().get(t, name).orElse(info));
+        out.put("changed", changed);
+        if (details.has("job_id")) {
+            out.put("jobId", details.get("job_id").asText());
+        }
+        out.put("auditId", auditId);
+        return out;
     }
 
     // ---------------------------------------------------------------- audit

@@ -94,6 +94,25 @@ final class ConsoleStore {
         return control;
     }
 
+    /** @return run-time schedules (the application's instance, or the pass-through one): list, pause, resume */
+    dev.layover.core.schedule.Schedules schedules() {
+        return (appLayover != null ? appLayover : holder.layover()).schedules();
+    }
+
+    /**
+     * @param jobType a schedule's job type, about to be triggered
+     * @return schedules whose instance can write a job of that type (pass-through mode: rebuilt with it)
+     */
+    dev.layover.core.schedule.Schedules schedulesFor(String jobType) {
+        if (appLayover != null) {
+            return appLayover.schedules();
+        }
+        if (!holder.types().contains(jobType)) {
+            refresh(Set.of(jobType));
+        }
+        return holder.layover().schedules();
+    }
+
     /** @return the store for reads and actions that need no particular job type */
     DeadLetters deadLetters() {
         return holder.deadLetters();

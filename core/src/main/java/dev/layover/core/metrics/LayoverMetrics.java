@@ -136,6 +136,19 @@ public interface LayoverMetrics {
     default void batchLines(String providerKey, String kind, long lines) {}
 
     /**
+     * This instance's scheduler decided on a due schedule (recurring jobs, docs/recurring.md): each
+     * claim of a schedule is reported once, by the instance that claimed it, after its transaction
+     * committed.
+     *
+     * @param jobType the schedule's job type (not its name: run-time schedules per tenant are many)
+     * @param outcome what the claim did: {@code enqueued}, {@code enqueued_after_missed},
+     *     {@code enqueued_catch_up}, {@code skipped_overlap}, {@code held_overlap}, {@code missed},
+     *     {@code args_failed}, {@code invalid_definition}
+     * @param enqueued the occurrence jobs it enqueued, 0 or more
+     */
+    default void scheduleClaimed(String jobType, String outcome, int enqueued) {}
+
+    /**
      * A breaker changed state by a change this instance made (each change of the fleet is
      * reported by exactly one instance).
      *

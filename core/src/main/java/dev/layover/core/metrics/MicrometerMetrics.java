@@ -40,6 +40,8 @@ import java.util.concurrent.TimeUnit;
  *   <tr><td>{@code layover.jobs.replayed}</td><td>counter</td><td>job_type, kind</td></tr>
  *   <tr><td>{@code layover.provider.calls}</td><td>counter</td><td>provider_key, outcome</td></tr>
  *   <tr><td>{@code layover.batch.lines}</td><td>counter</td><td>provider_key, kind (gathered, submitted, collected, returned)</td></tr>
+ *   <tr><td>{@code layover.schedule.claims}</td><td>counter</td><td>job_type, outcome (enqueued, skipped_overlap, held_overlap, missed, ...)</td></tr>
+ *   <tr><td>{@code layover.schedule.enqueued}</td><td>counter</td><td>job_type (occurrence jobs enqueued by the scheduler)</td></tr>
  *   <tr><td>{@code layover.breaker.transitions}</td><td>counter</td><td>provider_key, from, to</td></tr>
  *   <tr><td>{@code layover.jobs.queue.wait}</td><td>timer</td><td>job_type</td></tr>
  *   <tr><td>{@code layover.jobs.duration}</td><td>timer</td><td>job_type, outcome</td></tr>
@@ -146,6 +148,14 @@ public final class MicrometerMetrics implements LayoverMetrics {
     @Override
     public void batchLines(String providerKey, String kind, long lines) {
         counter("layover.batch.lines", "provider_key", providerKey, "kind", kind).increment(lines);
+    }
+
+    @Override
+    public void scheduleClaimed(String jobType, String outcome, int enqueued) {
+        counter("layover.schedule.claims", "job_type", jobType, "outcome", outcome).increment();
+        if (enqueued > 0) {
+            counter("layover.schedule.enqueued", "job_type", jobType).increment(enqueued);
+        }
     }
 
     @Override

@@ -479,6 +479,7 @@
       else if (r.path === '/dead-letters') await pageDeadLetters(id, r.params);
       else if (r.path === '/jobs') await pageJobs(id, r.params);
       else if (r.path === '/history') await pageHistory(id, r.params);
+      else if (r.path === '/schedules') await pageSchedules(id);
       else if (job) await pageJob(id, decodeURIComponent(job[1]), decodeURIComponent(job[2]));
       else if (key) await pageProviderKey(id, decodeURIComponent(key[1]));
       else if (r.path === '/batches') await pageBatches(id, r.params);
@@ -1105,6 +1106,49 @@
       flash('Resumed ' + p.target + ' (' + (res.releasedJobs || 0) + ' jobs released).', 'ok');
       render();
     });
+  }
+
+  // ------------------------------------------------------------------ schedules (recurring jobs, layover.schedules_view)
+
+  async function pageSchedules(id) {
+    const res = await api('GET', '/schedules');
+    if (id !== S.renderId) return;
+    const ro = S.session.readOnly;
+    const rows = res.items.map(s => el('tr', { 'data-schedule': s.tenant + '/' + s.name },
+      el('td', null, el('code', null, s.name), s.tenant ? el('div', { class: 'small muted' }, 'tenant ' + s.tenant) : null,
+        el('div', { class: 'small muted' }, s.source === 'code' ? 'from code' : 'at run time')),
+      el('td', null, s.jobType),
+      el('td', null, el('code', null, s.timing), el('div', { class: 'small muted' }, 'missed: ' + s.missed + ' · overlap: ' + s.overlap)),
+      el('td', { class: 'nowrap' }, s.removed ? badge('removed from code', 'st-discarded') : s.paused ? badge('paused', 'st-open')
+        : [timeCell(s.nextAt), s.heldByOverlap ? el('div', { class: 'small muted' }, 'held: the previous occurrence is still queued') : null]),
+      el('td', { class: 'nowrap' }, s.lastAt ? [timeCell(s.lastAt), el('div', { class: 'small' }, jobLink(s.jobType, s.lastJobId))] : '–'),
+      el('td', null, s.lastOutcome || '–', s.lastJobState ? el('div', { class: 'small muted' }, 'job ' + s.lastJobState) : null),
+      el('td', { class: 'actions-cell' }, ro || s.removed ? '–' : [
+        el('button', { type: 'button', class: 'small-btn', 'data-action': 'trigger', onclick: () => scheduleAction(s, 'trigger') }, 'Run now…'), ' ',
+        el('button', { type: 'button', class: 'small-btn', 'data-action': s.paused ? 'resume' : 'pause',
+          onclick: () => scheduleAction(s, s.paused ? 'resume' : 'pause') }, s.paused ? 'Resume…' : 'Pause…')])));
+    show(id, el('div', { class: 'page-head' }, el('h1', null, 'Schedules'),
+      el('span', { class: 'muted' }, num(res.items.length) + ' recurring jobs; each occurrence is an ordinary job (docs/recurring.md).')),
+      table(['Schedule', 'Job type', 'Timing', 'Next', 'Last occurrence', 'Last outcome', ''], rows, { id: 'schedules' },
+        emptyState('No schedule.', 'Register one with Layover.Builder#schedule, or create one with Layover#schedules().',
+          ['See docs/recurring.md.'])));
+  }
+
+  function scheduleAction(s, action) {
+    const reason = el('input', { id: 'schedule-reason', maxlength: '500', placeholder: 'why (recorded in the audit log)' });
+    const what = s.tenant ? s.tenant + '/' + s.name : s.name;
+    const text = action === 'trigger' ? 'Enqueue an occurrence now, outside the timing (its next occurrence stays).'
+      : action === 'pause' ? 'No occurrence is enqueued until it is resumed; occurrences already enqueued run.'
+        : 'It resumes at its first occurrence after now; occurrences during the pause are not run.';
+    modal((action === 'trigger' ? 'Run ' : action === 'pause' ? 'Pause ' : 'Resume ') + what + '?',
+      [el('p', null, text), el('label', { class: 'block' }, 'Reason', reason)],
+      action === 'trigger' ? 'Run now' : action === 'pause' ? 'Pause' : 'Resume', async () => {
+        const body = { tenant: s.tenant, name: s.name };
+        if (reason.value.trim()) body.reason = reason.value.trim();
+        const res = await api('POST', '/schedules/' + action, body);
+        flash(action === 'trigger' ? 'Enqueued ' + res.jobId + '.' : (res.changed ? (action === 'pause' ? 'Paused ' : 'Resumed ') + what + '.' : what + ' was already ' + (action === 'pause' ? 'paused.' : 'running.')), 'ok');
+        render();
+      }, action === 'pause');
   }
 
   // ------------------------------------------------------------------ history

@@ -1,6 +1,8 @@
 package dev.layover.spring.boot;
 
 import dev.layover.core.JobType;
+import dev.layover.core.schedule.InvalidScheduleException;
+import dev.layover.core.schedule.Schedule;
 import dev.layover.core.Layover;
 import dev.layover.core.LayoverPlugin;
 import dev.layover.core.metrics.MicrometerMetrics;
@@ -67,6 +69,7 @@ public class LayoverAutoConfiguration {
      * @param dataSource the application's data source
      * @param properties the {@code layover.*} properties
      * @param jobTypes every {@code JobType} bean
+     * @param schedules every {@code Schedule} bean (recurring jobs; {@code layover.schedules.*} add more)
      * @param plugins every {@code LayoverPlugin} bean
      * @param customizers every {@code LayoverBuilderCustomizer} bean
      * @param environment where a removed property is looked for
@@ -75,15 +78,32 @@ public class LayoverAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     public Layover layover(DataSource dataSource, LayoverProperties properties, ObjectProvider<JobType<?>> jobTypes,
-            ObjectProvider<LayoverPlugin> plugins, ObjectProvider<LayoverBuilderCustomizer> customizers,
+            ObjectProvider<Schedule<?>> schedules, ObjectProvider<LayoverPlugin> plugins, ObjectProvider<LayoverBuilderCustomizer> customizers,
             Environment environment) {
         refuseRemoved(environment);
         Layover.Builder builder = Layover.builder(dataSource);
         PropertiesApplier.apply(properties, builder);
-        jobTypes.orderedStream().forEach(builder::register);
+        java.util.Map<String, JobType<?>> byName = new java.util.LinkedHashMap<>();
+        jobTypes.orderedStream().forEach(t -> {
+            builder.register(t);
+            byName.put(t.name(), t);
+        });
+        schedules.orderedStream().forEach(builder::schedule);
+        java.util.Set<String> fromProperties = properties.getSchedules().keySet();
+        PropertiesApplier.schedules(properties.getSchedules(), byName).forEach(builder::schedule);
         plugins.orderedStream().forEach(builder::plugin);
         customizers.orderedStream().forEach(c -> c.customize(builder));
-        return builder.build();
+        try {
+            return builder.build();
+        } catch (InvalidScheduleException e) {
+            // a schedule of layover.schedules.<name> refused at build (args its job type cannot read): name the property
+            for (String name : fromProperties) {
+                if (e.getMessage().startsWith("schedule '" + name + "'")) {
+                    throw new InvalidLayoverPropertyException("layover.schedules." + name, e);
+                }
+            }
+            throw e;
+        }
     }
 
     /**

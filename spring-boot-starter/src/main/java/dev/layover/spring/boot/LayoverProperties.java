@@ -135,6 +135,194 @@ public class LayoverProperties {
 
     private final Tracing tracing = new Tracing();
 
+    /**
+     * Recurring jobs defined in configuration, by name ({@code layover.schedules.nightly.job-type=digest},
+     * {@code .cron=30 2 * * *}, {@code .zone=Europe/Berlin}, {@code .args={"day":"yesterday"}}); each a
+     * code schedule of tenant "" (docs/recurring.md), beside the {@code Schedule} beans.
+     */
+    private final Map<String, ScheduleEntry> schedules = new LinkedHashMap<>();
+
+    /** How often the scheduler loop looks for due schedules (an interval schedule may not be shorter). */
+    private Duration schedulePollInterval = Duration.ofSeconds(1);
+
+    /**
+     * The generation of this application's code schedules: a start writes a code schedule only when its
+     * generation is at least the row's (rolling deploys: a growing build number).
+     */
+    private long scheduleGeneration;
+
+    /** @return the schedules defined in configuration, by name */
+    public Map<String, ScheduleEntry> getSchedules() {
+        return schedules;
+    }
+
+    /** @return the scheduler loop's poll interval */
+    public Duration getSchedulePollInterval() {
+        return schedulePollInterval;
+    }
+
+    /** @param schedulePollInterval the scheduler loop's poll interval */
+    public void setSchedulePollInterval(Duration schedulePollInterval) {
+        this.schedulePollInterval = schedulePollInterval;
+    }
+
+    /** @return the code schedules' generation */
+    public long getScheduleGeneration() {
+        return scheduleGeneration;
+    }
+
+    /** @param scheduleGeneration the code schedules' generation */
+    public void setScheduleGeneration(long scheduleGeneration) {
+        this.scheduleGeneration = scheduleGeneration;
+    }
+
+    /** One schedule of {@code layover.schedules.<name>.*}: a cron expression and zone, or an interval. */
+    public static class ScheduleEntry {
+
+        /** The job type of its occurrences (a registered JobType bean's name). */
+        private String jobType;
+
+        /** A cron expression of 5 or 6 fields; give it or every. */
+        private String cron;
+
+        /** The zone the cron expression is read in. */
+        private String zone = "UTC";
+
+        /** A fixed interval; give it or cron. */
+        private Duration every;
+
+        /** Every occurrence's args, as JSON. */
+        private String args = "{}";
+
+        /** What runs of missed occurrences: skip, run-last or catch-up. */
+        private String missedRuns = "skip";
+
+        /** The grace period of skip (default 1 minute) or the window of catch-up (required). */
+        private Duration missedWindow;
+
+        /** An occurrence due while the previous one is still queued: skip, queue or allow. */
+        private String overlap = "skip";
+
+        /** Each occurrence's job runs up to this much after its instant. */
+        private Duration jitter = Duration.ZERO;
+
+        /** The priority of each occurrence's job. */
+        private int priority;
+
+        /** Whether the schedule is registered (false: it is removed at the next start). */
+        private boolean enabled = true;
+
+        /** @return the job type */
+        public String getJobType() {
+            return jobType;
+        }
+
+        /** @param jobType the job type */
+        public void setJobType(String jobType) {
+            this.jobType = jobType;
+        }
+
+        /** @return the cron expression */
+        public String getCron() {
+            return cron;
+        }
+
+        /** @param cron the cron expression */
+        public void setCron(String cron) {
+            this.cron = cron;
+        }
+
+        /** @return the zone */
+        public String getZone() {
+            return zone;
+        }
+
+        /** @param zone the zone */
+        public void setZone(String zone) {
+            this.zone = zone;
+        }
+
+        /** @return the interval */
+        public Duration getEvery() {
+            return every;
+        }
+
+        /** @param every the interval */
+        public void setEvery(Duration every) {
+            this.every = every;
+        }
+
+        /** @return the args as JSON */
+        public String getArgs() {
+            return args;
+        }
+
+        /** @param args the args as JSON */
+        public void setArgs(String args) {
+            this.args = args;
+        }
+
+        /** @return the missed-run policy */
+        public String getMissedRuns() {
+            return missedRuns;
+        }
+
+        /** @param missedRuns the missed-run policy */
+        public void setMissedRuns(String missedRuns) {
+            this.missedRuns = missedRuns;
+        }
+
+        /** @return the grace period or catch-up window */
+        public Duration getMissedWindow() {
+            return missedWindow;
+        }
+
+        /** @param missedWindow the grace period or catch-up window */
+        public void setMissedWindow(Duration missedWindow) {
+            this.missedWindow = missedWindow;
+        }
+
+        /** @return the overlap policy */
+        public String getOverlap() {
+            return overlap;
+        }
+
+        /** @param overlap the overlap policy */
+        public void setOverlap(String overlap) {
+            this.overlap = overlap;
+        }
+
+        /** @return the jitter */
+        public Duration getJitter() {
+            return jitter;
+        }
+
+        /** @param jitter the jitter */
+        public void setJitter(Duration jitter) {
+            this.jitter = jitter;
+        }
+
+        /** @return the priority */
+        public int getPriority() {
+            return priority;
+        }
+
+        /** @param priority the priority */
+        public void setPriority(int priority) {
+            this.priority = priority;
+        }
+
+        /** @return whether it is registered */
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        /** @param enabled whether it is registered */
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+    }
+
     /** @return whether Layover is configured */
     public boolean isEnabled() {
         return enabled;
@@ -566,6 +754,8 @@ public class LayoverProperties {
         private Duration maxOpenFor = Duration.ofMinutes(10);
         /** How long a claimed trial call may take before another worker may claim it. */
         private Duration trialTimeout = Duration.ofMinutes(2);
+        /** Failures in a row, with no success reported between them, that open the breaker. */
+        private int consecutiveFailures = 10;
 
         /** @return the window */
         public Duration getWindow() {
@@ -635,6 +825,16 @@ public class LayoverProperties {
         /** @param trialTimeout the trial timeout */
         public void setTrialTimeout(Duration trialTimeout) {
             this.trialTimeout = trialTimeout;
+        }
+
+        /** @return the failures in a row that open the breaker */
+        public int getConsecutiveFailures() {
+            return consecutiveFailures;
+        }
+
+        /** @param consecutiveFailures the failures in a row that open the breaker */
+        public void setConsecutiveFailures(int consecutiveFailures) {
+            this.consecutiveFailures = consecutiveFailures;
         }
     }
 

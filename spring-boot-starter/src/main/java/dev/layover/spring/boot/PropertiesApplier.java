@@ -1,6 +1,11 @@
 package dev.layover.spring.boot;
 
+import dev.layover.core.JobType;
 import dev.layover.core.Layover;
+import dev.layover.core.schedule.MissedRuns;
+import dev.layover.core.schedule.Overlap;
+import dev.layover.core.schedule.Schedule;
+import dev.layover.core.schedule.Timing;
 import dev.layover.core.provider.state.BreakerSettings;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.provider.state.CooldownSettings;
@@ -55,6 +60,8 @@ final class PropertiesApplier {
         fairness(p.getFairness(), b);
         interactive(p.getInteractive(), b);
         b.mdc(p.isMdc());
+        set("layover.schedule-poll-interval", () -> b.schedulePollInterval(p.getSchedulePollInterval()));
+        set("layover.schedule-generation", () -> b.scheduleGeneration(p.getScheduleGeneration()));
         if (!p.getPrices().isEmpty()) {
             set("layover.prices", () -> b.prices(prices(p.getPrices())));
         }
@@ -121,7 +128,7 @@ final class PropertiesApplier {
 
     static BreakerSettings breakers(LayoverProperties.Breakers p) {
         return new BreakerSettings(p.getWindow(), p.getMinimumCalls(), p.getFailureThreshold(), p.getFailureRatio(),
-                p.getOpenFor(), p.getMaxOpenFor(), p.getTrialTimeout());
+                p.getOpenFor(), p.getMaxOpenFor(), p.getTrialTimeout(), p.getConsecutiveFailures());
     }
 
     static CooldownSettings cooldowns(LayoverProperties.Cooldowns p) {
@@ -132,6 +139,47 @@ final class PropertiesApplier {
     static BucketSettings bucket(LayoverProperties.Bucket p) {
         return new BucketSettings(p.getRequestsPerMinute(), p.getTokensPerMinute(), p.getBurst(),
                 p.getInputTokensPerMinute(), p.getOutputTokensPerMinute(), p.getTokenBurst());
+    }
+
+    /**
+     * The schedules of {@code layover.schedules.<name>.*}, each built with its job type from
+     * {@code jobTypes}; a refused one names its property.
+     */
+    static java.util.List<Schedule<?>> schedules(Map<String, LayoverProperties.ScheduleEntry> entries,
+            Map<String, JobType<?>> jobTypes) {
+        java.util.List<Schedule<?>> out = new java.util.ArrayList<>();
+        for (Map.Entry<String, LayoverProperties.ScheduleEntry> e : entries.entrySet()) {
+            LayoverProperties.ScheduleEntry s = e.getValue();
+            if (!s.isEnabled()) {
+                continue;
+            }
+            String prefix = "layover.schedules." + e.getKey();
+            JobType<?> type = value(prefix + ".job-type", () -> {
+                if (s.getJobType() == null || !jobTypes.containsKey(s.getJobType())) {
+                    throw new IllegalArgumentException("names no registered JobType bean: '" + s.getJobType()
+                            + "' (registered: " + jobTypes.keySet() + ")");
+                }
+                return jobTypes.get(s.getJobType());
+            });
+            Timing timing = value(prefix + (s.getCron() != null ? ".cron" : ".every"), () -> {
+                if ((s.getCron() == null) == (s.getEvery() == null)) {
+                    throw new IllegalArgumentException("give either cron (with zone) or every, not both nor neither");
+                }
+                return s.getCron() != null ? Timing.cron(s.getCron(), s.getZone()) : Timing.every(s.getEvery());
+            });
+            MissedRuns missed = value(prefix + ".missed-runs", () -> MissedRuns.of(MissedRuns.Policy.valueOf(
+                    s.getMissedRuns().trim().toUpperCase(java.util.Locale.ROOT).replace('-', '_')), s.getMissedWindow()));
+            Overlap overlap = value(prefix + ".overlap", () -> Overlap.valueOf(
+                    s.getOverlap().trim().toUpperCase(java.util.Locale.ROOT)));
+            out.add(value(prefix, () -> schedule(e.getKey(), type, timing, s, missed, overlap)));
+        }
+        return out;
+    }
+
+    private static <A> Schedule<A> schedule(String name, JobType<A> type, Timing timing,
+            LayoverProperties.ScheduleEntry s, MissedRuns missed, Overlap overlap) {
+        return Schedule.builder(name, type, timing).argsJson(s.getArgs()).missedRuns(missed).overlap(overlap)
+                .jitter(s.getJitter()).priority(s.getPriority()).build();
     }
 
     /** Computes one setting's value; Layover's refusal becomes an error naming the property. */

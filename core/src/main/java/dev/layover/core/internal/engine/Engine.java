@@ -30,6 +30,9 @@ import dev.layover.core.internal.observe.SafeMetrics;
 import dev.layover.core.internal.observe.StateSampler;
 import dev.layover.core.internal.observe.TimeSeries;
 import dev.layover.core.internal.observe.WorkerRegistry;
+import dev.layover.core.internal.schedule.ScheduleHandle;
+import dev.layover.core.internal.schedule.ScheduleLoop;
+import dev.layover.core.schedule.Schedules;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.InteractiveCalls;
 import dev.layover.core.provider.ProviderClassifier;
@@ -98,6 +101,8 @@ public final class Engine {
     private final JobTask.Parts taskParts;
     private final BatchLoop batchLoop;
     private final WorkerRegistry workerRow;
+    private final ScheduleLoop recurring;
+    private final Schedules schedules;
     private volatile Scheduler scheduler;
     private volatile List<String> pickTypes = List.of();
     private WorkerLoops loops;
@@ -169,6 +174,11 @@ public final class Engine {
         RunSteps.Shared steps = new RunSteps.Shared(new StepStore(db), retry, classify,
                 config.objectMapper() != null ? config.objectMapper() : ArgsCodec.defaultMapper(), worker,
                 observability.timeSeries(), clock);
+        // recurring jobs: the code schedules are checked now (a bad one fails the build), reconciled at start
+        this.recurring = new ScheduleLoop(db, registry, enqueuer, clock, config.clock() != null,
+                config.schedulePollInterval(), config.scheduleGeneration(), config.schedules(), this::wakeUp, worker,
+                metrics);
+        this.schedules = new ScheduleHandle(recurring);
         this.taskParts = new JobTask.Parts(writer, admission, gate, observability, clock,
                 new HandlerRunner(classify), lifeline,
                 pickLimit, new BatchStep(batchStore, batchKeys, writer, classifier), picker(config, worker), steps);
@@ -229,6 +239,16 @@ public final class Engine {
         return control;
     }
 
+    /** @return run-time schedules */
+    public Schedules schedules() {
+        return schedules;
+    }
+
+    /** @return the scheduler of recurring jobs */
+    public ScheduleLoop recurring() {
+        return recurring;
+    }
+
     /** @return the database */
     public Db db() {
         return db;
@@ -241,6 +261,7 @@ public final class Engine {
 
     /** Builds and starts db-scheduler with one task per job type, plus {@code extraTasks}. */
     public synchronized void start(Collection<Task<?>> extraTasks) {
+        recurring.reconcile(); // before anything runs: a code schedule whose name is taken fails the start
         List<Task<?>> tasks = new ArrayList<>();
         for (Registry.Entry<?> e : registry.entries()) {
             tasks.add(new JobTask<>(e, config.tokenCosts().get(e.type().name()), taskParts));
@@ -302,6 +323,7 @@ public final class Engine {
                 config.notifications());
         loops.start();
         lifeline.start();
+        recurring.start();
         sampler.start();
         if (batchLoop != null) {
             batchLoop.start();
@@ -363,6 +385,7 @@ public final class Engine {
      */
     public synchronized void stop() {
         sampler.stop();
+        recurring.stop();
         if (batchLoop != null) {
             batchLoop.stop();
         }

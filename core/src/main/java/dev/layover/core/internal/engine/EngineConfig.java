@@ -60,6 +60,10 @@ import javax.sql.DataSource;
  * @param fairness how a key's permits are shared among the fairness keys of its jobs
  * @param batching batch settings by provider key or {@code prefix*} pattern
  * @param observe tracing, MDC and the price table
+ * @param interactive the share of interactive calls
+ * @param schedules the schedules defined in code
+ * @param schedulePollInterval how often the scheduler loop looks for due schedules
+ * @param scheduleGeneration the code schedules' generation (a rolling deploy's order)
  */
 public record EngineConfig(
         DataSource dataSource,
@@ -95,7 +99,10 @@ public record EngineConfig(
         FairnessSettings fairness,
         Map<String, BatchSettings> batching,
         ObserveSettings observe,
-        InteractiveSettings interactive) {
+        InteractiveSettings interactive,
+        List<dev.layover.core.schedule.Schedule<?>> schedules,
+        Duration schedulePollInterval,
+        long scheduleGeneration) {
 
     /** Copies the collections. */
     public EngineConfig {
@@ -110,6 +117,8 @@ public record EngineConfig(
         batching = batching == null ? Map.of() : java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(batching));
         observe = observe == null ? ObserveSettings.DEFAULTS : observe;
         interactive = interactive == null ? InteractiveSettings.defaults() : interactive;
+        schedules = schedules == null ? List.of() : List.copyOf(schedules);
+        schedulePollInterval = schedulePollInterval == null ? Duration.ofSeconds(1) : schedulePollInterval;
     }
 
     /** @return how long a picked job's heartbeat may be stale before it counts as dead */

@@ -177,6 +177,11 @@ final class Picker {
             long lastTurn = -1;
             try (PreparedStatement ps = PICK.prepare(c, p); ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
+                    if ("turn".equals(rs.getString("verdict"))) { // no job: where the next pick's turn starts
+                        lastTurn = Long.MAX_VALUE;
+                        lastKey = rs.getString("provider_key");
+                        continue;
+                    }
                     String name = rs.getString("task_name");
                     String id = rs.getString("task_instance");
                     byte[] data = rs.getBytes("task_data");
@@ -198,7 +203,7 @@ final class Picker {
                 }
             }
             if (lastKey != null) {
-                after = lastKey; // the next pick starts with the keys after the last one this pick served
+                after = lastKey; // the next pick starts with the keys after the last one this pick served or walked
             }
             if (traced && !out.isEmpty()) {
                 readTraces(c, out, t);

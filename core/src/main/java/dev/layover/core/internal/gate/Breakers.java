@@ -139,7 +139,7 @@ final class Breakers {
                 try (PreparedStatement ps = c.prepareStatement(StateSql.ADD_FAILURE)) {
                     Db.bind(ps, ks.key, ts(now), (int) Math.min(Integer.MAX_VALUE, ok), seconds(bs.window()),
                             bs.minimumCalls(), bs.failureThreshold(), bs.failureRatio(), seconds(bs.openFor()),
-                            seconds(bs.maxOpenFor()), cut(failure), gdb.workerName, gdb.origin);
+                            seconds(bs.maxOpenFor()), cut(failure), gdb.workerName, gdb.origin, bs.consecutiveFailures());
                     try (ResultSet rs = ps.executeQuery()) {
                         return rs.next() ? new Object[] {rs.getString(1), instant(rs, "open_until"), rs.getString(3)} : null;
                     }

@@ -75,8 +75,10 @@ final class StateSql {
     private static final String EXPIRED = "(b.window_started_at <= p.now - make_interval(secs => p.win))";
     private static final String CALLS = "((CASE WHEN " + EXPIRED + " THEN 0 ELSE b.calls END) + p.ok + 1)";
     private static final String FAILS = "((CASE WHEN " + EXPIRED + " THEN 0 ELSE b.failures END) + 1)";
-    private static final String TRIP = "(" + CALLS + " >= p.min_calls AND " + FAILS + " >= p.min_failures AND "
+    private static final String STREAK = "((CASE WHEN p.ok > 0 THEN 0 ELSE b.streak END) + 1)";
+    private static final String WINDOW_TRIP = "(" + CALLS + " >= p.min_calls AND " + FAILS + " >= p.min_failures AND "
             + FAILS + " >= p.ratio * " + CALLS + ")";
+    private static final String TRIP = "(" + WINDOW_TRIP + " OR " + STREAK + " >= p.min_streak)";
     private static final String NEXT_OPEN_UNTIL =
             "p.now + make_interval(secs => least(p.max_open_s, p.open_s * power(2, least(b.open_count, 30))))";
 
@@ -100,7 +102,8 @@ final class StateSql {
                 failures = CASE WHEN b.window_started_at <= p.now - make_interval(secs => d.win) THEN 0
                                 ELSE b.failures END,
                 window_started_at = CASE WHEN b.window_started_at <= p.now - make_interval(secs => d.win) THEN p.now
-                                         ELSE b.window_started_at END
+                                         ELSE b.window_started_at END,
+                streak = CASE WHEN d.ok > 0 THEN 0 ELSE b.streak END
             FROM p, d
             WHERE b.provider_key = d.key AND b.state = 'closed'""";
 
@@ -108,24 +111,29 @@ final class StateSql {
      * One failure (plus the successes not flushed yet) on a closed breaker; opens it when the
      * thresholds are crossed. Returns the row only when it was closed: {@code state = 'open'}
      * then means this statement opened it. Parameters: key, now, successes, window (s),
-     * minimum calls, failure threshold, ratio, open (s), max open (s), the failure, worker, origin.
+     * minimum calls, failure threshold, ratio, open (s), max open (s), the failure, worker, origin,
+     * consecutive failures. A failure reported with successes since the reporter's last report
+     * starts the streak again.
      */
     static final String ADD_FAILURE = """
             WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::int AS ok, ?::float8 AS win,
                               ?::int AS min_calls, ?::int AS min_failures, ?::float8 AS ratio,
                               ?::float8 AS open_s, ?::float8 AS max_open_s, ?::text AS failure,
-                              ?::text AS by, ?::text AS origin)
+                              ?::text AS by, ?::text AS origin, ?::int AS min_streak)
             UPDATE layover.breakers b
             SET window_started_at = CASE WHEN %1$s THEN p.now ELSE b.window_started_at END,
                 calls = %2$s,
                 failures = %3$s,
+                streak = CASE WHEN %4$s THEN 0 ELSE %6$s END,
                 previous_state = CASE WHEN %4$s THEN b.state ELSE b.previous_state END,
                 state = CASE WHEN %4$s THEN 'open' ELSE 'closed' END,
                 opened_at = CASE WHEN %4$s THEN p.now ELSE b.opened_at END,
                 open_until = CASE WHEN %4$s THEN %5$s ELSE b.open_until END,
                 open_count = CASE WHEN %4$s THEN b.open_count + 1 ELSE b.open_count END,
-                reason = CASE WHEN %4$s
+                reason = CASE WHEN %7$s
                               THEN format('%%s failures in %%s calls within %%s s; last: %%s', %3$s, %2$s, p.win, p.failure)
+                              WHEN %4$s
+                              THEN format('%%s failures in a row, no success between them; last: %%s', %6$s, p.failure)
                               ELSE b.reason END,
                 changed_at = CASE WHEN %4$s THEN p.now ELSE b.changed_at END,
                 changed_by = CASE WHEN %4$s THEN p.by ELSE b.changed_by END,
@@ -134,7 +142,8 @@ final class StateSql {
                 last_failure_at = p.now
             FROM p
             WHERE b.provider_key = p.key AND b.state = 'closed'
-            RETURNING b.state, b.open_until, b.reason""".formatted(EXPIRED, CALLS, FAILS, TRIP, NEXT_OPEN_UNTIL);
+            RETURNING b.state, b.open_until, b.reason""".formatted(EXPIRED, CALLS, FAILS, TRIP, NEXT_OPEN_UNTIL, STREAK,
+                    WINDOW_TRIP);
 
     /**
      * Claims the one trial call: matches only an open breaker whose open period is over, or a

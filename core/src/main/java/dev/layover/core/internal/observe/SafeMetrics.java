@@ -80,6 +80,17 @@ public final class SafeMetrics implements LayoverMetrics {
     }
 
     @Override
+    public void scheduleClaimed(String jobType, String outcome, int enqueued) {
+        if (enabled) {
+            try {
+                delegate.scheduleClaimed(jobType, outcome, enqueued);
+            } catch (RuntimeException e) {
+                failed("scheduleClaimed", e);
+            }
+        }
+    }
+
+    @Override
     public void batchLines(String providerKey, String kind, long lines) {
         if (enabled && lines > 0) {
             try {

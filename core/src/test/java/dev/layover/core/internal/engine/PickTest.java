@@ -412,6 +412,47 @@ class PickTest {
         assertEquals(21, keys.size(), "every small key was picked within the first 100 jobs, beside the busy one: " + keys);
     }
 
+    @Test
+    void keysWhoseJobsAreAllLaterDoNotHideADueJobBehindThem(TestDatabase db) {
+        JobType<Work> t = JobType.builder("chat", Work.class).providerKey(w -> w.tenant())
+                .handler((w, ctx) -> Outcome.done()).build();
+        Layover c = client(db, d -> d, t);
+        // 600 keys sorted before the due one, each with a job due tomorrow: more than one pick walks
+        for (int k = 0; k < 600; k++) {
+            c.enqueue(t, new Work(String.format("a:%04d", k), 0, 0), EnqueueOptions.after(Duration.ofDays(1)));
+        }
+        c.enqueue(t, new Work("z:due", 0, 0));
+        Picker p = picker(db.dataSource(), "w1", "chat");
+        List<String> picked = new ArrayList<>();
+        for (int i = 0; i < 3 && picked.isEmpty(); i++) {
+            p.pick(8, false).forEach(e -> picked.add(e.taskInstance.getId()));
+        }
+        assertEquals(1, picked.size(), "the due job was picked within three picks");
+        assertEquals("z:due", db.value("select provider_key from layover.scheduled_tasks where task_instance = ?",
+                picked.get(0)));
+    }
+
+    @Test
+    void keysCoolingDownDoNotHideTheKeysBehindThem(TestDatabase db) {
+        JobType<Work> t = JobType.builder("chat", Work.class).providerKey(w -> w.tenant())
+                .handler((w, ctx) -> Outcome.done()).build();
+        Layover c = client(db, d -> d, t);
+        for (int k = 0; k < 100; k++) { // more keys than one pick reads, all due, all cooling down
+            String key = String.format("a:%04d", k);
+            c.enqueueBatch(t, List.of(new Work(key, 0, 0), new Work(key, 1, 0)));
+            db.update("insert into layover.cooldowns (provider_key, until, reason, started_at, updated_at) "
+                    + "values (?, ?, 'rate_limited', ?, ?)", key, Timestamp.from(clock.instant().plusSeconds(600)),
+                    Timestamp.from(clock.instant()), Timestamp.from(clock.instant()));
+        }
+        c.enqueue(t, new Work("z:ready", 0, 0));
+        Picker p = picker(db.dataSource(), "w1", "chat");
+        assertEquals(0, p.pick(8, false).size(), "the first pick reads cooling keys only");
+        List<Execution> second = p.pick(8, false);
+        assertEquals(1, second.size(), "the next pick starts past the keys the first one read");
+        assertEquals("z:ready", db.value("select provider_key from layover.scheduled_tasks where task_instance = ?",
+                second.get(0).taskInstance.getId()));
+    }
+
     /** Runs {@code rounds} of {@code pickers} pickers (each on a pool of its own) at once; returns the jobs they took. */
     private int race(TestDatabase db, int pickers, int rounds, java.util.function.ToIntFunction<Picker> pick)
             throws Exception {

@@ -226,12 +226,32 @@ class ProviderGateTest {
         ProviderGate g = gate(db, "worker-a", breakerConfig(s));
         g.admitEndpoint(KEY, 0);
         for (int i = 0; i < 10; i++) {
+            g.afterCall(KEY, null, Outcome.done()); // a success between them: no row of failures builds up
             g.afterCall(KEY, null, Outcome.overloaded(null, "503"));
             g.afterCall(KEY, null, Outcome.overloaded(null, "503 again"));
             clock.advance(Duration.ofSeconds(11));
         }
         assertEquals("closed", breaker(db).get("state"));
         assertEquals(2, breaker(db).get("failures"), "only the last window's failures");
+    }
+
+    @Test
+    void failuresInARowOpenItWhateverTheWindowHolds(TestDatabase db) {
+        BreakerSettings s = BreakerSettings.defaults().withConsecutiveFailures(4);
+        ProviderGate g = gate(db, "worker-a", breakerConfig(s));
+        g.admitEndpoint(KEY, 0);
+        for (int i = 0; i < 50; i++) {
+            g.afterCall(KEY, null, Outcome.done());
+        }
+        g.afterCall(KEY, null, Outcome.overloaded(null, "503"));
+        for (int i = 0; i < 2; i++) {
+            g.afterCall(KEY, null, Outcome.overloaded(null, "503 again"));
+            assertEquals("closed", breaker(db).get("state"), "a row of " + (i + 2));
+        }
+        g.afterCall(KEY, null, Outcome.overloaded(null, "503, the fourth in a row"));
+        assertEquals("open", breaker(db).get("state"), "4 failures in 54 calls: the window alone would not open it");
+        assertTrue(String.valueOf(breaker(db).get("reason")).contains("4 failures in a row"),
+                String.valueOf(breaker(db).get("reason")));
     }
 
     @Test

@@ -99,6 +99,63 @@ class BreakerTest {
     }
 
     @Test
+    void anOutageAfterAWindowOfSuccessesOpensTheBreakerByItsFailuresInARow(TestDatabase db) {
+        JobPolicy policy = JobPolicy.defaults().withMaxAttempts(20).withBackoff(Duration.ofMillis(10), Duration.ofMillis(50));
+        JobType<Chat> chat = chat(KEY, fake.primary().url(), policy, () -> { });
+        // the default window and ratio: 40 successes would take 40 failures to outweigh
+        BreakerSettings settings = BreakerSettings.defaults().withConsecutiveFailures(5);
+        Layover layover = start(Workers.builder(db.dataSource(), "worker-a").register(chat).breakers(settings));
+        for (int i = 0; i < 40; i++) {
+            layover.enqueue(chat, new Chat("served " + i));
+        }
+        Await.equal(WAIT, "jobs served", 40L,
+                () -> db.count("select count(*) from layover.job_history where outcome = 'completed'"));
+        Await.until(WAIT, "the successes counted in the window",
+                () -> db.count("select coalesce(sum(calls), 0) from layover.breakers where provider_key = ?", KEY) >= 40);
+
+        fake.primary().phase(FakeProvider.Phase.OUTAGE);
+        for (int i = 0; i < 6; i++) {
+            layover.enqueue(chat, new Chat("outage " + i));
+        }
+        Await.equal(WAIT, "breaker state", "open", () -> state(db));
+        Map<String, Object> b = db.row("select * from layover.breakers where provider_key = ?", KEY);
+        assertTrue((Integer) b.get("failures") < 20, "opened long before the window's ratio would: " + b);
+        assertTrue(((String) b.get("reason")).contains("in a row"), (String) b.get("reason"));
+        assertEquals(0, b.get("streak"), "the streak starts again once it opened");
+    }
+
+    @Test
+    void aFailureAmongSuccessesStartsTheRowAgain(TestDatabase db) {
+        JobPolicy policy = JobPolicy.defaults().withMaxAttempts(20).withBackoff(Duration.ofMillis(10), Duration.ofMillis(50));
+        AtomicInteger n = new AtomicInteger();
+        JobType<Chat> chat = JobType.builder("chat", Chat.class).providerKey(KEY).policy(policy)
+                .handler((args, ctx) -> {
+                    // every tenth call fails (a share under the overload cooldown's signal): never two
+                    // failures in a row without a success between them
+                    if (n.incrementAndGet() % 10 == 0) {
+                        fake.primary().phase(FakeProvider.Phase.OUTAGE);
+                    }
+                    try {
+                        FakeChat.complete(fake.primary().url(), args.text());
+                    } finally {
+                        fake.primary().phase(FakeProvider.Phase.NORMAL);
+                    }
+                    return Outcome.done();
+                })
+                .build();
+        BreakerSettings settings = BreakerSettings.defaults().withConsecutiveFailures(2);
+        Layover layover = start(Workers.builder(db.dataSource(), "worker-a").register(chat).breakers(settings)
+                .threads(1));
+        for (int i = 0; i < 30; i++) {
+            layover.enqueue(chat, new Chat("job " + i));
+        }
+        Await.equal(WAIT, "jobs done", 30L,
+                () -> db.count("select count(*) from layover.job_history where outcome = 'completed'"));
+        assertTrue(fake.primary().unavailable() >= 3, "calls failed: " + fake.primary().unavailable());
+        assertEquals("closed", state(db), "a failure among successes never makes a row");
+    }
+
+    @Test
     void rateLimitsNeverOpenTheBreaker(TestDatabase db) {
         fake.primary().limitPerSecond(2).burst(1);
         JobType<Chat> chat = chat(KEY, fake.primary().url(), JobPolicy.defaults(), () -> { });
