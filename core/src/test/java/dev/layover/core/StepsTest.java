@@ -171,7 +171,9 @@ class StepsTest {
     @Test
     void aStepThatThrowsAfterItsCallIsNotStoredAndRunsAgainWhileFinishedStepsAreReused(TestDatabase db) {
         List<String> keys = new CopyOnWriteArrayList<>();
-        JobType<Work> type = start(db, JobType.builder("retrying", Work.class)
+        io.micrometer.core.instrument.simple.SimpleMeterRegistry registry =
+                new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+        JobType<Work> type = JobType.builder("retrying", Work.class)
                 .policy(TestLayovers.fastRetries(3))
                 .handler((args, ctx) -> {
                     String a = ctx.step("first", String.class, () -> chat(primary, "first", ctx));
@@ -185,11 +187,16 @@ class StepsTest {
                     });
                     results.add(a + " | " + b);
                     return Outcome.done();
-                }));
+                }).build();
+        layover = TestLayovers.builder(db).register(type)
+                .metrics(dev.layover.core.metrics.MicrometerMetrics.builder(registry).withoutGauges().build()).start();
         String id = layover.enqueue(type, new Work("x")).id();
         Map<String, Object> h = history(db, id);
         assertEquals("completed", h.get("outcome"));
         assertEquals(1, h.get("attempts"), "the bug spent one attempt");
+        // first run: "first" completed; second run: "first" reused, "second" completed
+        assertEquals(2.0, registry.counter("layover.steps", "job_type", "retrying", "outcome", "completed").count());
+        assertEquals(1.0, registry.counter("layover.steps", "job_type", "retrying", "outcome", "reused").count());
         assertEquals(List.of("<ECHO> first | <ECHO> second"), results);
         assertEquals(3, fake.primary().calls(), "first once; second twice (its first result was not stored)");
         assertEquals(2, keys.size());

@@ -149,6 +149,15 @@ public interface LayoverMetrics {
     default void scheduleClaimed(String jobType, String outcome, int enqueued) {}
 
     /**
+     * A step of a job ({@code JobContext#step}, docs/steps.md) ran and was stored, or its stored
+     * result was returned without running it.
+     *
+     * @param jobType the job type
+     * @param outcome {@code completed} (ran and stored) or {@code reused} (a stored result returned)
+     */
+    default void step(String jobType, String outcome) {}
+
+    /**
      * A breaker changed state by a change this instance made (each change of the fleet is
      * reported by exactly one instance).
      *

@@ -119,6 +119,11 @@ public final class MicrometerMetrics implements LayoverMetrics {
     }
 
     @Override
+    public void step(String jobType, String outcome) {
+        counter("layover.steps", "job_type", jobType, "outcome", outcome).increment();
+    }
+
+    @Override
     public void jobParked(String jobType, String failureType) {
         counter("layover.jobs.parked", "job_type", jobType, "failure_type", failureType).increment();
     }

@@ -173,7 +173,7 @@ public final class Engine {
         this.interactive = new InteractiveHandle(gate, classify, observability.timeSeries());
         RunSteps.Shared steps = new RunSteps.Shared(new StepStore(db), retry, classify,
                 config.objectMapper() != null ? config.objectMapper() : ArgsCodec.defaultMapper(), worker,
-                observability.timeSeries(), clock);
+                observability.timeSeries(), metrics, clock);
         // recurring jobs: the code schedules are checked now (a bad one fails the build), reconciled at start
         this.recurring = new ScheduleLoop(db, registry, enqueuer, clock, config.clock() != null,
                 config.schedulePollInterval(), config.scheduleGeneration(), config.schedules(), this::wakeUp, worker,

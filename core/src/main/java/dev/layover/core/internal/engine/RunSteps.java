@@ -9,6 +9,7 @@ import dev.layover.core.internal.gate.ProviderRun;
 import dev.layover.core.internal.jobs.JobRun;
 import dev.layover.core.internal.jobs.RunTokens;
 import dev.layover.core.internal.jobs.StepStore;
+import dev.layover.core.internal.observe.SafeMetrics;
 import dev.layover.core.internal.observe.TimeSeries;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.outcome.OutcomeException;
@@ -54,10 +55,11 @@ final class RunSteps {
      * @param mapper the mapper of job types without their own
      * @param worker this worker's name
      * @param timeSeries counts steps completed and reused
+     * @param metrics counts them too ({@code layover.steps})
      * @param clock the instance's clock
      */
     record Shared(StepStore store, WriteRetry retry, Function<Throwable, Optional<Outcome>> classify,
-            ObjectMapper mapper, String worker, TimeSeries timeSeries, Clock clock) {}
+            ObjectMapper mapper, String worker, TimeSeries timeSeries, SafeMetrics metrics, Clock clock) {}
 
     /** A durable sleep the run asked for: the job is written to wait until {@code wakeAt}. */
     record Sleep(String name, Instant wakeAt, Outcome outcome) {}
@@ -117,6 +119,7 @@ final class RunSteps {
                 try {
                     T value = mapper.readValue(s.result() == null ? "null" : s.result(), type);
                     shared.timeSeries().steps(run.taskName(), key(o), "reused");
+                    shared.metrics().step(run.taskName(), "reused");
                     return value;
                 } catch (java.io.IOException e) {
                     LOG.warn("Step '{}' of job {}: its stored result no longer reads as {} ({}); the step runs again",
@@ -199,6 +202,7 @@ final class RunSteps {
                 type.getName(), json, bytes, key, run.attemptsSpent() + 1, ms, validFor, null, tokens,
                 shared.worker())));
         shared.timeSeries().steps(run.taskName(), key(o), "completed");
+        shared.metrics().step(run.taskName(), "completed");
         return value;
     }
 

@@ -113,6 +113,17 @@ public final class SafeMetrics implements LayoverMetrics {
     }
 
     @Override
+    public void step(String jobType, String outcome) {
+        if (enabled) {
+            try {
+                delegate.step(jobType, outcome);
+            } catch (RuntimeException e) {
+                failed("step", e);
+            }
+        }
+    }
+
+    @Override
     public void jobParked(String jobType, String failureType) {
         if (enabled) {
             try {
