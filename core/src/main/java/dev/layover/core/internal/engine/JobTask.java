@@ -107,8 +107,8 @@ final class JobTask<A> extends CustomTask<byte[]> {
     public CompletionHandler<byte[]> execute(TaskInstance<byte[]> instance, ExecutionContext ec) {
         Execution ex = ec.getExecution();
         JobRun picked = run(entry, ex);
-        if (!p.lifeline().begin(picked)) {
-            return (complete, ops) -> { }; // given back while it waited for a thread: another worker has it
+        if (!p.lifeline().begin(picked, ex.lastHeartbeat)) {
+            return (complete, ops) -> { }; // given or taken back while it waited: another worker has it
         }
         Next[] ran = {null};
         Object running = p.pickLimit().started();

@@ -54,6 +54,8 @@ final class Lifeline {
     private final Duration orphanAfter;
     private final BooleanSupplier holdsNoneAhead;
     private final IntSupplier waitingForThread;
+    private final java.time.Clock clock;
+    private final Duration staleAfter;
     private final ConcurrentHashMap<String, Mark> marks = new ConcurrentHashMap<>();
     private final AtomicInteger executing = new AtomicInteger();
     private final Map<String, Long> waitingSince = new java.util.HashMap<>();
@@ -69,7 +71,9 @@ final class Lifeline {
      *     ones included)
      */
     Lifeline(JobStore store, String worker, int threads, Duration giveBackAfter, BooleanSupplier holdsNoneAhead,
-            IntSupplier waitingForThread) {
+            IntSupplier waitingForThread, java.time.Clock clock, Duration deadAfter) {
+        this.clock = clock;
+        this.staleAfter = deadAfter.dividedBy(2);
         this.store = store;
         this.worker = worker;
         this.threads = threads;
@@ -84,19 +88,40 @@ final class Lifeline {
     }
 
     /**
-     * A run starts on a worker thread.
+     * A run starts on a worker thread. A pick older than half the dead-worker timeout (database
+     * time: this JVM was paused, or the job waited long for a thread) is confirmed first with one
+     * read of its row: if another worker took it back meanwhile (this JVM's heartbeats stopped
+     * while it was paused, so the fleet took its jobs for dead), the run must not happen, or the
+     * provider would be called twice for one job, outside its bucket.
      *
-     * @return false when the job was given back meanwhile: the run must not happen
+     * @param pickedAt when it was picked (its row's heartbeat at the pick), or null
+     * @return false when the job was given back, or taken back by another worker, meanwhile: the
+     *     run must not happen
      */
-    boolean begin(JobRun run) {
+    boolean begin(JobRun run, java.time.Instant pickedAt) {
         Mark m = marks.compute(key(run.taskName(), run.id(), run.version()),
                 (k, v) -> v == Mark.GIVEN_BACK ? Mark.GIVEN_BACK : Mark.STARTED);
         if (m == Mark.GIVEN_BACK) {
             marks.remove(key(run.taskName(), run.id(), run.version()));
             return false;
         }
+        if (pickedAt != null && Duration.between(pickedAt, clock.instant()).compareTo(staleAfter) > 0
+                && !stillPicked(run)) {
+            marks.remove(key(run.taskName(), run.id(), run.version()));
+            LOG.info("Layover: job {}/{} was taken back by another worker while this one waited (paused for longer"
+                    + " than the heartbeat timeout?); not running it here", run.taskName(), run.id());
+            return false;
+        }
         executing.incrementAndGet();
         return true;
+    }
+
+    private boolean stillPicked(JobRun run) {
+        try {
+            return store.stillPicked(run.taskName(), run.id(), run.version(), worker);
+        } catch (RuntimeException e) {
+            return true; // the database cannot say: run it, as before; its outcome write checks the version
+        }
     }
 
     /** The run's handler is over (its outcome is about to be written). */

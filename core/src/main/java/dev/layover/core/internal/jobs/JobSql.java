@@ -279,6 +279,11 @@ final class JobSql {
      * Gives back a job a worker picked but did not start (its lifeline): unpicked, version moved,
      * due as it was; the other workers are woken. Parameters: task name, id, version, worker.
      */
+    /** A picked job still held by this worker at this version (parameters: name, id, version, worker). */
+    static final String STILL_PICKED = """
+            SELECT 1 FROM layover.scheduled_tasks
+            WHERE task_name = ? AND task_instance = ? AND version = ? AND picked AND picked_by = ?""";
+
     static final String GIVE_BACK = """
             WITH back AS (
                 UPDATE layover.scheduled_tasks

@@ -574,6 +574,23 @@ public final class JobStore implements JobWrites {
     }
 
     /**
+     * Whether the worker still holds a job it picked at that version ({@link JobSql#STILL_PICKED}):
+     * false once another worker took it back (a dead-worker rescue) or it moved on.
+     *
+     * @return whether the row is still picked by {@code worker} at {@code version}
+     */
+    public boolean stillPicked(String taskName, String id, long version, String worker) {
+        return db.autocommit("checking job " + taskName + "/" + id + " is still this worker's", c -> {
+            try (PreparedStatement ps = c.prepareStatement(JobSql.STILL_PICKED)) {
+                Db.bind(ps, taskName, id, version, worker);
+                try (ResultSet rs = ps.executeQuery()) {
+                    return rs.next();
+                }
+            }
+        });
+    }
+
+    /**
      * Gives back a job the worker picked but did not start ({@link JobSql#GIVE_BACK}).
      *
      * @return 1, or 0 when the row moved on meanwhile
