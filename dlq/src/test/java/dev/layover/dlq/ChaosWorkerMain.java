@@ -97,7 +97,7 @@ public final class ChaosWorkerMain {
                 .heartbeat(HEARTBEAT, MISSED)
                 .start();
         System.out.println("started " + worker);
-        Thread.sleep(Long.MAX_VALUE);
+        JvmProcess.runUntilKilled();
         layover.stop();
     }
 }

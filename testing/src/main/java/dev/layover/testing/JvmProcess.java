@@ -187,6 +187,16 @@ public final class JvmProcess implements AutoCloseable {
     }
 
     /**
+     * For a child's main, once it has started what it runs: blocks until the JVM ends (killed, or
+     * {@link #exitWhenParentDies} halting it).
+     *
+     * @throws InterruptedException if the main thread is interrupted
+     */
+    public static void runUntilKilled() throws InterruptedException {
+        new java.util.concurrent.CountDownLatch(1).await();
+    }
+
+    /**
      * A {@code java} executable of at least the given feature release: this JVM's when it is one;
      * else the one named by the system property {@code layover.test.java} (a {@code java}
      * executable or a Java home), when it is recent enough; else the newest under

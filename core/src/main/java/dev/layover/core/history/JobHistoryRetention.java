@@ -58,14 +58,14 @@ public final class JobHistoryRetention {
     private final Duration keep;
     private final Duration every;
     private final int batchSize;
-    private final Object lock = new Object();
-    private Thread thread;
-    private volatile boolean running;
+    private final dev.layover.core.internal.time.BackgroundLoop background;
 
     private JobHistoryRetention(Builder b) {
         this.db = new Db(b.dataSource);
         this.keep = b.keep;
         this.every = b.every;
+        this.background = new dev.layover.core.internal.time.BackgroundLoop(LOG, "job history retention", every,
+                this::purgeNow);
         this.batchSize = b.batchSize;
     }
 
@@ -111,59 +111,12 @@ public final class JobHistoryRetention {
      * @param name names the thread (the worker name)
      */
     public void start(String name) {
-        synchronized (lock) {
-            if (running) {
-                return;
-            }
-            running = true;
-            thread = new Thread(this::loop, "layover-history-retention-" + name);
-            thread.setDaemon(true);
-            thread.start();
-        }
+        background.start("layover-history-retention-" + name);
     }
 
     /** Stops the background purging (a purge under way finishes its current batch). */
     public void stop() {
-        Thread t;
-        synchronized (lock) {
-            running = false;
-            t = thread;
-            thread = null;
-        }
-        if (t != null) {
-            t.interrupt();
-            try {
-                t.join(2000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-    }
-
-    private void loop() {
-        boolean failing = false;
-        while (running) {
-            try {
-                purgeNow();
-                if (failing) {
-                    LOG.info("Layover: job history retention works again");
-                    failing = false;
-                }
-            } catch (RuntimeException e) {
-                if (!running) {
-                    return;
-                }
-                if (!failing) {
-                    LOG.warn("Layover: job history retention failed (trying again in {}): {}", every, e.getMessage());
-                    failing = true;
-                }
-            }
-            try {
-                Thread.sleep(every.toMillis());
-            } catch (InterruptedException e) {
-                return;
-            }
-        }
+        background.stop(Duration.ofSeconds(2));
     }
 
     /** @return the retention period */

@@ -50,7 +50,7 @@ public final class LimitWorkerMain {
                 .concurrencyLimit(KEY, Integer.parseInt(args[2]))
                 .start();
         System.out.println("started " + args[3]);
-        Thread.sleep(Long.MAX_VALUE);
+        JvmProcess.runUntilKilled();
         layover.stop();
     }
 }

@@ -67,7 +67,7 @@ public final class BatchWorkerMain {
                 .pollInterval(Duration.ofMillis(50))
                 .start();
         System.out.println("started " + args[2]);
-        Thread.sleep(Long.MAX_VALUE);
+        JvmProcess.runUntilKilled();
         layover.stop();
     }
 }

@@ -74,7 +74,7 @@ public final class WorkerMain {
                 .heartbeat(Duration.ofMillis(Long.getLong("rel.heartbeatMs", 5000)), Integer.getInteger("rel.missed", 8))
                 .start();
         System.out.println("started " + worker);
-        Thread.sleep(Long.MAX_VALUE);
+        JvmProcess.runUntilKilled();
         layover.stop();
     }
 

@@ -54,7 +54,7 @@ public final class ScheduleWorkerMain {
         HikariDataSource ds = new HikariDataSource(cfg);
         Layover layover = worker(ds, args[1], counting(new AtomicInteger(), true)).start();
         System.out.println("started " + args[1]);
-        Thread.sleep(Long.MAX_VALUE);
+        JvmProcess.runUntilKilled();
         layover.stop();
     }
 }

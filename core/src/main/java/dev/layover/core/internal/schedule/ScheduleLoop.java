@@ -61,8 +61,7 @@ public final class ScheduleLoop {
     private final dev.layover.core.internal.observe.SafeMetrics metrics;
     private final AtomicLong polls = new AtomicLong();
     private final AtomicLong enqueued = new AtomicLong();
-    private volatile boolean running;
-    private Thread thread;
+    private final dev.layover.core.internal.time.BackgroundLoop background;
 
     /**
      * Checks the code schedules; starts nothing.
@@ -90,6 +89,8 @@ public final class ScheduleLoop {
         this.clock = clock;
         this.testClock = testClock;
         this.pollInterval = pollInterval;
+        this.background = new dev.layover.core.internal.time.BackgroundLoop(LOG, "the scheduler loop", pollInterval,
+                this::pollOnce);
         this.generation = generation;
         this.wakeUp = wakeUp;
         this.worker = worker;
@@ -249,59 +250,13 @@ public final class ScheduleLoop {
     }
 
     /** Starts the scheduler loop. */
-    public synchronized void start() {
-        if (running) {
-            return;
-        }
-        running = true;
-        thread = new Thread(this::loop, "layover-scheduler-" + worker);
-        thread.setDaemon(true);
-        thread.start();
+    public void start() {
+        background.start("layover-scheduler-" + worker);
     }
 
     /** Stops the scheduler loop and waits for a claim in flight. */
     public void stop() {
-        Thread t;
-        synchronized (this) {
-            running = false;
-            t = thread;
-            thread = null;
-        }
-        if (t != null) {
-            t.interrupt();
-            try {
-                t.join(5000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-    }
-
-    private void loop() {
-        boolean failing = false;
-        while (running) {
-            try {
-                pollOnce();
-                if (failing) {
-                    LOG.info("Layover: the scheduler loop reaches the database again");
-                    failing = false;
-                }
-            } catch (RuntimeException e) {
-                if (!running) {
-                    return;
-                }
-                if (!failing) {
-                    LOG.warn("Layover: the scheduler loop failed, retrying every {} ms: {}", pollInterval.toMillis(),
-                            e.toString());
-                    failing = true;
-                }
-            }
-            try {
-                Thread.sleep(pollInterval.toMillis());
-            } catch (InterruptedException e) {
-                return;
-            }
-        }
+        background.stop(Duration.ofSeconds(5));
     }
 
     /**

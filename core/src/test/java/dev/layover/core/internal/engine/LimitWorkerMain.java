@@ -52,7 +52,7 @@ public final class LimitWorkerMain {
         }
         Layover layover = b.start();
         System.out.println("started " + args[3]);
-        Thread.sleep(Long.MAX_VALUE);
+        JvmProcess.runUntilKilled();
         layover.stop();
     }
 }

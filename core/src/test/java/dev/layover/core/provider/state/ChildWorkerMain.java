@@ -48,7 +48,7 @@ public final class ChildWorkerMain {
                 .pollInterval(Duration.ofMillis(50))
                 .start();
         System.out.println("started " + args[3]);
-        Thread.sleep(Long.MAX_VALUE);
+        JvmProcess.runUntilKilled();
         layover.stop();
     }
 }

@@ -62,7 +62,7 @@ public final class FairWorkerMain {
         HikariDataSource ds = new HikariDataSource(cfg);
         Layover layover = (args.length > 2 && args[2].equals("slots") ? slotWorker(ds, args[1]) : worker(ds, args[1])).start();
         System.out.println("started " + args[1]);
-        Thread.sleep(Long.MAX_VALUE);
+        JvmProcess.runUntilKilled();
         layover.stop();
     }
 }
