@@ -11,7 +11,7 @@ import java.time.Duration;
 /**
  * A Layover worker in its own JVM for {@link FairnessTwoJvmTest}: runs job type {@code fair-work}
  * (fairness key {@code tenant:<tenant>}) under a 20/s bucket of the test's key, history on; with
- * a third argument {@code slots}, job type {@code fair-slot-work} (calls of 40 ms) under a
+ * a third argument {@code slots}, job type {@code fair-slot-work} (calls of 100 ms) under a
  * concurrency limit of 2 of another key instead. Runs until killed.
  *
  * <p>Arguments: JDBC URL, worker name, optionally {@code slots}.
@@ -34,12 +34,12 @@ public final class FairWorkerMain {
 
     static final String SLOT_KEY = "anthropic:fair-two-jvms";
 
-    /** The job type of the concurrency case: each call takes 40 ms. */
+    /** The job type of the concurrency case: each call takes 100 ms. */
     static final JobType<Work> SLOT_TYPE = JobType.builder("fair-slot-work", Work.class)
             .providerKey(SLOT_KEY)
             .fairnessKey(w -> "tenant:" + w.tenant())
             .handler((w, ctx) -> {
-                Thread.sleep(40); // the provider call
+                Thread.sleep(100); // the provider call
                 return Outcome.done();
             })
             .build();

@@ -97,7 +97,8 @@ class FairnessTwoJvmTest {
                 () -> db.count("select count(*) from layover.job_history where job_type = 'fair-slot-work'"));
         assertFairFirst30(db, "fair-slot-work");
         assertEquals(2L, db.count("select count(distinct worker) from layover.job_history where job_type = 'fair-slot-work'"),
-                "both processes ran jobs");
+                () -> "both processes ran jobs: " + db.rows("select worker, count(*) from layover.job_history"
+                        + " where job_type = 'fair-slot-work' group by worker"));
         assertEquals(0L, db.count("select count(*) from layover.job_history where job_type = 'fair-slot-work' and attempts > 0"));
     }
 
