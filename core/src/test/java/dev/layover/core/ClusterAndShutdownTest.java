@@ -89,7 +89,7 @@ class ClusterAndShutdownTest {
     }
 
     @Test
-    void aDeadWorkersJobIsRevivedAndTheRevivalSpendsAnAttempt(TestDatabase db) throws Exception {
+    void aDeadWorkersJobRunsAgainFreeTheFirstTimeAndSpendsAnAttemptWhenLostTwiceInARow(TestDatabase db) throws Exception {
         Map<String, Integer> attemptSeen = new ConcurrentHashMap<>();
         JobType<Item> item = JobType.builder("item", Item.class)
                 .policy(JobPolicy.defaults().withBackoff(Duration.ofMinutes(5), Duration.ofMinutes(10)))
@@ -98,20 +98,32 @@ class ClusterAndShutdownTest {
                     return Outcome.retry("keep the row for inspection");
                 })
                 .build();
-        // a worker that was killed mid-job: the row is picked, its heartbeat stopped a minute ago
+        // two jobs of a worker killed mid-run: picked, the heartbeat stopped a minute ago; the
+        // second's run before this one had ended the same way
         db.update("insert into layover.scheduled_tasks (task_name, task_instance, task_data, execution_time, picked,"
                 + " picked_by, last_heartbeat, version, consecutive_failures)"
                 + " values ('item', 'orphan', convert_to('{\"n\":1}', 'UTF8'), now() - interval '2 minutes', true,"
                 + " 'killed-worker', now() - interval '1 minute', 7, 0)");
+        db.update("insert into layover.scheduled_tasks (task_name, task_instance, task_data, execution_time, picked,"
+                + " picked_by, last_heartbeat, version, consecutive_failures, reschedules, last_reschedule_reason,"
+                + " last_rescheduled_at)"
+                + " values ('item', 'twice', convert_to('{\"n\":2}', 'UTF8'), now() - interval '2 minutes', true,"
+                + " 'killed-worker', now() - interval '1 minute', 7, 0, 1, 'worker_lost', now() - interval '3 minutes')");
         assertEquals("running", db.value("select state from layover.jobs where id = 'orphan'"));
         Layover layover = TestLayovers.builder(db).register(item).heartbeat(Duration.ofMillis(200), 4).start();
         try {
-            Await.until(Duration.ofSeconds(20), "the orphan ran again", () -> attemptSeen.containsKey("orphan"));
-            assertEquals(2, attemptSeen.get("orphan"), "the revival spent attempt 1, so the run is attempt 2");
-            Await.equal(Duration.ofSeconds(20), "attempts", 2, () -> db.value("select attempts from layover.jobs where id = 'orphan'"));
-            var errors = new ObjectMapper().readTree((String) db.value("select errors::text from layover.jobs where id = 'orphan'"));
+            Await.until(Duration.ofSeconds(20), "both ran again",
+                    () -> attemptSeen.containsKey("orphan") && attemptSeen.containsKey("twice"));
+            assertEquals(1, attemptSeen.get("orphan"), "the first loss spent no attempt");
+            assertEquals(2, attemptSeen.get("twice"), "the second loss in a row spent attempt 1");
+            assertEquals("worker_lost", db.value("select reschedule_reason from layover.jobs where id = 'orphan'"));
+            assertEquals(1, db.value("select reschedules from layover.jobs where id = 'orphan'"));
+            assertTrue(((String) db.value("select reschedule_detail from layover.jobs where id = 'orphan'"))
+                    .contains("stopped sending heartbeats"));
+            Await.equal(Duration.ofSeconds(20), "attempts", 2, () -> db.value("select attempts from layover.jobs where id = 'twice'"));
+            var errors = new ObjectMapper().readTree((String) db.value("select errors::text from layover.jobs where id = 'twice'"));
             assertEquals("worker_lost", errors.get(0).get("kind").asText());
-            assertTrue(errors.get(0).get("message").asText().contains("stopped sending heartbeats"));
+            assertTrue(errors.get(0).get("message").asText().contains("second loss in a row"));
         } finally {
             layover.stop();
         }

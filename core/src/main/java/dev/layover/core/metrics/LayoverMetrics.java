@@ -45,7 +45,7 @@ public interface LayoverMetrics {
      *
      * @param jobType the job type
      * @param reason {@code overloaded}, {@code transient}, {@code error} (the job's own) or
-     *     {@code worker_lost}
+     *     {@code worker_lost} (its worker lost for the second time in a row)
      */
     default void jobRetried(String jobType, String reason) {}
 
@@ -55,7 +55,8 @@ public interface LayoverMetrics {
      * @param jobType the job type
      * @param reason the {@code reschedule_reason} of {@code layover.jobs}: {@code rate_limited},
      *     {@code quota_exhausted}, {@code cooldown}, {@code bucket}, {@code breaker_half_open},
-     *     {@code snooze}, {@code provider_state_unavailable}, {@code worker_stopped}, ...
+     *     {@code snooze}, {@code provider_state_unavailable}, {@code worker_stopped},
+     *     {@code worker_lost} (the first loss in a row), ...
      */
     default void jobRescheduled(String jobType, String reason) {}
 

@@ -316,11 +316,16 @@ final class OutcomeWriter {
         });
     }
 
-    /** A job whose worker stopped heartbeating: an attempt spent, then retried or parked. */
+    /** A job whose worker stopped heartbeating: run again at once, an attempt spent on the second loss in a row. */
     void workerLost(JobRun run, Instant lastHeartbeat) {
         guard(run, () -> {
+            Boolean lostBefore = retry.write(() -> store.lostBefore(run.taskName(), run.id(), run.version()));
+            if (lostBefore == null) {
+                LOG.debug("Job {} moved on before its lost worker's run was written", run.label());
+                return;
+            }
             Instant now = clock.instant();
-            write(run, null, RunDecider.workerLost(run, now, lastHeartbeat), ErrorLog.NO_TRAIL, now, null);
+            write(run, null, RunDecider.workerLost(run, now, lastHeartbeat, lostBefore), ErrorLog.NO_TRAIL, now, null);
         });
     }
 

@@ -96,11 +96,23 @@ final class RunDecider {
                 + "reached); it runs again without spending an attempt", FailureType.SNOOZE_EXHAUSTED);
     }
 
-    /** The worker running the job stopped heartbeating: an attempt spent, run again at once. */
-    static RunDecision workerLost(JobRun run, Instant now, Instant lastHeartbeat) {
+    /**
+     * The worker holding the job stopped heartbeating. It runs again at once. The first loss spends
+     * no attempt (a reschedule, reason {@code worker_lost}): the job may never have started (a
+     * worker holds jobs picked ahead of its threads) and a killed host is not the job's failure. A
+     * second loss in a row spends one, so a job that kills its worker parks after its attempts.
+     *
+     * @param lostBefore whether the run before this one also ended with its worker lost
+     */
+    static RunDecision workerLost(JobRun run, Instant now, Instant lastHeartbeat, boolean lostBefore) {
+        String why = "the worker holding this job stopped sending heartbeats (last at " + lastHeartbeat
+                + "): killed, hung, or cut off from the database";
+        if (!lostBefore) {
+            return new Reschedule(now, WORKER_LOST, why + "; it runs again without spending an attempt, as the first"
+                    + " loss in a row", FailureType.JOB_ERROR);
+        }
         return retry(run, now, FailureType.JOB_ERROR, WORKER_LOST, "WorkerLost",
-                "the worker running this job stopped sending heartbeats (last at " + lastHeartbeat
-                        + "): killed, hung, or cut off from the database", null);
+                why + "; the second loss in a row spends an attempt", null);
     }
 
     /** The reschedule reason of a job waiting for a worker that can read its args. */

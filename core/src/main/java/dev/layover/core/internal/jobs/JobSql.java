@@ -275,15 +275,26 @@ final class JobSql {
     static final String PICKED_BY = """
             SELECT task_name, task_instance, version FROM layover.scheduled_tasks WHERE picked AND picked_by = ?""";
 
-    /**
-     * Gives back a job a worker picked but did not start (its lifeline): unpicked, version moved,
-     * due as it was; the other workers are woken. Parameters: task name, id, version, worker.
-     */
     /** A picked job still held by this worker at this version (parameters: name, id, version, worker). */
     static final String STILL_PICKED = """
             SELECT 1 FROM layover.scheduled_tasks
             WHERE task_name = ? AND task_instance = ? AND version = ? AND picked AND picked_by = ?""";
 
+    /**
+     * Whether the run before this one also ended with its worker lost: the job's last reschedule
+     * was {@code worker_lost} and no attempt failed after it. No row at this version: null.
+     * Parameters: task name, id, version.
+     */
+    static final String LOST_BEFORE = """
+            SELECT last_reschedule_reason IS NOT DISTINCT FROM 'worker_lost'
+                   AND (last_failure IS NULL OR last_failure <= last_rescheduled_at)
+            FROM layover.scheduled_tasks
+            WHERE task_name = ? AND task_instance = ? AND version = ?""";
+
+    /**
+     * Gives back a job a worker picked but did not start (its lifeline): unpicked, version moved,
+     * due as it was; the other workers are woken. Parameters: task name, id, version, worker.
+     */
     static final String GIVE_BACK = """
             WITH back AS (
                 UPDATE layover.scheduled_tasks

@@ -591,6 +591,22 @@ public final class JobStore implements JobWrites {
     }
 
     /**
+     * Whether the job's previous run also ended with its worker lost ({@link JobSql#LOST_BEFORE}).
+     *
+     * @return true or false; null when the row is gone or moved past {@code version}
+     */
+    public Boolean lostBefore(String taskName, String id, long version) {
+        return db.autocommit("reading how job " + taskName + "/" + id + " last ended", c -> {
+            try (PreparedStatement ps = c.prepareStatement(JobSql.LOST_BEFORE)) {
+                Db.bind(ps, taskName, id, version);
+                try (ResultSet rs = ps.executeQuery()) {
+                    return rs.next() ? rs.getBoolean(1) : null;
+                }
+            }
+        });
+    }
+
+    /**
      * Gives back a job the worker picked but did not start ({@link JobSql#GIVE_BACK}).
      *
      * @return 1, or 0 when the row moved on meanwhile

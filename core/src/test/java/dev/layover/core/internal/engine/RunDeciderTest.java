@@ -161,11 +161,21 @@ class RunDeciderTest {
     }
 
     @Test
-    void aLostWorkersJobRunsAgainAtOnceSpendingAnAttempt() {
-        RunDecision.Retry r = (RunDecision.Retry) RunDecider.workerLost(run(0), NOW, NOW.minusSeconds(60));
+    void aLostWorkersJobRunsAgainAtOnceWithoutAnAttemptTheFirstTime() {
+        RunDecision.Reschedule r = (RunDecision.Reschedule) RunDecider.workerLost(run(0), NOW, NOW.minusSeconds(60), false);
+        assertEquals(NOW, r.runAt());
+        assertEquals(RunDecider.WORKER_LOST, r.reason());
+        assertEquals(FailureType.JOB_ERROR, r.whenCapped());
+    }
+
+    @Test
+    void aJobLostTwiceInARowSpendsAnAttemptAndParksWhenItWasTheLast() {
+        RunDecision.Retry r = (RunDecision.Retry) RunDecider.workerLost(run(0), NOW, NOW.minusSeconds(60), true);
         assertEquals(NOW, r.runAt());
         assertEquals(1, r.attempts());
         assertEquals(RunDecider.WORKER_LOST, r.error().kind());
+        RunDecision.Park p = (RunDecision.Park) RunDecider.workerLost(run(4), NOW, NOW.minusSeconds(60), true);
+        assertEquals(FailureType.JOB_ERROR, p.type());
     }
 
     @Test
