@@ -78,4 +78,36 @@ class LifelineReliabilityTest {
         assertEquals(0, db.count("select count(*) from layover.dead_letters"));
         assertEquals(0, db.count("select count(*) from layover.job_history where attempts > 0"), "no attempt spent");
     }
+
+    @Test
+    void aPluginsTaskRunningLongerThanTheGiveBackWaitIsNotGivenBack(TestDatabase db) throws Exception {
+        AtomicInteger runs = new AtomicInteger();
+        CountDownLatch running = new CountDownLatch(1);
+        List<Boolean> pickedWhileRunning = new java.util.concurrent.CopyOnWriteArrayList<>();
+        com.github.kagkarlsson.scheduler.task.Task<Void> slow = com.github.kagkarlsson.scheduler.task.helper.Tasks
+                .recurring("layover-test-slow", com.github.kagkarlsson.scheduler.task.schedule.FixedDelay.ofHours(1))
+                .execute((inst, ctx) -> {
+                    runs.incrementAndGet();
+                    running.countDown();
+                    try {
+                        Thread.sleep(1500); // the task's work: longer than giveBackAfter, with threads free
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                });
+        JobType<Call> call = JobType.of("call", Call.class, (a, ctx) -> Outcome.done());
+        try (Layover l = Reliability.builder(db).register(call).workerName("p").threads(2)
+                .giveBackAfter(Duration.ofMillis(200)).plugin(layover -> List.of(slow)).start()) {
+            assertTrue(running.await(30, TimeUnit.SECONDS), "the plugin's task started");
+            Await.until(Duration.ofSeconds(10), "the task ended", () -> {
+                pickedWhileRunning.add(Boolean.TRUE.equals(db.value(
+                        "select picked from layover.scheduled_tasks where task_name = 'layover-test-slow'")));
+                return db.count("select count(*) from layover.scheduled_tasks where task_name = 'layover-test-slow'"
+                        + " and not picked and execution_time > now() + interval '50 minutes'") == 1;
+            });
+            assertEquals(1, runs.get(), "it ran once: not given back and picked again");
+            assertTrue(pickedWhileRunning.subList(0, pickedWhileRunning.size() - 1).stream().allMatch(b -> b),
+                    "its row stayed picked while it ran: " + pickedWhileRunning);
+        }
+    }
 }

@@ -152,7 +152,8 @@ public final class Engine {
         this.outageSignal = outage::failed;
         this.pickLimit = new PickLimit(config.threads(), config.prefetch());
         this.lifeline = new Lifeline(store, worker, config.threads(), config.giveBackAfter(),
-                pickLimit::holdsNoneAhead, pickLimit::waitingForThread, clock, config.deadAfter());
+                pickLimit::holdsNoneAhead, pickLimit::waitingForThread, clock, config.deadAfter(),
+                registry.entries().stream().map(e -> e.type().name()).toList());
         this.completer = new BatchCompleter(store, "layover-completer-" + worker, outage, observability,
                 d -> lifeline.forget(d.name(), d.id(), d.version()), pickLimit::rowsFreed);
         WriteRetry retry = new WriteRetry(outage);

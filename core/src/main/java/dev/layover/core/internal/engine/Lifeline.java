@@ -49,6 +49,7 @@ final class Lifeline {
 
     private final JobStore store;
     private final String worker;
+    private final String[] jobTypes;
     private final int threads;
     private final Duration giveBackAfter;
     private final Duration orphanAfter;
@@ -69,9 +70,12 @@ final class Lifeline {
      *     behind busy threads then goes back at once
      * @param waitingForThread how many jobs handed to the worker threads wait for one (given back
      *     ones included)
+     * @param jobTypes the registered job types: only their runs pass {@link #begin}, so only their
+     *     rows can be given back (a plugin's task, such as the recovery sweep, runs unmarked)
      */
     Lifeline(JobStore store, String worker, int threads, Duration giveBackAfter, BooleanSupplier holdsNoneAhead,
-            IntSupplier waitingForThread, java.time.Clock clock, Duration deadAfter) {
+            IntSupplier waitingForThread, java.time.Clock clock, Duration deadAfter, java.util.Collection<String> jobTypes) {
+        this.jobTypes = jobTypes.toArray(new String[0]);
         this.clock = clock;
         this.staleAfter = deadAfter.dividedBy(2);
         this.store = store;
@@ -202,7 +206,7 @@ final class Lifeline {
         }
         long now = System.nanoTime();
         long limit = !busy ? orphanAfter.toNanos() : holdsNoneAhead.getAsBoolean() ? 0 : giveBackAfter.toNanos();
-        List<JobStore.Picked> picked = store.pickedBy(worker);
+        List<JobStore.Picked> picked = store.pickedBy(worker, jobTypes);
         Set<String> seen = new HashSet<>();
         for (JobStore.Picked p : picked) {
             String k = key(p.taskName(), p.id(), p.version());

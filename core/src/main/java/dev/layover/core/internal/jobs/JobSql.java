@@ -273,7 +273,8 @@ final class JobSql {
 
     /** The rows a worker holds picked, for its lifeline. Parameter: worker. */
     static final String PICKED_BY = """
-            SELECT task_name, task_instance, version FROM layover.scheduled_tasks WHERE picked AND picked_by = ?""";
+            SELECT task_name, task_instance, version FROM layover.scheduled_tasks
+            WHERE picked AND picked_by = ? AND task_name = ANY (?::text[])""";
 
     /** A picked job still held by this worker at this version (parameters: name, id, version, worker). */
     static final String STILL_PICKED = """

@@ -557,12 +557,17 @@ public final class JobStore implements JobWrites {
      */
     public record Picked(String taskName, String id, long version) {}
 
-    /** @return the rows {@code worker} holds picked ({@link JobSql#PICKED_BY}) */
-    public List<Picked> pickedBy(String worker) {
+    /**
+     * @param jobTypes the job types to look at: a plugin's own tasks (the recovery sweep, the
+     *     retention) are not jobs and never given back
+     * @return the rows of those job types {@code worker} holds picked ({@link JobSql#PICKED_BY})
+     */
+    public List<Picked> pickedBy(String worker, String[] jobTypes) {
         return db.autocommit("reading the jobs " + worker + " picked", c -> {
             List<Picked> out = new ArrayList<>();
             try (PreparedStatement ps = c.prepareStatement(JobSql.PICKED_BY)) {
                 ps.setString(1, worker);
+                ps.setArray(2, c.createArrayOf("text", jobTypes));
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
                         out.add(new Picked(rs.getString(1), rs.getString(2), rs.getLong(3)));
