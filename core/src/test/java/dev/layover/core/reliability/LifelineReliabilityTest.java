@@ -110,4 +110,43 @@ class LifelineReliabilityTest {
                     "its row stayed picked while it ran: " + pickedWhileRunning);
         }
     }
+
+    @Test
+    void aBreakerTrialPickedBehindAHungHandlerGoesBackWithItsJob(TestDatabase db) throws Exception {
+        CountDownLatch release = new CountDownLatch(1);
+        JobType<Call> hang = JobType.of("hang", Call.class, (a, ctx) -> {
+            release.await(60, TimeUnit.SECONDS); // a call that hangs
+            return Outcome.done();
+        });
+        AtomicInteger trialsOnB = new AtomicInteger();
+        JobType<Call> keyedOnA = JobType.builder("keyed", Call.class).providerKey("openai:lifeline-trial")
+                .handler((a, ctx) -> Outcome.done()).build();
+        JobType<Call> keyedOnB = JobType.builder("keyed", Call.class).providerKey("openai:lifeline-trial")
+                .handler((a, ctx) -> {
+                    trialsOnB.incrementAndGet();
+                    return Outcome.done();
+                }).build();
+        try (Layover a = Reliability.builder(db).register(hang).register(keyedOnA).workerName("a").threads(1).prefetch(3)
+                .giveBackAfter(Duration.ofSeconds(1)).start()) {
+            a.enqueue(hang, new Call(0));
+            Await.until(Duration.ofSeconds(30), "a's only thread hangs",
+                    () -> db.count("select count(*) from layover.jobs where job_type = 'hang' and picked_by = 'a'") == 1);
+            // the key's breaker is open and its open period over: the next pick of its job claims the trial
+            db.update("insert into layover.breakers (provider_key, state, opened_at, open_until, open_count)"
+                    + " values ('openai:lifeline-trial', 'open', now() - interval '1 minute', now() - interval '1 second', 1)");
+            a.enqueue(keyedOnA, new Call(1));
+            Await.until(Duration.ofSeconds(30), "a's pick claimed the trial for the job it holds behind the hung call",
+                    () -> "a".equals(db.value("select trial_claimed_by from layover.breakers"
+                            + " where provider_key = 'openai:lifeline-trial'")));
+            try (Layover b = Reliability.builder(db).register(hang).register(keyedOnB).workerName("b").threads(2).start()) {
+                // given back after a second, with its trial: b's pick claims the trial and the call closes the
+                // breaker (a trial left with a would wait out the trial timeout, two minutes)
+                Await.until(Duration.ofSeconds(30), "b ran the job as the trial and the breaker closed",
+                        () -> trialsOnB.get() == 1 && "closed".equals(db.value(
+                                "select state from layover.breakers where provider_key = 'openai:lifeline-trial'")));
+                release.countDown();
+                Await.equal(Duration.ofSeconds(30), "every job done", 0L, () -> db.count("select count(*) from layover.jobs"));
+            }
+        }
+    }
 }

@@ -153,7 +153,7 @@ public final class Engine {
         this.pickLimit = new PickLimit(config.threads(), config.prefetch());
         this.lifeline = new Lifeline(store, worker, config.threads(), config.giveBackAfter(),
                 pickLimit::holdsNoneAhead, pickLimit::waitingForThread, clock, config.deadAfter(),
-                registry.entries().stream().map(e -> e.type().name()).toList());
+                registry.entries().stream().map(e -> e.type().name()).toList(), this::givenBack);
         this.completer = new BatchCompleter(store, "layover-completer-" + worker, outage, observability,
                 d -> lifeline.forget(d.name(), d.id(), d.version()), pickLimit::rowsFreed);
         WriteRetry retry = new WriteRetry(outage);
@@ -183,6 +183,14 @@ public final class Engine {
         this.taskParts = new JobTask.Parts(writer, admission, gate, observability, clock,
                 new HandlerRunner(classify), lifeline,
                 pickLimit, new BatchStep(batchStore, batchKeys, writer, classifier), picker(config, worker), steps);
+    }
+
+    /** A job the lifeline gave back before it started: the breaker trial its pick claimed goes back too. */
+    private void givenBack(JobStore.Picked p) {
+        Picker.Verdict v = taskParts.picker().verdict(p.taskName(), p.id(), p.version());
+        if (v.trialToken() != null) {
+            gate.giveBackTrial(v.key(), v.trialToken());
+        }
     }
 
     /** The pick, over this instance's job types (the recurring tasks of plugins are added at start). */

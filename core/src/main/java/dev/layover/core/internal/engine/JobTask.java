@@ -108,7 +108,9 @@ final class JobTask<A> extends CustomTask<byte[]> {
         Execution ex = ec.getExecution();
         JobRun picked = run(entry, ex);
         if (!p.lifeline().begin(picked, ex.lastHeartbeat)) {
-            return (complete, ops) -> { }; // given or taken back while it waited: another worker has it
+            // given or taken back while it waited: another worker has it, and a breaker trial its pick claimed goes back
+            unclaimed(p.picker().verdict(picked.taskName(), picked.id(), picked.version()), null);
+            return (complete, ops) -> { };
         }
         Next[] ran = {null};
         Object running = p.pickLimit().started();

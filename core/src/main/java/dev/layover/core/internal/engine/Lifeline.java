@@ -31,7 +31,7 @@ import org.slf4j.LoggerFactory;
  * handed to it (the pick committed but its reply was lost, as when a failover lands between the
  * two). The bulk heartbeat keeps such rows alive, so no one would take them for dead while the
  * worker lives; one that has not started within {@code giveBackAfter} (10 s when that is zero)
- * while a thread is free is given back the same way. One read of this worker's picked rows per
+ * while a thread is free and no run waits in the queue is given back the same way. One read of this worker's picked rows per
  * check (an index on {@code picked_by}), every half {@code giveBackAfter}, at most every second
  * (and every {@link #URGENT_EVERY_MILLIS} while a job waits behind calls of a second or more).
  */
@@ -50,6 +50,7 @@ final class Lifeline {
     private final JobStore store;
     private final String worker;
     private final String[] jobTypes;
+    private final java.util.function.Consumer<JobStore.Picked> givenBack;
     private final int threads;
     private final Duration giveBackAfter;
     private final Duration orphanAfter;
@@ -72,10 +73,14 @@ final class Lifeline {
      *     ones included)
      * @param jobTypes the registered job types: only their runs pass {@link #begin}, so only their
      *     rows can be given back (a plugin's task, such as the recovery sweep, runs unmarked)
+     * @param givenBack told of each row given back, at once: what its pick claimed for it (a breaker
+     *     trial) goes back with it, not when the stale pick reaches a thread
      */
     Lifeline(JobStore store, String worker, int threads, Duration giveBackAfter, BooleanSupplier holdsNoneAhead,
-            IntSupplier waitingForThread, java.time.Clock clock, Duration deadAfter, java.util.Collection<String> jobTypes) {
+            IntSupplier waitingForThread, java.time.Clock clock, Duration deadAfter, java.util.Collection<String> jobTypes,
+            java.util.function.Consumer<JobStore.Picked> givenBack) {
         this.jobTypes = jobTypes.toArray(new String[0]);
+        this.givenBack = givenBack;
         this.clock = clock;
         this.staleAfter = deadAfter.dividedBy(2);
         this.store = store;
@@ -204,6 +209,9 @@ final class Lifeline {
             waitingSince.clear();
             return;
         }
+        if (!busy && waitingForThread.getAsInt() > 0) {
+            return; // runs queued with a thread free start now: a row is judged an orphan only when none is queued
+        }
         long now = System.nanoTime();
         long limit = !busy ? orphanAfter.toNanos() : holdsNoneAhead.getAsBoolean() ? 0 : giveBackAfter.toNanos();
         List<JobStore.Picked> picked = store.pickedBy(worker, jobTypes);
@@ -222,6 +230,7 @@ final class Lifeline {
                 continue; // it started meanwhile
             }
             if (store.giveBack(p.taskName(), p.id(), p.version(), worker) == 1) {
+                givenBack.accept(p);
                 if (busy) {
                     LOG.debug("Layover lifeline: gave back job {}/{}, picked but not started within {} (every thread busy)",
                             p.taskName(), p.id(), giveBackAfter);
