@@ -8,7 +8,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
 import dev.layover.testing.JvmProcess;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.RestartablePostgres;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import dev.layover.testing.provider.Faults;
@@ -25,14 +25,14 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The fleet under the faults of an ordinary bad day, at once (issue 50): three worker JVMs (one
  * with its clock a minute ahead, when libfaketime is installed) against a fake provider limited to
  * R calls/s that fails 3 % of the calls it admits (503, 500, slow answers, dropped connections,
  * seeded), while one worker is killed with kill -9 and replaced, another is stopped with SIGSTOP
- * for longer than the heartbeat timeout, and two operators replay the same parked jobs at once.
+ * for longer than the heartbeat timeout, Postgres restarts, and two operators replay the same
+ * parked jobs at once.
  * Asserted at the end: no job lost, none completed twice, no overlapping runs of one job but those
  * a killed or stopped worker explains, no attempt spent on a rate limit (attempts spent are
  * bounded by the calls that failed and the jobs lost twice in a row, by the kill and the stop), the calls the
@@ -43,11 +43,11 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * others throughout the stop.
  * The seed is printed, and {@code -Dlayover.chaos.seed} repeats a run.
  *
- * <p>Not in it yet: a Postgres restart (FailoverReliabilityTest fails over a real primary on its
- * own) and goodput bounds (a timed figure: the etiquette bench's fault arms measure it).
+ * <p>The test runs on a Postgres of its own ({@link RestartablePostgres}), which it restarts once
+ * mid-run (a fast shutdown, 5 s away). Not in it: goodput bounds (a timed figure: the etiquette
+ * bench's fault arms measure it).
  */
 @Tag("slow")
-@ExtendWith(LayoverPostgresExtension.class)
 class ChaosReliabilityTest {
 
     private static final int R = 20;
@@ -56,7 +56,13 @@ class ChaosReliabilityTest {
     private static final Duration WAIT = Duration.ofMinutes(3);
 
     @Test
-    void aFleetUnderKillsStopsFaultsAndRacingReplaysLosesNothingAndRunsNothingTwice(TestDatabase db) throws Exception {
+    void aFleetUnderKillsStopsRestartsFaultsAndRacingReplaysLosesNothingAndRunsNothingTwice() throws Exception {
+        try (RestartablePostgres pg = RestartablePostgres.start(); TestDatabase db = pg.newDatabase()) {
+            run(pg, db);
+        }
+    }
+
+    private void run(RestartablePostgres pg, TestDatabase db) throws Exception {
         long seed = Long.getLong("layover.chaos.seed", System.nanoTime());
         System.out.println("ChaosReliabilityTest seed " + seed + " (-Dlayover.chaos.seed=" + seed + " repeats it)");
         String failing = "seed " + seed + ": ";
@@ -106,6 +112,16 @@ class ChaosReliabilityTest {
                 }
                 signal("CONT", frozen.pid());
                 resumedAt = java.time.Instant.now();
+
+                // Postgres restarts (a fast shutdown, 5 s away): the workers wait it out and go on
+                Await.until(WAIT, failing + "three fifths done", () -> completed(db) >= 3 * JOBS / 5);
+                pg.restart(Duration.ofSeconds(5));
+                long atRestart = completed(db);
+                try {
+                    Await.until(WAIT, failing + "30 more jobs done after the restart", () -> completed(db) >= atRestart + 30);
+                } catch (AssertionError e) {
+                    throw new AssertionError(e.getMessage() + "; " + state(db), e);
+                }
 
                 // the poisoned jobs parked: heal them, and two operators replay each at once
                 Await.equal(WAIT, failing + "poisoned jobs parked", (long) POISONED,
@@ -207,6 +223,15 @@ class ChaosReliabilityTest {
             }
             Files.deleteIfExists(poison);
         }
+    }
+
+    /** What the fleet is doing, for a failure message. */
+    private static String state(TestDatabase db) {
+        return "jobs: " + db.rows("select state, waiting_for, picked_by, count(*) n, min(run_at)::text first_run_at"
+                + " from layover.jobs group by 1, 2, 3") + "; breakers: " + db.rows("select * from layover.breakers")
+                + "; cooldowns: " + db.rows("select * from layover.cooldowns") + "; buckets: "
+                + db.rows("select provider_key, request_tat::text, requests_per_minute from layover.buckets")
+                + "; workers: " + db.rows("select * from layover.workers") + "; now " + db.value("select now()::text");
     }
 
     private static long completed(TestDatabase db) {

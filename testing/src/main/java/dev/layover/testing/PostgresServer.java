@@ -81,6 +81,14 @@ public final class PostgresServer {
         return s;
     }
 
+    /**
+     * A server a fixture of this package owns and stops itself (no shutdown hook, no template yet:
+     * call {@link #createTemplate()}).
+     */
+    static PostgresServer own(String kind, String host, int port, String user, String adminDatabase, String password) {
+        return new PostgresServer(kind, host, port, user, password, adminDatabase, null);
+    }
+
     /** @return which kind of server answered: {@code "url"}, {@code "testcontainers"} or {@code "embedded"} */
     public String kind() {
         return kind;
@@ -218,7 +226,7 @@ public final class PostgresServer {
         }
     }
 
-    private void createTemplate() {
+    void createTemplate() {
         template = prefix + "_template";
         admin("CREATE DATABASE " + template);
         LayoverMigrations.migrate(simpleDataSource(template));

@@ -114,22 +114,32 @@ final class Lifeline {
             marks.remove(key(run.taskName(), run.id(), run.version()));
             return false;
         }
-        if (pickedAt != null && Duration.between(pickedAt, clock.instant()).compareTo(staleAfter) > 0
-                && !stillPicked(run)) {
-            marks.remove(key(run.taskName(), run.id(), run.version()));
-            LOG.info("Layover: job {}/{} was taken back by another worker while this one waited (paused for longer"
-                    + " than the heartbeat timeout?); not running it here", run.taskName(), run.id());
-            return false;
+        if (pickedAt != null && Duration.between(pickedAt, clock.instant()).compareTo(staleAfter) > 0) {
+            Boolean mine = stillPicked(run);
+            if (!Boolean.TRUE.equals(mine)) {
+                marks.remove(key(run.taskName(), run.id(), run.version()));
+                LOG.info(mine == null
+                        ? "Layover: job {}/{} waited long since its pick and the database cannot confirm it is still this"
+                                + " worker's; not running it here (if it is, it is given back once the database answers)"
+                        : "Layover: job {}/{} was taken back by another worker while this one waited (paused for longer"
+                                + " than the heartbeat timeout?); not running it here", run.taskName(), run.id());
+                return false;
+            }
         }
         executing.incrementAndGet();
         return true;
     }
 
-    private boolean stillPicked(JobRun run) {
+    /**
+     * @return whether the row is still this worker's at the picked version; null when the database
+     *     cannot say (it is away): the caller must not run a job the fleet may have run meanwhile
+     */
+    private Boolean stillPicked(JobRun run) {
         try {
             return store.stillPicked(run.taskName(), run.id(), run.version(), worker);
         } catch (RuntimeException e) {
-            return true; // the database cannot say: run it, as before; its outcome write checks the version
+            LOG.debug("Layover: could not read job {}/{}: {}", run.taskName(), run.id(), e.toString());
+            return null;
         }
     }
 
