@@ -217,7 +217,7 @@ public final class EtiquetteBench {
                 // 429s stating nothing: one JVM speaks Gemini, the other Bedrock (the fake's limit is the endpoint's)
                 FakeProvider.Api api = !arm.silent() ? FakeProvider.Api.OPENAI_CHAT
                         : i % 2 == 0 ? FakeProvider.Api.GEMINI_GENERATE_CONTENT : FakeProvider.Api.BEDROCK_CONVERSE;
-                workers.add(JvmProcess.start(EtiquetteWorker.class, name, List.of("-Xmx256m"), List.of(arm.mode, jdbcUrl,
+                workers.add(JvmProcess.start(EtiquetteWorker.class, name, EtiquetteWorker.jvmArgs(), List.of(arm.mode, jdbcUrl,
                         ep.url(api).toString(), name, String.valueOf(s.threads()), key, String.valueOf(s.rate()),
                         String.valueOf(jobs / s.jvms()), go.toString(), stop.toString(), String.valueOf(s.pollInterval().toMillis()),
                         api.name())));
@@ -466,7 +466,7 @@ public final class EtiquetteBench {
         try {
             for (int i = 0; i < s.jvms(); i++) {
                 String name = "goodput-" + (outage ? OUTAGE : arm) + "-" + i;
-                workers.add(JvmProcess.start(EtiquetteWorker.class, name, List.of("-Xmx256m"), List.of(
+                workers.add(JvmProcess.start(EtiquetteWorker.class, name, EtiquetteWorker.jvmArgs(), List.of(
                         outage ? "bucket-sweep" : "bucket", jdbcUrl, ep.url().toString(), name, String.valueOf(s.threads()),
                         key, String.valueOf(s.rate()), String.valueOf(jobs / s.jvms()), go.toString(), stop.toString(),
                         String.valueOf(s.pollInterval().toMillis()), FakeProvider.Api.OPENAI_CHAT.name())));

@@ -148,6 +148,30 @@ public final class EtiquetteWorker {
      * @param args see the class description
      * @throws Exception on failure
      */
+    /**
+     * The worker JVM's arguments: its heap, and the bucket's sizing when the run sets it
+     * ({@code -Dbench.etiquette.bucketShare}, the share of R configured, default 1;
+     * {@code -Dbench.etiquette.burstMs}, the bucket's burst, default the bucket's own).
+     */
+    static List<String> jvmArgs() {
+        List<String> out = new java.util.ArrayList<>(List.of("-Xmx256m"));
+        for (String p : List.of("bench.etiquette.bucketShare", "bench.etiquette.burstMs")) {
+            String v = System.getProperty(p);
+            if (v != null) {
+                out.add("-D" + p + "=" + v);
+            }
+        }
+        return out;
+    }
+
+    /** The {@code bucket} arm's bucket: R times {@code bench.etiquette.bucketShare}, burst as set. */
+    private static BucketSettings configuredBucket(double rate) {
+        BucketSettings b = BucketSettings.requestsPerSecond(rate * Double.parseDouble(
+                System.getProperty("bench.etiquette.bucketShare", "1")));
+        String burst = System.getProperty("bench.etiquette.burstMs");
+        return burst == null ? b : b.withBurst(Duration.ofMillis(Long.parseLong(burst)));
+    }
+
     public static void main(String[] args) throws Exception {
         JvmProcess.exitWhenParentDies();
         String mode = args[0];
@@ -189,7 +213,7 @@ public final class EtiquetteWorker {
                     .migrate(false)
                     .shutdownMaxWait(Duration.ofSeconds(2));
             if (mode.equals("bucket")) {
-                b.bucket(key, BucketSettings.requestsPerSecond(rate));
+                b.bucket(key, configuredBucket(rate));
             } else if (mode.equals("bucket-sweep")) {
                 // the outage arm: the recovery bench's breaker and sweep, so that parked jobs come back
                 RecoveryBench.Settings rs = RecoveryBench.Settings.full(poll);
