@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.sql.Connection;
 import java.time.Duration;
@@ -13,10 +13,9 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Jobs enqueued elsewhere start at once, and jobs picked ahead of a free thread stay alive. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class WakeUpAndHeartbeatTest {
 
     record Ping(int n) {}

@@ -8,7 +8,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
 import dev.layover.testing.JvmProcess;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.ProcessTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import dev.layover.testing.provider.Faults;
@@ -25,7 +25,6 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The fleet under the faults of an ordinary bad day, at once (issue 50): three worker JVMs (one
@@ -47,7 +46,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * own) and goodput bounds (a timed figure: the etiquette bench's fault arms measure it).
  */
 @Tag("slow")
-@ExtendWith(LayoverPostgresExtension.class)
+@ProcessTest
 class ChaosReliabilityTest {
 
     private static final int R = 20;

@@ -10,7 +10,7 @@ import dev.layover.core.outcome.FailureType;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.dlq.Fixtures.Work;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.time.Instant;
@@ -21,13 +21,12 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The sweep's rules, one run at a time: the runner is driven by hand (no recurring task) while a
  * started Layover instance runs the replayed jobs.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class RecoverySweepRulesTest {
 
     private static final String KEY = "test:provider";

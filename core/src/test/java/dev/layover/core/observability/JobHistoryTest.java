@@ -16,7 +16,7 @@ import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.FallbackChain;
 import dev.layover.core.provider.state.FakeChat;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import java.net.URI;
@@ -29,10 +29,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Every finished job leaves a row in layover.job_history, written with its removal; read back with SQL. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class JobHistoryTest {
 
     record Work(String text) {}

@@ -8,7 +8,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.state.ChildWorkerMain.Chat;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.io.ByteArrayOutputStream;
 import java.io.OutputStream;
@@ -20,7 +20,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import dev.layover.core.provider.state.Workers;
 
 /**
@@ -28,7 +27,7 @@ import dev.layover.core.provider.state.Workers;
  * fails and admits nothing; the job waits as it was enqueued, and the error is logged. The error is
  * real: a table of the provider state is renamed away under the running worker.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class FailClosedTest {
 
     private static final String KEY = "fake:primary";

@@ -12,7 +12,7 @@ import dev.layover.core.spi.Db;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.state.ChildWorkerMain.Chat;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import java.time.Clock;
@@ -23,7 +23,6 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import dev.layover.core.internal.gate.Admission;
@@ -38,7 +37,7 @@ import dev.layover.core.provider.state.CooldownSettings;
  * A 429 that states the key's request limit teaches the fleet a pace: a learned bucket shared by
  * every worker, so that the end of each cooldown is not a burst into the limit.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class LearnedPaceTest {
 
     private static final Logger LOG = LoggerFactory.getLogger(LearnedPaceTest.class);

@@ -10,7 +10,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.layover.spring.boot.InvalidLayoverPropertyException;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.net.Inet4Address;
 import java.net.InetAddress;
@@ -49,7 +49,8 @@ import org.springframework.security.web.SecurityFilterChain;
  * come from another machine's point of view: the server listens on every interface and the
  * client connects to a non-loopback address of this machine.
  */
-@ExtendWith({LayoverPostgresExtension.class, OutputCaptureExtension.class})
+@DatabaseTest
+@ExtendWith(OutputCaptureExtension.class)
 class ConsoleServletModeTest {
 
     private static final ObjectMapper JSON = new ObjectMapper();
