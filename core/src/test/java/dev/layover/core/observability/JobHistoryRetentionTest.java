@@ -17,8 +17,11 @@ import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Isolated;
 
 /** Retention deletes the history rows past the period, and only those. */
+// alone in the fast profile: it reads the JVM's threads for the retention thread of a worker name other classes use too
+@Isolated
 @DatabaseTest
 class JobHistoryRetentionTest {
 

@@ -29,8 +29,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Isolated;
 
 /** Every finished job leaves a row in layover.job_history, written with its removal; read back with SQL. */
+// alone in the fast profile: it asserts that no layover-history-retention- thread exists in the JVM
+@Isolated
 @DatabaseTest
 class JobHistoryTest {
 

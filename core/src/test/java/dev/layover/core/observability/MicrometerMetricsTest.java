@@ -27,12 +27,15 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Isolated;
 
 /**
  * One scenario with every kind of outcome, observed through Micrometer's {@link
  * SimpleMeterRegistry}: the counters of jobs and provider calls, the timers, and the gauges read
  * from the database.
  */
+// alone in the fast profile: it asserts that no layover-metrics- thread exists in the JVM
+@Isolated
 @DatabaseTest
 class MicrometerMetricsTest {
 

@@ -26,12 +26,15 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Isolated;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.annotation.Order;
 
 /** The starter in an application context, on a real Postgres. */
+// alone in the fast profile: it looks for the layover-shutdown thread among the JVM's threads
+@Isolated
 @DatabaseTest
 class LayoverAutoConfigurationTest {
 

@@ -21,12 +21,15 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import dev.layover.core.provider.state.Workers;
+import org.junit.jupiter.api.parallel.Isolated;
 
 /**
  * When the provider state cannot be read, the provider is not called: the pick, which reads it,
  * fails and admits nothing; the job waits as it was enqueued, and the error is logged. The error is
  * real: a table of the provider state is renamed away under the running worker.
  */
+// alone in the fast profile: it replaces System.err to read what was logged
+@Isolated
 @DatabaseTest
 class FailClosedTest {
 

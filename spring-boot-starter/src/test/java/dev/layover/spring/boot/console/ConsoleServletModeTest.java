@@ -29,6 +29,7 @@ import java.util.Optional;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.parallel.Isolated;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.test.context.FilteredClassLoader;
@@ -49,6 +50,8 @@ import org.springframework.security.web.SecurityFilterChain;
  * come from another machine's point of view: the server listens on every interface and the
  * client connects to a non-loopback address of this machine.
  */
+// alone in the fast profile: OutputCaptureExtension captures the JVM's System.out and System.err
+@Isolated
 @DatabaseTest
 @ExtendWith(OutputCaptureExtension.class)
 class ConsoleServletModeTest {
