@@ -24,15 +24,15 @@ import org.junit.jupiter.api.Test;
 /**
  * Every test class of the reactor carries exactly one tier annotation of layover-testing
  * ({@code @PureTest}, {@code @DatabaseTest}, {@code @ProcessTest}, {@code @BrowserTest}), and the
- * tier follows from what the class uses: a class that reaches a {@code TestDatabase} (itself or
- * through a helper class of its module's test sources) is not pure; one that starts child JVMs
- * ({@code JvmProcess}, or a child main that uses it) or servers of its own ({@code PgBouncer},
+ * tier follows from what the class uses: a class that reaches a {@code TestDatabase} is not pure;
+ * one that starts child JVMs ({@code JvmProcess.start}) or servers of its own ({@code PgBouncer},
  * {@code ReplicatedPostgres}) is a process test; one that drives Chromium is a browser test. The
  * fast profile ({@code ./mvnw -Pfast verify}) selects by these tags, so an untagged class would
  * silently never run there, and a mislabelled one would run in parallel where it must not.
  *
- * <p>A helper is a class of the module's test sources without test methods and without a
- * {@code main} (a child main runs in a child JVM; borrowing its nested classes runs them here).
+ * <p>A helper is a class of the module's main sources, or of its test sources without test
+ * methods. A child JVM is started with {@code JvmProcess.start} (a child main itself only calls
+ * {@code JvmProcess.runUntilKilled}, so a test that borrows its nested classes stays in one JVM).
  * Read from the sources (comments left out), not the class files, so the check needs no test
  * classes of other modules compiled.
  */
@@ -46,9 +46,8 @@ class TestTiersTest {
     private static final Pattern TIER = Pattern.compile("(?m)^@(PureTest|DatabaseTest|ProcessTest|BrowserTest)\\b");
     private static final Pattern RAW_TIER_TAG = Pattern.compile("@Tag\\(\"(pure|database|process|browser)\"\\)");
     private static final Pattern BROWSER = Pattern.compile("\\b(ChromeDriver|ChromeOptions|WebDriver)\\b");
-    private static final Pattern PROCESS = Pattern.compile("\\b(JvmProcess|PgBouncer|ReplicatedPostgres)\\b");
+    private static final Pattern PROCESS = Pattern.compile("\\bJvmProcess\\.start\\b|\\b(PgBouncer|ReplicatedPostgres)\\b");
     private static final Pattern DATABASE = Pattern.compile("\\b(TestDatabase|LayoverPostgresExtension|PostgresServer)\\b");
-    private static final Pattern MAIN = Pattern.compile("static void main\\(String");
     private static final Pattern COMMENT = Pattern.compile("(?s)/\\*.*?\\*/|//[^\n]*");
     private static final Pattern IDENTIFIER = Pattern.compile("\\b[A-Z]\\w*\\b");
 
@@ -62,12 +61,17 @@ class TestTiersTest {
             for (Path f : javaFiles(testRoot)) {
                 sources.put(stem(f), COMMENT.matcher(read(f)).replaceAll(" "));
             }
-            Map<String, String> helpers = new TreeMap<>();
+            Map<String, String> mainClasses = new TreeMap<>();
+            Path mainRoot = testRoot.getParent().resolveSibling("main").resolve("java");
+            if (Files.isDirectory(mainRoot)) {
+                for (Path f : javaFiles(mainRoot)) {
+                    mainClasses.put(stem(f), COMMENT.matcher(read(f)).replaceAll(" "));
+                }
+            }
+            Map<String, String> testHelpers = new TreeMap<>();
             sources.forEach((name, code) -> {
-                // a child main (run by JvmProcess) is no helper: a test that borrows one of its nested
-                // classes runs that class in its own JVM; the test that starts the child names JvmProcess
-                if (!TEST_METHOD.matcher(code).find() && !MAIN.matcher(code).find()) {
-                    helpers.put(name, code);
+                if (!TEST_METHOD.matcher(code).find()) {
+                    testHelpers.put(name, code);
                 }
             });
             for (Path f : javaFiles(testRoot)) {
@@ -91,7 +95,7 @@ class TestTiersTest {
                     continue;
                 }
                 String tier = tiers.get(0);
-                String uses = reached(code, helpers);
+                String uses = reached(code, testHelpers, mainClasses);
                 String expected;
                 if (BROWSER.matcher(uses).find()) {
                     expected = "BrowserTest";
@@ -112,18 +116,24 @@ class TestTiersTest {
         assertEquals(Map.of(), wrong, "test classes whose tier is missing or does not match what they use");
     }
 
-    /** The class's code and that of every helper class (no test methods) it reaches, transitively. */
-    private static String reached(String code, Map<String, String> helpers) {
+    /**
+     * The class's code and that of every helper it reaches, transitively: test helpers and main
+     * classes from test code, only main classes from main code (which cannot see the tests).
+     */
+    private static String reached(String code, Map<String, String> testHelpers, Map<String, String> mainClasses) {
         StringBuilder all = new StringBuilder(code);
         Set<String> seen = new HashSet<>();
-        Deque<String> todo = new ArrayDeque<>(List.of(code));
+        Deque<Map.Entry<String, Boolean>> todo = new ArrayDeque<>(List.of(Map.entry(code, true)));
         while (!todo.isEmpty()) {
-            Matcher m = IDENTIFIER.matcher(todo.pop());
+            Map.Entry<String, Boolean> next = todo.pop();
+            Matcher m = IDENTIFIER.matcher(next.getKey());
             while (m.find()) {
                 String name = m.group();
-                if (helpers.containsKey(name) && seen.add(name)) {
-                    all.append('\n').append(helpers.get(name));
-                    todo.push(helpers.get(name));
+                boolean test = next.getValue() && testHelpers.containsKey(name);
+                String helper = test ? testHelpers.get(name) : mainClasses.get(name);
+                if (helper != null && seen.add((test ? "test:" : "main:") + name)) {
+                    all.append('\n').append(helper);
+                    todo.push(Map.entry(helper, test));
                 }
             }
         }

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.layover.testing.DatabaseTest;
+import dev.layover.testing.ProcessTest;
 import dev.layover.testing.TestDatabase;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
  * and print every table with numbers. No figure is judged here (a loaded CI machine measures
  * nothing worth asserting); the figures are the full run's, recorded in docs/benchmarks.md.
  */
-@DatabaseTest
+@ProcessTest
 class BenchSmokeTest {
 
     @Test
