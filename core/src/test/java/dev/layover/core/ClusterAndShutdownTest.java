@@ -59,7 +59,7 @@ class ClusterAndShutdownTest {
         AtomicInteger finished = new AtomicInteger();
         JobType<Item> slow = JobType.of("slow", Item.class, (args, ctx) -> {
             started.incrementAndGet();
-            Thread.sleep(400);
+            Thread.sleep(400); // a job's provider call (stands for its latency; not a wait)
             finished.incrementAndGet();
             return Outcome.done();
         });

@@ -65,7 +65,7 @@ class WakeUpAndHeartbeatTest {
         Map<Integer, AtomicInteger> runs = new ConcurrentHashMap<>();
         JobType<Ping> slow = JobType.of("slow", Ping.class, (a, c) -> {
             runs.computeIfAbsent(a.n(), k -> new AtomicInteger()).incrementAndGet();
-            Thread.sleep(700);
+            Thread.sleep(700); // a slow provider call (stands for its latency; not a wait)
             return Outcome.done();
         });
         // one thread picks four jobs; each waits up to 2.1 s for the thread, while a job is dead

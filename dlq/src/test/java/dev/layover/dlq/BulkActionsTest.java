@@ -104,7 +104,7 @@ class BulkActionsTest {
         AtomicLong reparkedDuringRun = new AtomicLong();
         BulkResult r = store.replay(Selection.matching(parked), ReplayOptions.by("alice").batchSize(20)
                 .onProgress(p -> {
-                    sleep(100);
+                    sleep(100); // a slow batch (stands for the replay's work; not a wait)
                     reparkedDuringRun.set(db.count("select count(*) from layover.dead_letters where park_count = 2"));
                 }));
 

@@ -54,24 +54,14 @@ class RecoverySweepRulesTest {
 
     /** Runs the sweep, waits for the jobs it made, again, until {@code done} (or fails after the wait). */
     private static void drive(SweepRunner runner, TestDatabase db, String what, BooleanSupplier done) {
-        long deadline = System.nanoTime() + Fixtures.WAIT.toNanos();
-        while (!done.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out waiting for: " + what);
+        Await.until(Fixtures.WAIT, what, () -> {
+            if (done.getAsBoolean()) {
+                return true;
             }
             runner.runOnce();
             RecoveryFixtures.awaitNoJobs(db);
-            sleep(20);
-        }
-    }
-
-    private static void sleep(long ms) {
-        try {
-            Thread.sleep(ms);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new AssertionError(e);
-        }
+            return done.getAsBoolean();
+        });
     }
 
     private static String phase(TestDatabase db, String key) {

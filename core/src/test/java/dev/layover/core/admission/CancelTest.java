@@ -116,7 +116,7 @@ class CancelTest {
                     sawCancel.set(true);
                     return Outcome.snooze(Duration.ZERO);
                 }
-                Thread.sleep(20);
+                Thread.sleep(20); // a step of a long provider call (stands for its latency; not a wait)
             }
             return Outcome.done();
         }).build();

@@ -87,7 +87,7 @@ class ConcurrencyLimitTest {
                     int n = inFlight.incrementAndGet();
                     maxInFlight.accumulateAndGet(n, Math::max);
                     ranHere.incrementAndGet();
-                    Thread.sleep(50);
+                    Thread.sleep(50); // the provider call's latency (stands for one; not a wait)
                     inFlight.decrementAndGet();
                     return dev.layover.core.outcome.Outcome.done();
                 })

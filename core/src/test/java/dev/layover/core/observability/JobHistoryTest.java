@@ -61,7 +61,7 @@ class JobHistoryTest {
                 .policy(ObservabilityFixtures.fastRetries(2))
                 .providerKey("fake:work")
                 .handler((args, ctx) -> {
-                    Thread.sleep(20);
+                    Thread.sleep(20); // the provider call's latency (stands for one; not a wait)
                     return script.apply(runs.computeIfAbsent(ctx.jobId(), k -> new AtomicInteger()).incrementAndGet());
                 })
                 .build();

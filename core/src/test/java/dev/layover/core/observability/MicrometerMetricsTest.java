@@ -56,7 +56,7 @@ class MicrometerMetricsTest {
     private Outcome script(String script, int run) throws InterruptedException {
         switch (script) {
             case "ok":
-                Thread.sleep(30);
+                Thread.sleep(30); // the provider call's latency (stands for one; not a wait)
                 return Outcome.done();
             case "limited-once":
                 return run == 1 ? Outcome.rateLimited(Duration.ofMillis(200), "429 Too Many Requests") : Outcome.done();

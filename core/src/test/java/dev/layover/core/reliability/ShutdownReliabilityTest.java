@@ -43,7 +43,7 @@ class ShutdownReliabilityTest {
             startedA.incrementAndGet();
             runs.computeIfAbsent(ctx.jobId(), k -> new AtomicInteger()).incrementAndGet();
             runBy.put(ctx.jobId(), "a");
-            Thread.sleep(2);
+            Thread.sleep(2); // the provider call's latency (stands for one; not a wait)
             finishedA.incrementAndGet();
             return Outcome.done();
         });

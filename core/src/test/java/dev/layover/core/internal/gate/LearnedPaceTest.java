@@ -117,7 +117,8 @@ class LearnedPaceTest {
     void aLearnedPaceGivesNoBurstWhenTheCooldownEnds(TestDatabase db) throws InterruptedException {
         ProviderGate a = gate(db, "worker-a", CooldownSettings.defaults(), Map.of());
         a.afterCall(KEY, null, new Outcome.RateLimited(Duration.ofMillis(1), "429", 10.0));
-        Thread.sleep(50); // the 1 ms cooldown is over
+        Await.until(Duration.ofSeconds(10), "the 1 ms cooldown is over",
+                () -> db.count("select count(*) from layover.cooldowns where provider_key = ? and until <= now()", KEY) == 1);
         int went = 0;
         long began = System.nanoTime();
         for (int i = 0; i < 10; i++) {
