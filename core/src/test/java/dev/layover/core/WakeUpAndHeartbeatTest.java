@@ -33,7 +33,9 @@ class WakeUpAndHeartbeatTest {
         @SuppressWarnings("unchecked")
         JobType<Ping> clientPing = (JobType<Ping>) client.jobType("ping").orElseThrow();
         try {
-            Thread.sleep(500); // let the worker's first poll and LISTEN happen
+            // the worker listens for new jobs (its LISTEN connection is up): an enqueue now wakes it
+            Await.until(Duration.ofSeconds(10), "the worker's LISTEN", () -> db.count("select count(*) from pg_stat_activity "
+                    + "where datname = current_database() and query = 'LISTEN layover_jobs'") >= 1);
             for (int i = 0; i < 5; i++) {
                 long t0 = System.nanoTime();
                 client.enqueue(clientPing, new Ping(i));
