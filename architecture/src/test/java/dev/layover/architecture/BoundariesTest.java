@@ -7,6 +7,7 @@ import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
+import dev.layover.testing.PureTest;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -22,6 +23,7 @@ import org.junit.jupiter.api.Test;
  *   <li>modules depend one way: console → dead letters → core.
  * </ul>
  */
+@PureTest
 class BoundariesTest {
 
     private static JavaClasses classes;

@@ -3,6 +3,7 @@ package dev.layover.architecture;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.layover.testing.PureTest;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -27,6 +28,7 @@ import org.junit.jupiter.api.Test;
  * too). A statement of one owner that needs a write of another owner's table calls that owner's
  * function. The benchmark harnesses are the one exception.
  */
+@PureTest
 class TableOwnersTest {
 
     private static final String CORE = "core/src/main/java/dev/layover/core/";

@@ -5,20 +5,19 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.ProcessTest;
 import dev.layover.testing.TestDatabase;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * {@code Bench --quick} in-process, so that CI runs every benchmark's code: it must run to the end
  * and print every table with numbers. No figure is judged here (a loaded CI machine measures
  * nothing worth asserting); the figures are the full run's, recorded in docs/benchmarks.md.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@ProcessTest
 class BenchSmokeTest {
 
     @Test

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -15,10 +15,9 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Several workers on one database, graceful stop, and the revival of a dead worker's job. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ClusterAndShutdownTest {
 
     record Item(int n) {}
@@ -60,7 +59,7 @@ class ClusterAndShutdownTest {
         AtomicInteger finished = new AtomicInteger();
         JobType<Item> slow = JobType.of("slow", Item.class, (args, ctx) -> {
             started.incrementAndGet();
-            Thread.sleep(400);
+            Thread.sleep(400); // a job's provider call (stands for its latency; not a wait)
             finished.incrementAndGet();
             return Outcome.done();
         });

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import dev.layover.core.outcome.Outcome;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -14,10 +14,9 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** docs/enqueue-from-sql.md: every SQL block runs, in order, against a worker's registered type. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class EnqueueFromSqlDocTest {
 
     record Translate(String docId, String text, String tenant, String model) {}

@@ -11,7 +11,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.tokens.TokenEstimate;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.io.File;
 import java.net.URI;
@@ -30,14 +30,13 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * {@code layover.enqueue}: a job enqueued from SQL (over JDBC with every option, and through
  * {@code psql}) is the row the Java enqueue writes and runs exactly like it; what SQL can check is
  * refused with an error that names the problem, writing nothing (docs/enqueue-from-sql.md).
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class EnqueueFromSqlTest {
 
     record Translate(String docId, String text, String tenant, String model) {}

@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.annotation.JsonIgnore;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.Timestamp;
@@ -23,10 +23,9 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Enqueue: when, with which id, in whose transaction, how many at once, and what is refused. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class EnqueueTest {
 
     record Email(String to, String subject) {}

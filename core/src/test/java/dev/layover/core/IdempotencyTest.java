@@ -7,19 +7,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * An idempotency key is honoured against finished jobs too (within the history's retention), and a
  * caller can look a key up: queued, running, parked, cancelled, or completed with what the handler
  * returned.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class IdempotencyTest {
 
     record Charge(String order, int cents) {}

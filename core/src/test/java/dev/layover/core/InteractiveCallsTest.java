@@ -15,7 +15,7 @@ import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.state.BreakerSettings;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import java.sql.Timestamp;
@@ -29,14 +29,13 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Interactive calls ({@link InteractiveCalls}) through a started Layover instance, with the real
  * openai-java SDK (no retries of its own) against the fake provider: admitted by the key's fleet-wide
  * state, their failures classified and recorded as a job's are, and each bad input of the contract.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class InteractiveCallsTest {
 
     private static final String KEY = "openai:chat";

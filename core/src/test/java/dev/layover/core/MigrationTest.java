@@ -4,11 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.migrations.LayoverMigrations;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.LayoverPostgresExtension;
 import dev.layover.testing.TestDatabase;
 import org.junit.jupiter.api.Test;
 
 /** Migrations create the schema once; running them again, or from Layover's start, changes nothing. */
+@DatabaseTest
 class MigrationTest {
 
     @Test

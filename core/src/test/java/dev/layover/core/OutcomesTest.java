@@ -9,7 +9,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.sql.Timestamp;
 import java.time.Duration;
@@ -20,13 +20,12 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Every row of the outcome table (DESIGN section 3) that needs no provider state, checked in the
  * tables with SQL.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class OutcomesTest {
 
     record Work(String name) {}

@@ -5,15 +5,14 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.outcome.Outcome;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Registration refuses what would fail later, with a message that says how to fix it. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class RegistrationTest {
 
     record Ok(String a) {}

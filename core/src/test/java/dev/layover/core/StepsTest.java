@@ -11,7 +11,7 @@ import com.openai.models.chat.completions.ChatCompletion;
 import com.openai.models.chat.completions.ChatCompletionCreateParams;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import java.time.Duration;
@@ -22,7 +22,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Steps (docs/steps.md) on a real Postgres, their provider calls through openai-java (retries off)
@@ -30,7 +29,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * before; a keyed step is admitted by its own key and a 429 there reschedules the job without an
  * attempt; bad input gets its documented outcome; a durable sleep ends the run without an attempt.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class StepsTest {
 
     record Work(String text) {}

@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.JvmProcess;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.ProcessTest;
 import dev.layover.testing.TestDatabase;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -17,14 +17,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * {@code Layover.Builder#virtualThreads}: before Java 21 a clear configuration error; on Java 21+
  * (a child JVM of the newest JDK found when this one is older) handlers run on virtual threads, at
  * most {@code threads} of them at once.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@ProcessTest
 class VirtualThreadsTest {
 
     private static final JobType<String> NOOP = JobType.builder("noop", String.class)

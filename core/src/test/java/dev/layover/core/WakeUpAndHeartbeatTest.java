@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.sql.Connection;
 import java.time.Duration;
@@ -13,10 +13,9 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Jobs enqueued elsewhere start at once, and jobs picked ahead of a free thread stay alive. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class WakeUpAndHeartbeatTest {
 
     record Ping(int n) {}
@@ -34,7 +33,9 @@ class WakeUpAndHeartbeatTest {
         @SuppressWarnings("unchecked")
         JobType<Ping> clientPing = (JobType<Ping>) client.jobType("ping").orElseThrow();
         try {
-            Thread.sleep(500); // let the worker's first poll and LISTEN happen
+            // the worker listens for new jobs (its LISTEN connection is up): an enqueue now wakes it
+            Await.until(Duration.ofSeconds(10), "the worker's LISTEN", () -> db.count("select count(*) from pg_stat_activity "
+                    + "where datname = current_database() and query = 'LISTEN layover_jobs'") >= 1);
             for (int i = 0; i < 5; i++) {
                 long t0 = System.nanoTime();
                 client.enqueue(clientPing, new Ping(i));
@@ -66,7 +67,7 @@ class WakeUpAndHeartbeatTest {
         Map<Integer, AtomicInteger> runs = new ConcurrentHashMap<>();
         JobType<Ping> slow = JobType.of("slow", Ping.class, (a, c) -> {
             runs.computeIfAbsent(a.n(), k -> new AtomicInteger()).incrementAndGet();
-            Thread.sleep(700);
+            Thread.sleep(700); // a slow provider call (stands for its latency; not a wait)
             return Outcome.done();
         });
         // one thread picks four jobs; each waits up to 2.1 s for the thread, while a job is dead

@@ -13,7 +13,7 @@ import dev.layover.core.Layover;
 import dev.layover.dlq.BulkResult.SkipReason;
 import dev.layover.dlq.Fixtures.Work;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,10 +23,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Replay, discard and move back of many dead letters: batches, progress, skips, audit. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class BulkActionsTest {
 
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -105,7 +104,7 @@ class BulkActionsTest {
         AtomicLong reparkedDuringRun = new AtomicLong();
         BulkResult r = store.replay(Selection.matching(parked), ReplayOptions.by("alice").batchSize(20)
                 .onProgress(p -> {
-                    sleep(100);
+                    sleep(100); // a slow batch (stands for the replay's work; not a wait)
                     reparkedDuringRun.set(db.count("select count(*) from layover.dead_letters where park_count = 2"));
                 }));
 

@@ -8,6 +8,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
 import dev.layover.testing.JvmProcess;
+import dev.layover.testing.ProcessTest;
 import dev.layover.testing.RestartablePostgres;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
@@ -48,6 +49,7 @@ import org.junit.jupiter.api.Test;
  * bench's fault arms measure it).
  */
 @Tag("slow")
+@ProcessTest
 class ChaosReliabilityTest {
 
     private static final int R = 20;

@@ -8,14 +8,13 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.dlq.Fixtures.Work;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * {@code layover.dead_letter_counts}, kept by triggers on {@code layover.dead_letters},
@@ -23,7 +22,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * discards, review and move back, retention's deletes, a row moving between keys, TRUNCATE; and the
  * store's counts, facets and bounded count read it.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class DeadLetterCountsTest {
 
     private Layover layover;

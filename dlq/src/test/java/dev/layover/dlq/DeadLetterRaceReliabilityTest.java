@@ -8,7 +8,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.dlq.Fixtures.Work;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -25,7 +25,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Scenario 4 (dead letters): concurrent replays of one dead letter with the workers running (the
@@ -40,7 +39,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * are serialized by the dead letter's row lock, so the end state is one of those two, never a
  * discarded dead letter with a live job or a second dead letter.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class DeadLetterRaceReliabilityTest {
 
     private static final Duration WAIT = Duration.ofSeconds(30);

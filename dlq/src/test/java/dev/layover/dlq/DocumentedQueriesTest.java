@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.dlq.Fixtures.Work;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -19,10 +19,9 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Every SQL example of docs/dead-letters.md runs, and the headline one answers correctly. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class DocumentedQueriesTest {
 
     private static final Path DOC = Path.of("..", "docs", "dead-letters.md");

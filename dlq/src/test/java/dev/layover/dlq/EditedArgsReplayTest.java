@@ -11,17 +11,16 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.dlq.Fixtures.Work;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Replay with edited args: validated against the job type, recorded in the audit log. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class EditedArgsReplayTest {
 
     private static final ObjectMapper JSON = new ObjectMapper();

@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.Layover;
 import dev.layover.core.outcome.FailureType;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.time.Instant;
@@ -17,10 +17,9 @@ import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Filters, keyset pages and facet counts. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class FindTest {
 
     private Layover layover;

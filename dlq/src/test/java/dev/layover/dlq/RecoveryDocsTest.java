@@ -9,7 +9,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.dlq.Fixtures.Work;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -23,10 +23,9 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The SQL of the "Recovery sweep and trial" section of docs/dead-letters.md, after a real sweep. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class RecoveryDocsTest {
 
     private static final Path DOC = Path.of("..", "docs", "dead-letters.md");

@@ -12,7 +12,7 @@ import dev.layover.core.provider.state.ProviderStates;
 import dev.layover.dlq.Fixtures.Work;
 import dev.layover.dlq.RecoveryFixtures.Chat;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import java.time.Duration;
@@ -22,10 +22,9 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The recovery sweep and trial as installed in running Layover instances: an outage, and a close from elsewhere. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class RecoveryOutageTest {
 
     private static final Duration WAIT = Duration.ofSeconds(45);

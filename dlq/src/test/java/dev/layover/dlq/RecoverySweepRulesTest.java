@@ -10,7 +10,7 @@ import dev.layover.core.outcome.FailureType;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.dlq.Fixtures.Work;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.time.Instant;
@@ -21,13 +21,12 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The sweep's rules, one run at a time: the runner is driven by hand (no recurring task) while a
  * started Layover instance runs the replayed jobs.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class RecoverySweepRulesTest {
 
     private static final String KEY = "test:provider";
@@ -55,24 +54,14 @@ class RecoverySweepRulesTest {
 
     /** Runs the sweep, waits for the jobs it made, again, until {@code done} (or fails after the wait). */
     private static void drive(SweepRunner runner, TestDatabase db, String what, BooleanSupplier done) {
-        long deadline = System.nanoTime() + Fixtures.WAIT.toNanos();
-        while (!done.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out waiting for: " + what);
+        Await.until(Fixtures.WAIT, what, () -> {
+            if (done.getAsBoolean()) {
+                return true;
             }
             runner.runOnce();
             RecoveryFixtures.awaitNoJobs(db);
-            sleep(20);
-        }
-    }
-
-    private static void sleep(long ms) {
-        try {
-            Thread.sleep(ms);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new AssertionError(e);
-        }
+            return done.getAsBoolean();
+        });
     }
 
     private static String phase(TestDatabase db, String key) {

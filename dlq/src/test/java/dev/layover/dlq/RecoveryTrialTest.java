@@ -11,7 +11,7 @@ import dev.layover.core.provider.state.BreakerSettings;
 import dev.layover.core.provider.state.BreakerState;
 import dev.layover.dlq.RecoveryFixtures.Chat;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import java.time.Duration;
@@ -22,10 +22,9 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Recovery trials while a breaker stays open with no traffic. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class RecoveryTrialTest {
 
     private static final Duration WAIT = Duration.ofSeconds(45);

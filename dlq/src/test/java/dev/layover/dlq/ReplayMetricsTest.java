@@ -4,16 +4,15 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import dev.layover.core.Layover;
 import dev.layover.core.metrics.LayoverMetrics;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Replays are counted where they happen, by job type and kind ({@code layover.jobs.replayed}). */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ReplayMetricsTest {
 
     /** Counts replays by "job type/kind". */

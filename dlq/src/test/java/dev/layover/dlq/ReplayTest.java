@@ -11,7 +11,7 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.dlq.Fixtures.Work;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.time.Instant;
@@ -26,10 +26,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Replay of one dead letter: exactly once, what the new job carries, and what refuses it. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ReplayTest {
 
     private Layover layover;

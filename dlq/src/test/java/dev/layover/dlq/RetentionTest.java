@@ -5,16 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import dev.layover.core.Layover;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Retention deletes old replayed and discarded dead letters, and nothing else. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class RetentionTest {
 
     private Layover layover;

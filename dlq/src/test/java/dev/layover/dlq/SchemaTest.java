@@ -3,7 +3,7 @@ package dev.layover.dlq;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -11,10 +11,9 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** What the dead-letter store needs of the schema. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class SchemaTest {
 
     @Test

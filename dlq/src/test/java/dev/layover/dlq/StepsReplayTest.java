@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import dev.layover.core.Layover;
 import dev.layover.dlq.Fixtures.Work;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.util.List;
 import java.util.Map;
@@ -15,13 +15,12 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Steps and dead letters (docs/steps.md): a replay resumes from the steps the parked run finished;
  * a replay from scratch, or with edited args, runs every step again; a discard drops the steps.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class StepsReplayTest {
 
     private final Map<String, AtomicInteger> calls = new ConcurrentHashMap<>();

@@ -6,11 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.provider.state.BreakerState;
+import dev.layover.testing.PureTest;
 import java.time.Duration;
 import java.time.Instant;
 import org.junit.jupiter.api.Test;
 
 /** The recovery sweep's decisions without a database, at fixed database times. */
+@PureTest
 class SweepPolicyTest {
 
     private static final Instant T0 = Instant.parse("2026-12-01T10:00:00Z");

@@ -7,15 +7,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.Layover;
 import dev.layover.core.UnknownJobTypeException;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** A dead letter whose job type is no longer registered is marked, stays parked, and is not replayed. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class UnregisteredJobTypeTest {
 
     private Layover layover;

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.Layover;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.BrowserTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -15,7 +15,6 @@ import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.openqa.selenium.By;
 
 /**
@@ -27,7 +26,7 @@ import org.openqa.selenium.By;
  * under a dark system theme the pages are dark. Times: one zone, named, local or UTC at a click,
  * and date filters read in it.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@BrowserTest
 class BrowserAtAGlanceTest {
 
     private BusyConsole busy;

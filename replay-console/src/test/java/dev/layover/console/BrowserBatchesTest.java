@@ -7,7 +7,7 @@ import dev.layover.core.EnqueueOptions;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.BrowserTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import java.io.IOException;
@@ -16,7 +16,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.openqa.selenium.By;
 import org.openqa.selenium.WebElement;
 
@@ -26,7 +25,7 @@ import org.openqa.selenium.WebElement;
  * waiting job's page linking to its batch, the batch's page with its lines once they are answered,
  * a filter, and stored text shown as text. Screenshots go to {@code target/screenshots/}.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@BrowserTest
 class BrowserBatchesTest {
 
     private FakeProvider fake;

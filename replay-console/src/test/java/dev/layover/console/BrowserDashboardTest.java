@@ -7,14 +7,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.BrowserTest;
 import dev.layover.testing.TestDatabase;
 import java.io.IOException;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.openqa.selenium.By;
 import org.openqa.selenium.WebElement;
 
@@ -23,7 +22,7 @@ import org.openqa.selenium.WebElement;
  * folded on the dead letter and job pages; the time series charts on the overview and a provider
  * key's page, drawn from what real jobs did. Screenshots go to {@code target/screenshots/}.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@BrowserTest
 class BrowserDashboardTest {
 
     static final String SECRET = "sk-proj-VerySecret0123456789";

@@ -9,7 +9,7 @@ import dev.layover.core.EnqueueOptions;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.BrowserTest;
 import dev.layover.testing.TestDatabase;
 import java.io.File;
 import java.io.IOException;
@@ -26,7 +26,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.openqa.selenium.By;
 import org.openqa.selenium.Dimension;
 import org.openqa.selenium.JavascriptExecutor;
@@ -49,7 +48,7 @@ import org.openqa.selenium.support.ui.WebDriverWait;
  * where it fails instead. Other locations: {@code -Dlayover.test.chromium=...},
  * {@code -Dlayover.test.chromedriver=...}.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@BrowserTest
 class BrowserEndToEndTest {
 
     private static final Path CHROMIUM = Path.of(System.getProperty("layover.test.chromium", "/usr/bin/chromium"));

@@ -8,7 +8,7 @@ import dev.layover.core.EnqueueOptions;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.BrowserTest;
 import dev.layover.testing.TestDatabase;
 import java.io.IOException;
 import java.time.Duration;
@@ -16,7 +16,6 @@ import java.time.Instant;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.openqa.selenium.By;
 import org.openqa.selenium.WebElement;
 
@@ -25,7 +24,7 @@ import org.openqa.selenium.WebElement;
  * breakers read as ended), the 400 px layout, and the console mounted under a path, in a real
  * headless Chromium. Screenshots go to {@code target/screenshots/}.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@BrowserTest
 class BrowserPagesTest {
 
     private Layover layover;

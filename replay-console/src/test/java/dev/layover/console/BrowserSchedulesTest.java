@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.schedule.Schedule;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.BrowserTest;
 import dev.layover.testing.TestDatabase;
 import java.io.IOException;
 import java.time.Duration;
@@ -14,14 +14,13 @@ import java.time.ZoneId;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.openqa.selenium.By;
 
 /**
  * The Schedules page in a real headless Chromium: a schedule listed with its timing and next
  * occurrence, paused and run now from the page (each audited), args rendered as text.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@BrowserTest
 class BrowserSchedulesTest {
 
     private Layover layover;

@@ -17,7 +17,7 @@ import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.FallbackChain;
 import dev.layover.dlq.RecoverySweep;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -27,7 +27,6 @@ import java.time.Duration;
 import java.time.Instant;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * What the console's pages lead with (issue 41), from real jobs: the jobs page's summary by why a
@@ -35,7 +34,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * chain's endpoints with their calls, 429s and errors, the outage banner's plan (what the sweep
  * replays, when the next trial is), and charts in the zone asked for.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ConsoleAtAGlanceApiTest {
 
     record Doc(String text) {}

@@ -15,7 +15,7 @@ import dev.layover.core.batch.Batching;
 import dev.layover.core.batch.OpenAiBatches;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import java.time.Duration;
@@ -25,7 +25,6 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The batch endpoints ({@code GET /api/batches}, {@code GET /api/batches/{id}}, issue 24): batches
@@ -33,7 +32,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * SDK, read back with their counts, saving and lines, and the job page's batch; fixture rows for
  * the filters, the pages and the masking; bad input answered 4xx, never 5xx.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ConsoleBatchesTest {
 
     record Doc(String id, String text) {}

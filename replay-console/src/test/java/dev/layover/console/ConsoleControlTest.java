@@ -8,17 +8,16 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.layover.core.EnqueueOptions;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The console's cancel, pause and resume: the JSON API, each action audited with the operator. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ConsoleControlTest {
 
     private Layover layover;

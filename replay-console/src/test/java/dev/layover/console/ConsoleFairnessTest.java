@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.layover.core.Layover;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.net.http.HttpRequest;
 import java.util.ArrayList;
@@ -18,14 +18,13 @@ import java.util.concurrent.Executors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The fair share endpoints (issue 19): a provider key's fairness keys from {@code layover.fairness},
  * bounded; operators' weights set and reverted through {@code ProviderStates}, each audited; bad
  * input answered 400 naming the field.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ConsoleFairnessTest {
 
     private Layover layover;

@@ -9,21 +9,20 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.layover.core.Layover;
 import dev.layover.core.provider.state.LimitOverride;
 import dev.layover.core.provider.state.ProviderStates;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.net.http.HttpRequest;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Limits at run time from the console (issue 19): a key's override set and reverted through
  * {@code ProviderStates}, read back from {@code layover.limit_overrides}, each audited with the
  * limits before and after; bad input answered 400 naming the field, nothing written.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ConsoleLimitsTest {
 
     private Layover layover;

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.LayoverPostgresExtension;
 import dev.layover.testing.TestDatabase;
 import java.io.ByteArrayOutputStream;
@@ -12,10 +13,9 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The standalone program: options, a clear one-line error and exit code 2, the token printed once. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ConsoleMainTest {
 
     private final ByteArrayOutputStream out = new ByteArrayOutputStream();

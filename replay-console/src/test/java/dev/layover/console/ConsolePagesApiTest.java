@@ -10,7 +10,7 @@ import dev.layover.core.EnqueueOptions;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.time.Instant;
@@ -19,10 +19,9 @@ import java.util.HashSet;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The history, job and provider key endpoints, and the truthful state of breakers and cooldowns. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ConsolePagesApiTest {
 
     private Layover layover;

@@ -8,15 +8,14 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.schedule.Schedule;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The console's schedules: the list, and pause, resume and trigger now, each audited with the operator. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ConsoleSchedulesTest {
 
     private Layover layover;

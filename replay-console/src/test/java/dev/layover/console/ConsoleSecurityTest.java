@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.Layover;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
@@ -20,10 +20,9 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Tokens, sessions, CSRF and same-origin checks, read-only mode, Host check, response headers. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ConsoleSecurityTest {
 
     private Layover layover;

@@ -6,13 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.Layover;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.net.HttpCookie;
 import java.net.http.HttpRequest;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * {@link ConsoleServlet} mounted under a path of an application ({@code /app/layover/*}): every
@@ -20,7 +19,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * authentication no console token is asked for, the audit log names the application's user, and
  * CSRF, same-origin and the security headers still hold.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ConsoleServletTest {
 
     private Layover layover;

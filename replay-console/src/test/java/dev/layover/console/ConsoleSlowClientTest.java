@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.Layover;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.io.IOException;
 import java.io.InputStream;
@@ -23,14 +23,13 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Slow clients cannot stall the console: twenty sockets that send part of their headers and then
  * trickle a byte at a time ("slowloris") do not keep a normal API call from answering, and are
  * disconnected once the header timeout passes; a body that trickles is answered 408.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ConsoleSlowClientTest {
 
     private static final Duration GENEROUS = Duration.ofSeconds(20);

@@ -7,16 +7,15 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** A dead letter's stored steps on its page, and a replay from scratch through the JSON API (docs/steps.md). */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ConsoleStepsTest {
 
     private final AtomicInteger firstCalls = new AtomicInteger();

@@ -7,18 +7,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.layover.core.Layover;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.io.ByteArrayInputStream;
 import java.nio.charset.StandardCharsets;
 import javax.xml.parsers.DocumentBuilderFactory;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.w3c.dom.Document;
 
 /** GET /api/time-series and its charts (/api/time-series/{chart}.svg) over rows of layover.time_series. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ConsoleTimeSeriesApiTest {
 
     private Layover layover;

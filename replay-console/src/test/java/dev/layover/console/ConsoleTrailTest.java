@@ -7,15 +7,14 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.layover.core.EnqueueOptions;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The job's fallback trail on the dead-letter page and the jobs-waiting page of the JSON API. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ConsoleTrailTest {
 
     private static final String TRAIL = """

@@ -6,10 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.layover.testing.PureTest;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** What looks sensitive, and what is left alone. */
+@PureTest
 class MaskingTest {
 
     private static final ObjectMapper JSON = new ObjectMapper();

@@ -3,6 +3,7 @@ package dev.layover.samples;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.layover.testing.PureTest;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -17,6 +18,7 @@ import org.junit.jupiter.api.Test;
  * of README.md, CONTRIBUTING.md, CHANGELOG.md and docs/*.md names a file or folder of the source
  * tree, and no page names the project's future public repository (it does not exist yet).
  */
+@PureTest
 class DocLinksTest {
 
     private static final Path ROOT = Path.of("..");

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.testing.JvmProcess;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.ProcessTest;
 import dev.layover.testing.TestDatabase;
 import java.io.File;
 import java.io.StringWriter;
@@ -23,7 +23,6 @@ import java.util.stream.Collectors;
 import javax.tools.JavaCompiler;
 import javax.tools.ToolProvider;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -33,7 +32,7 @@ import org.junit.jupiter.api.io.TempDir;
  * {@code --fake} (prints its database and a psql line, logs each outcome) and the page's SQL runs
  * against what it did. The Anthropic part's blocks are lines of GettingStartedAnthropic.java.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@ProcessTest
 class GettingStartedDocTest {
 
     private static final Path SOURCES = Path.of("src", "main", "java", "dev", "layover", "samples");

@@ -10,7 +10,7 @@ import dev.layover.core.Enqueued;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import java.net.URI;
@@ -23,13 +23,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The getting-started programs (docs/getting-started.md), as written there, against local servers
  * speaking OpenAI's and Anthropic's real answers and 429s.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class GettingStartedTest {
 
     @Test

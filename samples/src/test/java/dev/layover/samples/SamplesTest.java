@@ -2,13 +2,12 @@ package dev.layover.samples;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The quick start is a runnable example; this test runs it and checks what it reports. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class SamplesTest {
 
     @Test

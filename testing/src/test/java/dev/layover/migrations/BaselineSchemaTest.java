@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.LayoverPostgresExtension;
 import dev.layover.testing.TestDatabase;
 import java.util.List;
@@ -15,6 +16,7 @@ import org.junit.jupiter.api.Test;
  * the catalogs of two fresh databases, but for the functions named in {@link #ONLY_IN_CHAIN}: a change
  * of the baseline that is not also written as such a script fails here.
  */
+@DatabaseTest
 class BaselineSchemaTest {
 
     /**

@@ -3,6 +3,7 @@ package dev.layover.migrations;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.LayoverPostgresExtension;
 import dev.layover.testing.TestDatabase;
 import java.util.ArrayList;
@@ -18,6 +19,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 
 /** Migrating again, or from several connections at once, is harmless. */
+@DatabaseTest
 class MigrationRunsTest {
 
     @Test

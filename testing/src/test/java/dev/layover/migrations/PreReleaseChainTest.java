@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.LayoverPostgresExtension;
 import dev.layover.testing.TestDatabase;
 import javax.sql.DataSource;
@@ -13,6 +14,7 @@ import org.junit.jupiter.api.Test;
  * A database migrated by the pre-release chain (a developer's, from before the baseline) is refused
  * with a message that says what it is and what to do, and nothing in it is changed.
  */
+@DatabaseTest
 class PreReleaseChainTest {
 
     @Test

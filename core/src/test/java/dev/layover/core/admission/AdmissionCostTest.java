@@ -7,7 +7,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.admission.Admission.TenantTask;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.util.ArrayList;
 import java.util.List;
@@ -16,7 +16,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * with or without limits of its own (pauses, cancels and deadlines are read from memory; the pick
  * admitted the job under its limit keys before a worker thread saw it).
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class AdmissionCostTest {
 
     private static final Logger LOG = LoggerFactory.getLogger(AdmissionCostTest.class);

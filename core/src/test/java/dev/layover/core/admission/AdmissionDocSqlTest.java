@@ -8,7 +8,7 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.admission.Admission.TenantTask;
 import dev.layover.core.outcome.Outcome;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,10 +19,9 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Every SQL query of docs/admission-and-control.md runs against the real schema and finds the state it describes. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class AdmissionDocSqlTest {
 
     private static final Pattern SQL_BLOCK = Pattern.compile("```sql\\n(.*?)```", Pattern.DOTALL);

@@ -11,7 +11,7 @@ import dev.layover.core.admission.Admission.Task;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.ApiKeyPool;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.sql.Timestamp;
 import java.time.Duration;
@@ -22,14 +22,13 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * API key pools: keys used in turn; a key on a per-day quota sits out until its reset while the
  * others carry on; all keys cooling down reschedules the job to the earliest comeback; the
  * secrets never reach the database.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ApiKeyPoolTest {
 
     private static final String SECRET_A = "sk-test-aaaaaaaaaaaaaaaaaaaa";

@@ -13,7 +13,7 @@ import dev.layover.core.control.CancelResult;
 import dev.layover.core.control.JobControl;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -25,10 +25,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Cancel: a waiting job leaves the queue at once, recorded; a running one is asked to stop and stops. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class CancelTest {
 
     private final List<Layover> instances = new ArrayList<>();
@@ -117,7 +116,7 @@ class CancelTest {
                     sawCancel.set(true);
                     return Outcome.snooze(Duration.ZERO);
                 }
-                Thread.sleep(20);
+                Thread.sleep(20); // a step of a long provider call (stands for its latency; not a wait)
             }
             return Outcome.done();
         }).build();

@@ -6,18 +6,17 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * A backlog behind a concurrency limit as wide as the worker's threads drains: jobs that finish in
  * microseconds free their slots only when the completer deletes their rows, after the run has left
  * its thread, so picks meet full slots often; the worker must keep picking until the queue is empty.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ConcurrencyBacklogDrainTest {
 
     /** A no-op job's argument. */

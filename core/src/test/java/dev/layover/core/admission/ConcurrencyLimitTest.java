@@ -9,7 +9,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.admission.Admission.Task;
 import dev.layover.testing.Await;
 import dev.layover.testing.JvmProcess;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.ProcessTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import java.time.Duration;
@@ -19,13 +19,12 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * A fleet-wide concurrency limit holds across JVMs (observed by the fake provider's calls in
  * flight), and a killed worker's slot comes back within the heartbeat window.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@ProcessTest
 class ConcurrencyLimitTest {
 
     private static final Duration START = Duration.ofSeconds(60);
@@ -88,7 +87,7 @@ class ConcurrencyLimitTest {
                     int n = inFlight.incrementAndGet();
                     maxInFlight.accumulateAndGet(n, Math::max);
                     ranHere.incrementAndGet();
-                    Thread.sleep(50);
+                    Thread.sleep(50); // the provider call's latency (stands for one; not a wait)
                     inFlight.decrementAndGet();
                     return dev.layover.core.outcome.Outcome.done();
                 })

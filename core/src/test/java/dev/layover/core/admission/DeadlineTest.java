@@ -11,7 +11,7 @@ import dev.layover.core.admission.Admission.Task;
 import dev.layover.core.outcome.FailureType;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.sql.Timestamp;
 import java.time.Duration;
@@ -22,10 +22,9 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Deadlines: past it a job is parked deadline_exceeded instead of being run, rescheduled or retried. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class DeadlineTest {
 
     private final List<Layover> instances = new ArrayList<>();

@@ -17,7 +17,7 @@ import dev.layover.core.provider.state.CooldownSettings;
 import dev.layover.core.internal.gate.Limits;
 import dev.layover.core.internal.gate.ProviderGate;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Clock;
 import java.time.Duration;
@@ -30,13 +30,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * A job subject to a provider-wide key and a tenant key runs only when both admit it, waits for the
  * stricter, and takes nothing from the other while it waits.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class MultipleLimitsTest {
 
     private static final String PROVIDER = "openai:gpt-4o";

@@ -13,7 +13,7 @@ import dev.layover.core.control.JobControl;
 import dev.layover.core.control.Pause;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.sql.Timestamp;
 import java.time.Duration;
@@ -28,10 +28,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Pause and resume: nothing paused starts; nothing is lost, parked or charged; resume runs it all. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class PauseTest {
 
     private final List<Layover> instances = new ArrayList<>();

@@ -8,7 +8,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.admission.Admission.Task;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -17,10 +17,9 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Execution timeouts: an overrunning handler is interrupted and its run counts as TRANSIENT. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class TimeoutTest {
 
     private final List<Layover> instances = new ArrayList<>();

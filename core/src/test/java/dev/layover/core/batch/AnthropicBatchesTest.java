@@ -10,6 +10,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.layover.core.batch.BatchProgress.State;
 import dev.layover.core.batch.BatchResultLine.Kind;
 import dev.layover.testing.Await;
+import dev.layover.testing.PureTest;
 import dev.layover.testing.TestClock;
 import dev.layover.testing.provider.FakeBatches;
 import dev.layover.testing.provider.FakeProvider;
@@ -26,6 +27,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /** {@link AnthropicBatches} through anthropic-java (retries off) against the fake provider's Message Batches. */
+@PureTest
 class AnthropicBatchesTest {
 
     static final ObjectMapper JSON = new ObjectMapper();

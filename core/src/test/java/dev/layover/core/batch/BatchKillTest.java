@@ -8,7 +8,7 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.testing.Await;
 import dev.layover.testing.JvmProcess;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.ProcessTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeBatches;
 import dev.layover.testing.provider.FakeProvider;
@@ -18,14 +18,13 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * A worker JVM killed (SIGKILL) while the provider holds the reply to its batch create: the batch
  * exists at the provider, Layover never learnt its id. The survivor takes the batch over after the
  * lease, finds it by its reference and rejoins it: no job lost, none submitted or charged twice.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@ProcessTest
 class BatchKillTest {
 
     private static final Duration WAIT = Duration.ofSeconds(90);

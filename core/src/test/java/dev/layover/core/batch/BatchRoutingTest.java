@@ -18,9 +18,9 @@ import dev.layover.core.Layover;
 import dev.layover.core.metrics.MicrometerMetrics;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
+import dev.layover.testing.DatabaseTest;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import dev.layover.testing.LayoverPostgresExtension;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeBatches;
 import dev.layover.testing.provider.FakeProvider;
@@ -39,7 +39,6 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
@@ -54,7 +53,7 @@ import software.amazon.awssdk.services.s3.S3Client;
  * {@link AnthropicBatches}, {@link GeminiBatches} and {@link BedrockBatches}. Every figure is read
  * back from the tables.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class BatchRoutingTest {
 
     record Doc(String id, String text) {}

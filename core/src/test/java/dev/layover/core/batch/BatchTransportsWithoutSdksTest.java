@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.layover.testing.PureTest;
 import java.io.InputStream;
 import java.net.URL;
 import java.net.URLClassLoader;
@@ -19,6 +20,7 @@ import org.junit.jupiter.api.Test;
  * The SDKs are optional dependencies of core: the batch SPI loads without any of them, and each
  * transport names only its own SDK, so an application with one SDK can use its transport.
  */
+@PureTest
 class BatchTransportsWithoutSdksTest {
 
     @Test

@@ -12,6 +12,7 @@ import dev.layover.core.provider.Classification;
 import dev.layover.core.provider.FailureClass;
 import dev.layover.core.provider.Provider;
 import dev.layover.core.provider.ProviderClassifier;
+import dev.layover.testing.PureTest;
 import dev.layover.testing.TestClock;
 import dev.layover.testing.provider.FakeBatches;
 import dev.layover.testing.provider.FakeProvider;
@@ -38,6 +39,7 @@ import software.amazon.awssdk.services.s3.S3Client;
  * {@link BedrockBatches} through AWS SDK v2's bedrock and s3 clients (retries off) against the fake
  * provider's batch inference and the S3 it reads and writes.
  */
+@PureTest
 class BedrockBatchesTest {
 
     static final ObjectMapper JSON = new ObjectMapper();

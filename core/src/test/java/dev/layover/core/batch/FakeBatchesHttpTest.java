@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.layover.testing.Await;
+import dev.layover.testing.PureTest;
 import dev.layover.testing.TestClock;
 import dev.layover.testing.provider.FakeProvider;
 import java.net.URI;
@@ -26,6 +27,7 @@ import org.junit.jupiter.api.Test;
  * The fake provider's batch APIs over plain HTTP: OpenAI's Files and Batch API and Anthropic's
  * Message Batches, their JSON shapes, their state machines and the fake's test controls.
  */
+@PureTest
 class FakeBatchesHttpTest {
 
     static final ObjectMapper JSON = new ObjectMapper();

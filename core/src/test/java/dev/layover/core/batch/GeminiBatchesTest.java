@@ -16,6 +16,7 @@ import dev.layover.core.provider.Classification;
 import dev.layover.core.provider.FailureClass;
 import dev.layover.core.provider.Provider;
 import dev.layover.core.provider.ProviderClassifier;
+import dev.layover.testing.PureTest;
 import dev.layover.testing.TestClock;
 import dev.layover.testing.provider.FakeBatches;
 import dev.layover.testing.provider.FakeProvider;
@@ -31,6 +32,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /** {@link GeminiBatches} through google-genai (retries off) against the fake provider's Gemini batch mode. */
+@PureTest
 class GeminiBatchesTest {
 
     static final ObjectMapper JSON = new ObjectMapper();

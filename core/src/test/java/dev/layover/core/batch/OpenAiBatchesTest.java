@@ -10,6 +10,7 @@ import com.openai.client.okhttp.OpenAIOkHttpClient;
 import dev.layover.core.batch.BatchProgress.State;
 import dev.layover.core.batch.BatchResultLine.Kind;
 import dev.layover.testing.Await;
+import dev.layover.testing.PureTest;
 import dev.layover.testing.TestClock;
 import dev.layover.testing.provider.FakeBatches;
 import dev.layover.testing.provider.FakeProvider;
@@ -27,6 +28,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /** {@link OpenAiBatches} through openai-java (retries off) against the fake provider's Batch API. */
+@PureTest
 class OpenAiBatchesTest {
 
     static final ObjectMapper JSON = new ObjectMapper();

@@ -12,15 +12,17 @@ import dev.layover.core.Layover;
 import dev.layover.core.history.JobHistoryRetention;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.parallel.Isolated;
 
 /** Retention deletes the history rows past the period, and only those. */
-@ExtendWith(LayoverPostgresExtension.class)
+// alone in the fast profile: it reads the JVM's threads for the retention thread of a worker name other classes use too
+@Isolated
+@DatabaseTest
 class JobHistoryRetentionTest {
 
     record Work(String text) {}

@@ -16,7 +16,7 @@ import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.FallbackChain;
 import dev.layover.core.provider.state.FakeChat;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import java.net.URI;
@@ -29,10 +29,12 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.parallel.Isolated;
 
 /** Every finished job leaves a row in layover.job_history, written with its removal; read back with SQL. */
-@ExtendWith(LayoverPostgresExtension.class)
+// alone in the fast profile: it asserts that no layover-history-retention- thread exists in the JVM
+@Isolated
+@DatabaseTest
 class JobHistoryTest {
 
     record Work(String text) {}
@@ -59,7 +61,7 @@ class JobHistoryTest {
                 .policy(ObservabilityFixtures.fastRetries(2))
                 .providerKey("fake:work")
                 .handler((args, ctx) -> {
-                    Thread.sleep(20);
+                    Thread.sleep(20); // the provider call's latency (stands for one; not a wait)
                     return script.apply(runs.computeIfAbsent(ctx.jobId(), k -> new AtomicInteger()).incrementAndGet());
                 })
                 .build();

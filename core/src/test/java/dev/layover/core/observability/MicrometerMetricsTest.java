@@ -13,7 +13,7 @@ import dev.layover.core.metrics.MicrometerMetrics;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
@@ -27,14 +27,16 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.parallel.Isolated;
 
 /**
  * One scenario with every kind of outcome, observed through Micrometer's {@link
  * SimpleMeterRegistry}: the counters of jobs and provider calls, the timers, and the gauges read
  * from the database.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+// alone in the fast profile: it asserts that no layover-metrics- thread exists in the JVM
+@Isolated
+@DatabaseTest
 class MicrometerMetricsTest {
 
     /** A job: its provider key is {@code fake:<script>}; the script decides each run's outcome. */
@@ -54,7 +56,7 @@ class MicrometerMetricsTest {
     private Outcome script(String script, int run) throws InterruptedException {
         switch (script) {
             case "ok":
-                Thread.sleep(30);
+                Thread.sleep(30); // the provider call's latency (stands for one; not a wait)
                 return Outcome.done();
             case "limited-once":
                 return run == 1 ? Outcome.rateLimited(Duration.ofMillis(200), "429 Too Many Requests") : Outcome.done();

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.Layover;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -17,10 +17,9 @@ import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** docs/observability.md: every SQL query runs and finds the rows it promises; every meter is listed. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ObservabilityDocsTest {
 
     private static final Pattern SQL_BLOCK = Pattern.compile("```sql\\n(.*?)```", Pattern.DOTALL);

@@ -13,20 +13,19 @@ import dev.layover.core.ConfigurationException;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.function.Function;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * A failed attempt keeps its stack trace in its {@code errors} entry, on the job row and on its
  * dead letter: bounded by {@code stackTraceChars}, secrets masked, causes kept.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class StackTraceTest {
 
     record Work(String text) {}

@@ -12,7 +12,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.spi.JobWrites;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.Timestamp;
@@ -24,13 +24,12 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * layover.time_series: jobs with known outcomes give known counts per bucket after a flush, the
  * queue's depth is sampled, replays are counted, and old rows are deleted.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class TimeSeriesTest {
 
     record Work(String script) {}

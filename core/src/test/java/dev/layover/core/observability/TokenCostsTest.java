@@ -13,20 +13,19 @@ import dev.layover.core.tokens.ModelPrice;
 import dev.layover.core.tokens.Prices;
 import dev.layover.core.tokens.TokenUsage;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.math.BigDecimal;
 import java.time.Duration;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Tokens over time: the usage runs report is counted per job type, provider key and fairness key in
  * the time series (in memory, written by the flush), and {@code layover.token_costs} prices it by the
  * application's price table; a model without a price has no cost, never a guessed one.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class TokenCostsTest {
 
     /** A job that reports {@code input} tokens ({@code cached} of them from the cache) and {@code output} tokens. */

@@ -16,7 +16,7 @@ import dev.layover.core.provider.ProviderClassifier;
 import dev.layover.core.spi.JobWrites;
 import dev.layover.core.tracing.OpenTelemetryTracing;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import dev.layover.testing.provider.FakeProvider.Phase;
@@ -50,7 +50,6 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
 
@@ -60,7 +59,7 @@ import org.slf4j.MDC;
  * with the 429, the reschedule and the park as events; the trace context survives a reschedule, a
  * park and a replay; a malformed stored context is ignored. The handler's MDC names its job and trace.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class TracingTest {
 
     record Doc(String text) {}

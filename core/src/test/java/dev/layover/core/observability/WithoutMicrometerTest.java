@@ -4,17 +4,16 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.metrics.MicrometerMetrics;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * A user without Micrometer pays nothing: Layover core runs (jobs, history) in a class loader where
  * Micrometer does not exist, and no class but {@link MicrometerMetrics} needs it.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class WithoutMicrometerTest {
 
     @Test

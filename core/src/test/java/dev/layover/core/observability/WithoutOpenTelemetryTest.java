@@ -5,18 +5,17 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.tracing.OpenTelemetryTracing;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * A user without the OpenTelemetry API pays nothing: Layover core runs (enqueue, the run, its MDC,
  * history) in a class loader where OpenTelemetry does not exist, stores no trace context, and no
  * class but {@link OpenTelemetryTracing} needs it.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class WithoutOpenTelemetryTest {
 
     @Test

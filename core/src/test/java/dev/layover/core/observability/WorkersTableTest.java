@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.layover.core.Layover;
 import dev.layover.core.provider.state.LimitOverride;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.sql.Timestamp;
 import java.time.Duration;
@@ -15,14 +15,13 @@ import java.time.Instant;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * layover.workers: each running instance has a row with its threads, version and heartbeat,
  * says within a second or two that it applies an operator's limit (and since when), loses its row
  * when it stops, and a row whose heartbeat is an hour old is deleted by another worker.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class WorkersTableTest {
 
     private static final Duration WAIT = Duration.ofSeconds(20);

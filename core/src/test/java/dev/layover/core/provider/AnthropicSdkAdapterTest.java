@@ -15,6 +15,7 @@ import com.anthropic.errors.SseException;
 import com.anthropic.models.messages.MessageCreateParams;
 import com.anthropic.models.messages.Model;
 import com.anthropic.models.messages.RawMessageStreamEvent;
+import dev.layover.testing.PureTest;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
@@ -40,6 +41,7 @@ import software.amazon.eventstream.Message;
  * {@code errorType()}, {@code errorCode()}, {@code errorDetails()} are views of that body), and the
  * adapter reads all of it.
  */
+@PureTest
 class AnthropicSdkAdapterTest {
 
     static final Instant NOW = Instant.parse("2026-05-28T10:15:30Z");

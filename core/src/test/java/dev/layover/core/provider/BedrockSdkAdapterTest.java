@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.layover.testing.PureTest;
 import java.io.ByteArrayOutputStream;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -47,6 +48,7 @@ import software.amazon.awssdk.services.bedrockruntime.model.ThrottlingException;
  * status, the error code and message, and the response headers ({@code awsErrorDetails()}); the
  * adapter reads all of them.
  */
+@PureTest
 class BedrockSdkAdapterTest {
 
     static final Instant NOW = Instant.parse("2026-05-28T10:15:30Z");

@@ -14,6 +14,7 @@ import com.openai.errors.SseException;
 import com.openai.models.chat.completions.ChatCompletionChunk;
 import com.openai.models.chat.completions.ChatCompletionCreateParams;
 import dev.layover.core.outcome.Outcome;
+import dev.layover.testing.PureTest;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -28,6 +29,7 @@ import org.junit.jupiter.api.Test;
  * server's documented error shapes. openai-java reports them all as OpenAI: the classifier names them
  * from their headers, or from the hint the application gives.
  */
+@PureTest
 class CompatibleServersSdkTest {
 
     static final Instant NOW = Instant.parse("2026-05-28T10:15:30Z");

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.layover.testing.PureTest;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -27,6 +28,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * Error responses as the providers document them, each classified at the (status, headers, body)
  * level with a fixed clock. Every vector cites where its shape comes from.
  */
+@PureTest
 class DocumentedVectorsTest {
 
     static final Instant NOW = Instant.parse("2026-05-28T10:15:30Z");

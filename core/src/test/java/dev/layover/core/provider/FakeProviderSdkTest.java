@@ -22,6 +22,7 @@ import com.openai.core.http.HttpResponseFor;
 import com.openai.models.chat.completions.ChatCompletion;
 import com.openai.models.chat.completions.ChatCompletionCreateParams;
 import com.openai.models.completions.CompletionUsage;
+import dev.layover.testing.PureTest;
 import dev.layover.testing.provider.FakeProvider;
 import dev.layover.testing.provider.FakeProvider.Dimension;
 import dev.layover.testing.provider.Faults;
@@ -52,6 +53,7 @@ import software.amazon.awssdk.services.bedrockruntime.model.ThrottlingException;
  * own response objects, and each SDK's exception for the fake's token-limit 429 is classified with
  * the limit the fake stated. The fake's clock stands still, so its buckets never refill.
  */
+@PureTest
 class FakeProviderSdkTest {
 
     static final Instant NOW = Instant.parse("2026-11-29T12:00:00Z");

@@ -12,7 +12,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.state.FakeChat;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import java.net.URI;
@@ -26,10 +26,9 @@ import java.util.function.Function;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** A fallback chain over the fake provider's two endpoints, each its own provider key. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class FallbackChainTest {
 
     record Work(String text) {}

@@ -15,6 +15,7 @@ import com.google.genai.types.GenerateContentResponse;
 import com.google.genai.types.HttpOptions;
 import com.google.genai.types.HttpRetryOptions;
 import dev.layover.core.outcome.Outcome;
+import dev.layover.testing.PureTest;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -33,6 +34,7 @@ import org.junit.jupiter.api.Test;
  * quota through the SDK is a quota, and RetryInfo is the wait. An error chunk inside a stream keeps
  * only its message and status.
  */
+@PureTest
 class GenAiSdkAdapterTest {
 
     static final Instant NOW = Instant.parse("2026-05-28T10:15:30Z");

@@ -10,7 +10,7 @@ import com.openai.models.chat.completions.ChatCompletionCreateParams;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.sql.Timestamp;
 import java.time.Duration;
@@ -19,13 +19,12 @@ import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * A handler that lets the real openai-java client's exception escape, with no code of its own,
  * gets the outcome of the exception's class: the engine classifies it.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class HandlerExceptionWiringTest {
 
     record Prompt(String text) {}

@@ -20,6 +20,7 @@ import com.openai.models.chat.completions.ChatCompletion;
 import com.openai.models.chat.completions.ChatCompletionChunk;
 import com.openai.models.chat.completions.ChatCompletionCreateParams;
 import dev.layover.core.outcome.Outcome;
+import dev.layover.testing.PureTest;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -36,6 +37,7 @@ import org.junit.jupiter.api.Test;
  * {@code OpenAIServiceException} exposes status, headers and the error body (its {@code code()},
  * {@code type()}, {@code param()} are views of that body), and the adapter reads all of it.
  */
+@PureTest
 class OpenAiSdkAdapterTest {
 
     static final Instant NOW = Instant.parse("2026-05-28T10:15:30Z");

@@ -12,6 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.outcome.OutcomeException;
+import dev.layover.testing.PureTest;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InputStream;
@@ -41,6 +42,7 @@ import javax.net.ssl.SSLSession;
 import org.junit.jupiter.api.Test;
 
 /** The classifier's API: JDK exceptions, the HttpResponse path, outcomes, limits and robustness. */
+@PureTest
 class ProviderClassifierTest {
 
     static final Instant NOW = Instant.parse("2026-05-28T10:15:30Z");

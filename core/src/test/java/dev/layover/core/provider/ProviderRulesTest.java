@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.provider.ProviderRules.InvalidRulesException;
+import dev.layover.testing.PureTest;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -21,6 +22,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The rule table: the built-in one, an application's rows for its own gateway, and bad rows. */
+@PureTest
 class ProviderRulesTest {
 
     static final Instant NOW = Instant.parse("2026-05-28T10:15:30Z");

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.provider.RateLimitHeaders.Window;
+import dev.layover.testing.PureTest;
 import java.net.http.HttpHeaders;
 import java.time.Duration;
 import java.time.Instant;
@@ -15,6 +16,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /** The rate-limit headers of successful responses, in each provider's documented shape. */
+@PureTest
 class RateLimitHeadersTest {
 
     static final Instant NOW = Instant.parse("2026-05-28T10:15:30Z");

@@ -76,7 +76,7 @@ final class ReplayServer implements AutoCloseable {
             }
             try {
                 if (r.delayMillis > 0) {
-                    Thread.sleep(r.delayMillis);
+                    Thread.sleep(r.delayMillis); // the recorded response's latency (stands for the provider's)
                 }
                 r.headers.forEach((name, values) -> exchange.getResponseHeaders().put(name, values));
                 // a status the JDK server refuses in a body-less reply still works with a body

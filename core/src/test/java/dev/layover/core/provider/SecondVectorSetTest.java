@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.provider.SecondVectorSet.Vector;
+import dev.layover.testing.PureTest;
 import java.time.Clock;
 import java.time.ZoneOffset;
 import java.util.Arrays;
@@ -22,6 +23,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * server's provider hint, and the accuracy per server (printed; a vector counts as right when its
  * class, retryAfter and resetAt all are).
  */
+@PureTest
 class SecondVectorSetTest {
 
     static final ProviderClassifier CLASSIFIER =

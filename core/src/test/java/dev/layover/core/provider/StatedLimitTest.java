@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 
 import dev.layover.core.outcome.Outcome;
+import dev.layover.testing.PureTest;
 import java.time.Clock;
 import java.time.Instant;
 import java.time.ZoneOffset;
@@ -12,6 +13,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /** The request limit a 429 states, read for the learned pace (Classification#requestLimitPerSecond). */
+@PureTest
 class StatedLimitTest {
 
     private static final Instant NOW = Instant.parse("2026-11-29T12:00:00Z");

@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.layover.testing.PureTest;
 import java.time.Clock;
 import java.time.Instant;
 import java.time.ZoneOffset;
@@ -27,6 +28,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * or the request limit ({@link Classification#requestLimitPerSecond()}), and a request larger than
  * a token limit can ever admit. Every vector cites where its shape comes from.
  */
+@PureTest
 class TokenLimitVectorsTest {
 
     static final Instant NOW = Instant.parse("2026-05-28T10:15:30Z");

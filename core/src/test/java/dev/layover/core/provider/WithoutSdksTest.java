@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.layover.testing.PureTest;
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
 import java.lang.reflect.Parameter;
@@ -20,6 +21,7 @@ import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 /** The classifier must work for a user who has none of the provider SDKs on the classpath. */
+@PureTest
 class WithoutSdksTest {
 
     private static final List<String> SDK_PACKAGES =

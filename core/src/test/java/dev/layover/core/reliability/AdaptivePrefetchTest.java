@@ -6,7 +6,7 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -17,7 +17,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The default prefetch follows the handler durations: a worker that has seen no job end yet (or
@@ -25,7 +24,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * without the lifeline; and its picks, lowered below db-scheduler's limit, are taken up again as
  * soon as threads free, not at the next poll.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class AdaptivePrefetchTest {
 
     record Call(int n) {}

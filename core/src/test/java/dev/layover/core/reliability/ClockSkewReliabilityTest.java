@@ -9,7 +9,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
 import dev.layover.testing.JvmProcess;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.ProcessTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -18,7 +18,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Workers and applications whose clocks are off (libfaketime shifts a child JVM's wall clock):
@@ -26,7 +25,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * a healthy worker's running jobs for dead, and an application 10 minutes ahead enqueues "now" for
  * now. Without libfaketime the test is skipped (CI installs it: .ci/run).
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@ProcessTest
 class ClockSkewReliabilityTest {
 
     @Test

@@ -7,7 +7,7 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -18,14 +18,13 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Scenario 4 (schedulers): four Layover instances of eight threads each, each with its own
  * connection pool, fight for the same 20,000 rows (lock-and-fetch with {@code SKIP LOCKED}, the
  * batched completer deleting behind them): every job runs exactly once.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ContentionReliabilityTest {
 
     record Item(int n) {}

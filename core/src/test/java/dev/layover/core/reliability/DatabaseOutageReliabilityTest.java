@@ -9,6 +9,7 @@ import dev.layover.core.outcome.Outcome;
 import dev.layover.migrations.LayoverMigrations;
 import dev.layover.testing.Await;
 import dev.layover.testing.JvmProcess;
+import dev.layover.testing.ProcessTest;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -44,6 +45,7 @@ import org.postgresql.ds.PGSimpleDataSource;
  * (slf4j-simple at INFO, as a production default would be) between the stop and 10 s after the
  * restart are counted per level and logger.
  */
+@ProcessTest
 class DatabaseOutageReliabilityTest {
 
     private static final int JOBS = 5000;

@@ -10,7 +10,7 @@ import dev.layover.core.outcome.Outcome;
 import dev.layover.migrations.LayoverMigrations;
 import dev.layover.testing.Await;
 import dev.layover.testing.JvmProcess;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.ProcessTest;
 import dev.layover.testing.ReplicatedPostgres;
 import dev.layover.testing.ReplicatedPostgres.Replication;
 import dev.layover.testing.TestDatabase;
@@ -33,7 +33,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.postgresql.ds.PGSimpleDataSource;
 
 /**
@@ -51,7 +50,7 @@ import org.postgresql.ds.PGSimpleDataSource;
  * worker's name but it never got them; 3 of 14 runs here left such rows {@code running} for good
  * until the lifeline gave orphan picks back (see {@link #aPickWhoseReplyWasLostRunsWhileTheWorkerLives}).
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@ProcessTest
 class FailoverReliabilityTest {
 
     private static final int JOBS = 5000;

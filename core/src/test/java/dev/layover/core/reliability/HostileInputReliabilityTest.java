@@ -19,7 +19,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.internal.jobs.ArgsCodec;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -30,7 +30,6 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Scenario 5: oversized and hostile input. Args at the size cap and one byte over; JSON nested
@@ -39,7 +38,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * Error}s thrown by handlers. Nothing here may kill a worker thread, leave a row picked, or fail
  * a park.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class HostileInputReliabilityTest {
 
     record Doc(String text) {}

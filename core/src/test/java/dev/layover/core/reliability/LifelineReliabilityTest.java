@@ -7,7 +7,7 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -19,13 +19,12 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Jobs picked ahead of busy threads (hung or slow handlers) go back to the fleet instead of
  * waiting for them: an idle worker runs them, and every job still runs exactly once.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class LifelineReliabilityTest {
 
     record Call(int n) {}

@@ -2,7 +2,7 @@ package dev.layover.core.reliability;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -12,10 +12,9 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The SQL of docs/operations.md runs against the real schema and finds the state it describes. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class OperationsDocSqlTest {
 
     private static final Pattern SQL_BLOCK = Pattern.compile("```sql\\n(.*?)```", Pattern.DOTALL);

@@ -16,6 +16,7 @@ import dev.layover.testing.LayoverPostgresExtension;
 import dev.layover.testing.PgBouncer;
 import dev.layover.testing.PgBouncer.PoolMode;
 import dev.layover.testing.PostgresServer;
+import dev.layover.testing.ProcessTest;
 import dev.layover.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -32,7 +33,6 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
 
@@ -43,7 +43,7 @@ import org.postgresql.PGNotification;
  * settings: {@code Layover.builder(..).notifications(false)} and pgjdbc's {@code prepareThreshold=0}
  * (docs/operations.md, "Poolers").
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@ProcessTest
 class PgBouncerReliabilityTest {
 
     /** pgjdbc's named server-side statements off: every statement is parsed in its own round trip. */

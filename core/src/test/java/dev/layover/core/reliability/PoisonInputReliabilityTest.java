@@ -7,7 +7,7 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -17,7 +17,6 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Scenario 3: poison input. Args written by an older deployment that no longer read (a renamed
@@ -25,7 +24,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * flows; jobs of a type no worker registers any more stay in the table, visible and not picked,
  * and run when a worker with that type comes back.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class PoisonInputReliabilityTest {
 
     record Work(String name, int n) {}

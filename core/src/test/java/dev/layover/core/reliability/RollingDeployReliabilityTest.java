@@ -8,7 +8,7 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -18,14 +18,13 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * A rolling deploy: two versions of a job type's code run at once on one database. Adding a field
  * to the args just works in both directions; a change an old worker cannot read waits for a worker
  * of the new version (rescheduled, no attempt spent) instead of being parked.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class RollingDeployReliabilityTest {
 
     /** Version 1 of the args. */

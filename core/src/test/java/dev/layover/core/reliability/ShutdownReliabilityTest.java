@@ -8,7 +8,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
 import dev.layover.testing.JvmProcess;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.ProcessTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -18,7 +18,6 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Scenario 6: {@code stop()} in the middle of a burst of short jobs leaves no job half-done (every
@@ -26,7 +25,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * still queued run on a second instance, each exactly once. A job still running when the shutdown
  * wait ends is interrupted; its outcome is written too, without spending an attempt.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@ProcessTest
 class ShutdownReliabilityTest {
 
     record Item(int n) {}
@@ -44,7 +43,7 @@ class ShutdownReliabilityTest {
             startedA.incrementAndGet();
             runs.computeIfAbsent(ctx.jobId(), k -> new AtomicInteger()).incrementAndGet();
             runBy.put(ctx.jobId(), "a");
-            Thread.sleep(2);
+            Thread.sleep(2); // the provider call's latency (stands for one; not a wait)
             finishedA.incrementAndGet();
             return Outcome.done();
         });

@@ -8,7 +8,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
 import dev.layover.testing.JvmProcess;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.ProcessTest;
 import dev.layover.testing.TestDatabase;
 import java.sql.Timestamp;
 import java.time.Duration;
@@ -19,7 +19,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Scenario 1: two worker JVMs share 10,000 jobs; one is killed with SIGKILL in the middle. Every
@@ -28,7 +27,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * missed) plus the survivor's dead-execution check (every 10 s); the repeated executions are at
  * most what the dead JVM held. Executions are counted by the handler itself in {@code exec_log}.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@ProcessTest
 class WorkerCrashReliabilityTest {
 
     private static final int JOBS = 10_000;

@@ -6,12 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.internal.schedule.Occurrences;
 import dev.layover.core.internal.schedule.Occurrences.Decision;
+import dev.layover.testing.PureTest;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** The decision of a claim: each missed-run policy and each overlap policy, as a pure function. */
+@PureTest
 class OccurrencesTest {
 
     private static final Timing MINUTE = Timing.every(Duration.ofMinutes(1));

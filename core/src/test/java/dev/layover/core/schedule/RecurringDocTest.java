@@ -3,7 +3,7 @@ package dev.layover.core.schedule;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -12,10 +12,9 @@ import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Every SQL query of docs/recurring.md runs against the real schema and finds the rows it promises. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class RecurringDocTest {
 
     private static final Pattern SQL_BLOCK = Pattern.compile("```sql\\n(.*?)```", Pattern.DOTALL);

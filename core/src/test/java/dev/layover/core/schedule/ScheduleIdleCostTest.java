@@ -7,7 +7,7 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.StatementWatch;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -18,7 +18,6 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * What 10,000 run-time schedules cost an idle fleet: each poll of each instance is one statement
@@ -26,7 +25,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * schedule that is not due; no claim runs while nothing is due. Prints the peek's database time
  * with 10,000 schedules and with 10 (a ratio measured in the same run).
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ScheduleIdleCostTest {
 
     record Tick(String note) {}

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.layover.core.Layover;
 import dev.layover.testing.Await;
 import dev.layover.testing.JvmProcess;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.ProcessTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.time.Instant;
@@ -17,14 +17,13 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Two JVMs with the same code schedule (every second, both schedulers polling every 50 ms, on the
  * database's real clock) never enqueue the same occurrence: the occurrences the two schedulers
  * enqueued add up to the distinct occurrences that ran, each of which ran once, with none missing.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@ProcessTest
 class ScheduleTwoJvmTest {
 
     private static final Duration WAIT = Duration.ofSeconds(60);

@@ -10,7 +10,7 @@ import dev.layover.core.Enqueued;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestClock;
 import dev.layover.testing.TestDatabase;
 import java.sql.Timestamp;
@@ -26,7 +26,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -36,7 +35,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  * daylight-saving days, a change while an occurrence runs, run-time schedules per tenant, the
  * reconciliation of code schedules, and bad input refused before anything is written.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class SchedulesTest {
 
     record Tick(String note) {}

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.layover.testing.PureTest;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneId;
@@ -12,6 +13,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** Cron expressions, intervals and daylight saving time, on java.time's zone rules (no database). */
+@PureTest
 class TimingTest {
 
     private static final ZoneId BERLIN = ZoneId.of("Europe/Berlin");

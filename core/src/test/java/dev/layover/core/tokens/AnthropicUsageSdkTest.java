@@ -12,6 +12,7 @@ import com.anthropic.models.messages.MessageCreateParams;
 import com.anthropic.models.messages.Model;
 import com.anthropic.models.messages.RawMessageStreamEvent;
 import dev.layover.core.provider.Provider;
+import dev.layover.testing.PureTest;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -25,6 +26,7 @@ import org.junit.jupiter.api.Test;
  * success shapes (https://docs.anthropic.com/en/api/messages,
  * https://docs.anthropic.com/en/docs/build-with-claude/streaming).
  */
+@PureTest
 class AnthropicUsageSdkTest {
 
     static UsageServer server;

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.provider.Provider;
+import dev.layover.testing.PureTest;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.net.URI;
@@ -49,6 +50,7 @@ import software.amazon.eventstream.HeaderValue;
  * (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html,
  * https://docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-anthropic-claude-messages.html).
  */
+@PureTest
 class BedrockUsageSdkTest {
 
     static final String CLAUDE = "anthropic.claude-3-haiku-20240307-v1:0";

@@ -3,6 +3,7 @@ package dev.layover.core.tokens;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.layover.testing.PureTest;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -26,6 +27,7 @@ import org.junit.jupiter.api.Test;
  * <p>Relative error = (estimate - reference) / reference. The table is written to
  * {@code target/token-estimate-error.txt} and copied into {@code docs/tokens.md}.
  */
+@PureTest
 class EstimateErrorTest {
 
     static final int[] SIZES = {200, 1000, 5000, 20_000};

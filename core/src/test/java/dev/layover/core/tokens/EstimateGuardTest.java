@@ -4,10 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.layover.testing.PureTest;
 import java.util.function.ToDoubleFunction;
 import java.util.function.ToLongFunction;
 import org.junit.jupiter.api.Test;
 
+@PureTest
 class EstimateGuardTest {
 
     record Args(String text, int maxTokens) {}

@@ -10,6 +10,7 @@ import com.google.genai.types.GenerateContentResponse;
 import com.google.genai.types.HttpOptions;
 import com.google.genai.types.HttpRetryOptions;
 import dev.layover.core.provider.Provider;
+import dev.layover.testing.PureTest;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -22,6 +23,7 @@ import org.junit.jupiter.api.Test;
  * Gemini API's documented {@code GenerateContentResponse}
  * (https://ai.google.dev/api/generate-content#v1beta.GenerateContentResponse).
  */
+@PureTest
 class GenAiUsageSdkTest {
 
     static final String MODEL = "gemini-2.5-flash";

@@ -4,10 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.layover.testing.PureTest;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** The jtokkit counter against the counts OpenAI's API reported in OpenAI's cookbook. */
+@PureTest
 class OpenAiTokenCounterTest {
 
     /**

@@ -15,6 +15,7 @@ import com.openai.models.responses.Response;
 import com.openai.models.responses.ResponseCreateParams;
 import com.openai.models.responses.ResponseStreamEvent;
 import dev.layover.core.provider.Provider;
+import dev.layover.testing.PureTest;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -29,6 +30,7 @@ import org.junit.jupiter.api.Test;
  * https://platform.openai.com/docs/api-reference/responses/object): the usage is read from the
  * SDK's own response objects.
  */
+@PureTest
 class OpenAiUsageSdkTest {
 
     static UsageServer server;

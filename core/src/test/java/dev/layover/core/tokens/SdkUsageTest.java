@@ -8,12 +8,14 @@ import com.anthropic.models.messages.Model;
 import com.google.genai.types.GenerateContentResponse;
 import com.openai.models.chat.completions.ChatCompletionCreateParams;
 import dev.layover.core.provider.Provider;
+import dev.layover.testing.PureTest;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import software.amazon.awssdk.services.bedrockruntime.model.ConverseStreamOutput;
 import software.amazon.awssdk.services.bedrockruntime.model.MessageStopEvent;
 
 /** Objects {@link TokenUsage#of(Object)} does not know, or that carry no usage, give empty. */
+@PureTest
 class SdkUsageTest {
 
     @Test

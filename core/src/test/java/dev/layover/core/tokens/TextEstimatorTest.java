@@ -3,10 +3,12 @@ package dev.layover.core.tokens;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.layover.testing.PureTest;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** Properties of the text estimate; its error against real tokenizers is in EstimateErrorTest. */
+@PureTest
 class TextEstimatorTest {
 
     static final TextEstimator E = TextEstimator.defaults();

@@ -8,9 +8,11 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.provider.Provider;
+import dev.layover.testing.PureTest;
 import org.junit.jupiter.api.Test;
 
 /** Each provider's documented counting rule, applied to one call's usage. */
+@PureTest
 class TokenUsageTest {
 
     @Test

@@ -12,7 +12,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import java.nio.file.Files;
@@ -26,13 +26,12 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The SQL of docs/tokens.md runs against history written by real runs: calls through openai-java
  * to the fake provider, usage reported from the SDK's {@code ChatCompletion}, a tenant as limit key.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class TokensDocSqlTest {
 
     private static final Pattern SQL_BLOCK = Pattern.compile("```sql\\n(.*?)```", Pattern.DOTALL);

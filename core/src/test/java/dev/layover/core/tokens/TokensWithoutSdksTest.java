@@ -11,6 +11,7 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.openai.models.chat.completions.ChatCompletion;
 import dev.layover.core.provider.Provider;
+import dev.layover.testing.PureTest;
 import java.lang.reflect.Field;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
@@ -22,6 +23,7 @@ import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 /** The tokens package works for a user with none of the provider SDKs and without jtokkit. */
+@PureTest
 class TokensWithoutSdksTest {
 
     private static final List<String> OPTIONAL_PACKAGES =

@@ -4,10 +4,12 @@ import dev.layover.core.provider.TokenDimension;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import dev.layover.core.provider.Provider;
+import dev.layover.testing.PureTest;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 /** Raw HTTP bodies in each provider's documented shape, and bodies that carry no readable usage. */
+@PureTest
 class UsageJsonTest {
 
     @Test

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.layover.core.Enqueued;
 import dev.layover.core.Layover;
 import dev.layover.testing.Await;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.LayoverPostgresExtension;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
@@ -25,6 +26,7 @@ import org.springframework.test.context.DynamicPropertySource;
  * Layover schema in it: the starter migrates it, runs one receipt and parks the other.
  */
 @SpringBootTest
+@DatabaseTest
 class ReceiptsApplicationTest {
 
     private static final TestDatabase DB = LayoverPostgresExtension.emptyDatabase();

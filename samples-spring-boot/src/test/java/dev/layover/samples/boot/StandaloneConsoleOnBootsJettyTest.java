@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.layover.console.ConsoleOptions;
 import dev.layover.console.ReplayConsole;
 import dev.layover.core.Layover;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.LayoverPostgresExtension;
 import dev.layover.testing.TestDatabase;
 import java.net.Socket;
@@ -27,6 +28,7 @@ import org.springframework.context.ConfigurableApplicationContext;
  * is built on 12.1): it starts, answers its token holder, refuses everyone else, and closes a
  * connection that sends half a request.
  */
+@DatabaseTest
 class StandaloneConsoleOnBootsJettyTest {
 
     private static final TestDatabase DB = LayoverPostgresExtension.emptyDatabase();

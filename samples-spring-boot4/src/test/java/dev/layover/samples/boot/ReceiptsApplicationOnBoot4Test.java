@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.layover.core.Enqueued;
 import dev.layover.core.Layover;
 import dev.layover.testing.Await;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.LayoverPostgresExtension;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
@@ -20,6 +21,7 @@ import org.springframework.context.ConfigurableApplicationContext;
  * Jackson 2 mapper, so Boot's Jackson 3 default does not matter), started as an application is,
  * with {@link SpringApplication#run}, so that closing it is part of the test.
  */
+@DatabaseTest
 class ReceiptsApplicationOnBoot4Test {
 
     @Test

@@ -9,7 +9,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.samples.GettingStartedOpenAi;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import java.net.URI;
@@ -22,14 +22,13 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The chat endpoint beside a backlog of background jobs on one OpenAI key limited to 10 requests/s
  * (the fake counts refused calls): every question is answered, none meets a 429, the backlog is
  * done, and the time series counts the interactive calls.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ChatEndpointTest {
 
     private static final String KEY = "openai:gpt-4o-mini";

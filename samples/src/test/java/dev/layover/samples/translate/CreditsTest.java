@@ -3,7 +3,7 @@ package dev.layover.samples.translate;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.sql.Connection;
 import java.util.ArrayList;
@@ -16,10 +16,9 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The one-statement charge: at most once per job, never below zero, under races. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class CreditsTest {
 
     private static Credits.Charge charge(TestDatabase db, String job, String account, long cost) throws Exception {

@@ -3,6 +3,7 @@ package dev.layover.samples.translate;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.layover.testing.PureTest;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -15,6 +16,7 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /** docs/demo.md shows the charge statement the demo runs, and a report with the rows the demo prints. */
+@PureTest
 class DemoDocTest {
 
     @Test

@@ -5,10 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.layover.testing.PureTest;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** The JSON repair helper: what it strips, and what it refuses. */
+@PureTest
 class JsonRepairTest {
 
     private static final String JSON = "{\"segments\":[\"Bonjour\",\"Merci {beaucoup}\"]}";

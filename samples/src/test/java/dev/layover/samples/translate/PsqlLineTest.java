@@ -2,9 +2,11 @@ package dev.layover.samples.translate;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import dev.layover.testing.PureTest;
 import org.junit.jupiter.api.Test;
 
 /** The psql line the demo prints for its database. */
+@PureTest
 class PsqlLineTest {
 
     @Test

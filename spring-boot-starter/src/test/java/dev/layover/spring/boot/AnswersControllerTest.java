@@ -9,7 +9,7 @@ import com.openai.models.chat.completions.ChatCompletionCreateParams;
 import dev.layover.core.CallFailedException;
 import dev.layover.core.InteractiveCalls;
 import dev.layover.core.NotAdmittedException;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import java.net.URI;
@@ -20,7 +20,6 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.test.context.FilteredClassLoader;
@@ -40,7 +39,7 @@ import org.springframework.web.bind.annotation.RestController;
  * real openai-java SDK (no retries of its own) against the fake provider: the answer, and a 503
  * with Retry-After when the key is cooling (the provider not called).
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class AnswersControllerTest {
 
     static final String KEY = "openai:answers";

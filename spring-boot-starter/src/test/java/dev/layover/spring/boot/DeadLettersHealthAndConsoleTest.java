@@ -14,7 +14,7 @@ import dev.layover.dlq.DeadLetterRetention;
 import dev.layover.dlq.DeadLetters;
 import dev.layover.dlq.RecoverySweep;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -25,7 +25,6 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.postgresql.ds.PGSimpleDataSource;
 import org.springframework.boot.actuate.health.Health;
 import org.springframework.boot.actuate.health.Status;
@@ -34,7 +33,7 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
 /** What the starter adds when layover-dlq, Actuator and layover-replay-console are on the classpath. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class DeadLettersHealthAndConsoleTest {
 
     record Order(String id) {}

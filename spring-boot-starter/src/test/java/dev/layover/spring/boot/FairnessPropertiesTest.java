@@ -15,7 +15,7 @@ import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.state.FairnessSettings;
 import dev.layover.core.provider.state.ProviderStates;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -26,7 +26,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.context.properties.source.ConfigurationPropertySources;
 import org.springframework.boot.diagnostics.FailureAnalysis;
@@ -48,7 +47,7 @@ import org.springframework.core.io.ClassPathResource;
  * naming its property, with nothing set the builder's fairness is left as it was, and the IDE
  * metadata lists them with Layover's defaults.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class FairnessPropertiesTest {
 
     private static final String KEY = "openai:starter-fair";

@@ -12,7 +12,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.LayoverPlugin;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -26,14 +26,16 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.parallel.Isolated;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.annotation.Order;
 
 /** The starter in an application context, on a real Postgres. */
-@ExtendWith(LayoverPostgresExtension.class)
+// alone in the fast profile: it looks for the layover-shutdown thread among the JVM's threads
+@Isolated
+@DatabaseTest
 class LayoverAutoConfigurationTest {
 
     record Ping(String id) {}

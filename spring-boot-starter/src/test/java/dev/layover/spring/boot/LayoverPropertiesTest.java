@@ -9,12 +9,14 @@ import dev.layover.core.provider.state.BucketSettings;
 import dev.layover.core.provider.state.CooldownSettings;
 import dev.layover.dlq.DeadLetterRetention;
 import dev.layover.dlq.RecoverySweep;
+import dev.layover.testing.PureTest;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.postgresql.ds.PGSimpleDataSource;
 import org.springframework.boot.diagnostics.FailureAnalysis;
 
 /** The properties' defaults are Layover's own, so an unset property changes nothing. */
+@PureTest
 class LayoverPropertiesTest {
 
     private final LayoverProperties defaults = new LayoverProperties();

@@ -8,7 +8,7 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import io.opentelemetry.api.OpenTelemetry;
 import io.opentelemetry.api.trace.Span;
@@ -21,7 +21,6 @@ import java.math.BigDecimal;
 import java.time.Duration;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
@@ -30,7 +29,7 @@ import org.springframework.context.annotation.Configuration;
  * ({@code layover.tracing.enabled}) and writes {@code layover.prices[model].*} to the price table; a
  * price without its output is refused naming its property.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ObservabilityPropertiesTest {
 
     record Ping(String text) {}

@@ -9,13 +9,12 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.schedule.Schedule;
 import dev.layover.core.schedule.ScheduleInfo;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.time.ZoneId;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
@@ -23,7 +22,7 @@ import org.springframework.context.annotation.Configuration;
  * Recurring jobs in the starter: {@code Schedule} beans and {@code layover.schedules.<name>.*} are
  * registered and reconciled at start; a refused schedule names its property and nothing is written.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class SchedulePropertiesTest {
 
     /** A digest's args. */

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.layover.testing.PureTest;
 import dev.layover.testing.provider.FakeProvider.Api;
 import java.io.IOException;
 import java.net.URI;
@@ -26,6 +27,7 @@ import org.junit.jupiter.api.Test;
  * hold over 2,000 calls, a drop is a connection error, a slow answer is late, and only calls the
  * limits admitted meet a fault.
  */
+@PureTest
 class FakeProviderFaultsTest {
 
     /** A status for a call that got no answer. */

@@ -11,6 +11,7 @@ import dev.layover.core.batch.BatchProgress;
 import dev.layover.core.batch.BatchResultLine;
 import dev.layover.core.batch.BatchSettings;
 import dev.layover.core.batch.BatchTransport;
+import dev.layover.testing.PureTest;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -20,6 +21,7 @@ import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
 
 /** The routing rule of batchable jobs, a pure function of database time and the key's settings. */
+@PureTest
 class BatchRouteTest {
 
     private static final Instant NOW = Instant.parse("2026-12-01T12:00:00Z");

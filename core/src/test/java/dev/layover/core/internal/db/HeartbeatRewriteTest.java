@@ -12,7 +12,7 @@ import com.github.kagkarlsson.scheduler.jdbc.JdbcTaskRepository;
 import com.github.kagkarlsson.scheduler.task.Execution;
 import com.github.kagkarlsson.scheduler.task.helper.OneTimeTask;
 import com.github.kagkarlsson.scheduler.task.helper.Tasks;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.sql.Timestamp;
 import java.time.Instant;
@@ -21,7 +21,6 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Pins {@link HeartbeatRewrite} to the statements db-scheduler really prepares: its repository
@@ -29,7 +28,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * db-scheduler upgrade that changes either statement fails here instead of silently turning the
  * rewrite off.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class HeartbeatRewriteTest {
 
     private final Map<String, String> rewritten = new ConcurrentHashMap<>();

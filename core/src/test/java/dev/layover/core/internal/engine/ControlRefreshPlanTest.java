@@ -3,13 +3,12 @@ package dev.layover.core.internal.engine;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Each worker runs the control refresh once a second, as a prepared statement: after five runs
@@ -17,7 +16,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * table: written as {@code EXISTS (... deadline <= ?)}, it did, 430 ms a second per worker behind
  * a million-job backlog, evicting the index pages every pick then read again.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ControlRefreshPlanTest {
 
     @Test

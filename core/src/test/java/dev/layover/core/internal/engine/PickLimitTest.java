@@ -4,9 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.layover.testing.PureTest;
 import org.junit.jupiter.api.Test;
 
 /** The adaptive prefetch's factor, from the handler durations it observes. */
+@PureTest
 class PickLimitTest {
 
     @Test

@@ -12,7 +12,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.spi.Db;
 import dev.layover.core.tokens.TokenEstimate;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestClock;
 import dev.layover.testing.TestDatabase;
 import java.sql.Timestamp;
@@ -31,7 +31,6 @@ import java.util.concurrent.Future;
 import java.util.function.Function;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The pick is the admission ({@code layover.pick}, through {@link Picker}), on a real database with
@@ -39,7 +38,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * and a job the key does not admit is not touched. Two pickers on two connection pools stand for two
  * JVMs picking at once.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class PickTest {
 
     private static final String KEY = "openai:gpt-4o-mini";

@@ -7,7 +7,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.internal.engine.LimitWorkerMain.Call;
 import dev.layover.testing.Await;
 import dev.layover.testing.JvmProcess;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.ProcessTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import java.time.Duration;
@@ -15,13 +15,12 @@ import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The pick's admission with two worker JVMs sharing one provider key: each limit kind holds across
  * both, against a fake provider that enforces the same limit, and no waiting job is written.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@ProcessTest
 class PickTwoJvmTest {
 
     private static final String KEY = "openai:gpt-4o-mini";

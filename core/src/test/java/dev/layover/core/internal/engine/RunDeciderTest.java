@@ -10,6 +10,7 @@ import dev.layover.core.JobPolicy;
 import dev.layover.core.internal.jobs.JobRun;
 import dev.layover.core.outcome.FailureType;
 import dev.layover.core.outcome.Outcome;
+import dev.layover.testing.PureTest;
 import java.io.IOException;
 import java.time.Duration;
 import java.time.Instant;
@@ -20,6 +21,7 @@ import org.junit.jupiter.api.Test;
  * The decision of what becomes of a run, without a database: every outcome kind, at a fixed time.
  * The jitter is random, so times are asserted as ranges.
  */
+@PureTest
 class RunDeciderTest {
 
     private static final Instant NOW = Instant.parse("2026-12-01T10:00:00Z");

@@ -4,9 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.layover.testing.PureTest;
 import org.junit.jupiter.api.Test;
 
 /** The stored trace's shape: causes kept, frames trimmed, cycles and throwing messages survived. */
+@PureTest
 class StackTracesTest {
 
     private static RuntimeException nested(int depth) {

@@ -21,7 +21,7 @@ import dev.layover.core.provider.state.DiscoverySettings;
 import dev.layover.core.provider.state.Workers;
 import dev.layover.core.spi.Db;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import java.net.URI;
@@ -38,7 +38,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -47,7 +46,7 @@ import org.slf4j.LoggerFactory;
  * itself: slow start, additive increase at most once per interval fleet-wide, one multiplicative
  * decrease per 429 burst, all in one row of {@code layover.buckets} shared by every instance.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class DiscoveredPaceTest {
 
     private static final Logger LOG = LoggerFactory.getLogger(DiscoveredPaceTest.class);

@@ -8,7 +8,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.state.ChildWorkerMain.Chat;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.io.ByteArrayOutputStream;
 import java.io.OutputStream;
@@ -20,15 +20,17 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import dev.layover.core.provider.state.Workers;
+import org.junit.jupiter.api.parallel.Isolated;
 
 /**
  * When the provider state cannot be read, the provider is not called: the pick, which reads it,
  * fails and admits nothing; the job waits as it was enqueued, and the error is logged. The error is
  * real: a table of the provider state is renamed away under the running worker.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+// alone in the fast profile: it replaces System.err to read what was logged
+@Isolated
+@DatabaseTest
 class FailClosedTest {
 
     private static final String KEY = "fake:primary";

@@ -12,7 +12,7 @@ import dev.layover.core.spi.Db;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.state.ChildWorkerMain.Chat;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import java.time.Clock;
@@ -23,7 +23,6 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import dev.layover.core.internal.gate.Admission;
@@ -38,7 +37,7 @@ import dev.layover.core.provider.state.CooldownSettings;
  * A 429 that states the key's request limit teaches the fleet a pace: a learned bucket shared by
  * every worker, so that the end of each cooldown is not a burst into the limit.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class LearnedPaceTest {
 
     private static final Logger LOG = LoggerFactory.getLogger(LearnedPaceTest.class);
@@ -118,7 +117,8 @@ class LearnedPaceTest {
     void aLearnedPaceGivesNoBurstWhenTheCooldownEnds(TestDatabase db) throws InterruptedException {
         ProviderGate a = gate(db, "worker-a", CooldownSettings.defaults(), Map.of());
         a.afterCall(KEY, null, new Outcome.RateLimited(Duration.ofMillis(1), "429", 10.0));
-        Thread.sleep(50); // the 1 ms cooldown is over
+        Await.until(Duration.ofSeconds(10), "the 1 ms cooldown is over",
+                () -> db.count("select count(*) from layover.cooldowns where provider_key = ? and until <= now()", KEY) == 1);
         int went = 0;
         long began = System.nanoTime();
         for (int i = 0; i < 10; i++) {

@@ -9,7 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.spi.Db;
 import dev.layover.core.outcome.Outcome;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.sql.Timestamp;
 import java.time.Duration;
@@ -24,7 +24,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import dev.layover.core.internal.gate.Admission;
 import dev.layover.core.internal.gate.ProviderGate;
 import dev.layover.testing.Await;
@@ -40,7 +39,7 @@ import dev.layover.core.provider.state.ProviderStates;
  * The provider state's statements, one gate (or two, standing for two JVMs) on a real database,
  * with a clock the test moves.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ProviderGateTest {
 
     private static final String KEY = "openai:gpt-4o-mini";

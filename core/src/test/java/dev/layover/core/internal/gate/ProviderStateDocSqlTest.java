@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.spi.Db;
 import dev.layover.core.outcome.Outcome;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -16,7 +16,6 @@ import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import dev.layover.core.internal.gate.ProviderGate;
 import dev.layover.core.provider.state.BreakerSettings;
 import dev.layover.core.provider.state.BucketSettings;
@@ -25,7 +24,7 @@ import dev.layover.core.provider.state.DiscoverySettings;
 import dev.layover.core.provider.state.ProviderStates;
 
 /** Every SQL query of docs/provider-state.md runs against the real schema and finds the state it describes. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ProviderStateDocSqlTest {
 
     private static final Pattern SQL_BLOCK = Pattern.compile("```sql\\n(.*?)```", Pattern.DOTALL);

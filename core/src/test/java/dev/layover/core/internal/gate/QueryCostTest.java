@@ -8,7 +8,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.state.ChildWorkerMain.Chat;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -16,7 +16,6 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import dev.layover.core.internal.gate.ProviderGate;
@@ -30,7 +29,7 @@ import dev.layover.core.provider.state.BucketSettings;
  * gate counts its statements (on worker threads and in the background), and a counting data
  * source counts every statement of the instance.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class QueryCostTest {
 
     private static final Logger LOG = LoggerFactory.getLogger(QueryCostTest.class);

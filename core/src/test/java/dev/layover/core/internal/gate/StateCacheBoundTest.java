@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import dev.layover.core.metrics.LayoverMetrics;
 import dev.layover.core.provider.state.BreakerState;
 import dev.layover.core.spi.Db;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestClock;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
@@ -17,14 +17,13 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The provider-state cache is bounded by use: its refresh re-reads only keys used within a minute,
  * and it forgets keys unused for ten minutes (after writing their counted successes), telling the
  * rest of the gate to forget them too. The use windows run on a ticker the test moves.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class StateCacheBoundTest {
 
     private final AtomicLong ticker = new AtomicLong(1_000_000_000L);

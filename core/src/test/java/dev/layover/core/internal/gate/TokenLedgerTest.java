@@ -16,7 +16,7 @@ import dev.layover.core.provider.state.CooldownSettings;
 import dev.layover.core.spi.Db;
 import dev.layover.core.tokens.TokenEstimate;
 import dev.layover.core.tokens.TokenUsage;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestClock;
 import dev.layover.testing.TestDatabase;
 import java.sql.Timestamp;
@@ -33,14 +33,13 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The token ledger's statements on a real database, with a clock the test holds still: every
  * dimension taken at once or not at all, reservations settled by reported usage, the debt rule,
  * estimates too large for a bucket, and two gates (two JVMs) sharing one key.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class TokenLedgerTest {
 
     private static final String KEY = "anthropic:claude-sonnet";

@@ -3,10 +3,12 @@ package dev.layover.core.internal.jobs;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.layover.testing.PureTest;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
 
 /** Job ids: version 7 UUIDs, strictly increasing within one JVM, a millisecond's ids included. */
+@PureTest
 class JobIdsTest {
 
     @Test

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.layover.core.tracing.LayoverTracing;
+import dev.layover.testing.PureTest;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
@@ -13,6 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.slf4j.MDC;
 
 /** A run's MDC is set while it runs and restored after it, on platform and virtual threads. */
+@PureTest
 class RunScopeTest {
 
     static {

@@ -2,9 +2,11 @@ package dev.layover.core.internal.observe;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import dev.layover.testing.PureTest;
 import org.junit.jupiter.api.Test;
 
 /** What the stored stack traces hide, and what they keep readable. */
+@PureTest
 class SecretMaskTest {
 
     @Test

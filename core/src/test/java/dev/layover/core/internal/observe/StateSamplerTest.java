@@ -5,14 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import dev.layover.core.metrics.LayoverMetrics;
 import dev.layover.core.metrics.StateSample;
 import dev.layover.core.spi.Db;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The gauges' sample of the queue: the job table's scan is spaced by the table's size, the rest is read every time. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class StateSamplerTest {
 
     private static final String JOBS = "INSERT INTO layover.scheduled_tasks (task_name, task_instance, execution_time,"

@@ -11,7 +11,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.state.ChildWorkerMain.Chat;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import java.time.Duration;
@@ -23,10 +23,9 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Circuit breakers seen from running workers and a fake provider. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class BreakerTest {
 
     private static final String KEY = "fake:primary";

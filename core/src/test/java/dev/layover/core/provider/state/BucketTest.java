@@ -8,7 +8,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.state.ChildWorkerMain.Chat;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import java.time.Duration;
@@ -19,12 +19,11 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /** A shared bucket keeps two instances under the provider's limit instead of discovering it by 429s. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class BucketTest {
 
     private static final Logger LOG = LoggerFactory.getLogger(BucketTest.class);

@@ -8,7 +8,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.tokens.TokenEstimate;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -19,7 +19,6 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Fair share where the key's limit is not a request rate (docs/fairness.md), with two Layover
@@ -27,7 +26,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * proportion to its weight, whatever the size of its calls), and a concurrency limit (the free
  * slots go round the tenants with waiting jobs).
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class FairnessOfTokensAndSlotsTest {
 
     private static final String KEY = "openai:gpt-4o-mini";

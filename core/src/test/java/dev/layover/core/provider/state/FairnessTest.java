@@ -9,7 +9,7 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -20,14 +20,13 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Fair share within one provider key's bucket, with two Layover instances on a real Postgres: the
  * tenants enqueue together, the biggest first (what first come, first served serves worst), and
  * the permits go round the tenants with waiting jobs in proportion to their weights.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class FairnessTest {
 
     private static final String KEY = "openai:gpt-4o-mini";

@@ -8,7 +8,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.provider.state.FairWorkerMain.Work;
 import dev.layover.testing.Await;
 import dev.layover.testing.JvmProcess;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.ProcessTest;
 import dev.layover.testing.TestDatabase;
 import java.sql.Connection;
 import java.time.Duration;
@@ -18,7 +18,6 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Fair share across two worker JVMs: a child process and this one run the same fairness-keyed job
@@ -26,7 +25,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * whichever process runs them, because the fair queue (its tags, its clock, its bookings) lives in
  * Postgres.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@ProcessTest
 class FairnessTwoJvmTest {
 
     private static final Duration WAIT = Duration.ofSeconds(60);

@@ -15,6 +15,7 @@ import dev.layover.core.provider.Provider;
 import dev.layover.core.provider.ProviderClassifier;
 import dev.layover.core.provider.RateLimitHeaders;
 import dev.layover.core.provider.TokenDimension;
+import dev.layover.testing.PureTest;
 import dev.layover.testing.TestClock;
 import dev.layover.testing.provider.FakeProvider;
 import dev.layover.testing.provider.FakeProvider.Api;
@@ -37,6 +38,7 @@ import org.junit.jupiter.api.Test;
  * The fake provider speaks the providers' shapes, counts tokens and enforces limits as they do, and
  * Layover's classifier reads it as the real ones. Time is moved by hand: no sleep.
  */
+@PureTest
 class FakeProviderTest {
 
     private static final ObjectMapper JSON = new ObjectMapper();

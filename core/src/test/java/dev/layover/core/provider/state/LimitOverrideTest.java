@@ -10,7 +10,7 @@ import dev.layover.core.JobType;
 import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.time.Instant;
@@ -20,7 +20,6 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * An operator's limits at run time ({@link ProviderStates#setLimit},
@@ -28,7 +27,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * console uses) while two workers run: both follow it, and its revert gives the configured
  * limits back.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class LimitOverrideTest {
 
     private static final String KEY = "openai:gpt-4o-mini";

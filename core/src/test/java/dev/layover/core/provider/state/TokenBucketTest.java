@@ -14,7 +14,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.core.tokens.TokenEstimate;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import java.time.Duration;
@@ -24,7 +24,6 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -33,7 +32,7 @@ import org.slf4j.LoggerFactory;
  * and output tokens per minute, the fake provider enforcing the same limits, calls made through the
  * real anthropic-java SDK, usage read from its {@code Message}.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class TokenBucketTest {
 
     private static final Logger LOG = LoggerFactory.getLogger(TokenBucketTest.class);

@@ -10,7 +10,7 @@ import dev.layover.core.outcome.Outcome;
 import dev.layover.core.provider.state.ChildWorkerMain.Chat;
 import dev.layover.testing.Await;
 import dev.layover.testing.JvmProcess;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.ProcessTest;
 import dev.layover.testing.TestDatabase;
 import dev.layover.testing.provider.FakeProvider;
 import java.sql.Timestamp;
@@ -23,13 +23,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * A 429 met by a worker in one JVM process makes a worker in another process wait without
  * calling: the cooldown lives in Postgres, not in memory.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@ProcessTest
 class TwoProcessesTest {
 
     private static final String KEY = "fake:primary";

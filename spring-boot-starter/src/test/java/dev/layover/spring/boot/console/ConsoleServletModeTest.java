@@ -10,7 +10,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.layover.spring.boot.InvalidLayoverPropertyException;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.net.Inet4Address;
 import java.net.InetAddress;
@@ -29,6 +29,7 @@ import java.util.Optional;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.parallel.Isolated;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.test.context.FilteredClassLoader;
@@ -49,7 +50,10 @@ import org.springframework.security.web.SecurityFilterChain;
  * come from another machine's point of view: the server listens on every interface and the
  * client connects to a non-loopback address of this machine.
  */
-@ExtendWith({LayoverPostgresExtension.class, OutputCaptureExtension.class})
+// alone in the fast profile: OutputCaptureExtension captures the JVM's System.out and System.err
+@Isolated
+@DatabaseTest
+@ExtendWith(OutputCaptureExtension.class)
 class ConsoleServletModeTest {
 
     private static final ObjectMapper JSON = new ObjectMapper();

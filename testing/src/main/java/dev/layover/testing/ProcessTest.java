@@ -1,0 +1,30 @@
+package dev.layover.testing;
+
+import java.lang.annotation.Documented;
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Inherited;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * A test class that starts child JVMs ({@link JvmProcess}) or servers of its own (a second
+ * Postgres, PgBouncer, libfaketime): tagged {@code process}, with {@link LayoverPostgresExtension}
+ * for its {@link TestDatabase} parameters. Not in the fast profile: these tests time processes
+ * against each other and want the machine to themselves.
+ *
+ * <p>One of the test tiers (CONTRIBUTING.md, "Test tiers"): every test class carries exactly one of
+ * {@link PureTest}, {@link DatabaseTest}, {@link ProcessTest}, {@link BrowserTest}; the
+ * architecture module's {@code TestTiersTest} fails the build when one is missing or does not
+ * match what the class uses. {@code ./mvnw -Pfast verify} runs {@code pure} and {@code database}.
+ */
+@Documented
+@Inherited
+@Retention(RetentionPolicy.RUNTIME)
+@Target(ElementType.TYPE)
+@Tag("process")
+@ExtendWith(LayoverPostgresExtension.class)
+public @interface ProcessTest {
+}
