@@ -222,4 +222,18 @@ public interface JobContext {
      */
     default void sleep(String name, java.time.Duration duration) {
     }
+
+    /**
+     * The group this job is the callback of ({@link Layover#enqueueGroup}): every member with its
+     * end ({@code done} or {@code discarded}) and its handler's result, and the counts. A callback
+     * runs once the group has settled, so no member is pending or parked then.
+     *
+     * <p>Database: two reads ({@code layover.groups}, {@code layover.group_members}) per call, none
+     * unless called. A context Layover did not make returns empty.
+     *
+     * @return the group, or empty when this job is no group's callback
+     */
+    default Optional<GroupResult> group() {
+        return Optional.empty();
+    }
 }

@@ -296,6 +296,106 @@ public final class Layover implements AutoCloseable {
     }
 
     /**
+     * Enqueues a group of jobs (fan-out) whose callback job runs once every member has finished
+     * (fan-in), autocommitted in one transaction of its own. See {@link GroupOptions} and
+     * {@code docs/composition.md}.
+     *
+     * <p>Database, in one transaction: one row of {@code layover.groups}; the callback job, an
+     * ordinary job of {@code group.callbackType()} whose id is the group's id, waiting (run time
+     * 9999-12-31, reason {@code group}); the members as {@link #enqueueBatch} inserts them (5,000
+     * rows per statement), each with its {@code layover.group_members} row in the same statement.
+     * Members keep every Layover behaviour (keys, limits, fair share, steps, retries, parking). When
+     * the last member ends (done, or its dead letter discarded), the transaction that writes that end
+     * makes the callback due ({@code layover.group_settle}), once; a parked member holds the group
+     * open until it is replayed and done, or discarded. A group sealed at creation with no member
+     * is released at once.
+     *
+     * @param group the callback, policy, seal and id
+     * @param type the members' job type (registered here)
+     * @param args the members' arguments, one job each
+     * @param <C> the callback's args type
+     * @param <A> the members' args type
+     * @return the group, its callback and its members
+     * @throws UnknownJobTypeException when the callback's or the members' job type is not registered here
+     * @throws InvalidArgsException when an argument is null, not writable as JSON or over the size cap
+     * @throws GroupException when a job of the callback's type has the group's id already
+     * @throws LayoverException when the database fails (nothing written)
+     */
+    public <C, A> EnqueuedGroup enqueueGroup(GroupOptions<C> group, JobType<A> type, List<A> args) {
+        return enqueueGroup(null, group, type, args, a -> EnqueueOptions.now());
+    }
+
+    /**
+     * Like {@link #enqueueGroup(GroupOptions, JobType, List)}, each member with its own options, in the
+     * caller's transaction when {@code connection} is not null (neither committed nor closed: if the
+     * caller rolls back, the group never existed).
+     *
+     * @param connection the caller's connection in its transaction, or null for a transaction of Layover's own
+     * @param group the callback, policy, seal and id
+     * @param type the members' job type
+     * @param args the members' arguments
+     * @param options each member's options
+     * @param <C> the callback's args type
+     * @param <A> the members' args type
+     * @return the group
+     */
+    public <C, A> EnqueuedGroup enqueueGroup(Connection connection, GroupOptions<C> group, JobType<A> type,
+            List<A> args, Function<? super A, EnqueueOptions> options) {
+        Objects.requireNonNull(group, "group");
+        Objects.requireNonNull(args, "args");
+        Objects.requireNonNull(options, "options");
+        EnqueuedGroup g = engine.enqueuer().enqueueGroup(connection, group, engine.registry().require(group.callbackType()),
+                engine.registry().require(type), args, options);
+        if (connection == null) {
+            wakeUp();
+        }
+        return g;
+    }
+
+    /**
+     * Adds members to a group made {@link GroupOptions#open()} and not sealed yet, in one
+     * transaction under the group's advisory lock (a seal at the same time waits for it).
+     *
+     * @param connection the caller's connection in its transaction, or null for a transaction of Layover's own
+     * @param groupId the group's id
+     * @param type the members' job type
+     * @param args the members' arguments
+     * @param options each member's options
+     * @param <A> the members' args type
+     * @return one per argument, in order
+     * @throws GroupException when no group has that id, or it is sealed (nothing written)
+     */
+    public <A> List<Enqueued> addToGroup(Connection connection, String groupId, JobType<A> type, List<A> args,
+            Function<? super A, EnqueueOptions> options) {
+        Objects.requireNonNull(groupId, "groupId");
+        Objects.requireNonNull(args, "args");
+        Objects.requireNonNull(options, "options");
+        List<Enqueued> out = engine.enqueuer().addToGroup(connection, groupId, engine.registry().require(type), args,
+                options);
+        if (connection == null) {
+            wakeUp();
+        }
+        return out;
+    }
+
+    /**
+     * Seals a group: no member can be added any more; when every member has ended already, its
+     * callback is made due in this call's transaction. Sealing a sealed group does nothing.
+     *
+     * @param connection the caller's connection in its transaction, or null for a transaction of Layover's own
+     * @param groupId the group's id
+     * @return true when this call sealed it
+     * @throws GroupException when no group has that id
+     */
+    public boolean sealGroup(Connection connection, String groupId) {
+        boolean sealed = engine.enqueuer().sealGroup(connection, Objects.requireNonNull(groupId, "groupId"));
+        if (connection == null) {
+            wakeUp();
+        }
+        return sealed;
+    }
+
+    /**
      * Asks this JVM's workers to look for due jobs now instead of at the next poll. Enqueue calls
      * it by itself; code that inserts jobs another way (a replay) may call it. Does nothing when
      * the workers are not running.

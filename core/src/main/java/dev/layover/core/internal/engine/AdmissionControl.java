@@ -252,6 +252,11 @@ final class AdmissionControl {
         }
 
         @Override
+        public java.util.Optional<dev.layover.core.GroupResult> group() {
+            return ctx.group();
+        }
+
+        @Override
         public String jobId() {
             return ctx.jobId();
         }

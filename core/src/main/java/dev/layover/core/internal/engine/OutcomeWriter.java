@@ -448,7 +448,7 @@ final class OutcomeWriter {
         RunTiming t = run.timing() == null ? RunTiming.NONE : run.timing();
         completer.complete(new JobStore.Done(run.taskName(), run.id(), run.version(), t.startedAtText(),
                 t.durationMs(), trail == null || trail.equals(ErrorLog.NO_TRAIL) ? null : trail,
-                observability.history() ? Results.json(run, result) : null, run.tokens()));
+                Results.json(run, result), run.tokens())); // a group member's result is kept with history off too
     }
 
     /**

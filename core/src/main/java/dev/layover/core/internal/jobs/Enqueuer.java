@@ -2,7 +2,11 @@ package dev.layover.core.internal.jobs;
 
 import dev.layover.core.EnqueueOptions;
 import dev.layover.core.Enqueued;
+import dev.layover.core.EnqueuedGroup;
+import dev.layover.core.GroupException;
+import dev.layover.core.GroupOptions;
 import dev.layover.core.InvalidArgsException;
+import dev.layover.core.spi.Db;
 import dev.layover.core.internal.db.StoredText;
 import dev.layover.core.internal.observe.Runs;
 import dev.layover.core.internal.observe.TraceContexts;
@@ -87,6 +91,12 @@ public final class Enqueuer {
      */
     public <A> List<Enqueued> enqueueBatch(Connection caller, Registry.Entry<A> entry, List<A> args,
             Function<? super A, EnqueueOptions> options) {
+        return enqueueBatch(caller, entry, args, options, null);
+    }
+
+    /** {@link #enqueueBatch(Connection, Registry.Entry, List, Function)} into a group (or none: null). */
+    private <A> List<Enqueued> enqueueBatch(Connection caller, Registry.Entry<A> entry, List<A> args,
+            Function<? super A, EnqueueOptions> options, String groupId) {
         String name = entry.type().name();
         Instant now = clock.instant();
         int n = args.size();
@@ -125,7 +135,7 @@ public final class Enqueuer {
                         Arrays.copyOfRange(priorities, from, to), Arrays.copyOfRange(keys, from, to),
                         Arrays.copyOfRange(deadlines, from, to), Arrays.copyOfRange(limitKeys, from, to),
                         entry.codec().shape(), Arrays.copyOfRange(fairnessKeys, from, to),
-                        Arrays.copyOfRange(estimates, from, to), now, trace));
+                        Arrays.copyOfRange(estimates, from, to), now, trace, groupId));
             }
         } catch (RuntimeException e) {
             runs.enqueueEnded(span, null, created.size(), e);
@@ -138,6 +148,75 @@ public final class Enqueuer {
             out.add(new Enqueued(name, ids[i], created.remove(ids[i])));
         }
         return out;
+    }
+
+    /** The run time of a group's callback until its group settles ({@code layover.group_settle} makes it due). */
+    static final Instant GROUP_WAIT = Instant.parse("9999-12-31T00:00:00Z");
+
+    /**
+     * Makes a group in one transaction (the caller's, or one of its own): its row, its callback job
+     * (waiting, {@link #GROUP_WAIT}), its members (each job's insert writes its member row); a group
+     * sealed at creation is settled in the same transaction (a group of no member is released at once).
+     *
+     * @param caller the caller's connection (its transaction decides), or null for a transaction of its own
+     * @return the group; {@code created = false}, nothing written, when its id exists
+     */
+    public <C, A> EnqueuedGroup enqueueGroup(Connection caller, GroupOptions<C> group, Registry.Entry<C> callback,
+            Registry.Entry<A> entry, List<A> args, Function<? super A, EnqueueOptions> options) {
+        String id = group.key() != null ? group.key() : JobIds.next(clock.instant().toEpochMilli());
+        callback.codec().write(group.callbackArgs()); // bad callback args: refused before anything is written
+        return inTransaction(caller, "enqueueing group " + id, c -> {
+            if (!GroupStore.create(c, id, callback.type().name(), group.policy(), group.sealed())) {
+                return new EnqueuedGroup(id, false, new Enqueued(callback.type().name(), id, false), List.of());
+            }
+            Enqueued cb = enqueue(c, callback, group.callbackArgs(), EnqueueOptions.at(GROUP_WAIT).withKey(id));
+            if (!cb.created()) {
+                throw new GroupException("a " + callback.type().name() + " job with the id '" + id
+                        + "' exists: the group's callback takes the group's id; give the group another key");
+            }
+            store.groupCallbackWaits(c, callback.type().name(), id);
+            List<Enqueued> members = enqueueBatch(c, entry, args, options, id);
+            if (group.sealed()) {
+                GroupStore.settle(c, new String[] {id});
+            }
+            return new EnqueuedGroup(id, true, cb, members);
+        });
+    }
+
+    /**
+     * Adds members to an open group, under its lock (a seal running at the same time waits for
+     * this transaction, so it sees these members).
+     *
+     * @throws GroupException when the group does not exist or is sealed (nothing written)
+     */
+    public <A> List<Enqueued> addToGroup(Connection caller, String groupId, Registry.Entry<A> entry, List<A> args,
+            Function<? super A, EnqueueOptions> options) {
+        return inTransaction(caller, "adding members to group " + groupId, c -> {
+            GroupStore.lockOpen(c, groupId);
+            return enqueueBatch(c, entry, args, options, groupId);
+        });
+    }
+
+    /**
+     * Seals a group: no member may be added from now on, and its callback is made due in this
+     * transaction when every member has ended already.
+     *
+     * @return true when this call sealed it, false when it was sealed already
+     * @throws GroupException when no group has that id
+     */
+    public boolean sealGroup(Connection caller, String groupId) {
+        return inTransaction(caller, "sealing group " + groupId, c -> GroupStore.seal(c, groupId));
+    }
+
+    private <T> T inTransaction(Connection caller, String what, Db.Work<T> work) {
+        if (caller == null) {
+            return store.db().transaction(what, work);
+        }
+        try {
+            return work.run(caller);
+        } catch (java.sql.SQLException e) {
+            throw Db.failure(what, e);
+        }
     }
 
     /** The job's limit keys ({@code JobType.Builder#limitKeys}), checked like a provider key; null when none. */

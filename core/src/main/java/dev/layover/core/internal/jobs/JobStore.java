@@ -139,11 +139,13 @@ public final class JobStore implements JobWrites {
      * @param tokenEstimates token estimates, each a float8[] literal or null
      * @param now the time that decides which jobs are due (and get their fair-queue tags)
      * @param traceContext the enqueue's W3C trace context every job stores, a jsonb object, or null
+     * @param groupId the group the jobs join (each inserted job gets its {@code layover.group_members}
+     *     row in the same statement), or null
      * @return the ids inserted
      */
     public Set<String> insertBatch(Connection caller, String type, String[] ids, byte[][] data, String[] runAts,
             Integer[] priorities, String[] providerKeys, String[] deadlines, String[] limitKeys, String argsShape,
-            String[] fairnessKeys, String[] tokenEstimates, Instant now, String traceContext) {
+            String[] fairnessKeys, String[] tokenEstimates, Instant now, String traceContext, String groupId) {
         return run(caller, "enqueueing " + ids.length + " " + type + " jobs", c -> {
             Set<String> created = new HashSet<>();
             Map<String, Object> p = new HashMap<>();
@@ -160,6 +162,7 @@ public final class JobStore implements JobWrites {
             p.put("type", type);
             p.put("args_shape", argsShape);
             p.put("trace_context", traceContext);
+            p.put("group_id", groupId);
             try (PreparedStatement ps = INSERT_BATCH.prepare(c, p)) {
                 planEachTime(ps);
                 try (ResultSet rs = ps.executeQuery()) {
@@ -170,6 +173,20 @@ public final class JobStore implements JobWrites {
             }
             return created;
         });
+    }
+
+    /**
+     * A group's callback job, just inserted on {@code c}, says why it waits ({@link JobSql#GROUP_CALLBACK_WAITS}).
+     *
+     * @param c the connection of the group's transaction
+     * @param type the callback's job type
+     * @param groupId the group's id, which is the callback's id
+     */
+    void groupCallbackWaits(Connection c, String type, String groupId) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(JobSql.GROUP_CALLBACK_WAITS)) {
+            Db.bind(ps, groupId, type, groupId);
+            ps.executeUpdate();
+        }
     }
 
     // ---- outcomes of a run --------------------------------------------------------------------
@@ -337,7 +354,11 @@ public final class JobStore implements JobWrites {
             cached[i] = d.tokens().cached();
             estimated[i] = d.tokens().estimated();
         }
-        return db.autocommit("deleting finished jobs", c -> {
+        // one transaction: the members' ends (written by the delete) and their groups' settle, so the
+        // callback of a group is made due with its last member's end or not at all (decision 0005)
+        return db.transaction("deleting finished jobs", c -> {
+            int deleted;
+            String[] groups;
             try (PreparedStatement ps = c.prepareStatement(history ? JobSql.DELETE_DONE_WITH_HISTORY : JobSql.DELETE_DONE)) {
                 ps.setArray(1, c.createArrayOf("text", names));
                 ps.setArray(2, c.createArrayOf("text", ids));
@@ -352,15 +373,20 @@ public final class JobStore implements JobWrites {
                     ps.setArray(10, c.createArrayOf("bigint", cached));
                     ps.setArray(11, c.createArrayOf("bigint", estimated));
                     ps.setBoolean(12, historyArgs);
-                }
-                if (history) {
-                    return ps.executeUpdate();
+                } else {
+                    ps.setArray(4, c.createArrayOf("text", results));
                 }
                 try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
-                    return rs.getInt(1);
+                    deleted = rs.getInt(1);
+                    java.sql.Array a = rs.getArray(2);
+                    groups = a == null ? null : (String[]) a.getArray();
                 }
             }
+            if (groups != null && groups.length > 0) {
+                GroupStore.settle(c, groups);
+            }
+            return deleted;
         });
     }
 
