@@ -50,7 +50,9 @@ class TableOwnersTest {
             // forgetting a job type (demos, tests): its live jobs and dead letters
             function("forget_job_type"),
             // the SQL enqueue (other languages): the insert job_insert.sql makes
-            function("enqueue"));
+            function("enqueue"),
+            // a group's callback job: made due (or deleted, policy on_success) when its group settles
+            function("group_settle"));
 
     /** The owner of each table: the units whose SQL may write it. */
     private static final Map<String, Set<String>> OWNERS = Map.ofEntries(
@@ -100,6 +102,11 @@ class TableOwnersTest {
                     function("batch_collect"), function("batch_finish"), function("batch_leave"))),
             // the step store: a finished step's row; the job store's done delete removes a finished job's steps in
             // its statement; forget_steps for the dead-letter store's discard and replay from scratch
+            // groups (issue 46): the group store; a member's row is written with its job's insert and its end
+            // with its job's end (the job store's statements); the settle and the dead-letter store's discard
+            Map.entry("groups", Set.of(CORE + "internal/jobs/GroupSql.java", function("group_settle"))),
+            Map.entry("group_members", Set.of(CORE + "internal/jobs/JobSql.java", CORE_SQL + "job_insert_batch.sql",
+                    function("group_members_discarded"))),
             Map.entry("job_steps", Set.of(CORE_SQL + "step_insert.sql", CORE + "internal/jobs/JobSql.java",
                     function("forget_steps"), function("forget_job_type"))));
 

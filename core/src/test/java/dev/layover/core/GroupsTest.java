@@ -238,4 +238,29 @@ class GroupsTest {
         assertEquals(0L, db.count("select count(*) from layover.group_members"));
         assertEquals(0L, db.count("select count(*) from layover.scheduled_tasks where task_name = 'segment'"));
     }
+
+    @Test
+    void theQueriesOfCompositionMdRunAndFindTheGroup(TestDatabase db) throws Exception {
+        JobType<Segment> seg = segment();
+        JobType<Assemble> asm = assemble();
+        Layover l = layover(db, seg, asm);
+        l.enqueueGroup(GroupOptions.callback(asm, new Assemble("doc-q")).open().withKey("grp-doc"), seg,
+                segments("doc-q", 2));
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("```sql\\n(.*?)```", java.util.regex.Pattern.DOTALL)
+                .matcher(java.nio.file.Files.readString(java.nio.file.Path.of("..", "docs", "composition.md")));
+        List<String> queries = new ArrayList<>();
+        while (m.find()) {
+            for (String q : m.group(1).split(";")) {
+                if (!q.strip().isEmpty()) {
+                    queries.add(q.strip().replace("$1", "'grp-doc'"));
+                }
+            }
+        }
+        assertEquals(2, queries.size(), "composition.md documents two queries");
+        Map<String, Object> group = db.rows(queries.get(0)).get(0);
+        assertEquals("grp-doc", group.get("group_id"));
+        assertEquals(2L, group.get("pending"));
+        assertEquals("waiting", group.get("callback_state"));
+        assertEquals(2, db.rows(queries.get(1)).size(), "the open members");
+    }
 }
