@@ -2,7 +2,9 @@ package dev.layover.core.internal.jobs;
 
 import dev.layover.core.EnqueueOptions;
 import dev.layover.core.Enqueued;
+import dev.layover.core.DependencyException;
 import dev.layover.core.EnqueuedGroup;
+import dev.layover.core.JobRef;
 import dev.layover.core.GroupException;
 import dev.layover.core.GroupOptions;
 import dev.layover.core.InvalidArgsException;
@@ -59,6 +61,58 @@ public final class Enqueuer {
      *     autocommitted insert on Layover's pool
      */
     public <A> Enqueued enqueue(Connection caller, Registry.Entry<A> entry, A args, EnqueueOptions options) {
+        if (!options.after().isEmpty()) {
+            return enqueueAfter(caller, entry, args, options);
+        }
+        return insertOne(caller, entry, args, options);
+    }
+
+    /**
+     * A job that runs after others ({@link EnqueueOptions#after}), in one transaction: each job named
+     * is found (a live one marked, a parked one locked; one completed within the history's retention
+     * is satisfied already); the job is inserted waiting (run time {@link #GROUP_WAIT}, reason
+     * {@code dependencies}) with one {@code layover.job_dependencies} row per job not completed, or
+     * as asked when every one completed.
+     *
+     * @throws DependencyException when a job named is unknown, or is this job itself (nothing written)
+     */
+    private <A> Enqueued enqueueAfter(Connection caller, Registry.Entry<A> entry, A args, EnqueueOptions options) {
+        String name = entry.type().name();
+        entry.codec().write(args); // bad args: refused before anything is written
+        String id = options.key() != null ? options.key() : JobIds.next(clock.instant().toEpochMilli());
+        EnqueueOptions keyed = options.withKey(id);
+        return inTransaction(caller, "enqueueing a " + name + " job after " + options.after().size() + " jobs", c -> {
+            List<String> types = new ArrayList<>();
+            List<String> ids = new ArrayList<>();
+            for (JobRef r : new java.util.LinkedHashSet<>(options.after())) {
+                if (r.jobType().equals(name) && r.id().equals(id)) {
+                    throw new DependencyException("a job cannot run after itself: " + name + " job " + id);
+                }
+                JobStore.Prerequisite p = store.prerequisite(c, r.jobType(), r.id());
+                if (p == JobStore.Prerequisite.UNKNOWN) {
+                    throw new DependencyException("no " + r.jobType() + " job with the id '" + r.id() + "' is live, "
+                            + "parked or completed within the history's retention: a job can run only after jobs "
+                            + "that exist");
+                }
+                if (p != JobStore.Prerequisite.COMPLETED) {
+                    types.add(r.jobType());
+                    ids.add(r.id());
+                }
+            }
+            if (types.isEmpty()) {
+                return insertOne(c, entry, args, keyed);
+            }
+            Enqueued e = insertOne(c, entry, args, keyed.withRunAt(GROUP_WAIT));
+            if (e.created()) {
+                store.waits(c, "dependencies", "runs after " + types.size() + " jobs: " + String.join(", ",
+                        ids.subList(0, Math.min(3, ids.size()))) + (ids.size() > 3 ? ", ..." : ""), name, id);
+                store.insertDependencies(c, name, id, types.toArray(String[]::new), ids.toArray(String[]::new));
+            }
+            return e;
+        });
+    }
+
+    private <A> Enqueued insertOne(Connection caller, Registry.Entry<A> entry, A args, EnqueueOptions options) {
         byte[] data = entry.codec().write(args);
         String name = entry.type().name();
         String providerKey = providerKey(entry, args);
@@ -100,6 +154,15 @@ public final class Enqueuer {
         String name = entry.type().name();
         Instant now = clock.instant();
         int n = args.size();
+        List<EnqueueOptions> opts = new ArrayList<>(n);
+        for (A a : args) {
+            EnqueueOptions o = options.apply(a);
+            if (!o.after().isEmpty()) {
+                throw new DependencyException("only Layover#enqueue takes dependencies (EnqueueOptions#withAfter), "
+                        + "not a batch or a group's members");
+            }
+            opts.add(o);
+        }
         String[] ids = new String[n];
         byte[][] data = new byte[n][];
         String[] runAts = new String[n];
@@ -111,7 +174,7 @@ public final class Enqueuer {
         String[] estimates = new String[n];
         for (int i = 0; i < n; i++) {
             A a = args.get(i);
-            EnqueueOptions o = options.apply(a);
+            EnqueueOptions o = opts.get(i);
             data[i] = entry.codec().write(a);
             ids[i] = o.key() != null ? o.key() : JobIds.next(now.toEpochMilli());
             runAts[i] = o.runTime(now).toString();
@@ -174,7 +237,7 @@ public final class Enqueuer {
                 throw new GroupException("a " + callback.type().name() + " job with the id '" + id
                         + "' exists: the group's callback takes the group's id; give the group another key");
             }
-            store.groupCallbackWaits(c, callback.type().name(), id);
+            store.waits(c, "group", "waits for the members of group " + id, callback.type().name(), id);
             List<Enqueued> members = enqueueBatch(c, entry, args, options, id);
             if (group.sealed()) {
                 GroupStore.settle(c, new String[] {id});

@@ -51,20 +51,25 @@ final class JobSql {
      * a row whose version moved on is left alone. A deleted group member's row in
      * {@code layover.group_members} ends {@code done} with its result, in the same statement.
      * Parameters: arrays of names, ids, versions, results (jsonb text or null). Returns the count of
-     * jobs deleted and the groups whose members ended (text[], null when none), for
-     * {@code layover.group_settle} in the same transaction.
+     * jobs deleted, the groups whose members ended (text[], null when none), for
+     * {@code layover.group_settle} in the same transaction, and the types and ids of the jobs
+     * deleted that others run after (text[] each, null when none), for
+     * {@code layover.dependencies_completed} in the same transaction. A job whose row a dependent's
+     * enqueue is marking ({@link #MARK_DEPENDED_ON}) waits for that transaction and returns the mark.
      */
     static final String DELETE_DONE = """
             WITH moved AS (
                 DELETE FROM layover.scheduled_tasks t
                 USING unnest(?::text[], ?::text[], ?::bigint[], ?::text[]) AS d(name, id, version, result)
                 WHERE t.task_name = d.name AND t.task_instance = d.id AND t.version = d.version
-                RETURNING t.task_name, t.task_instance, t.group_id, d.result
+                RETURNING t.task_name, t.task_instance, t.group_id, d.result, t.has_dependents
             ), steps AS (
                 DELETE FROM layover.job_steps s USING moved m
                 WHERE s.job_type = m.task_name AND s.job_id = m.task_instance
             ), %s
-            SELECT (SELECT count(*) FROM moved), (SELECT array_agg(DISTINCT group_id) FROM members)""".formatted(
+            SELECT (SELECT count(*) FROM moved), (SELECT array_agg(DISTINCT group_id) FROM members),
+                   (SELECT array_agg(task_name) FROM moved WHERE has_dependents),
+                   (SELECT array_agg(task_instance) FROM moved WHERE has_dependents)""".formatted(
             MEMBERS_DONE);
 
     /**
@@ -89,7 +94,7 @@ final class JobSql {
                           t.picked_by, t.first_enqueued_at, t.dead_letter_id, t.replay_kind, t.provider_trail,
                           CASE WHEN ?::boolean THEN layover.args_jsonb(t.task_data) END AS args,
                           d.started_at, d.duration_ms, d.trail, d.result, t.limit_keys, d.input_tokens,
-                          d.output_tokens, d.cached_input_tokens, d.estimated_tokens, t.group_id
+                          d.output_tokens, d.cached_input_tokens, d.estimated_tokens, t.group_id, t.has_dependents
             ), steps AS (
                 DELETE FROM layover.job_steps s USING moved m
                 WHERE s.job_type = m.task_name AND s.job_id = m.task_instance
@@ -108,7 +113,9 @@ final class JobSql {
                    m.limit_keys, m.input_tokens, m.output_tokens, m.cached_input_tokens, m.estimated_tokens
             FROM moved m
             )
-            SELECT (SELECT count(*) FROM moved), (SELECT array_agg(DISTINCT group_id) FROM members)""".formatted(
+            SELECT (SELECT count(*) FROM moved), (SELECT array_agg(DISTINCT group_id) FROM members),
+                   (SELECT array_agg(task_name) FROM moved WHERE has_dependents),
+                   (SELECT array_agg(task_instance) FROM moved WHERE has_dependents)""".formatted(
             MEMBERS_DONE);
 
     /**
@@ -397,13 +404,15 @@ final class JobSql {
             INSERT INTO layover.scheduled_tasks
                 (task_name, task_instance, task_data, execution_time, picked, version, priority,
                  consecutive_failures, provider_key, limit_keys, dead_letter_id, replay_kind, fairness_key,
-                 trace_context, group_id)
+                 trace_context, has_dependents, group_id)
             SELECT d.job_type, d.job_id,
                    CASE WHEN u.edited IS NOT NULL THEN convert_to(u.edited, 'UTF8')
                         ELSE coalesce(convert_to(d.args::text, 'UTF8'), d.args_raw) END,
                    coalesce(p.run_at, now()) + random() * p.spread_ms * interval '1 millisecond',
                    false, 1, d.priority, 0, d.provider_key, d.limit_keys, d.id, p.kind, d.fairness_key,
                    d.trace_context,
+                   EXISTS (SELECT 1 FROM layover.job_dependencies e
+                           WHERE e.after_type = d.job_type AND e.after_id = d.job_id AND e.state = 'waiting'),
                    (SELECT gm.group_id FROM layover.group_members gm
                     WHERE gm.job_type = d.job_type AND gm.job_id = d.job_id AND gm.state = 'parked')
             FROM (SELECT ?::timestamptz AS run_at, ?::bigint AS spread_ms, ?::text AS kind) p,
@@ -456,14 +465,46 @@ final class JobSql {
             WHERE task_name = ? AND task_instance = 'recurring' AND NOT picked AND execution_time > now()""";
 
     /**
-     * A group's callback job, just inserted, says why it waits (the view {@code layover.jobs}):
-     * reason {@code group} until {@code layover.group_settle} makes it due. Parameters: group id,
-     * job type, id.
+     * A job just inserted waiting (a group's callback: reason {@code group}, until
+     * {@code layover.group_settle} makes it due; a dependent: {@code dependencies}, until
+     * {@code layover.dependencies_completed} does) says why it waits (the view {@code layover.jobs}).
+     * Parameters: reason, detail, job type, id.
      */
-    static final String GROUP_CALLBACK_WAITS = """
-            UPDATE layover.scheduled_tasks
-            SET last_reschedule_reason = 'group', last_reschedule_detail = 'waits for the members of group ' || ?
+    static final String WAITS = """
+            UPDATE layover.scheduled_tasks SET last_reschedule_reason = ?, last_reschedule_detail = ?
             WHERE task_name = ? AND task_instance = ?""";
+
+    /**
+     * A live job another is enqueued to run after: marked (its version kept, so its run's writes
+     * still match; the row lock makes its done delete wait for the enqueue and return the mark).
+     * Parameters: job type, id. Returns a row when the job is live.
+     */
+    static final String MARK_DEPENDED_ON = """
+            UPDATE layover.scheduled_tasks SET has_dependents = true
+            WHERE task_name = ? AND task_instance = ?
+            RETURNING 1""";
+
+    /**
+     * A dead letter parked or in review that a job is enqueued to run after, locked against a
+     * concurrent replay or discard until the enqueue commits. Parameters: job type, id.
+     */
+    static final String PARKED_DEPENDED_ON = """
+            SELECT 1 FROM layover.dead_letters
+            WHERE job_type = ? AND job_id = ? AND state IN ('parked', 'review')
+            LIMIT 1 FOR SHARE""";
+
+    /** A job completed within the history's retention. Parameters: job type, id. */
+    static final String COMPLETED = """
+            SELECT 1 FROM layover.job_history WHERE job_type = ? AND job_id = ? AND outcome = 'completed' LIMIT 1""";
+
+    /** A dependent's edges. Parameters: job type, id, the jobs' types (text[]) and ids (text[]). */
+    static final String INSERT_DEPENDENCIES = """
+            INSERT INTO layover.job_dependencies (job_type, job_id, after_type, after_id)
+            SELECT ?, ?, u.t, u.i FROM unnest(?::text[], ?::text[]) AS u(t, i)
+            ON CONFLICT DO NOTHING""";
+
+    /** Dependents of completed jobs made due ({@code layover.dependencies_completed}). Parameters: types, ids. */
+    static final String DEPENDENCIES_COMPLETED = "SELECT layover.dependencies_completed(?::text[], ?::text[])";
 
     /** A recurring task's first run, as db-scheduler's own start-up scheduling would write it. Parameters: name, instance. */
     static final String SCHEDULE_RECURRING = """

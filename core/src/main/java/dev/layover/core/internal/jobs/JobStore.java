@@ -176,17 +176,62 @@ public final class JobStore implements JobWrites {
     }
 
     /**
-     * A group's callback job, just inserted on {@code c}, says why it waits ({@link JobSql#GROUP_CALLBACK_WAITS}).
+     * A job just inserted on {@code c} waiting says why ({@link JobSql#WAITS}).
      *
-     * @param c the connection of the group's transaction
-     * @param type the callback's job type
-     * @param groupId the group's id, which is the callback's id
+     * @param c the connection of the enqueue's transaction
+     * @param reason {@code group} or {@code dependencies}
+     * @param detail what it waits for, in a sentence
+     * @param type the job's type
+     * @param id its id
      */
-    void groupCallbackWaits(Connection c, String type, String groupId) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(JobSql.GROUP_CALLBACK_WAITS)) {
-            Db.bind(ps, groupId, type, groupId);
+    void waits(Connection c, String reason, String detail, String type, String id) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(JobSql.WAITS)) {
+            Db.bind(ps, reason, detail, type, id);
             ps.executeUpdate();
         }
+    }
+
+    /** Where a job a dependent names is, at the dependent's enqueue. */
+    enum Prerequisite { LIVE, PARKED, COMPLETED, UNKNOWN }
+
+    /**
+     * Finds (and for a live job marks, for a parked one locks) a job a dependent is enqueued to run
+     * after, in the enqueue's transaction ({@link JobSql#MARK_DEPENDED_ON}, {@link JobSql#PARKED_DEPENDED_ON},
+     * {@link JobSql#COMPLETED}).
+     */
+    Prerequisite prerequisite(Connection c, String type, String id) throws SQLException {
+        if (exists(c, JobSql.MARK_DEPENDED_ON, type, id)) {
+            return Prerequisite.LIVE;
+        }
+        if (exists(c, JobSql.PARKED_DEPENDED_ON, type, id)) {
+            return Prerequisite.PARKED;
+        }
+        if (exists(c, JobSql.MARK_DEPENDED_ON, type, id)) { // replayed while the lock above waited
+            return Prerequisite.LIVE;
+        }
+        return exists(c, JobSql.COMPLETED, type, id) ? Prerequisite.COMPLETED : Prerequisite.UNKNOWN;
+    }
+
+    private static boolean exists(Connection c, String sql, String type, String id) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            Db.bind(ps, type, id);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next();
+            }
+        }
+    }
+
+    /** A dependent's edges ({@link JobSql#INSERT_DEPENDENCIES}), in its enqueue's transaction. */
+    void insertDependencies(Connection c, String type, String id, String[] afterTypes, String[] afterIds)
+            throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(JobSql.INSERT_DEPENDENCIES)) {
+            Db.bind(ps, type, id, c.createArrayOf("text", afterTypes), c.createArrayOf("text", afterIds));
+            ps.executeUpdate();
+        }
+    }
+
+    private static String[] texts(java.sql.Array a) throws SQLException {
+        return a == null ? null : (String[]) a.getArray();
     }
 
     // ---- outcomes of a run --------------------------------------------------------------------
@@ -359,6 +404,8 @@ public final class JobStore implements JobWrites {
         return db.transaction("deleting finished jobs", c -> {
             int deleted;
             String[] groups;
+            String[] dependedTypes;
+            String[] dependedIds;
             try (PreparedStatement ps = c.prepareStatement(history ? JobSql.DELETE_DONE_WITH_HISTORY : JobSql.DELETE_DONE)) {
                 ps.setArray(1, c.createArrayOf("text", names));
                 ps.setArray(2, c.createArrayOf("text", ids));
@@ -379,12 +426,19 @@ public final class JobStore implements JobWrites {
                 try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
                     deleted = rs.getInt(1);
-                    java.sql.Array a = rs.getArray(2);
-                    groups = a == null ? null : (String[]) a.getArray();
+                    groups = texts(rs.getArray(2));
+                    dependedTypes = texts(rs.getArray(3));
+                    dependedIds = texts(rs.getArray(4));
                 }
             }
             if (groups != null && groups.length > 0) {
                 GroupStore.settle(c, groups);
+            }
+            if (dependedTypes != null && dependedTypes.length > 0) {
+                try (PreparedStatement ps = c.prepareStatement(JobSql.DEPENDENCIES_COMPLETED)) {
+                    Db.bind(ps, c.createArrayOf("text", dependedTypes), c.createArrayOf("text", dependedIds));
+                    ps.execute();
+                }
             }
             return deleted;
         });
