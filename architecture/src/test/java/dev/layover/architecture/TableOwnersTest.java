@@ -52,14 +52,18 @@ class TableOwnersTest {
             // the SQL enqueue (other languages): the insert job_insert.sql makes
             function("enqueue"),
             // a group's callback job: made due (or deleted, policy on_success) when its group settles
-            function("group_settle"));
+            function("group_settle"),
+            // a dependent made due when the jobs it runs after completed, parked when one is discarded
+            function("dependencies_completed"), function("dependencies_failed"));
 
     /** The owner of each table: the units whose SQL may write it. */
     private static final Map<String, Set<String>> OWNERS = Map.ofEntries(
             Map.entry("scheduled_tasks", JOB_STORE),
             // the park is a move: the job store's one statement writes the dead letter it moves the job into
             Map.entry("dead_letters", Set.of(CORE + "internal/jobs/JobSql.java", function("forget_job_type"),
-                    DLQ + "DlqSql.java")),
+                    DLQ + "DlqSql.java",
+                    // a dependent parked dependency_failed is a move, as the park: the job store's function
+                    function("dependencies_failed"))),
             Map.entry("job_history", Set.of(CORE + "internal/jobs/JobSql.java", CORE + "history/JobHistoryRetention.java")),
             Map.entry("database_returns", Set.of(function("database_returned"))),
             Map.entry("breakers", Set.of(CORE + "internal/gate/StateSql.java", function("claim_trials"),
@@ -106,7 +110,10 @@ class TableOwnersTest {
             // with its job's end (the job store's statements); the settle and the dead-letter store's discard
             Map.entry("groups", Set.of(CORE + "internal/jobs/GroupSql.java", function("group_settle"))),
             Map.entry("group_members", Set.of(CORE + "internal/jobs/JobSql.java", CORE_SQL + "job_insert_batch.sql",
-                    function("group_members_discarded"))),
+                    function("group_members_discarded"), function("dependencies_failed"))),
+            // dependencies (issue 46): the job store's edges, ended by the functions a prerequisite's end calls
+            Map.entry("job_dependencies", Set.of(CORE + "internal/jobs/JobSql.java", function("dependencies_completed"),
+                    function("dependencies_failed"))),
             Map.entry("job_steps", Set.of(CORE_SQL + "step_insert.sql", CORE + "internal/jobs/JobSql.java",
                     function("forget_steps"), function("forget_job_type"))));
 

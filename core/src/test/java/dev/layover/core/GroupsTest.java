@@ -256,11 +256,16 @@ class GroupsTest {
                 }
             }
         }
-        assertEquals(2, queries.size(), "composition.md documents two queries");
+        assertEquals(3, queries.size(), "composition.md documents three queries");
         Map<String, Object> group = db.rows(queries.get(0)).get(0);
         assertEquals("grp-doc", group.get("group_id"));
         assertEquals(2L, group.get("pending"));
         assertEquals("waiting", group.get("callback_state"));
         assertEquals(2, db.rows(queries.get(1)).size(), "the open members");
+        Enqueued first = l.enqueue(seg, new Segment("doc-q", 9));
+        Enqueued after = l.enqueue(seg, new Segment("doc-q", 10), EnqueueOptions.now().withAfter(first));
+        Map<String, Object> waiting = db.rows(queries.get(2)).get(0);
+        assertEquals(after.id(), waiting.get("job_id"));
+        assertEquals("live", waiting.get("after_state"));
     }
 }
