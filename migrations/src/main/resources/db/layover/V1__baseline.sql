@@ -3121,7 +3121,7 @@ CREATE TABLE layover.job_steps (
     cached_input_tokens bigint,
     worker              text,
     PRIMARY KEY (job_type, job_id, name),
-    CONSTRAINT job_steps_kind_check CHECK (kind IN ('call', 'sleep'))
+    CONSTRAINT job_steps_kind_check CHECK (kind IN ('call', 'sleep', 'signal'))
 );
 
 COMMENT ON TABLE layover.job_steps IS
@@ -3147,7 +3147,8 @@ COMMENT ON FUNCTION layover.forget_steps(text[], text[]) IS
 -- ---------------------------------------------------------------------------
 -- steps: the public view of stored steps, one row per step.
 --   outcome    finished (its result is reused), expired (validFor passed: it runs again),
---              sleeping (a sleep whose wake_at is ahead), slept (a sleep passed)
+--              sleeping (a sleep whose wake_at is ahead), slept (a sleep passed); a signal wait
+--              (kind signal, JobContext#awaitSignal): waiting, signalled (result: its payload), timed_out
 --   job_state  live (the job is queued or running), parked (its dead letter is parked or in
 --              review: a replay resumes from these steps), none (neither)
 -- ---------------------------------------------------------------------------
@@ -3170,6 +3171,8 @@ SELECT s.job_type,
        s.expires_at,
        s.wake_at,
        CASE WHEN s.kind = 'sleep' THEN CASE WHEN s.wake_at > now() THEN 'sleeping' ELSE 'slept' END
+            WHEN s.kind = 'signal' THEN CASE WHEN s.result IS NOT NULL THEN 'signalled'
+                                             WHEN s.wake_at > now() THEN 'waiting' ELSE 'timed_out' END
             WHEN s.expires_at <= now() THEN 'expired'
             ELSE 'finished' END                 AS outcome,
        CASE WHEN EXISTS (SELECT 1 FROM layover.scheduled_tasks t
@@ -3745,3 +3748,47 @@ WHERE e.state = 'waiting';
 
 COMMENT ON VIEW layover.waiting_dependents IS
     'Jobs waiting for other jobs: one row per open edge, with the prerequisite''s state (live, parked, missing).';
+
+-- ===========================================================================
+-- Signals: a job that waits for a named signal (issue 46, docs/composition.md)
+-- ===========================================================================
+
+-- A signal to a job waiting for it (JobContext#awaitSignal stored a step of kind 'signal' whose
+-- wake_at is its timeout): the step keeps the payload (result, jsonb; SQL NULL is stored as JSON
+-- null) and wake_at = now(), and the job is made due (a paused one gets its paused run time now).
+-- A job whose run is writing its wait at the same moment reads the step's wake_at in that write, so
+-- the signal is never lost to the race. Returns false, writing nothing, when the job has no such
+-- step still waiting (no job of that type and id waits for that name, it timed out, or it was
+-- signalled already). Callable from any language: SELECT layover.signal('approve', 'doc-1',
+-- 'approved', '{"by": "alice"}').
+CREATE FUNCTION layover.signal(p_job_type text, p_job_id text, p_name text, p_payload jsonb) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE AS
+$$
+BEGIN
+    UPDATE layover.job_steps s
+    SET result = coalesce(p_payload, 'null'::jsonb), result_type = 'signal', wake_at = now(),
+        result_bytes = octet_length(coalesce(p_payload, 'null'::jsonb)::text)
+    WHERE s.job_type = p_job_type AND s.job_id = p_job_id AND s.name = p_name AND s.kind = 'signal'
+      AND s.result IS NULL AND s.wake_at > now();
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    UPDATE layover.scheduled_tasks t
+    SET execution_time = CASE WHEN t.paused_run_at IS NULL THEN now() ELSE t.execution_time END,
+        paused_run_at = CASE WHEN t.paused_run_at IS NULL THEN NULL ELSE least(t.paused_run_at, now()) END,
+        version = t.version + 1,
+        last_reschedule_reason = CASE WHEN t.paused_run_at IS NULL THEN 'signalled' ELSE t.last_reschedule_reason END,
+        last_reschedule_detail = CASE WHEN t.paused_run_at IS NULL THEN 'signal ''' || p_name || ''' arrived'
+                                      ELSE t.last_reschedule_detail END
+    WHERE t.task_name = p_job_type AND t.task_instance = p_job_id AND NOT t.picked
+      AND (t.last_reschedule_reason = 'signal' OR t.paused_run_at IS NOT NULL);
+    IF FOUND THEN
+        PERFORM pg_notify('layover_jobs', '');
+    END IF;
+    RETURN true;
+END
+$$;
+
+COMMENT ON FUNCTION layover.signal(text, text, text, jsonb) IS
+    'Delivers a named signal (a jsonb payload) to a job waiting for it (JobContext#awaitSignal) and makes it due; '
+    'false when no such wait is open.';

@@ -396,6 +396,41 @@ public final class Layover implements AutoCloseable {
     }
 
     /**
+     * Sends a signal to a job waiting for it ({@link JobContext#awaitSignal}): the payload is
+     * stored with the job's wait and the job is made due; its next run gets it. Same as
+     * {@code SELECT layover.signal(job_type, job_id, name, payload::jsonb)}.
+     *
+     * <p>Database: one call of {@code layover.signal} (one {@code UPDATE} of the job's step in
+     * {@code layover.job_steps}, one of its job row), autocommitted.
+     *
+     * @param jobType the job's type
+     * @param jobId the job's id
+     * @param name the signal's name
+     * @param payload anything Jackson writes as JSON, or null
+     * @throws SignalException when no such job waits for a signal of that name (it never asked,
+     *     timed out, or was signalled already): nothing written
+     * @throws InvalidArgsException when the payload cannot be written as JSON
+     */
+    public void signal(String jobType, String jobId, String name, Object payload) {
+        Objects.requireNonNull(jobType, "jobType");
+        Objects.requireNonNull(jobId, "jobId");
+        Objects.requireNonNull(name, "name");
+        String json;
+        try {
+            json = payload == null ? null : dev.layover.core.internal.jobs.ArgsCodec.defaultMapper()
+                    .writeValueAsString(payload);
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new InvalidArgsException("the payload of signal '" + name + "' cannot be written as JSON: "
+                    + e.getOriginalMessage(), e);
+        }
+        if (!engine.store().signal(jobType, jobId, name, json)) {
+            throw new SignalException("no " + jobType + " job with the id '" + jobId + "' waits for signal '" + name
+                    + "' (it never asked, its wait timed out, or it was signalled already)");
+        }
+        wakeUp();
+    }
+
+    /**
      * Asks this JVM's workers to look for due jobs now instead of at the next poll. Enqueue calls
      * it by itself; code that inserts jobs another way (a replay) may call it. Does nothing when
      * the workers are not running.

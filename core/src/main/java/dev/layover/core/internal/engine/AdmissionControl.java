@@ -257,6 +257,11 @@ final class AdmissionControl {
         }
 
         @Override
+        public dev.layover.core.Signal awaitSignal(String name, java.time.Duration timeout) {
+            return ctx.awaitSignal(name, timeout);
+        }
+
+        @Override
         public String jobId() {
             return ctx.jobId();
         }

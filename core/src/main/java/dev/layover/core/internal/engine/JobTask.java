@@ -228,7 +228,8 @@ final class JobTask<A> extends CustomTask<byte[]> {
                 if (cancelled != null) {
                     next = Next.of(cancelled);
                 } else if (sleep != null) {
-                    next = Next.of((complete, ops) -> writer.sleep(run, pr, sleep.wakeAt(), sleep.outcome().reason()));
+                    next = Next.of((complete, ops) -> writer.sleep(run, pr, sleep.wakeAt(), sleep.outcome().reason(),
+                            sleep.signal() ? sleep.name() : null));
                 } else {
                     String stoppedAt = outcome.kind() == Outcome.Kind.DONE ? null : steps.stoppedAt();
                     next = new Next((complete, ops) -> writer.apply(run, outcome, pr, stoppedAt),
@@ -345,6 +346,11 @@ final class JobTask<A> extends CustomTask<byte[]> {
         @Override
         public void sleep(String name, Duration duration) {
             steps.sleep(name, duration);
+        }
+
+        @Override
+        public dev.layover.core.Signal awaitSignal(String name, Duration timeout) {
+            return steps.awaitSignal(name, timeout);
         }
 
         @Override

@@ -45,6 +45,7 @@ final class RunSteps {
 
     static final String CALL = "call";
     static final String SLEEP = "sleep";
+    static final String SIGNAL = "signal";
 
     /**
      * What every run's steps share.
@@ -62,7 +63,7 @@ final class RunSteps {
             ObjectMapper mapper, String worker, TimeSeries timeSeries, SafeMetrics metrics, Clock clock) {}
 
     /** A durable sleep the run asked for: the job is written to wait until {@code wakeAt}. */
-    record Sleep(String name, Instant wakeAt, Outcome outcome) {}
+    record Sleep(String name, Instant wakeAt, Outcome outcome, boolean signal) {}
 
     private final Shared shared;
     private final JobRun run;
@@ -281,7 +282,58 @@ final class RunSteps {
             }
             Duration left = Duration.between(shared.clock().instant(), wake);
             Outcome o = new Outcome.Snooze(left.isNegative() ? Duration.ZERO : left, "sleep '" + name + "' until " + wake);
-            sleep = new Sleep(name, wake, o);
+            sleep = new Sleep(name, wake, o, false);
+            throw new OutcomeException(o);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * {@code JobContext#awaitSignal}: the stored signal step's end (received, or timed out), or the
+     * run ends waiting (a step of kind {@code signal}, {@code wake_at} the timeout, written the first
+     * time; then the job's row waits: {@link OutcomeWriter#sleep} with the step's name).
+     */
+    dev.layover.core.Signal awaitSignal(String name, Duration timeout) {
+        Objects.requireNonNull(timeout, "timeout");
+        if (timeout.isNegative() || timeout.isZero()) {
+            throw new IllegalArgumentException("a signal's timeout is positive, was " + timeout);
+        }
+        StepOptions.named(name); // the name's rules
+        if (lock.isHeldByCurrentThread()) {
+            throw park(name, "awaitSignal '" + name + "' inside step '" + current.get() + "': wait between steps");
+        }
+        lock.lock();
+        try {
+            if (sleep != null) {
+                throw park(name, "awaitSignal '" + name + "' after '" + sleep.name() + "' ended the run");
+            }
+            if (!seen.add(name)) {
+                throw park(name, "two steps named '" + name + "' in one run of job " + run.label());
+            }
+            StepStore.Stored s = stored().get(name);
+            Instant wake;
+            if (s != null) {
+                if (!SIGNAL.equals(s.kind())) {
+                    throw mismatch(name, "step '" + name + "' of job " + run.label() + " is stored as a " + s.kind()
+                            + ", asked as a signal; a name keeps its kind: rename the signal");
+                }
+                if (s.result() != null) {
+                    return new dev.layover.core.Signal(name, true, s.result());
+                }
+                if (s.woken()) {
+                    return new dev.layover.core.Signal(name, false, null);
+                }
+                wake = s.wakeAt();
+            } else {
+                wake = shared.retry().write(() -> shared.store().insert(new StepStore.Finished(run.taskName(), run.id(),
+                        name, SIGNAL, null, null, null, null, run.attemptsSpent() + 1, null, null,
+                        timeout.toNanos() / 1e9, null, shared.worker())));
+            }
+            Duration left = Duration.between(shared.clock().instant(), wake);
+            Outcome o = new Outcome.Snooze(left.isNegative() ? Duration.ZERO : left,
+                    "awaits signal '" + name + "' until " + wake);
+            sleep = new Sleep(name, wake, o, true);
             throw new OutcomeException(o);
         } finally {
             lock.unlock();

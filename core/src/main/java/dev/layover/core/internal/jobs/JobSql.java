@@ -168,6 +168,24 @@ final class JobSql {
                 last_reschedule_detail = ?, provider_trail = layover.trail_append(provider_trail, ?::jsonb)
             WHERE task_name = ? AND task_instance = ? AND version = ?""";
 
+    /**
+     * A job waiting for a signal ({@code JobContext#awaitSignal}): as {@link #SLEEP}, reason
+     * {@code signal}, until its timeout or, when the signal's step says sooner (a signal that
+     * arrived while this run was ending: {@code layover.signal} set its {@code wake_at} to then),
+     * that. Parameters: timeout, step name, now, detail, trail, task name, id, version.
+     */
+    static final String AWAIT_SIGNAL = """
+            UPDATE layover.scheduled_tasks t
+            SET execution_time = least(?::timestamptz, coalesce((SELECT s.wake_at FROM layover.job_steps s
+                    WHERE s.job_type = t.task_name AND s.job_id = t.task_instance AND s.name = ?), 'infinity')),
+                picked = false, picked_by = NULL, last_heartbeat = NULL, fair_tag = NULL,
+                version = version + 1, last_rescheduled_at = ?, last_reschedule_reason = 'signal',
+                last_reschedule_detail = ?, provider_trail = layover.trail_append(provider_trail, ?::jsonb)
+            WHERE task_name = ? AND task_instance = ? AND version = ?""";
+
+    /** A signal ({@code layover.signal}). Parameters: job type, id, name, payload (jsonb text or null). */
+    static final String SIGNAL = "SELECT layover.signal(?, ?, ?, ?::jsonb)";
+
     /** Layover's columns of one job, read only when an outcome needs them. */
     static final String JOB_EXTRAS = """
             SELECT reschedules, provider_key FROM layover.scheduled_tasks

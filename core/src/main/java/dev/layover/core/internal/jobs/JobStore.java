@@ -453,14 +453,43 @@ public final class JobStore implements JobWrites {
      * @param now the time of the write
      * @param detail what it waits for, in a sentence
      * @param trail the run's fallback trail (jsonb text)
+     * @param signal the name of the signal step it waits for ({@link JobSql#AWAIT_SIGNAL}), or null for a sleep
      * @return 1, or 0 when the row changed meanwhile
      */
-    public int sleep(JobRun run, Instant wakeAt, Instant now, String detail, String trail) {
+    public int sleep(JobRun run, Instant wakeAt, Instant now, String detail, String trail, String signal) {
         return db.autocommit("writing the sleep of job " + run.label(), c -> {
+            if (signal != null) {
+                try (PreparedStatement ps = c.prepareStatement(JobSql.AWAIT_SIGNAL)) {
+                    Db.bind(ps, Timestamp.from(wakeAt), signal, Timestamp.from(now), detail, trail, run.taskName(),
+                            run.id(), run.version());
+                    return ps.executeUpdate();
+                }
+            }
             try (PreparedStatement ps = c.prepareStatement(JobSql.SLEEP)) {
                 Db.bind(ps, Timestamp.from(wakeAt), Timestamp.from(now), detail, trail, run.taskName(), run.id(),
                         run.version());
                 return ps.executeUpdate();
+            }
+        });
+    }
+
+    /**
+     * A signal to a job waiting for it ({@code layover.signal}).
+     *
+     * @param type the job's type
+     * @param id its id
+     * @param name the signal's name
+     * @param payload the payload as JSON, or null
+     * @return true when a wait took it, false when none was open (nothing written)
+     */
+    public boolean signal(String type, String id, String name, String payload) {
+        return db.autocommit("signalling job " + type + "/" + id, c -> {
+            try (PreparedStatement ps = c.prepareStatement(JobSql.SIGNAL)) {
+                Db.bind(ps, type, id, name, payload);
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    return rs.getBoolean(1);
+                }
             }
         });
     }
