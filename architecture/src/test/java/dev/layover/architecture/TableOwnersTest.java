@@ -54,7 +54,9 @@ class TableOwnersTest {
             // a group's callback job: made due (or deleted, policy on_success) when its group settles
             function("group_settle"),
             // a dependent made due when the jobs it runs after completed, parked when one is discarded
-            function("dependencies_completed"), function("dependencies_failed"));
+            function("dependencies_completed"), function("dependencies_failed"),
+            // a job waiting for a signal made due when it arrives
+            function("signal"));
 
     /** The owner of each table: the units whose SQL may write it. */
     private static final Map<String, Set<String>> OWNERS = Map.ofEntries(
@@ -115,7 +117,9 @@ class TableOwnersTest {
             Map.entry("job_dependencies", Set.of(CORE + "internal/jobs/JobSql.java", function("dependencies_completed"),
                     function("dependencies_failed"))),
             Map.entry("job_steps", Set.of(CORE_SQL + "step_insert.sql", CORE + "internal/jobs/JobSql.java",
-                    function("forget_steps"), function("forget_job_type"))));
+                    function("forget_steps"), function("forget_job_type"),
+                    // a signal's payload, stored in the step of the job waiting for it
+                    function("signal"))));
 
     /**
      * The benchmarks are measurement harnesses, not Layover: they fill tables to measure reads of

@@ -256,7 +256,7 @@ class GroupsTest {
                 }
             }
         }
-        assertEquals(3, queries.size(), "composition.md documents three queries");
+        assertEquals(4, queries.size(), "composition.md documents four queries");
         Map<String, Object> group = db.rows(queries.get(0)).get(0);
         assertEquals("grp-doc", group.get("group_id"));
         assertEquals(2L, group.get("pending"));
@@ -267,5 +267,6 @@ class GroupsTest {
         Map<String, Object> waiting = db.rows(queries.get(2)).get(0);
         assertEquals(after.id(), waiting.get("job_id"));
         assertEquals("live", waiting.get("after_state"));
+        assertEquals(false, db.rows(queries.get(3)).get(0).get("signal"), "no publish job waits for a signal");
     }
 }
