@@ -57,8 +57,8 @@ class GroupsTest {
 
     private JobType<Assemble> assemble() {
         return JobType.builder("assemble", Assemble.class).handler((a, ctx) -> {
+            ctx.group().ifPresent(g -> seen.put(ctx.jobId(), g)); // before the count the test waits for
             callbacks.computeIfAbsent(ctx.jobId(), k -> new AtomicInteger()).incrementAndGet();
-            ctx.group().ifPresent(g -> seen.put(ctx.jobId(), g));
             return Outcome.done();
         }).build();
     }

@@ -51,8 +51,8 @@ class GroupsDeadLetterTest {
         work = JobType.builder("work", Work.class).handler((a, ctx) -> a.n() == 0 && broken.get()
                 ? Outcome.rejected("the model refused segment " + a.name()) : Outcome.done(a.name())).build();
         report = JobType.builder("report", Report.class).handler((a, ctx) -> {
+            ctx.group().ifPresent(g -> seen.put(ctx.jobId(), g)); // before the count the test waits for
             callbacks.computeIfAbsent(ctx.jobId(), k -> new AtomicInteger()).incrementAndGet();
-            ctx.group().ifPresent(g -> seen.put(ctx.jobId(), g));
             return Outcome.done();
         }).build();
         layover = Layover.builder(db.newDataSource(6)).register(work, report).threads(3)
