@@ -60,14 +60,8 @@ BEGIN
         PERFORM pg_advisory_xact_lock(1735357041, hashtext(d.job_type || '/' || d.job_id));
         CONTINUE WHEN EXISTS (SELECT 1 FROM layover.job_dependencies e
                               WHERE e.job_type = d.job_type AND e.job_id = d.job_id AND e.state <> 'completed');
-        UPDATE layover.scheduled_tasks t
-        SET execution_time = CASE WHEN t.paused_run_at IS NULL THEN now() ELSE t.execution_time END,
-            paused_run_at = CASE WHEN t.paused_run_at IS NULL THEN NULL ELSE now() END,
-            version = t.version + 1, last_reschedule_reason = 'dependencies_done',
-            last_reschedule_detail = 'every job it runs after has completed'
-        WHERE t.task_name = d.job_type AND t.task_instance = d.job_id AND NOT t.picked
-          AND coalesce(t.paused_run_at, t.execution_time) >= '9999-12-31T00:00:00Z'::timestamptz;
-        IF FOUND THEN
+        IF layover.job_make_due(d.job_type, d.job_id, 'dependencies_done', 'every job it runs after has completed',
+                                '9999-12-31T00:00:00Z') THEN
             released := released + 1;
         END IF;
     END LOOP;

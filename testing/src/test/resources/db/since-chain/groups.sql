@@ -66,6 +66,29 @@ CREATE UNIQUE INDEX group_members_job ON layover.group_members (job_type, job_id
 COMMENT ON TABLE layover.group_members IS
     'Members of groups: state (pending, parked, done, discarded) and a done member''s result.';
 
+-- Makes a waiting job due now (a group's callback, a dependent, a job waiting for a signal): its run
+-- time now, or, while a pause holds it, its paused run time now (the pause's reason kept). Only a job
+-- not picked whose run time (or paused run time) is at or after p_waiting_after. Returns whether it did.
+CREATE FUNCTION layover.job_make_due(p_type text, p_id text, p_reason text, p_detail text,
+                                     p_waiting_after timestamptz) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE AS
+$$
+BEGIN
+    UPDATE layover.scheduled_tasks t
+    SET execution_time = CASE WHEN t.paused_run_at IS NULL THEN now() ELSE t.execution_time END,
+        paused_run_at = CASE WHEN t.paused_run_at IS NULL THEN NULL ELSE least(t.paused_run_at, now()) END,
+        version = t.version + 1,
+        last_reschedule_reason = CASE WHEN t.paused_run_at IS NULL THEN p_reason ELSE t.last_reschedule_reason END,
+        last_reschedule_detail = CASE WHEN t.paused_run_at IS NULL THEN p_detail ELSE t.last_reschedule_detail END
+    WHERE t.task_name = p_type AND t.task_instance = p_id AND NOT t.picked
+      AND coalesce(t.paused_run_at, t.execution_time) >= p_waiting_after;
+    RETURN FOUND;
+END
+$$;
+
+COMMENT ON FUNCTION layover.job_make_due(text, text, text, text, timestamptz) IS
+    'Makes a waiting job due now (or its paused run time now), when it is not picked and waits past the given time.';
+
 -- Settles groups whose members may all have ended: for each (in id order), under the group's
 -- transaction-scoped advisory lock, a group that is sealed, still waiting and has no open member
 -- gets its callback made due (released; a paused callback gets its paused run time), or deleted
@@ -94,12 +117,8 @@ BEGIN
             WHERE t.task_name = r.callback_type AND t.task_instance = g AND NOT t.picked;
         ELSE
             UPDATE layover.groups SET callback_state = 'released', settled_at = now() WHERE id = g;
-            UPDATE layover.scheduled_tasks t
-            SET execution_time = CASE WHEN t.paused_run_at IS NULL THEN now() ELSE t.execution_time END,
-                paused_run_at = CASE WHEN t.paused_run_at IS NULL THEN NULL ELSE now() END,
-                version = t.version + 1, last_reschedule_reason = 'group_complete',
-                last_reschedule_detail = 'every member of group ' || g || ' has finished'
-            WHERE t.task_name = r.callback_type AND t.task_instance = g AND NOT t.picked;
+            PERFORM layover.job_make_due(r.callback_type, g, 'group_complete',
+                                         'every member of group ' || g || ' has finished', '9999-12-31T00:00:00Z');
             released := released + 1;
         END IF;
     END LOOP;

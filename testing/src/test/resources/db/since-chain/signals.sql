@@ -57,16 +57,8 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
-    UPDATE layover.scheduled_tasks t
-    SET execution_time = CASE WHEN t.paused_run_at IS NULL THEN now() ELSE t.execution_time END,
-        paused_run_at = CASE WHEN t.paused_run_at IS NULL THEN NULL ELSE least(t.paused_run_at, now()) END,
-        version = t.version + 1,
-        last_reschedule_reason = CASE WHEN t.paused_run_at IS NULL THEN 'signalled' ELSE t.last_reschedule_reason END,
-        last_reschedule_detail = CASE WHEN t.paused_run_at IS NULL THEN 'signal ''' || p_name || ''' arrived'
-                                      ELSE t.last_reschedule_detail END
-    WHERE t.task_name = p_job_type AND t.task_instance = p_job_id AND NOT t.picked
-      AND (t.last_reschedule_reason = 'signal' OR t.paused_run_at IS NOT NULL);
-    IF FOUND THEN
+    -- the job waits until its timeout, after now (its wait's write reads the step's wake_at if it runs now)
+    IF layover.job_make_due(p_job_type, p_job_id, 'signalled', 'signal ''' || p_name || ''' arrived', now()) THEN
         PERFORM pg_notify('layover_jobs', '');
     END IF;
     RETURN true;

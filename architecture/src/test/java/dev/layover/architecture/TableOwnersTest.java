@@ -51,12 +51,12 @@ class TableOwnersTest {
             function("forget_job_type"),
             // the SQL enqueue (other languages): the insert job_insert.sql makes
             function("enqueue"),
-            // a group's callback job: made due (or deleted, policy on_success) when its group settles
+            // a waiting job made due: a group's callback, a dependent, a job waiting for a signal
+            function("job_make_due"),
+            // a group's callback deleted when its group settles skipped (policy on_success)
             function("group_settle"),
-            // a dependent made due when the jobs it runs after completed, parked when one is discarded
-            function("dependencies_completed"), function("dependencies_failed"),
-            // a job waiting for a signal made due when it arrives
-            function("signal"));
+            // a dependent parked dependency_failed when a job it runs after is discarded
+            function("dependencies_failed"));
 
     /** The owner of each table: the units whose SQL may write it. */
     private static final Map<String, Set<String>> OWNERS = Map.ofEntries(

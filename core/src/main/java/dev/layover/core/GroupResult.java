@@ -1,8 +1,5 @@
 package dev.layover.core;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.layover.core.internal.jobs.ArgsCodec;
 import java.util.List;
 
 /**
@@ -15,8 +12,6 @@ import java.util.List;
  * @param members every member, in the order they were added
  */
 public record GroupResult(String groupId, GroupOptions.Policy policy, List<Member> members) {
-
-    private static final ObjectMapper JSON = ArgsCodec.defaultMapper();
 
     /**
      * @param groupId the group's id
@@ -60,15 +55,7 @@ public record GroupResult(String groupId, GroupOptions.Policy policy, List<Membe
          * @throws InvalidArgsException when the stored JSON does not read as {@code type}
          */
         public <T> T result(Class<T> type) {
-            if (resultJson == null) {
-                return null;
-            }
-            try {
-                return JSON.readValue(resultJson, type);
-            } catch (JsonProcessingException e) {
-                throw new InvalidArgsException("the result of " + jobType + " job " + jobId + " does not read as "
-                        + type.getName() + ": " + e.getOriginalMessage(), e);
-            }
+            return StoredJson.read(resultJson, type, "the result of " + jobType + " job " + jobId);
         }
     }
 }

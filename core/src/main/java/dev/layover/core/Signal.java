@@ -1,9 +1,5 @@
 package dev.layover.core;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.layover.core.internal.jobs.ArgsCodec;
-
 /**
  * What {@link JobContext#awaitSignal} gives back on the run after the wait ended: the signal's
  * payload, or that it timed out.
@@ -15,8 +11,6 @@ import dev.layover.core.internal.jobs.ArgsCodec;
  *     timed out
  */
 public record Signal(String name, boolean received, String payloadJson) {
-
-    private static final ObjectMapper JSON = ArgsCodec.defaultMapper();
 
     /** @return true when the wait ended without the signal */
     public boolean timedOut() {
@@ -30,14 +24,6 @@ public record Signal(String name, boolean received, String payloadJson) {
      * @throws InvalidArgsException when the payload does not read as {@code type}
      */
     public <T> T payload(Class<T> type) {
-        if (payloadJson == null) {
-            return null;
-        }
-        try {
-            return JSON.readValue(payloadJson, type);
-        } catch (JsonProcessingException e) {
-            throw new InvalidArgsException("the payload of signal '" + name + "' does not read as " + type.getName()
-                    + ": " + e.getOriginalMessage(), e);
-        }
+        return StoredJson.read(payloadJson, type, "the payload of signal '" + name + "'");
     }
 }

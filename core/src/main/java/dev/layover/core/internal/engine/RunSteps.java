@@ -249,25 +249,11 @@ final class RunSteps {
         if (duration.isNegative()) {
             throw new IllegalArgumentException("a sleep is zero or more, was " + duration);
         }
-        StepOptions.named(name); // the name's rules
-        if (lock.isHeldByCurrentThread()) {
-            throw park(name, "sleep '" + name + "' inside step '" + current.get() + "': sleep between steps");
-        }
-        lock.lock();
+        lockWait(name, "sleep");
         try {
-            if (sleep != null) {
-                throw park(name, "sleep '" + name + "' after sleep '" + sleep.name() + "' ended the run");
-            }
-            if (!seen.add(name)) {
-                throw park(name, "two steps named '" + name + "' in one run of job " + run.label());
-            }
-            StepStore.Stored s = stored().get(name);
+            StepStore.Stored s = storedWait(name, SLEEP);
             Instant wake;
             if (s != null) {
-                if (!SLEEP.equals(s.kind())) {
-                    throw mismatch(name, "step '" + name + "' of job " + run.label() + " is stored as a step, asked "
-                            + "as a sleep; a name keeps its kind: rename the sleep");
-                }
                 if (s.woken()) {
                     return;
                 }
@@ -299,25 +285,11 @@ final class RunSteps {
         if (timeout.isNegative() || timeout.isZero()) {
             throw new IllegalArgumentException("a signal's timeout is positive, was " + timeout);
         }
-        StepOptions.named(name); // the name's rules
-        if (lock.isHeldByCurrentThread()) {
-            throw park(name, "awaitSignal '" + name + "' inside step '" + current.get() + "': wait between steps");
-        }
-        lock.lock();
+        lockWait(name, "awaitSignal");
         try {
-            if (sleep != null) {
-                throw park(name, "awaitSignal '" + name + "' after '" + sleep.name() + "' ended the run");
-            }
-            if (!seen.add(name)) {
-                throw park(name, "two steps named '" + name + "' in one run of job " + run.label());
-            }
-            StepStore.Stored s = stored().get(name);
+            StepStore.Stored s = storedWait(name, SIGNAL);
             Instant wake;
             if (s != null) {
-                if (!SIGNAL.equals(s.kind())) {
-                    throw mismatch(name, "step '" + name + "' of job " + run.label() + " is stored as a " + s.kind()
-                            + ", asked as a signal; a name keeps its kind: rename the signal");
-                }
                 if (s.result() != null) {
                     return new dev.layover.core.Signal(name, true, s.result());
                 }
@@ -338,6 +310,37 @@ final class RunSteps {
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * Takes the run's step lock for a wait ({@code sleep}, {@code awaitSignal}: {@code what}) named
+     * {@code name}: parks the job when it is asked inside a step; the caller unlocks.
+     */
+    private void lockWait(String name, String what) {
+        StepOptions.named(name); // the name's rules
+        if (lock.isHeldByCurrentThread()) {
+            throw park(name, what + " '" + name + "' inside step '" + current.get() + "': wait between steps");
+        }
+        lock.lock();
+    }
+
+    /**
+     * The stored step of a wait of {@code kind} (the lock held), or null: parks the job when a wait
+     * already ended this run or the name was used in it, and refuses a name stored as another kind.
+     */
+    private StepStore.Stored storedWait(String name, String kind) {
+        if (sleep != null) {
+            throw park(name, kind + " '" + name + "' after '" + sleep.name() + "' ended the run");
+        }
+        if (!seen.add(name)) {
+            throw park(name, "two steps named '" + name + "' in one run of job " + run.label());
+        }
+        StepStore.Stored s = stored().get(name);
+        if (s != null && !kind.equals(s.kind())) {
+            throw mismatch(name, "step '" + name + "' of job " + run.label() + " is stored as a " + s.kind()
+                    + ", asked as a " + kind + "; a name keeps its kind: rename the " + kind);
+        }
+        return s;
     }
 
     /** @return the sleep this run asked for when {@code outcome} is its outcome, else null */
