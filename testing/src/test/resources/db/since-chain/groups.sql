@@ -92,7 +92,8 @@ COMMENT ON FUNCTION layover.job_make_due(text, text, text, text, timestamptz) IS
 -- Settles groups whose members may all have ended: for each (in id order), under the group's
 -- transaction-scoped advisory lock, a group that is sealed, still waiting and has no open member
 -- gets its callback made due (released; a paused callback gets its paused run time), or deleted
--- (skipped: policy on_success with a discarded member). A VOLATILE function's statements each take a
+-- (skipped: policy on_success with a discarded member; when that callback is a member of a parent
+-- group, it ends there discarded and the parent is settled). A VOLATILE function's statements each take a
 -- fresh snapshot: a caller that wrote its members' ends before calling sees every end committed
 -- before it got the lock, so of two transactions ending a group's last two members the later one
 -- settles it; callback_state = 'waiting' makes a second settle a no-op. Returns the groups released.
@@ -102,6 +103,7 @@ $$
 DECLARE
     g        text;
     r        record;
+    parents  text[];
     released int := 0;
 BEGIN
     FOR g IN SELECT DISTINCT x FROM unnest(p_groups) AS x WHERE x IS NOT NULL ORDER BY x LOOP
@@ -113,8 +115,22 @@ BEGIN
         IF r.policy = 'on_success'
            AND EXISTS (SELECT 1 FROM layover.group_members m WHERE m.group_id = g AND m.state = 'discarded') THEN
             UPDATE layover.groups SET callback_state = 'skipped', settled_at = now() WHERE id = g;
-            DELETE FROM layover.scheduled_tasks t
-            WHERE t.task_name = r.callback_type AND t.task_instance = g AND NOT t.picked;
+            -- a callback that is a member of a parent group (groups of groups) ends there discarded
+            WITH gone AS (
+                DELETE FROM layover.scheduled_tasks t
+                WHERE t.task_name = r.callback_type AND t.task_instance = g AND NOT t.picked
+                RETURNING t.group_id
+            ), ended AS (
+                UPDATE layover.group_members m SET state = 'discarded', finished_at = now()
+                FROM gone
+                WHERE gone.group_id IS NOT NULL AND m.group_id = gone.group_id AND m.job_type = r.callback_type
+                  AND m.job_id = g AND m.state = 'pending'
+                RETURNING m.group_id
+            )
+            SELECT array_agg(ended.group_id) INTO parents FROM ended;
+            IF parents IS NOT NULL THEN
+                PERFORM layover.group_settle(parents);
+            END IF;
         ELSE
             UPDATE layover.groups SET callback_state = 'released', settled_at = now() WHERE id = g;
             PERFORM layover.job_make_due(r.callback_type, g, 'group_complete',

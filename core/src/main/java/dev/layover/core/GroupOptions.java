@@ -31,9 +31,11 @@ import java.util.Objects;
  * @param key the group's id (1-200 characters; also the callback job's id), or null for a new one.
  *     A group whose id exists is not made again: the enqueue writes nothing and says
  *     {@code created = false}
+ * @param parent the open group whose member the callback is (groups of groups), or null
  * @param <C> the callback's args type
  */
-public record GroupOptions<C>(JobType<C> callbackType, C callbackArgs, Policy policy, boolean sealed, String key) {
+public record GroupOptions<C>(JobType<C> callbackType, C callbackArgs, Policy policy, boolean sealed, String key,
+        String parent) {
 
     /** When a group's callback runs. */
     public enum Policy {
@@ -73,6 +75,7 @@ public record GroupOptions<C>(JobType<C> callbackType, C callbackArgs, Policy po
      * @param policy when the callback runs
      * @param sealed whether the group is sealed at creation
      * @param key the group's id, or null
+     * @param parent the open group whose member the callback is, or null
      */
     public GroupOptions {
         Objects.requireNonNull(callbackType, "callbackType");
@@ -84,18 +87,45 @@ public record GroupOptions<C>(JobType<C> callbackType, C callbackArgs, Policy po
     }
 
     /**
+     * Options without a parent group (the form before groups of groups).
+     *
+     * @param callbackType the callback's job type
+     * @param callbackArgs the callback's args
+     * @param policy when the callback runs
+     * @param sealed whether the group is sealed at creation
+     * @param key the group's id, or null
+     */
+    public GroupOptions(JobType<C> callbackType, C callbackArgs, Policy policy, boolean sealed, String key) {
+        this(callbackType, callbackArgs, policy, sealed, key, null);
+    }
+
+    /**
+     * Groups of groups: this group's callback is a member of {@code parentId}, an open group (made
+     * {@link #open()} and not sealed yet), added under its lock as {@link Layover#addToGroup} adds;
+     * the parent's callback runs once this group's callback has finished (or, when this group is
+     * skipped under {@link Policy#ON_SUCCESS}, counts it {@code discarded}).
+     *
+     * @param parentId the parent group's id
+     * @return a copy whose callback joins that group
+     */
+    public GroupOptions<C> inGroup(String parentId) {
+        return new GroupOptions<>(callbackType, callbackArgs, policy, sealed, key, java.util.Objects.requireNonNull(
+                parentId, "parentId"));
+    }
+
+    /**
      * @param type the callback's job type
      * @param args its args
      * @param <C> the args type
      * @return a sealed group, policy {@link Policy#ON_COMPLETE}, with a new id
      */
     public static <C> GroupOptions<C> callback(JobType<C> type, C args) {
-        return new GroupOptions<>(type, args, Policy.ON_COMPLETE, true, null);
+        return new GroupOptions<>(type, args, Policy.ON_COMPLETE, true, null, null);
     }
 
     /** @return a copy whose callback runs only when every member is done ({@link Policy#ON_SUCCESS}) */
     public GroupOptions<C> onSuccessOnly() {
-        return new GroupOptions<>(callbackType, callbackArgs, Policy.ON_SUCCESS, sealed, key);
+        return new GroupOptions<>(callbackType, callbackArgs, Policy.ON_SUCCESS, sealed, key, parent);
     }
 
     /**
@@ -103,7 +133,7 @@ public record GroupOptions<C>(JobType<C> callbackType, C callbackArgs, Policy po
      * @return a copy with that policy
      */
     public GroupOptions<C> withPolicy(Policy p) {
-        return new GroupOptions<>(callbackType, callbackArgs, p, sealed, key);
+        return new GroupOptions<>(callbackType, callbackArgs, p, sealed, key, parent);
     }
 
     /**
@@ -111,7 +141,7 @@ public record GroupOptions<C>(JobType<C> callbackType, C callbackArgs, Policy po
      *     {@link Layover#sealGroup}, and the callback waits for the seal
      */
     public GroupOptions<C> open() {
-        return new GroupOptions<>(callbackType, callbackArgs, policy, false, key);
+        return new GroupOptions<>(callbackType, callbackArgs, policy, false, key, parent);
     }
 
     /**
@@ -119,6 +149,6 @@ public record GroupOptions<C>(JobType<C> callbackType, C callbackArgs, Policy po
      * @return a copy with that id
      */
     public GroupOptions<C> withKey(String id) {
-        return new GroupOptions<>(callbackType, callbackArgs, policy, sealed, id);
+        return new GroupOptions<>(callbackType, callbackArgs, policy, sealed, id, parent);
     }
 }

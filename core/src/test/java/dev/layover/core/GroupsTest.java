@@ -269,4 +269,29 @@ class GroupsTest {
         assertEquals("live", waiting.get("after_state"));
         assertEquals(false, db.rows(queries.get(3)).get(0).get("signal"), "no publish job waits for a signal");
     }
+
+    @Test
+    void aGroupsCallbackCanBeAMemberOfAnOpenParentGroup(TestDatabase db) {
+        JobType<Segment> seg = segment();
+        JobType<Assemble> asm = assemble();
+        Layover l = layover(db, seg, asm);
+        l.enqueueGroup(GroupOptions.callback(asm, new Assemble("book")).open().withKey("book"), seg, segments("preface", 1));
+        l.enqueueGroup(GroupOptions.callback(asm, new Assemble("chapter-1")).withKey("chapter-1").inGroup("book"), seg,
+                segments("chapter-1", 3));
+        l.enqueueGroup(GroupOptions.callback(asm, new Assemble("chapter-2")).withKey("chapter-2").inGroup("book"), seg,
+                segments("chapter-2", 2));
+        assertTrue(l.sealGroup(null, "book"));
+        assertEquals(3L, db.value("select size from layover.job_groups where group_id = 'book'"),
+                "the preface and the two chapters' callbacks");
+        started(l);
+        Await.equal(WAIT, "the book's callback runs", 1, () -> callbacks.containsKey("book") ? callbacks.get("book").get() : 0);
+        assertEquals(1, callbacks.get("chapter-1").get());
+        assertEquals(1, callbacks.get("chapter-2").get());
+        GroupResult book = seen.get("book");
+        assertEquals(3, book.done());
+        assertTrue(book.members().stream().anyMatch(m -> m.jobType().equals("assemble") && m.jobId().equals("chapter-2")));
+        GroupException sealed = assertThrows(GroupException.class, () -> l.enqueueGroup(
+                GroupOptions.callback(asm, new Assemble("late")).inGroup("book"), seg, segments("late", 1)));
+        assertTrue(sealed.getMessage().contains("sealed"), sealed.getMessage());
+    }
 }

@@ -116,4 +116,21 @@ class GroupsDeadLetterTest {
                 "the skipped callback's job is gone");
         assertFalse(callbacks.containsKey(g.groupId()));
     }
+
+    @Test
+    void aSkippedChildGroupsCallbackEndsDiscardedInItsParent(TestDatabase db) {
+        DeadLetters store = start(db);
+        layover.enqueueGroup(GroupOptions.callback(report, new Report("parent")).open().withKey("parent"), work,
+                List.of(new Work("p", 1)));
+        EnqueuedGroup child = parkedGroup(db, GroupOptions.callback(report, new Report("child")).onSuccessOnly()
+                .withKey("child").inGroup("parent"));
+        layover.sealGroup(null, "parent");
+        store.discard(Selection.one(deadLetterOf(db, child)), ActionOptions.by("alice"));
+        Await.equal(Fixtures.WAIT, "the parent's callback runs", 1, () -> runs("parent"));
+        assertEquals("skipped", db.value("select callback_state from layover.job_groups where group_id = 'child'"));
+        GroupResult parent = seen.get("parent");
+        assertEquals(1, parent.done());
+        assertEquals(1, parent.discarded(), "the skipped child's callback");
+        assertFalse(callbacks.containsKey("child"));
+    }
 }

@@ -232,7 +232,14 @@ public final class Enqueuer {
             if (!GroupStore.create(c, id, callback.type().name(), group.policy(), group.sealed())) {
                 return new EnqueuedGroup(id, false, new Enqueued(callback.type().name(), id, false), List.of());
             }
-            Enqueued cb = enqueue(c, callback, group.callbackArgs(), EnqueueOptions.at(GROUP_WAIT).withKey(id));
+            Enqueued cb;
+            if (group.parent() == null) {
+                cb = enqueue(c, callback, group.callbackArgs(), EnqueueOptions.at(GROUP_WAIT).withKey(id));
+            } else { // groups of groups: the callback is a member of its parent, added as addToGroup adds
+                GroupStore.lockOpen(c, group.parent());
+                cb = enqueueBatch(c, callback, List.of(group.callbackArgs()), a -> EnqueueOptions.at(GROUP_WAIT).withKey(id),
+                        group.parent()).get(0);
+            }
             if (!cb.created()) {
                 throw new GroupException("a " + callback.type().name() + " job with the id '" + id
                         + "' exists: the group's callback takes the group's id; give the group another key");
