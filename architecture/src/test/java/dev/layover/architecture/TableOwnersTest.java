@@ -110,12 +110,14 @@ class TableOwnersTest {
             // its statement; forget_steps for the dead-letter store's discard and replay from scratch
             // groups (issue 46): the group store; a member's row is written with its job's insert and its end
             // with its job's end (the job store's statements); the settle and the dead-letter store's discard
-            Map.entry("groups", Set.of(CORE + "internal/jobs/GroupSql.java", function("group_settle"))),
+            Map.entry("groups", Set.of(CORE + "internal/jobs/GroupSql.java", function("group_settle"),
+                    // retention: groups settled long ago whose callback finished
+                    CORE + "history/JobHistoryRetention.java")),
             Map.entry("group_members", Set.of(CORE + "internal/jobs/JobSql.java", CORE_SQL + "job_insert_batch.sql",
                     function("group_members_discarded"), function("dependencies_failed"))),
             // dependencies (issue 46): the job store's edges, ended by the functions a prerequisite's end calls
             Map.entry("job_dependencies", Set.of(CORE + "internal/jobs/JobSql.java", function("dependencies_completed"),
-                    function("dependencies_failed"))),
+                    function("dependencies_failed"), CORE + "history/JobHistoryRetention.java")),
             Map.entry("job_steps", Set.of(CORE_SQL + "step_insert.sql", CORE + "internal/jobs/JobSql.java",
                     function("forget_steps"), function("forget_job_type"),
                     // a signal's payload, stored in the step of the job waiting for it
