@@ -127,6 +127,8 @@ final class ConsoleApi {
         s.get("/workers", r -> workers());
         s.get("/batches", this::batches);
         s.get("/batches/{id}", this::batch);
+        s.get("/groups", this::groups);
+        s.get("/groups/{id}", this::group);
         s.get("/time-series", r -> timeSeries(r).toJson(r.param("providerKey"), r.param("jobType")));
         s.getSvg("/time-series/{chart}.svg", r -> SvgChart.draw(timeSeries(r), SvgChart.Kind.of(r.path(0)), zone(r)));
     }
@@ -1190,6 +1192,35 @@ final class ConsoleApi {
 
     /** A worker whose row's heartbeat (every 5 s) is older than this reads as stale. */
     static final long WORKER_STALE_MS = 20_000;
+
+    // ---------------------------------------------------------------- groups (issue 46)
+
+    /** Groups ({@code layover.job_groups}), newest first: members by state, callback state; {@code limit} 1-500 (default 50). */
+    private JsonNode groups(ConsoleRequest r) {
+        int limit = r.intParam("limit", 50, 1, 500);
+        ObjectNode out = F.objectNode();
+        out.put("at", sql.dbNow());
+        out.set("items", sql.groups(limit));
+        out.put("limit", limit);
+        return out;
+    }
+
+    /** One group with its members, open ones first ({@code limit} 1-1000, default 200); 404 when none has that id. */
+    private JsonNode group(ConsoleRequest r) {
+        String id = r.path(0);
+        int limit = r.intParam("limit", 200, 1, 1000);
+        ObjectNode g = sql.group(id);
+        if (g == null) {
+            throw ApiException.notFound("no group has the id '" + id + "' (never made, or deleted by the history "
+                    + "retention after its callback finished: docs/composition.md)");
+        }
+        ObjectNode out = F.objectNode();
+        out.put("at", sql.dbNow());
+        out.set("group", g);
+        out.set("members", sql.groupMembers(id, limit));
+        out.put("limit", limit);
+        return out;
+    }
 
     // ---------------------------------------------------------------- batches (issue 24)
 
