@@ -106,6 +106,7 @@ final class ConsoleApi {
         s.post("/breakers/{providerKey}/force-close", "forcing a breaker closed", r -> forceBreaker(r, false));
         s.get("/audit", this::audit);
         s.post("/jobs/{jobType}/{id}/cancel", "cancelling a job", this::cancelJob);
+        s.post("/jobs/{jobType}/{id}/signal", "signalling a job", this::signalJob);
         s.get("/pauses", r -> pauses());
         s.post("/pauses/job-type/{jobType}/pause", "pausing", r -> pauseOrResume(r, Pause.Scope.JOB_TYPE, true));
         s.post("/pauses/job-type/{jobType}/resume", "resuming", r -> pauseOrResume(r, Pause.Scope.JOB_TYPE, false));
@@ -1680,6 +1681,37 @@ final class ConsoleApi {
         } else {
             out.put("deadLetterId", res.deadLetterId());
         }
+        out.put("auditId", auditId);
+        return out;
+    }
+
+    /**
+     * Sends a signal to a job waiting for it ({@code layover.signal}, docs/composition.md): body
+     * {@code {"name": "approved", "payload": {...}}} (payload optional, any JSON). 404 when the job
+     * does not wait for that signal; audited as {@code signal}.
+     */
+    private JsonNode signalJob(ConsoleRequest r) {
+        String jobType = r.path(0);
+        String id = r.path(1);
+        if (jobType.isBlank() || jobType.length() > 200 || id.isBlank() || id.length() > 200) {
+            throw ApiException.badRequest("job type and id must be 1-200 characters");
+        }
+        String name = r.bodyText("name", 200);
+        if (name == null || name.isBlank()) {
+            throw ApiException.badRequest("name: the signal's name, 1-200 characters", "name");
+        }
+        JsonNode payload = r.body().get("payload");
+        String json = payload == null || payload.isMissingNode() ? null : payload.toString();
+        if (!sql.signal(jobType, id, name, json)) {
+            throw ApiException.notFound("no " + jobType + " job with the id '" + id + "' waits for signal '" + name
+                    + "' (it never asked, its wait timed out, or it was signalled already)");
+        }
+        String operator = r.operator();
+        long auditId = store.auditLog().record(operator, "signal", "job:" + jobType + "/" + id, 1, name, null);
+        ObjectNode out = F.objectNode();
+        out.put("jobType", jobType);
+        out.put("id", id);
+        out.put("name", name);
         out.put("auditId", auditId);
         return out;
     }

@@ -593,6 +593,9 @@ final class ConsoleSql {
     static final String BATCHES_ORDER = " ORDER BY b.id DESC LIMIT ?";
     static final String BATCH_ROW = BATCHES_SELECT + " AND b.id = ?";
 
+    /** A signal ({@code layover.signal}, core's function). Parameters: job type, id, name, payload (jsonb text). */
+    static final String SIGNAL = "SELECT layover.signal(?, ?, ?, ?::jsonb) AS signal";
+
     /** Groups ({@code layover.job_groups}), newest first, at most {@code ?} (issue 46). */
     static final String GROUPS = """
             SELECT group_id, callback_type, policy, created_at, sealed_at, settled_at, size, pending, parked, done,
@@ -1005,6 +1008,16 @@ final class ConsoleSql {
     ObjectNode batch(long id) {
         ArrayNode rows = query("reading batch " + id, BATCH_ROW, id);
         return rows.isEmpty() ? null : (ObjectNode) rows.get(0);
+    }
+
+    /**
+     * A signal to a job waiting for it, through core's SQL function {@code layover.signal}.
+     *
+     * @return whether a wait took it
+     */
+    boolean signal(String jobType, String id, String name, String payload) {
+        ArrayNode rows = query("signalling job " + jobType + "/" + id, SIGNAL, jobType, id, name, payload);
+        return rows.get(0).path("signal").asBoolean();
     }
 
     /** @return groups, newest first, at most {@code limit} */
