@@ -237,6 +237,16 @@ class GroupsTest {
         assertEquals(0L, db.count("select count(*) from layover.groups"));
         assertEquals(0L, db.count("select count(*) from layover.group_members"));
         assertEquals(0L, db.count("select count(*) from layover.scheduled_tasks where task_name = 'segment'"));
+
+        // a stricter isolation would read a stale snapshot in the settle: refused
+        try (Connection c = ds.getConnection()) {
+            c.setAutoCommit(false);
+            c.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
+            LayoverException rr = assertThrows(LayoverException.class, () -> l.enqueueGroup(c,
+                    GroupOptions.callback(asm, new Assemble("rr")), seg, segments("rr", 1), s -> EnqueueOptions.now()));
+            assertTrue(rr.getMessage().contains("READ COMMITTED"), rr.getMessage());
+            c.rollback();
+        }
     }
 
     @Test

@@ -278,11 +278,22 @@ public final class Enqueuer {
         return inTransaction(caller, "sealing group " + groupId, c -> GroupStore.seal(c, groupId));
     }
 
+    /**
+     * Runs a group's or a dependency's statements in the caller's transaction, or in one of Layover's.
+     * The caller's must be READ COMMITTED (Postgres's default): the group settle and the checks of
+     * the jobs named read what other transactions committed after theirs began (decision 0005);
+     * a REPEATABLE READ or SERIALIZABLE snapshot would miss it and could lose a release.
+     */
     private <T> T inTransaction(Connection caller, String what, Db.Work<T> work) {
         if (caller == null) {
             return store.db().transaction(what, work);
         }
         try {
+            if (caller.getTransactionIsolation() != Connection.TRANSACTION_READ_COMMITTED) {
+                throw new dev.layover.core.LayoverException(what + " in the caller's transaction needs READ COMMITTED "
+                        + "(Postgres's default); this connection's isolation is stricter (JDBC level "
+                        + caller.getTransactionIsolation() + "): use a READ COMMITTED transaction, or pass no connection");
+            }
             return work.run(caller);
         } catch (java.sql.SQLException e) {
             throw Db.failure(what, e);
