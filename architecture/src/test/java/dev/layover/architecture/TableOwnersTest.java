@@ -114,7 +114,9 @@ class TableOwnersTest {
                     // retention: groups settled long ago whose callback finished
                     CORE + "history/JobHistoryRetention.java")),
             Map.entry("group_members", Set.of(CORE + "internal/jobs/JobSql.java", CORE_SQL + "job_insert_batch.sql",
-                    function("group_members_discarded"), function("dependencies_failed"))),
+                    function("group_members_discarded"), function("dependencies_failed"),
+                    // a child group's skipped callback ends discarded in its parent (groups of groups)
+                    function("group_settle"))),
             // dependencies (issue 46): the job store's edges, ended by the functions a prerequisite's end calls
             Map.entry("job_dependencies", Set.of(CORE + "internal/jobs/JobSql.java", function("dependencies_completed"),
                     function("dependencies_failed"), CORE + "history/JobHistoryRetention.java")),
