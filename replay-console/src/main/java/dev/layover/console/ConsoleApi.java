@@ -879,9 +879,7 @@ final class ConsoleApi {
     private JsonNode jobRuns(ConsoleRequest r) {
         String jobType = r.path(0);
         String id = r.path(1);
-        if (jobType.isBlank() || jobType.length() > 200 || id.isBlank() || id.length() > 200) {
-            throw ApiException.badRequest("job type and id must be 1-200 characters");
-        }
+        checkJobPath(jobType, id);
         ObjectNode out = F.objectNode();
         out.put("at", sql.dbNow());
         out.put("jobType", jobType);
@@ -1656,9 +1654,7 @@ final class ConsoleApi {
     private JsonNode cancelJob(ConsoleRequest r) {
         String jobType = r.path(0);
         String id = r.path(1);
-        if (jobType.isBlank() || jobType.length() > 200 || id.isBlank() || id.length() > 200) {
-            throw ApiException.badRequest("job type and id must be 1-200 characters");
-        }
+        checkJobPath(jobType, id);
         String reason = r.bodyText("reason", 500);
         String operator = r.operator();
         CancelResult res = store.control().cancel(jobType, id, operator, reason);
@@ -1693,9 +1689,7 @@ final class ConsoleApi {
     private JsonNode signalJob(ConsoleRequest r) {
         String jobType = r.path(0);
         String id = r.path(1);
-        if (jobType.isBlank() || jobType.length() > 200 || id.isBlank() || id.length() > 200) {
-            throw ApiException.badRequest("job type and id must be 1-200 characters");
-        }
+        checkJobPath(jobType, id);
         String name = r.bodyText("name", 200);
         if (name == null || name.isBlank()) {
             throw ApiException.badRequest("name: the signal's name, 1-200 characters", "name");
@@ -1714,6 +1708,13 @@ final class ConsoleApi {
         out.put("name", name);
         out.put("auditId", auditId);
         return out;
+    }
+
+    /** A job's type and id from a path: 400 unless each is 1-200 characters. */
+    private static void checkJobPath(String jobType, String id) {
+        if (jobType.isBlank() || jobType.length() > 200 || id.isBlank() || id.length() > 200) {
+            throw ApiException.badRequest("job type and id must be 1-200 characters");
+        }
     }
 
     private JsonNode pauses() {
