@@ -395,6 +395,9 @@ public final class Layover implements AutoCloseable {
         return sealed;
     }
 
+    /** The largest signal payload {@link #signal} sends, in characters of JSON: 262,144 (256 Ki). */
+    public static final int MAX_SIGNAL_PAYLOAD_CHARS = 256 * 1024;
+
     /**
      * Sends a signal to a job waiting for it ({@link JobContext#awaitSignal}): the payload is
      * stored with the job's wait and the job is made due; its next run gets it. Same as
@@ -409,7 +412,8 @@ public final class Layover implements AutoCloseable {
      * @param payload anything Jackson writes as JSON, or null
      * @throws SignalException when no such job waits for a signal of that name (it never asked,
      *     timed out, or was signalled already): nothing written
-     * @throws InvalidArgsException when the payload cannot be written as JSON
+     * @throws InvalidArgsException when the payload cannot be written as JSON, or is over
+     *     {@link #MAX_SIGNAL_PAYLOAD_CHARS} characters of it
      */
     public void signal(String jobType, String jobId, String name, Object payload) {
         Objects.requireNonNull(jobType, "jobType");
@@ -422,6 +426,11 @@ public final class Layover implements AutoCloseable {
         } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
             throw new InvalidArgsException("the payload of signal '" + name + "' cannot be written as JSON: "
                     + e.getOriginalMessage(), e);
+        }
+        if (json != null && json.length() > MAX_SIGNAL_PAYLOAD_CHARS) {
+            throw new InvalidArgsException("the payload of signal '" + name + "' is " + json.length()
+                    + " characters of JSON, over the " + MAX_SIGNAL_PAYLOAD_CHARS + " a signal carries: store it "
+                    + "elsewhere and send a reference");
         }
         if (!engine.store().signal(jobType, jobId, name, json)) {
             throw new SignalException("no " + jobType + " job with the id '" + jobId + "' waits for signal '" + name

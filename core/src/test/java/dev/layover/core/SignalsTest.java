@@ -109,6 +109,9 @@ class SignalsTest {
         assertTrue(other.getMessage().contains("no approve job with the id '" + id + "' waits for signal 'rejected'"),
                 other.getMessage());
         assertThrows(SignalException.class, () -> layover.signal("approve", "nope", "approved", null));
+        InvalidArgsException big = assertThrows(InvalidArgsException.class, () -> layover.signal("approve", id,
+                "approved", "x".repeat(Layover.MAX_SIGNAL_PAYLOAD_CHARS)));
+        assertTrue(big.getMessage().contains("over the 262144"), big.getMessage());
         assertEquals("waiting", db.value("select outcome from layover.steps where job_id = ? and step = 'approved'", id));
         assertEquals("signal", db.value("select reschedule_reason from layover.jobs where id = ?", id), "still waits");
     }
