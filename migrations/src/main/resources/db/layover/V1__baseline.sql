@@ -115,6 +115,8 @@ CREATE TABLE layover.scheduled_tasks (
     batch_item             bigint,                 -- its live batch item (see Batches); NULL: never gathered
     token_estimate         float8[],               -- {combined, input, output}: what its admission reserves
     trace_context          jsonb,                  -- the enqueue's W3C trace context (see Observability)
+    group_id               text,                   -- the group it is a member of (see Groups); NULL: none
+    has_dependents         boolean     NOT NULL DEFAULT false,  -- a job runs after it (see Dependencies)
 
     PRIMARY KEY (task_name, task_instance)
 ) WITH (
@@ -3119,7 +3121,7 @@ CREATE TABLE layover.job_steps (
     cached_input_tokens bigint,
     worker              text,
     PRIMARY KEY (job_type, job_id, name),
-    CONSTRAINT job_steps_kind_check CHECK (kind IN ('call', 'sleep'))
+    CONSTRAINT job_steps_kind_check CHECK (kind IN ('call', 'sleep', 'signal'))
 );
 
 COMMENT ON TABLE layover.job_steps IS
@@ -3145,7 +3147,8 @@ COMMENT ON FUNCTION layover.forget_steps(text[], text[]) IS
 -- ---------------------------------------------------------------------------
 -- steps: the public view of stored steps, one row per step.
 --   outcome    finished (its result is reused), expired (validFor passed: it runs again),
---              sleeping (a sleep whose wake_at is ahead), slept (a sleep passed)
+--              sleeping (a sleep whose wake_at is ahead), slept (a sleep passed); a signal wait
+--              (kind signal, JobContext#awaitSignal): waiting, signalled (result: its payload), timed_out
 --   job_state  live (the job is queued or running), parked (its dead letter is parked or in
 --              review: a replay resumes from these steps), none (neither)
 -- ---------------------------------------------------------------------------
@@ -3168,6 +3171,8 @@ SELECT s.job_type,
        s.expires_at,
        s.wake_at,
        CASE WHEN s.kind = 'sleep' THEN CASE WHEN s.wake_at > now() THEN 'sleeping' ELSE 'slept' END
+            WHEN s.kind = 'signal' THEN CASE WHEN s.result IS NOT NULL THEN 'signalled'
+                                             WHEN s.wake_at > now() THEN 'waiting' ELSE 'timed_out' END
             WHEN s.expires_at <= now() THEN 'expired'
             ELSE 'finished' END                 AS outcome,
        CASE WHEN EXISTS (SELECT 1 FROM layover.scheduled_tasks t
@@ -3417,3 +3422,394 @@ LEFT JOIN LATERAL (SELECT y.state FROM layover.dead_letters y
 
 COMMENT ON VIEW layover.schedules_view IS
     'Recurring jobs: each schedule with its timing, next occurrence, last occurrence and its job''s state now, paused.';
+
+-- ===========================================================================
+-- Groups: fan-out and fan-in (issue 46, docs/composition.md, docs/decisions/0005-groups.md)
+-- ===========================================================================
+
+-- ---------------------------------------------------------------------------
+-- groups: one row per group of jobs whose callback job runs once every member has finished.
+-- Written by core's group store (GroupSql: the row at creation, sealed_at at the seal) and by
+-- layover.group_settle() (callback_state and settled_at, once). The callback is an ordinary job of
+-- a registered job type, inserted with the group and waiting (run time 9999-12-31, reason 'group')
+-- until the group settles: then layover.group_settle() makes it due, in the transaction that wrote
+-- the last member's end, or deletes it (policy on_success with a discarded member).
+--   id              the group's id (GroupOptions#key, else a time-ordered UUID); also the callback job's id
+--   callback_type   the callback's job type
+--   policy          on_complete: the callback runs once every member is done or discarded;
+--                   on_success: only when every member is done (a discarded member skips it)
+--   sealed_at       members may be added until then (GroupOptions#open); a group created sealed has it at creation
+--   callback_state  waiting (members open, or not sealed), released (the callback was made due),
+--                   skipped (on_success and a member was discarded: the callback job was deleted)
+--   settled_at      when callback_state left waiting
+-- ---------------------------------------------------------------------------
+CREATE TABLE layover.groups (
+    id             text        PRIMARY KEY,
+    callback_type  text        NOT NULL,
+    policy         text        NOT NULL DEFAULT 'on_complete',
+    created_at     timestamptz NOT NULL DEFAULT now(),
+    sealed_at      timestamptz,
+    callback_state text        NOT NULL DEFAULT 'waiting',
+    settled_at     timestamptz,
+    CONSTRAINT groups_policy_check CHECK (policy IN ('on_complete', 'on_success')),
+    CONSTRAINT groups_callback_state_check CHECK (callback_state IN ('waiting', 'released', 'skipped'))
+);
+
+COMMENT ON TABLE layover.groups IS
+    'Groups of jobs (fan-out, fan-in): the callback job, its policy, sealed, the callback''s state. Read layover.job_groups.';
+
+-- ---------------------------------------------------------------------------
+-- group_members: one row per member job of a group, written in the statement that inserts the job
+-- (job_insert_batch.sql), its end written in the statement that ends the job: the done delete
+-- (state done, the handler's result), the park (parked), a replay (pending again), a discard
+-- (layover.group_members_discarded(): discarded). No statement writes the group's row per member:
+-- "is any member open" is one probe of group_members_open under the group's advisory lock
+-- (layover.group_settle(), decision 0005).
+--   state   pending (a live job), parked (its dead letter waits for a replay or a discard),
+--           done (completed; result: Outcome.done(result) as JSON), discarded
+-- ---------------------------------------------------------------------------
+CREATE TABLE layover.group_members (
+    group_id    text        NOT NULL REFERENCES layover.groups (id) ON DELETE CASCADE,
+    job_type    text        NOT NULL,
+    job_id      text        NOT NULL,
+    state       text        NOT NULL DEFAULT 'pending',
+    result      jsonb,
+    added_at    timestamptz NOT NULL DEFAULT now(),
+    finished_at timestamptz,
+    PRIMARY KEY (group_id, job_type, job_id),
+    CONSTRAINT group_members_state_check CHECK (state IN ('pending', 'parked', 'done', 'discarded'))
+);
+
+-- the members still open, per group: the settle's probe
+CREATE INDEX group_members_open ON layover.group_members (group_id) WHERE state IN ('pending', 'parked');
+-- a job is an open member of one group at most; a replay finds its member row by the job's type and id
+CREATE UNIQUE INDEX group_members_job ON layover.group_members (job_type, job_id) WHERE state IN ('pending', 'parked');
+
+COMMENT ON TABLE layover.group_members IS
+    'Members of groups: state (pending, parked, done, discarded) and a done member''s result.';
+
+-- Makes a waiting job due now (a group's callback, a dependent, a job waiting for a signal): its run
+-- time now, or, while a pause holds it, its paused run time now (the pause's reason kept). Only a job
+-- not picked whose run time (or paused run time) is at or after p_waiting_after. Returns whether it did.
+CREATE FUNCTION layover.job_make_due(p_type text, p_id text, p_reason text, p_detail text,
+                                     p_waiting_after timestamptz) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE AS
+$$
+BEGIN
+    UPDATE layover.scheduled_tasks t
+    SET execution_time = CASE WHEN t.paused_run_at IS NULL THEN now() ELSE t.execution_time END,
+        paused_run_at = CASE WHEN t.paused_run_at IS NULL THEN NULL ELSE least(t.paused_run_at, now()) END,
+        version = t.version + 1,
+        last_reschedule_reason = CASE WHEN t.paused_run_at IS NULL THEN p_reason ELSE t.last_reschedule_reason END,
+        last_reschedule_detail = CASE WHEN t.paused_run_at IS NULL THEN p_detail ELSE t.last_reschedule_detail END
+    WHERE t.task_name = p_type AND t.task_instance = p_id AND NOT t.picked
+      AND coalesce(t.paused_run_at, t.execution_time) >= p_waiting_after;
+    RETURN FOUND;
+END
+$$;
+
+COMMENT ON FUNCTION layover.job_make_due(text, text, text, text, timestamptz) IS
+    'Makes a waiting job due now (or its paused run time now), when it is not picked and waits past the given time.';
+
+-- Settles groups whose members may all have ended: for each (in id order), under the group's
+-- transaction-scoped advisory lock, a group that is sealed, still waiting and has no open member
+-- gets its callback made due (released; a paused callback gets its paused run time), or deleted
+-- (skipped: policy on_success with a discarded member; when that callback is a member of a parent
+-- group, it ends there discarded and the parent is settled). A VOLATILE function's statements each take a
+-- fresh snapshot: a caller that wrote its members' ends before calling sees every end committed
+-- before it got the lock, so of two transactions ending a group's last two members the later one
+-- settles it; callback_state = 'waiting' makes a second settle a no-op. Returns the groups released.
+CREATE FUNCTION layover.group_settle(p_groups text[]) RETURNS int
+    LANGUAGE plpgsql VOLATILE AS
+$$
+DECLARE
+    g        text;
+    r        record;
+    parents  text[];
+    released int := 0;
+BEGIN
+    FOR g IN SELECT DISTINCT x FROM unnest(p_groups) AS x WHERE x IS NOT NULL ORDER BY x LOOP
+        PERFORM pg_advisory_xact_lock(1735357040, hashtext(g));
+        SELECT * INTO r FROM layover.groups WHERE id = g;
+        CONTINUE WHEN NOT FOUND OR r.sealed_at IS NULL OR r.callback_state <> 'waiting';
+        CONTINUE WHEN EXISTS (SELECT 1 FROM layover.group_members m
+                              WHERE m.group_id = g AND m.state IN ('pending', 'parked'));
+        IF r.policy = 'on_success'
+           AND EXISTS (SELECT 1 FROM layover.group_members m WHERE m.group_id = g AND m.state = 'discarded') THEN
+            UPDATE layover.groups SET callback_state = 'skipped', settled_at = now() WHERE id = g;
+            -- a callback that is a member of a parent group (groups of groups) ends there discarded
+            WITH gone AS (
+                DELETE FROM layover.scheduled_tasks t
+                WHERE t.task_name = r.callback_type AND t.task_instance = g AND NOT t.picked
+                RETURNING t.group_id
+            ), ended AS (
+                UPDATE layover.group_members m SET state = 'discarded', finished_at = now()
+                FROM gone
+                WHERE gone.group_id IS NOT NULL AND m.group_id = gone.group_id AND m.job_type = r.callback_type
+                  AND m.job_id = g AND m.state = 'pending'
+                RETURNING m.group_id
+            )
+            SELECT array_agg(ended.group_id) INTO parents FROM ended;
+            IF parents IS NOT NULL THEN
+                PERFORM layover.group_settle(parents);
+            END IF;
+        ELSE
+            UPDATE layover.groups SET callback_state = 'released', settled_at = now() WHERE id = g;
+            PERFORM layover.job_make_due(r.callback_type, g, 'group_complete',
+                                         'every member of group ' || g || ' has finished', '9999-12-31T00:00:00Z');
+            released := released + 1;
+        END IF;
+    END LOOP;
+    IF released > 0 THEN
+        PERFORM pg_notify('layover_jobs', '');
+    END IF;
+    RETURN released;
+END
+$$;
+
+COMMENT ON FUNCTION layover.group_settle(text[]) IS
+    'Releases (or skips) the callback of each given group that is sealed and has no open member, once, under the group''s advisory lock.';
+
+-- Members whose dead letters were discarded (job types and ids, pairwise): their member rows end
+-- discarded and their groups are settled. The group store's function for the dead-letter store's
+-- discard. Returns the groups released.
+CREATE FUNCTION layover.group_members_discarded(p_job_types text[], p_job_ids text[]) RETURNS int
+    LANGUAGE plpgsql VOLATILE AS
+$$
+DECLARE
+    gs text[];
+BEGIN
+    WITH m AS (
+        UPDATE layover.group_members gm SET state = 'discarded', finished_at = now()
+        FROM unnest(p_job_types, p_job_ids) AS u(job_type, job_id)
+        WHERE gm.job_type = u.job_type AND gm.job_id = u.job_id AND gm.state = 'parked'
+        RETURNING gm.group_id)
+    SELECT array_agg(DISTINCT m.group_id) INTO gs FROM m;
+    IF gs IS NULL THEN
+        RETURN 0;
+    END IF;
+    RETURN layover.group_settle(gs);
+END
+$$;
+
+COMMENT ON FUNCTION layover.group_members_discarded(text[], text[]) IS
+    'A discard of dead letters: their group members end discarded and their groups are settled.';
+
+-- ---------------------------------------------------------------------------
+-- job_groups: the public view of groups, one row per group.
+--   size, pending, parked, done, discarded   its members by state
+--   callback_state  waiting, skipped, or once released: queued (its job is live), parked (its
+--                   dead letter is parked or in review), finished (neither)
+-- ---------------------------------------------------------------------------
+CREATE VIEW layover.job_groups AS
+SELECT g.id                                                     AS group_id,
+       g.callback_type,
+       g.policy,
+       g.created_at,
+       g.sealed_at,
+       g.settled_at,
+       coalesce(c.size, 0)                                      AS size,
+       coalesce(c.pending, 0)                                   AS pending,
+       coalesce(c.parked, 0)                                    AS parked,
+       coalesce(c.done, 0)                                      AS done,
+       coalesce(c.discarded, 0)                                 AS discarded,
+       CASE WHEN g.callback_state <> 'released' THEN g.callback_state
+            WHEN EXISTS (SELECT 1 FROM layover.scheduled_tasks t
+                         WHERE t.task_name = g.callback_type AND t.task_instance = g.id) THEN 'queued'
+            WHEN EXISTS (SELECT 1 FROM layover.dead_letters d
+                         WHERE d.job_type = g.callback_type AND d.job_id = g.id
+                           AND d.state IN ('parked', 'review')) THEN 'parked'
+            ELSE 'finished' END                                 AS callback_state
+FROM layover.groups g
+LEFT JOIN LATERAL (
+    SELECT count(*)                                    AS size,
+           count(*) FILTER (WHERE m.state = 'pending')   AS pending,
+           count(*) FILTER (WHERE m.state = 'parked')    AS parked,
+           count(*) FILTER (WHERE m.state = 'done')      AS done,
+           count(*) FILTER (WHERE m.state = 'discarded') AS discarded
+    FROM layover.group_members m WHERE m.group_id = g.id) c ON true;
+
+COMMENT ON VIEW layover.job_groups IS
+    'Groups: callback type, policy, sealed, members by state (size, pending, parked, done, discarded), callback state.';
+
+-- ===========================================================================
+-- Dependencies: jobs that run after other jobs (issue 46, docs/composition.md)
+-- ===========================================================================
+
+-- ---------------------------------------------------------------------------
+-- job_dependencies: one row per edge "job (job_type, job_id) runs after (after_type, after_id)",
+-- written with the dependent's insert (Enqueuer, in the enqueue's transaction), which also marks
+-- the prerequisite's row has_dependents (without moving its version: its run's writes still match,
+-- and its done delete, waiting for that row lock, returns the flag). A dependent waits (run time
+-- 9999-12-31, reason 'dependencies') until every edge is completed: the transaction that deletes a
+-- done prerequisite with has_dependents calls layover.dependencies_completed(), which ends its
+-- edges and makes due each dependent left with none open (under the dependent's advisory lock).
+-- A prerequisite that parks holds its dependents (the view layover.waiting_dependents says so); a
+-- replay's job keeps them; a discard (layover.dependencies_failed(), the dead-letter store's
+-- function) ends its edges failed and parks each waiting dependent 'dependency_failed'.
+-- Dependencies name jobs that exist when the dependent is enqueued, so no cycle can be built.
+--   state   waiting, completed, failed
+-- ---------------------------------------------------------------------------
+CREATE TABLE layover.job_dependencies (
+    job_type   text        NOT NULL,
+    job_id     text        NOT NULL,
+    after_type text        NOT NULL,
+    after_id   text        NOT NULL,
+    state      text        NOT NULL DEFAULT 'waiting',
+    created_at timestamptz NOT NULL DEFAULT now(),
+    ended_at   timestamptz,
+    PRIMARY KEY (job_type, job_id, after_type, after_id),
+    CONSTRAINT job_dependencies_state_check CHECK (state IN ('waiting', 'completed', 'failed'))
+);
+
+-- the open edges of a prerequisite: what its end looks up
+CREATE INDEX job_dependencies_after ON layover.job_dependencies (after_type, after_id) WHERE state = 'waiting';
+
+COMMENT ON TABLE layover.job_dependencies IS
+    'Edges: a job (job_type, job_id) runs after (after_type, after_id); state waiting, completed, failed. '
+    'Read layover.waiting_dependents.';
+
+-- Prerequisites that completed (job types and ids, pairwise, in the transaction that deleted them):
+-- their waiting edges end completed; each dependent with no edge left waiting is made due (under its
+-- transaction-scoped advisory lock, a fresh snapshot per statement: of two transactions completing a
+-- dependent's last two prerequisites the later one releases it). Returns the dependents made due.
+CREATE FUNCTION layover.dependencies_completed(p_types text[], p_ids text[]) RETURNS int
+    LANGUAGE plpgsql VOLATILE AS
+$$
+DECLARE
+    d        record;
+    released int := 0;
+BEGIN
+    FOR d IN
+        WITH ended AS (
+            UPDATE layover.job_dependencies e SET state = 'completed', ended_at = now()
+            FROM unnest(p_types, p_ids) AS u(t, i)
+            WHERE e.after_type = u.t AND e.after_id = u.i AND e.state = 'waiting'
+            RETURNING e.job_type, e.job_id)
+        SELECT DISTINCT job_type, job_id FROM ended ORDER BY job_type, job_id
+    LOOP
+        PERFORM pg_advisory_xact_lock(1735357041, hashtext(d.job_type || '/' || d.job_id));
+        CONTINUE WHEN EXISTS (SELECT 1 FROM layover.job_dependencies e
+                              WHERE e.job_type = d.job_type AND e.job_id = d.job_id AND e.state <> 'completed');
+        IF layover.job_make_due(d.job_type, d.job_id, 'dependencies_done', 'every job it runs after has completed',
+                                '9999-12-31T00:00:00Z') THEN
+            released := released + 1;
+        END IF;
+    END LOOP;
+    IF released > 0 THEN
+        PERFORM pg_notify('layover_jobs', '');
+    END IF;
+    RETURN released;
+END
+$$;
+
+COMMENT ON FUNCTION layover.dependencies_completed(text[], text[]) IS
+    'Prerequisites completed: their edges end completed and each dependent with none open is made due.';
+
+-- Prerequisites whose dead letters were discarded (job types and ids, pairwise): their waiting edges
+-- end failed, and each dependent still waiting is parked as a dead letter, failure type
+-- dependency_failed (its own dependents then wait for it, as for any parked job). The job store's
+-- function for the dead-letter store's discard. Returns the dependents parked.
+CREATE FUNCTION layover.dependencies_failed(p_types text[], p_ids text[]) RETURNS int
+    LANGUAGE plpgsql VOLATILE AS
+$$
+DECLARE
+    parked int;
+BEGIN
+    WITH ended AS (
+        UPDATE layover.job_dependencies e SET state = 'failed', ended_at = now()
+        FROM unnest(p_types, p_ids) AS u(t, i)
+        WHERE e.after_type = u.t AND e.after_id = u.i AND e.state = 'waiting'
+        RETURNING e.job_type, e.job_id, e.after_type, e.after_id
+    ), moved AS (
+        DELETE FROM layover.scheduled_tasks t
+        USING (SELECT job_type, job_id, min(after_type || '/' || after_id) AS why FROM ended
+               GROUP BY job_type, job_id) x
+        WHERE t.task_name = x.job_type AND t.task_instance = x.job_id AND NOT t.picked
+          AND coalesce(t.paused_run_at, t.execution_time) >= '9999-12-31T00:00:00Z'::timestamptz
+        RETURNING t.*, x.why
+    ), grouped AS (
+        UPDATE layover.group_members g SET state = 'parked'
+        FROM moved m
+        WHERE m.group_id IS NOT NULL AND g.group_id = m.group_id AND g.job_type = m.task_name
+          AND g.job_id = m.task_instance AND g.state = 'pending'
+    ), letters AS (
+        INSERT INTO layover.dead_letters
+            (job_type, job_id, args, args_raw, provider_key, failure_type, error_class, error_message, errors,
+             attempts, provider_trail, reschedules, priority, first_enqueued_at, limit_keys, fairness_key,
+             trace_context)
+        SELECT m.task_name, m.task_instance, layover.args_jsonb(m.task_data),
+               CASE WHEN layover.args_jsonb(m.task_data) IS NULL THEN m.task_data END,
+               m.provider_key, 'dependency_failed', NULL,
+               'a job it runs after (' || m.why || ') was discarded', m.errors, coalesce(m.consecutive_failures, 0),
+               m.provider_trail, m.reschedules, m.priority, m.first_enqueued_at, m.limit_keys, m.fairness_key,
+               m.trace_context
+        FROM moved m
+        RETURNING 1
+    )
+    SELECT count(*) INTO parked FROM letters;
+    RETURN parked;
+END
+$$;
+
+COMMENT ON FUNCTION layover.dependencies_failed(text[], text[]) IS
+    'Prerequisites discarded: their edges end failed and each waiting dependent is parked dependency_failed.';
+
+-- ---------------------------------------------------------------------------
+-- waiting_dependents: the public view of jobs waiting for other jobs, one row per open edge.
+--   after_state  live (the prerequisite is queued or running), parked (its dead letter is parked or
+--                in review: the dependent waits for its replay or discard), missing (neither)
+-- ---------------------------------------------------------------------------
+CREATE VIEW layover.waiting_dependents AS
+SELECT e.job_type,
+       e.job_id,
+       e.after_type,
+       e.after_id,
+       e.created_at,
+       CASE WHEN EXISTS (SELECT 1 FROM layover.scheduled_tasks t
+                         WHERE t.task_name = e.after_type AND t.task_instance = e.after_id) THEN 'live'
+            WHEN EXISTS (SELECT 1 FROM layover.dead_letters d
+                         WHERE d.job_type = e.after_type AND d.job_id = e.after_id
+                           AND d.state IN ('parked', 'review')) THEN 'parked'
+            ELSE 'missing' END AS after_state
+FROM layover.job_dependencies e
+WHERE e.state = 'waiting';
+
+COMMENT ON VIEW layover.waiting_dependents IS
+    'Jobs waiting for other jobs: one row per open edge, with the prerequisite''s state (live, parked, missing).';
+
+-- ===========================================================================
+-- Signals: a job that waits for a named signal (issue 46, docs/composition.md)
+-- ===========================================================================
+
+-- A signal to a job waiting for it (JobContext#awaitSignal stored a step of kind 'signal' whose
+-- wake_at is its timeout): the step keeps the payload (result, jsonb; SQL NULL is stored as JSON
+-- null) and wake_at = now(), and the job is made due (a paused one gets its paused run time now).
+-- A job whose run is writing its wait at the same moment reads the step's wake_at in that write, so
+-- the signal is never lost to the race. Returns false, writing nothing, when the job has no such
+-- step still waiting (no job of that type and id waits for that name, it timed out, or it was
+-- signalled already). Callable from any language: SELECT layover.signal('approve', 'doc-1',
+-- 'approved', '{"by": "alice"}').
+CREATE FUNCTION layover.signal(p_job_type text, p_job_id text, p_name text, p_payload jsonb) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE AS
+$$
+BEGIN
+    UPDATE layover.job_steps s
+    SET result = coalesce(p_payload, 'null'::jsonb), result_type = 'signal', wake_at = now(),
+        result_bytes = octet_length(coalesce(p_payload, 'null'::jsonb)::text)
+    WHERE s.job_type = p_job_type AND s.job_id = p_job_id AND s.name = p_name AND s.kind = 'signal'
+      AND s.result IS NULL AND s.wake_at > now();
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    -- the job waits until its timeout, after now (its wait's write reads the step's wake_at if it runs now)
+    IF layover.job_make_due(p_job_type, p_job_id, 'signalled', 'signal ''' || p_name || ''' arrived', now()) THEN
+        PERFORM pg_notify('layover_jobs', '');
+    END IF;
+    RETURN true;
+END
+$$;
+
+COMMENT ON FUNCTION layover.signal(text, text, text, jsonb) IS
+    'Delivers a named signal (a jsonb payload) to a job waiting for it (JobContext#awaitSignal) and makes it due; '
+    'false when no such wait is open.';

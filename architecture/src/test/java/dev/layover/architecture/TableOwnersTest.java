@@ -52,14 +52,22 @@ class TableOwnersTest {
             // forgetting a job type (demos, tests): its live jobs and dead letters
             function("forget_job_type"),
             // the SQL enqueue (other languages): the insert job_insert.sql makes
-            function("enqueue"));
+            function("enqueue"),
+            // a waiting job made due: a group's callback, a dependent, a job waiting for a signal
+            function("job_make_due"),
+            // a group's callback deleted when its group settles skipped (policy on_success)
+            function("group_settle"),
+            // a dependent parked dependency_failed when a job it runs after is discarded
+            function("dependencies_failed"));
 
     /** The owner of each table: the units whose SQL may write it. */
     private static final Map<String, Set<String>> OWNERS = Map.ofEntries(
             Map.entry("scheduled_tasks", JOB_STORE),
             // the park is a move: the job store's one statement writes the dead letter it moves the job into
             Map.entry("dead_letters", Set.of(CORE + "internal/jobs/JobSql.java", function("forget_job_type"),
-                    DLQ + "DlqSql.java")),
+                    DLQ + "DlqSql.java",
+                    // a dependent parked dependency_failed is a move, as the park: the job store's function
+                    function("dependencies_failed"))),
             Map.entry("job_history", Set.of(CORE + "internal/jobs/JobSql.java", CORE + "history/JobHistoryRetention.java")),
             Map.entry("database_returns", Set.of(function("database_returned"))),
             Map.entry("breakers", Set.of(CORE + "internal/gate/StateSql.java", function("claim_trials"),
@@ -102,8 +110,22 @@ class TableOwnersTest {
                     function("batch_collect"), function("batch_finish"), function("batch_leave"))),
             // the step store: a finished step's row; the job store's done delete removes a finished job's steps in
             // its statement; forget_steps for the dead-letter store's discard and replay from scratch
+            // groups (issue 46): the group store; a member's row is written with its job's insert and its end
+            // with its job's end (the job store's statements); the settle and the dead-letter store's discard
+            Map.entry("groups", Set.of(CORE + "internal/jobs/GroupSql.java", function("group_settle"),
+                    // retention: groups settled long ago whose callback finished
+                    CORE + "history/JobHistoryRetention.java")),
+            Map.entry("group_members", Set.of(CORE + "internal/jobs/JobSql.java", CORE_SQL + "job_insert_batch.sql",
+                    function("group_members_discarded"), function("dependencies_failed"),
+                    // a child group's skipped callback ends discarded in its parent (groups of groups)
+                    function("group_settle"))),
+            // dependencies (issue 46): the job store's edges, ended by the functions a prerequisite's end calls
+            Map.entry("job_dependencies", Set.of(CORE + "internal/jobs/JobSql.java", function("dependencies_completed"),
+                    function("dependencies_failed"), CORE + "history/JobHistoryRetention.java")),
             Map.entry("job_steps", Set.of(CORE_SQL + "step_insert.sql", CORE + "internal/jobs/JobSql.java",
-                    function("forget_steps"), function("forget_job_type"))));
+                    function("forget_steps"), function("forget_job_type"),
+                    // a signal's payload, stored in the step of the job waiting for it
+                    function("signal"))));
 
     /**
      * The benchmarks are measurement harnesses, not Layover: they fill tables to measure reads of

@@ -3,6 +3,7 @@ package dev.layover.core;
 import dev.layover.core.internal.db.StoredText;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 
 /**
  * When and how a job is enqueued. Immutable; start from {@link #now()} or a static factory and
@@ -21,7 +22,10 @@ import java.time.Instant;
  *   <li><b>deadline</b>: absolute ({@link #withDeadline(Instant)}) or relative to the enqueue
  *       ({@link #withDeadline(Duration)}); stored in {@code deadline}. Past it the job is parked
  *       {@code deadline_exceeded} instead of being started, rescheduled or retried (within about a
- *       second; see {@code docs/admission-and-control.md}). Default none.
+ *       second; see {@code docs/admission-and-control.md}). Default none;
+ *   <li><b>after</b>: jobs this one runs after ({@link #withAfter(JobRef...)}): it waits (run time
+ *       9999-12-31, reason {@code dependencies}, one row of {@code layover.job_dependencies} per job
+ *       named) until all of them completed; see {@code docs/composition.md}. Default none.
  * </ul>
  *
  * @param runAt when the job may first run; {@code null} means now
@@ -31,9 +35,10 @@ import java.time.Instant;
  * @param deadline the latest time the job is worth running at, or {@code null}
  * @param deadlineAfter the deadline relative to the enqueue, when {@code deadline} is null; or
  *     {@code null}
+ * @param after the jobs this one runs after (empty: none)
  */
 public record EnqueueOptions(Instant runAt, Duration delay, String key, int priority, Instant deadline,
-        Duration deadlineAfter) {
+        Duration deadlineAfter, List<JobRef> after) {
 
     private static final EnqueueOptions NOW = new EnqueueOptions(null, null, null, 0);
 
@@ -46,8 +51,10 @@ public record EnqueueOptions(Instant runAt, Duration delay, String key, int prio
      * @param priority the priority, -32768..32767
      * @param deadline the latest time the job is worth running at, or {@code null}
      * @param deadlineAfter the deadline relative to the enqueue, when {@code deadline} is null; or {@code null}
+     * @param after the jobs this one runs after, or null for none
      */
     public EnqueueOptions {
+        after = after == null ? List.of() : List.copyOf(after);
         if (runAt != null && delay != null) {
             throw new IllegalArgumentException("give either runAt or delay, not both");
         }
@@ -81,7 +88,46 @@ public record EnqueueOptions(Instant runAt, Duration delay, String key, int prio
      * @param priority the priority, -32768..32767
      */
     public EnqueueOptions(Instant runAt, Duration delay, String key, int priority) {
-        this(runAt, delay, key, priority, null, null);
+        this(runAt, delay, key, priority, null, null, List.of());
+    }
+
+    /**
+     * Options without dependencies (the form before dependencies existed).
+     *
+     * @param runAt when the job may first run; {@code null} means now
+     * @param delay added to now when {@code runAt} is null; {@code null} means none
+     * @param key the idempotency key (1-200 characters), or {@code null}
+     * @param priority the priority, -32768..32767
+     * @param deadline the latest time the job is worth running at, or {@code null}
+     * @param deadlineAfter the deadline relative to the enqueue, or {@code null}
+     */
+    public EnqueueOptions(Instant runAt, Duration delay, String key, int priority, Instant deadline,
+            Duration deadlineAfter) {
+        this(runAt, delay, key, priority, deadline, deadlineAfter, List.of());
+    }
+
+    /**
+     * The job runs after these jobs, once all of them completed ({@code Outcome.done}); while one
+     * is parked it waits, and when one's dead letter is discarded it is parked
+     * {@code dependency_failed}. Each must exist at the enqueue: live, parked (or in review), or
+     * completed within the history's retention (a completed one is already satisfied). Only
+     * {@link Layover#enqueue} takes dependencies.
+     *
+     * @param jobs the jobs
+     * @return a copy with those dependencies (replacing any given before)
+     */
+    public EnqueueOptions withAfter(JobRef... jobs) {
+        return new EnqueueOptions(runAt, delay, key, priority, deadline, deadlineAfter, List.of(jobs));
+    }
+
+    /**
+     * {@link #withAfter(JobRef...)} with jobs an enqueue returned.
+     *
+     * @param jobs the jobs
+     * @return a copy with those dependencies
+     */
+    public EnqueueOptions withAfter(Enqueued... jobs) {
+        return withAfter(java.util.Arrays.stream(jobs).map(JobRef::of).toArray(JobRef[]::new));
     }
 
     /** @return run as soon as possible, a new id, priority 0 */
@@ -118,7 +164,7 @@ public record EnqueueOptions(Instant runAt, Duration delay, String key, int prio
      * @return a copy with that run time
      */
     public EnqueueOptions withRunAt(Instant when) {
-        return new EnqueueOptions(when, null, key, priority, deadline, deadlineAfter);
+        return new EnqueueOptions(when, null, key, priority, deadline, deadlineAfter, after);
     }
 
     /**
@@ -126,7 +172,7 @@ public record EnqueueOptions(Instant runAt, Duration delay, String key, int prio
      * @return a copy with that delay
      */
     public EnqueueOptions withDelay(Duration d) {
-        return new EnqueueOptions(null, d, key, priority, deadline, deadlineAfter);
+        return new EnqueueOptions(null, d, key, priority, deadline, deadlineAfter, after);
     }
 
     /**
@@ -134,7 +180,7 @@ public record EnqueueOptions(Instant runAt, Duration delay, String key, int prio
      * @return a copy with that key
      */
     public EnqueueOptions withKey(String k) {
-        return new EnqueueOptions(runAt, delay, k, priority, deadline, deadlineAfter);
+        return new EnqueueOptions(runAt, delay, k, priority, deadline, deadlineAfter, after);
     }
 
     /**
@@ -142,7 +188,7 @@ public record EnqueueOptions(Instant runAt, Duration delay, String key, int prio
      * @return a copy with that priority
      */
     public EnqueueOptions withPriority(int p) {
-        return new EnqueueOptions(runAt, delay, key, p, deadline, deadlineAfter);
+        return new EnqueueOptions(runAt, delay, key, p, deadline, deadlineAfter, after);
     }
 
     /**
@@ -153,7 +199,7 @@ public record EnqueueOptions(Instant runAt, Duration delay, String key, int prio
      * @return a copy with that deadline
      */
     public EnqueueOptions withDeadline(Instant when) {
-        return new EnqueueOptions(runAt, delay, key, priority, when, null);
+        return new EnqueueOptions(runAt, delay, key, priority, when, null, after);
     }
 
     /**
@@ -164,7 +210,7 @@ public record EnqueueOptions(Instant runAt, Duration delay, String key, int prio
      * @return a copy with that deadline
      */
     public EnqueueOptions withDeadline(Duration d) {
-        return new EnqueueOptions(runAt, delay, key, priority, null, d);
+        return new EnqueueOptions(runAt, delay, key, priority, null, d, after);
     }
 
     /**

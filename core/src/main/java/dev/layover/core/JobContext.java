@@ -222,4 +222,40 @@ public interface JobContext {
      */
     default void sleep(String name, java.time.Duration duration) {
     }
+
+    /**
+     * The group this job is the callback of ({@link Layover#enqueueGroup}): every member with its
+     * end ({@code done} or {@code discarded}) and its handler's result, and the counts. A callback
+     * runs once the group has settled, so no member is pending or parked then.
+     *
+     * <p>Database: two reads ({@code layover.groups}, {@code layover.group_members}) per call, none
+     * unless called. A context Layover did not make returns empty.
+     *
+     * @return the group, or empty when this job is no group's callback
+     */
+    default Optional<GroupResult> group() {
+        return Optional.empty();
+    }
+
+    /**
+     * Waits for a named signal without holding a thread or spending an attempt: the first time,
+     * the run ends here (the exception this throws must be let through), and the job waits until
+     * the signal arrives ({@link Layover#signal}, or {@code SELECT layover.signal(...)} from any
+     * language) or {@code timeout} passes; its next run comes back here and gets the
+     * {@link Signal}: received with its payload, or timed out. Code before the call runs again on
+     * that run: put it in steps.
+     *
+     * <p>Database: the first time, one row of {@code layover.job_steps} (kind {@code signal},
+     * {@code wake_at} the timeout on the database's clock), then the job row waits
+     * ({@code last_reschedule_reason = 'signal'}), not counted as a reschedule. The signal stores
+     * its payload in that row and makes the job due. A context Layover did not make throws.
+     *
+     * @param name the signal's name, unique among the job's steps (1-200 characters)
+     * @param timeout how long to wait; positive
+     * @return the signal, on the run after the wait ended
+     * @throws StepException when the name is a stored step of another kind, or used twice in a run
+     */
+    default Signal awaitSignal(String name, java.time.Duration timeout) {
+        throw new IllegalStateException("awaitSignal is known only in the context Layover passes to a handler");
+    }
 }

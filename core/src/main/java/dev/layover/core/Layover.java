@@ -296,6 +296,150 @@ public final class Layover implements AutoCloseable {
     }
 
     /**
+     * Enqueues a group of jobs (fan-out) whose callback job runs once every member has finished
+     * (fan-in), autocommitted in one transaction of its own. See {@link GroupOptions} and
+     * {@code docs/composition.md}.
+     *
+     * <p>Database, in one transaction: one row of {@code layover.groups}; the callback job, an
+     * ordinary job of {@code group.callbackType()} whose id is the group's id, waiting (run time
+     * 9999-12-31, reason {@code group}); the members as {@link #enqueueBatch} inserts them (5,000
+     * rows per statement), each with its {@code layover.group_members} row in the same statement.
+     * Members keep every Layover behaviour (keys, limits, fair share, steps, retries, parking). When
+     * the last member ends (done, or its dead letter discarded), the transaction that writes that end
+     * makes the callback due ({@code layover.group_settle}), once; a parked member holds the group
+     * open until it is replayed and done, or discarded. A group sealed at creation with no member
+     * is released at once.
+     *
+     * @param group the callback, policy, seal and id
+     * @param type the members' job type (registered here)
+     * @param args the members' arguments, one job each
+     * @param <C> the callback's args type
+     * @param <A> the members' args type
+     * @return the group, its callback and its members
+     * @throws UnknownJobTypeException when the callback's or the members' job type is not registered here
+     * @throws InvalidArgsException when an argument is null, not writable as JSON or over the size cap
+     * @throws GroupException when a job of the callback's type has the group's id already
+     * @throws LayoverException when the database fails (nothing written)
+     */
+    public <C, A> EnqueuedGroup enqueueGroup(GroupOptions<C> group, JobType<A> type, List<A> args) {
+        return enqueueGroup(null, group, type, args, a -> EnqueueOptions.now());
+    }
+
+    /**
+     * Like {@link #enqueueGroup(GroupOptions, JobType, List)}, each member with its own options, in the
+     * caller's transaction when {@code connection} is not null (neither committed nor closed: if the
+     * caller rolls back, the group never existed).
+     *
+     * @param connection the caller's connection in its transaction, or null for a transaction of Layover's own
+     * @param group the callback, policy, seal and id
+     * @param type the members' job type
+     * @param args the members' arguments
+     * @param options each member's options
+     * @param <C> the callback's args type
+     * @param <A> the members' args type
+     * @return the group
+     */
+    public <C, A> EnqueuedGroup enqueueGroup(Connection connection, GroupOptions<C> group, JobType<A> type,
+            List<A> args, Function<? super A, EnqueueOptions> options) {
+        Objects.requireNonNull(group, "group");
+        Objects.requireNonNull(args, "args");
+        Objects.requireNonNull(options, "options");
+        EnqueuedGroup g = engine.enqueuer().enqueueGroup(connection, group, engine.registry().require(group.callbackType()),
+                engine.registry().require(type), args, options);
+        if (connection == null) {
+            wakeUp();
+        }
+        return g;
+    }
+
+    /**
+     * Adds members to a group made {@link GroupOptions#open()} and not sealed yet, in one
+     * transaction under the group's advisory lock (a seal at the same time waits for it).
+     *
+     * @param connection the caller's connection in its transaction, or null for a transaction of Layover's own
+     * @param groupId the group's id
+     * @param type the members' job type
+     * @param args the members' arguments
+     * @param options each member's options
+     * @param <A> the members' args type
+     * @return one per argument, in order
+     * @throws GroupException when no group has that id, or it is sealed (nothing written)
+     */
+    public <A> List<Enqueued> addToGroup(Connection connection, String groupId, JobType<A> type, List<A> args,
+            Function<? super A, EnqueueOptions> options) {
+        Objects.requireNonNull(groupId, "groupId");
+        Objects.requireNonNull(args, "args");
+        Objects.requireNonNull(options, "options");
+        List<Enqueued> out = engine.enqueuer().addToGroup(connection, groupId, engine.registry().require(type), args,
+                options);
+        if (connection == null) {
+            wakeUp();
+        }
+        return out;
+    }
+
+    /**
+     * Seals a group: no member can be added any more; when every member has ended already, its
+     * callback is made due in this call's transaction. Sealing a sealed group does nothing.
+     *
+     * @param connection the caller's connection in its transaction, or null for a transaction of Layover's own
+     * @param groupId the group's id
+     * @return true when this call sealed it
+     * @throws GroupException when no group has that id
+     */
+    public boolean sealGroup(Connection connection, String groupId) {
+        boolean sealed = engine.enqueuer().sealGroup(connection, Objects.requireNonNull(groupId, "groupId"));
+        if (connection == null) {
+            wakeUp();
+        }
+        return sealed;
+    }
+
+    /** The largest signal payload {@link #signal} sends, in characters of JSON: 262,144 (256 Ki). */
+    public static final int MAX_SIGNAL_PAYLOAD_CHARS = 256 * 1024;
+
+    /**
+     * Sends a signal to a job waiting for it ({@link JobContext#awaitSignal}): the payload is
+     * stored with the job's wait and the job is made due; its next run gets it. Same as
+     * {@code SELECT layover.signal(job_type, job_id, name, payload::jsonb)}.
+     *
+     * <p>Database: one call of {@code layover.signal} (one {@code UPDATE} of the job's step in
+     * {@code layover.job_steps}, one of its job row), autocommitted.
+     *
+     * @param jobType the job's type
+     * @param jobId the job's id
+     * @param name the signal's name
+     * @param payload anything Jackson writes as JSON, or null
+     * @throws SignalException when no such job waits for a signal of that name (it never asked,
+     *     timed out, or was signalled already): nothing written
+     * @throws InvalidArgsException when the payload cannot be written as JSON, or is over
+     *     {@link #MAX_SIGNAL_PAYLOAD_CHARS} characters of it
+     */
+    public void signal(String jobType, String jobId, String name, Object payload) {
+        Objects.requireNonNull(jobType, "jobType");
+        Objects.requireNonNull(jobId, "jobId");
+        Objects.requireNonNull(name, "name");
+        String json;
+        try {
+            json = payload == null ? null : dev.layover.core.internal.jobs.ArgsCodec.defaultMapper()
+                    .writeValueAsString(payload);
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new InvalidArgsException("the payload of signal '" + name + "' cannot be written as JSON: "
+                    + e.getOriginalMessage(), e);
+        }
+        if (json != null && json.length() > MAX_SIGNAL_PAYLOAD_CHARS) {
+            throw new InvalidArgsException("the payload of signal '" + name + "' is " + json.length()
+                    + " characters of JSON, over the " + MAX_SIGNAL_PAYLOAD_CHARS + " a signal carries: store it "
+                    + "elsewhere and send a reference");
+        }
+        if (!engine.store().signal(jobType, jobId, name, json)) {
+            throw new SignalException("no " + jobType + " job with the id '" + jobId + "' waits for signal '" + name
+                    + "' (it never asked, its wait timed out, or it was signalled already)");
+        }
+        wakeUp();
+    }
+
+    /**
      * Asks this JVM's workers to look for due jobs now instead of at the next poll. Enqueue calls
      * it by itself; code that inserts jobs another way (a replay) may call it. Does nothing when
      * the workers are not running.

@@ -173,8 +173,14 @@ final class DlqSql {
             ), steps AS (
                 -- a discarded job is never replayed: its stored steps go (the step store's function)
                 SELECT layover.forget_steps(array_agg(job_type), array_agg(job_id)) AS n FROM discarded
+            ), groups AS (
+                -- a discarded group member ends its membership; its group may settle (the group store's function)
+                SELECT layover.group_members_discarded(array_agg(job_type), array_agg(job_id)) AS n FROM discarded
+            ), dependents AS (
+                -- the jobs that run after a discarded job are parked dependency_failed (the job store's function)
+                SELECT layover.dependencies_failed(array_agg(job_type), array_agg(job_id)) AS n FROM discarded
             )
-            SELECT d.id FROM discarded d, steps""";
+            SELECT d.id FROM discarded d, steps, groups, dependents""";
 
     /**
      * Drops the stored steps of replayed jobs (a replay from scratch), through the step store's

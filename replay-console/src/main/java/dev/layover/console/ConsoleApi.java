@@ -106,6 +106,7 @@ final class ConsoleApi {
         s.post("/breakers/{providerKey}/force-close", "forcing a breaker closed", r -> forceBreaker(r, false));
         s.get("/audit", this::audit);
         s.post("/jobs/{jobType}/{id}/cancel", "cancelling a job", this::cancelJob);
+        s.post("/jobs/{jobType}/{id}/signal", "signalling a job", this::signalJob);
         s.get("/pauses", r -> pauses());
         s.post("/pauses/job-type/{jobType}/pause", "pausing", r -> pauseOrResume(r, Pause.Scope.JOB_TYPE, true));
         s.post("/pauses/job-type/{jobType}/resume", "resuming", r -> pauseOrResume(r, Pause.Scope.JOB_TYPE, false));
@@ -127,6 +128,8 @@ final class ConsoleApi {
         s.get("/workers", r -> workers());
         s.get("/batches", this::batches);
         s.get("/batches/{id}", this::batch);
+        s.get("/groups", this::groups);
+        s.get("/groups/{id}", this::group);
         s.get("/time-series", r -> timeSeries(r).toJson(r.param("providerKey"), r.param("jobType")));
         s.getSvg("/time-series/{chart}.svg", r -> SvgChart.draw(timeSeries(r), SvgChart.Kind.of(r.path(0)), zone(r)));
     }
@@ -876,9 +879,7 @@ final class ConsoleApi {
     private JsonNode jobRuns(ConsoleRequest r) {
         String jobType = r.path(0);
         String id = r.path(1);
-        if (jobType.isBlank() || jobType.length() > 200 || id.isBlank() || id.length() > 200) {
-            throw ApiException.badRequest("job type and id must be 1-200 characters");
-        }
+        checkJobPath(jobType, id);
         ObjectNode out = F.objectNode();
         out.put("at", sql.dbNow());
         out.put("jobType", jobType);
@@ -1190,6 +1191,35 @@ final class ConsoleApi {
 
     /** A worker whose row's heartbeat (every 5 s) is older than this reads as stale. */
     static final long WORKER_STALE_MS = 20_000;
+
+    // ---------------------------------------------------------------- groups (issue 46)
+
+    /** Groups ({@code layover.job_groups}), newest first: members by state, callback state; {@code limit} 1-500 (default 50). */
+    private JsonNode groups(ConsoleRequest r) {
+        int limit = r.intParam("limit", 50, 1, 500);
+        ObjectNode out = F.objectNode();
+        out.put("at", sql.dbNow());
+        out.set("items", sql.groups(limit));
+        out.put("limit", limit);
+        return out;
+    }
+
+    /** One group with its members, open ones first ({@code limit} 1-1000, default 200); 404 when none has that id. */
+    private JsonNode group(ConsoleRequest r) {
+        String id = r.path(0);
+        int limit = r.intParam("limit", 200, 1, 1000);
+        ObjectNode g = sql.group(id);
+        if (g == null) {
+            throw ApiException.notFound("no group has the id '" + id + "' (never made, or deleted by the history "
+                    + "retention after its callback finished: docs/composition.md)");
+        }
+        ObjectNode out = F.objectNode();
+        out.put("at", sql.dbNow());
+        out.set("group", g);
+        out.set("members", sql.groupMembers(id, limit));
+        out.put("limit", limit);
+        return out;
+    }
 
     // ---------------------------------------------------------------- batches (issue 24)
 
@@ -1624,9 +1654,7 @@ final class ConsoleApi {
     private JsonNode cancelJob(ConsoleRequest r) {
         String jobType = r.path(0);
         String id = r.path(1);
-        if (jobType.isBlank() || jobType.length() > 200 || id.isBlank() || id.length() > 200) {
-            throw ApiException.badRequest("job type and id must be 1-200 characters");
-        }
+        checkJobPath(jobType, id);
         String reason = r.bodyText("reason", 500);
         String operator = r.operator();
         CancelResult res = store.control().cancel(jobType, id, operator, reason);
@@ -1651,6 +1679,42 @@ final class ConsoleApi {
         }
         out.put("auditId", auditId);
         return out;
+    }
+
+    /**
+     * Sends a signal to a job waiting for it ({@code layover.signal}, docs/composition.md): body
+     * {@code {"name": "approved", "payload": {...}}} (payload optional, any JSON). 404 when the job
+     * does not wait for that signal; audited as {@code signal}.
+     */
+    private JsonNode signalJob(ConsoleRequest r) {
+        String jobType = r.path(0);
+        String id = r.path(1);
+        checkJobPath(jobType, id);
+        String name = r.bodyText("name", 200);
+        if (name == null || name.isBlank()) {
+            throw ApiException.badRequest("name: the signal's name, 1-200 characters", "name");
+        }
+        JsonNode payload = r.body().get("payload");
+        String json = payload == null || payload.isMissingNode() ? null : payload.toString();
+        if (!sql.signal(jobType, id, name, json)) {
+            throw ApiException.notFound("no " + jobType + " job with the id '" + id + "' waits for signal '" + name
+                    + "' (it never asked, its wait timed out, or it was signalled already)");
+        }
+        String operator = r.operator();
+        long auditId = store.auditLog().record(operator, "signal", "job:" + jobType + "/" + id, 1, name, null);
+        ObjectNode out = F.objectNode();
+        out.put("jobType", jobType);
+        out.put("id", id);
+        out.put("name", name);
+        out.put("auditId", auditId);
+        return out;
+    }
+
+    /** A job's type and id from a path: 400 unless each is 1-200 characters. */
+    private static void checkJobPath(String jobType, String id) {
+        if (jobType.isBlank() || jobType.length() > 200 || id.isBlank() || id.length() > 200) {
+            throw ApiException.badRequest("job type and id must be 1-200 characters");
+        }
     }
 
     private JsonNode pauses() {

@@ -593,6 +593,30 @@ final class ConsoleSql {
     static final String BATCHES_ORDER = " ORDER BY b.id DESC LIMIT ?";
     static final String BATCH_ROW = BATCHES_SELECT + " AND b.id = ?";
 
+    /** A signal ({@code layover.signal}, core's function). Parameters: job type, id, name, payload (jsonb text). */
+    static final String SIGNAL = "SELECT layover.signal(?, ?, ?, ?::jsonb) AS signal";
+
+    /** Groups ({@code layover.job_groups}), newest first, at most {@code ?} (issue 46). */
+    static final String GROUPS = """
+            SELECT group_id, callback_type, policy, created_at, sealed_at, settled_at, size, pending, parked, done,
+                   discarded, callback_state
+            FROM layover.job_groups ORDER BY created_at DESC, group_id LIMIT ?""";
+
+    /** One group ({@code layover.job_groups}). Parameter: id. */
+    static final String GROUP_ROW = """
+            SELECT group_id, callback_type, policy, created_at, sealed_at, settled_at, size, pending, parked, done,
+                   discarded, callback_state
+            FROM layover.job_groups WHERE group_id = ?""";
+
+    /**
+     * A group's members ({@code layover.group_members}), open ones first, a result cut to 1,000
+     * characters. Parameters: id, limit.
+     */
+    static final String GROUP_MEMBERS = """
+            SELECT job_type, job_id, state, left(result::text, 1000) AS result, added_at, finished_at
+            FROM layover.group_members WHERE group_id = ?
+            ORDER BY state IN ('done', 'discarded'), added_at, job_id LIMIT ?""";
+
     /** What is in flight, per key: docs/batches.md's documented query, as written there. */
     static final String BATCHES_IN_FLIGHT = """
             SELECT provider_key, state, count(*) AS batches, sum(lines) AS lines, sum(pending) AS pending
@@ -984,6 +1008,32 @@ final class ConsoleSql {
     ObjectNode batch(long id) {
         ArrayNode rows = query("reading batch " + id, BATCH_ROW, id);
         return rows.isEmpty() ? null : (ObjectNode) rows.get(0);
+    }
+
+    /**
+     * A signal to a job waiting for it, through core's SQL function {@code layover.signal}.
+     *
+     * @return whether a wait took it
+     */
+    boolean signal(String jobType, String id, String name, String payload) {
+        ArrayNode rows = query("signalling job " + jobType + "/" + id, SIGNAL, jobType, id, name, payload);
+        return rows.get(0).path("signal").asBoolean();
+    }
+
+    /** @return groups, newest first, at most {@code limit} */
+    ArrayNode groups(int limit) {
+        return query("reading groups", GROUPS, limit);
+    }
+
+    /** @return one group, or null */
+    ObjectNode group(String id) {
+        ArrayNode rows = query("reading group " + id, GROUP_ROW, id);
+        return rows.isEmpty() ? null : (ObjectNode) rows.get(0);
+    }
+
+    /** @return a group's members, open ones first, at most {@code limit} */
+    ArrayNode groupMembers(String id, int limit) {
+        return query("reading the members of group " + id, GROUP_MEMBERS, id, limit);
     }
 
     /** @return live batches per provider key and state, with their lines and pending lines */

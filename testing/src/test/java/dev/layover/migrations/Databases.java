@@ -25,7 +25,8 @@ final class Databases {
      * {@code db/since-chain/}): the chain plus these is the baseline.
      */
     static final java.util.List<String> SINCE_CHAIN = java.util.List.of("the-pick-is-the-admission", "workers",
-            "observability", "interactive", "many-keys", "breaker-streak", "schedules", "steps");
+            "observability", "interactive", "many-keys", "breaker-streak", "schedules", "steps", "groups",
+            "dependencies", "signals");
 
     private Databases() {}
 

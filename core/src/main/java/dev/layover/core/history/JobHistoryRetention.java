@@ -12,7 +12,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Retention of the finished-job history ({@code layover.job_history}): deletes the rows of jobs
- * that finished longer ago than the retention period (default {@link #DEFAULT_KEEP 7 days}).
+ * that finished longer ago than the retention period (default {@link #DEFAULT_KEEP 7 days}); with
+ * them, groups settled that long ago whose callback has finished (their {@code layover.groups} row
+ * and member rows) and dependency edges that ended that long ago ({@code layover.job_dependencies}).
  *
  * <p>A running Layover instance with history on runs it by itself, with the period of
  * {@code Layover.Builder.historyRetention}: on a background thread, once when the workers start
@@ -29,7 +31,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>What it does to the database: {@code DELETE}s of at most {@code batchSize} rows (default
  * 10,000), each autocommitted, the oldest first (by the {@code finished_at} index), until fewer
- * remain. One INFO line per run that deleted something.
+ * remain; then {@code DELETE}s of at most 100 settled groups each, and one of ended dependency edges.
+ * One INFO line per run that deleted something.
  */
 public final class JobHistoryRetention {
 
@@ -53,6 +56,26 @@ public final class JobHistoryRetention {
                                     ORDER BY finished_at
                                     LIMIT ?
                                     FOR UPDATE SKIP LOCKED))""";
+
+    /**
+     * Groups settled before the cutoff whose callback is neither live nor parked (their members go
+     * with them: {@code ON DELETE CASCADE}), 100 groups per statement. Parameter: cutoff.
+     */
+    private static final String PURGE_GROUPS = """
+            DELETE FROM layover.groups g
+            WHERE g.id = ANY (ARRAY(SELECT x.id FROM layover.groups x
+                                    WHERE x.settled_at < ?
+                                      AND NOT EXISTS (SELECT 1 FROM layover.scheduled_tasks t
+                                                      WHERE t.task_name = x.callback_type AND t.task_instance = x.id)
+                                      AND NOT EXISTS (SELECT 1 FROM layover.dead_letters d
+                                                      WHERE d.job_type = x.callback_type AND d.job_id = x.id
+                                                        AND d.state IN ('parked', 'review'))
+                                    LIMIT 100
+                                    FOR UPDATE SKIP LOCKED))""";
+
+    /** Dependency edges that ended (completed or failed) before the cutoff. Parameter: cutoff. */
+    private static final String PURGE_DEPENDENCIES = """
+            DELETE FROM layover.job_dependencies WHERE state <> 'waiting' AND ended_at < ?""";
 
     private final Db db;
     private final Duration keep;
@@ -101,7 +124,39 @@ public final class JobHistoryRetention {
         if (total > 0) {
             LOG.info("Purged {} job history rows of jobs finished before {} (kept {})", total, cutoff.toInstant(), keep);
         }
+        long groups = purgeComposition(cutoff);
+        if (groups > 0) {
+            LOG.info("Purged {} groups and ended dependencies settled before {}", groups, cutoff.toInstant());
+        }
         return total;
+    }
+
+    /**
+     * Groups (with their members) settled before the cutoff whose callback finished, and dependency
+     * edges that ended before it ({@code docs/composition.md}).
+     *
+     * @return the groups and edges deleted
+     */
+    private long purgeComposition(Timestamp cutoff) {
+        long total = 0;
+        while (true) {
+            int n = db.autocommit("purging settled groups", c -> {
+                try (PreparedStatement ps = c.prepareStatement(PURGE_GROUPS)) {
+                    ps.setTimestamp(1, cutoff);
+                    return ps.executeUpdate();
+                }
+            });
+            total += n;
+            if (n < 100) {
+                break;
+            }
+        }
+        return total + db.autocommit("purging ended dependencies", c -> {
+            try (PreparedStatement ps = c.prepareStatement(PURGE_DEPENDENCIES)) {
+                ps.setTimestamp(1, cutoff);
+                return ps.executeUpdate();
+            }
+        });
     }
 
     /**

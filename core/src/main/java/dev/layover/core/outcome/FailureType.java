@@ -37,7 +37,12 @@ public enum FailureType {
      * Cancelled by an operator ({@code JobControl.cancel}): the dead letter records who and why. Not
      * replayed automatically; a replay undoes the cancel.
      */
-    CANCELLED("cancelled", false);
+    CANCELLED("cancelled", false),
+    /**
+     * A job it runs after ({@code EnqueueOptions.withAfter}) was discarded from the dead-letter store:
+     * it never ran. Not replayed automatically; a replay runs it without that job.
+     */
+    DEPENDENCY_FAILED("dependency_failed", false);
 
     private final String code;
     private final boolean autoReplayable;

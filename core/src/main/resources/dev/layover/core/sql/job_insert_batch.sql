@@ -3,7 +3,8 @@
 -- key). Ids that name a live job, a dead letter still parked or in review, or a job completed within the
 -- history's retention are skipped. Run times and deadlines are ISO-8601 text, limit keys and token
 -- estimates array literals; :now decides which jobs are due; :trace_context (jsonb or null) is the enqueue's
--- W3C trace context, the same for every job of the call.
+-- W3C trace context, the same for every job of the call. :group_id (or null): the group the jobs join; each job
+-- inserted gets its layover.group_members row (state pending) in this statement.
 WITH j AS (
     SELECT u.ord, u.id, u.data, u.run_at_text::timestamptz AS run_at, u.priority_int::smallint AS priority,
            u.provider_key, u.deadline_text::timestamptz AS deadline, u.limit_keys_text::text[] AS limit_keys,
@@ -23,12 +24,12 @@ WITH j AS (
           GROUP BY j.provider_key) k,
          LATERAL unnest(layover.fair_tags(k.provider_key, :now::timestamptz, k.flows, k.prios, k.t, k.i, k.o), k.ords)
              AS t(tag, ord)
-)
+), inserted AS (
 INSERT INTO layover.scheduled_tasks
     (task_name, task_instance, task_data, execution_time, picked, version, priority, consecutive_failures,
-     provider_key, deadline, limit_keys, args_shape, fairness_key, token_estimate, fair_tag, trace_context)
+     provider_key, deadline, limit_keys, args_shape, fairness_key, token_estimate, fair_tag, trace_context, group_id)
 SELECT :type, j.id, j.data, j.run_at, false, 1, j.priority, 0, j.provider_key, j.deadline, j.limit_keys,
-       :args_shape, j.fairness_key, j.token_estimate, tg.tag, :trace_context::jsonb
+       :args_shape, j.fairness_key, j.token_estimate, tg.tag, :trace_context::jsonb, :group_id::text
 FROM j LEFT JOIN tagged tg ON tg.ord = j.ord
 WHERE NOT EXISTS (SELECT 1 FROM layover.dead_letters d
                   WHERE d.job_type = :type AND d.job_id = j.id AND d.state IN ('parked', 'review'))
@@ -36,3 +37,8 @@ WHERE NOT EXISTS (SELECT 1 FROM layover.dead_letters d
                   WHERE h.job_type = :type AND h.job_id = j.id AND h.outcome = 'completed')
 ON CONFLICT (task_name, task_instance) DO NOTHING
 RETURNING task_instance
+), members AS (
+    INSERT INTO layover.group_members (group_id, job_type, job_id)
+    SELECT :group_id::text, :type, i.task_instance FROM inserted i WHERE :group_id::text IS NOT NULL
+)
+SELECT task_instance FROM inserted

@@ -15,6 +15,7 @@ import dev.layover.testing.Await;
 import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
+import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.parallel.Isolated;
@@ -120,5 +121,29 @@ class JobHistoryRetentionTest {
         java.util.Set<String> names = new java.util.HashSet<>();
         Thread.getAllStackTraces().keySet().forEach(t -> names.add(t.getName()));
         return names;
+    }
+
+    @Test
+    void settledGroupsWhoseCallbackFinishedAndEndedDependenciesGoWithTheHistory(TestDatabase db) {
+        Layover.builder(db.dataSource()).build(); // migrates
+        db.execute("""
+                insert into layover.groups (id, callback_type, sealed_at, callback_state, settled_at)
+                values ('old', 'cb', now() - interval '3 days', 'released', now() - interval '3 days'),
+                       ('old-parked', 'cb', now() - interval '3 days', 'released', now() - interval '3 days'),
+                       ('waiting', 'cb', null, 'waiting', null),
+                       ('young', 'cb', now(), 'released', now());
+                insert into layover.group_members (group_id, job_type, job_id, state) values ('old', 'm', '1', 'done');
+                insert into layover.dead_letters (job_type, job_id, args, failure_type, attempts, first_enqueued_at)
+                values ('cb', 'old-parked', '{}', 'job_error', 1, now());
+                insert into layover.job_dependencies (job_type, job_id, after_type, after_id, state, ended_at)
+                values ('d', '1', 'p', '1', 'completed', now() - interval '3 days'),
+                       ('d', '2', 'p', '2', 'waiting', null);
+                """);
+        JobHistoryRetention.builder(db.dataSource()).keep(Duration.ofHours(48)).build().purgeNow();
+        assertEquals(List.of("old-parked", "waiting", "young"), db.rows("select id from layover.groups order by id")
+                .stream().map(r -> r.get("id")).toList(), "a parked callback keeps its group");
+        assertEquals(0, db.count("select count(*) from layover.group_members"), "the members went with their group");
+        assertEquals(1, db.count("select count(*) from layover.job_dependencies where state = 'waiting'"));
+        assertEquals(1, db.count("select count(*) from layover.job_dependencies"));
     }
 }

@@ -252,6 +252,16 @@ final class AdmissionControl {
         }
 
         @Override
+        public java.util.Optional<dev.layover.core.GroupResult> group() {
+            return ctx.group();
+        }
+
+        @Override
+        public dev.layover.core.Signal awaitSignal(String name, java.time.Duration timeout) {
+            return ctx.awaitSignal(name, timeout);
+        }
+
+        @Override
         public String jobId() {
             return ctx.jobId();
         }

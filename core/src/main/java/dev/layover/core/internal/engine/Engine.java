@@ -20,6 +20,7 @@ import dev.layover.core.internal.gate.ProviderStateHandle;
 import dev.layover.core.internal.jobs.ArgsCodec;
 import dev.layover.core.internal.jobs.Enqueuer;
 import dev.layover.core.internal.jobs.JobStore;
+import dev.layover.core.internal.jobs.GroupStore;
 import dev.layover.core.internal.jobs.StepStore;
 import dev.layover.core.internal.jobs.PassThroughSerializer;
 import dev.layover.core.internal.jobs.Registry;
@@ -182,7 +183,8 @@ public final class Engine {
         this.schedules = new ScheduleHandle(recurring);
         this.taskParts = new JobTask.Parts(writer, admission, gate, observability, clock,
                 new HandlerRunner(classify), lifeline,
-                pickLimit, new BatchStep(batchStore, batchKeys, writer, classifier), picker(config, worker), steps);
+                pickLimit, new BatchStep(batchStore, batchKeys, writer, classifier), picker(config, worker), steps,
+                new GroupStore(db));
     }
 
     /** A job the lifeline gave back before it started: the breaker trial its pick claimed goes back too. */

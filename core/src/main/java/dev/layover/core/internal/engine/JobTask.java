@@ -5,6 +5,7 @@ import com.github.kagkarlsson.scheduler.task.Execution;
 import com.github.kagkarlsson.scheduler.task.ExecutionContext;
 import com.github.kagkarlsson.scheduler.task.TaskInstance;
 import com.github.kagkarlsson.scheduler.task.helper.CustomTask;
+import dev.layover.core.GroupResult;
 import dev.layover.core.JobContext;
 import dev.layover.core.StepCall;
 import dev.layover.core.StepOptions;
@@ -12,6 +13,7 @@ import dev.layover.core.internal.gate.Admission;
 import dev.layover.core.internal.gate.ProviderGate;
 import dev.layover.core.internal.gate.ProviderRun;
 import dev.layover.core.internal.jobs.JobRun;
+import dev.layover.core.internal.jobs.GroupStore;
 import dev.layover.core.internal.jobs.Registry;
 import dev.layover.core.internal.jobs.RunTiming;
 import dev.layover.core.internal.observe.Observability;
@@ -72,10 +74,11 @@ final class JobTask<A> extends CustomTask<byte[]> {
      * @param batches the batch step of batchable job types
      * @param picker the pick, which keeps each picked job's verdict
      * @param steps what the steps of every run share
+     * @param groups the group reads of a callback's context
      */
     record Parts(OutcomeWriter writer, AdmissionControl control, ProviderGate gate, Observability observability,
             Clock clock, HandlerRunner handlers, Lifeline lifeline, PickLimit pickLimit, BatchStep batches,
-            Picker picker, RunSteps.Shared steps) {}
+            Picker picker, RunSteps.Shared steps, GroupStore groups) {}
 
     /**
      * What a run leaves to write, and whether it ended done (a done job's row is deleted by the
@@ -208,7 +211,7 @@ final class JobTask<A> extends CustomTask<byte[]> {
             return Next.of((complete, ops) -> writer.park(run, FailureType.BREAKER_OPEN, "BreakerOpen", r.detail()));
         }
         RunSteps steps = new RunSteps(p.steps(), run, pr, entry.type().objectMapper(), entry.type().maxStepResultBytes());
-        JobContext ctx = p.control().context(new RunContext(run, ex.executionTime, key, ec, pr, steps), check);
+        JobContext ctx = p.control().context(new RunContext(run, ex.executionTime, key, ec, pr, steps, p.groups()), check);
         Outcome outcome = p.control().runTimed(check, ctx::isStopping, () -> p.handlers().run(entry, args, ctx));
         handlerReturned(run, outcome);
         if (scope != null && outcome != HandlerRunner.STOPPED) {
@@ -227,7 +230,8 @@ final class JobTask<A> extends CustomTask<byte[]> {
                 if (cancelled != null) {
                     next = Next.of(cancelled);
                 } else if (sleep != null) {
-                    next = Next.of((complete, ops) -> writer.sleep(run, pr, sleep.wakeAt(), sleep.outcome().reason()));
+                    next = Next.of((complete, ops) -> writer.sleep(run, pr, sleep.wakeAt(), sleep.outcome().reason(),
+                            sleep.signal() ? sleep.name() : null));
                 } else {
                     String stoppedAt = outcome.kind() == Outcome.Kind.DONE ? null : steps.stoppedAt();
                     next = new Next((complete, ops) -> writer.apply(run, outcome, pr, stoppedAt),
@@ -325,7 +329,12 @@ final class JobTask<A> extends CustomTask<byte[]> {
 
     /** The context Layover hands to a handler (wrapped by admission control's). */
     private record RunContext(JobRun run, Instant runAt, String providerKey, ExecutionContext ec, ProviderRun providerRun,
-            RunSteps steps) implements JobContext {
+            RunSteps steps, GroupStore groups) implements JobContext {
+        @Override
+        public Optional<GroupResult> group() {
+            return groups.result(run.taskName(), run.id());
+        }
+
         @Override
         public <T> T step(StepOptions step, Class<T> type, StepCall<T> call) throws Exception {
             return steps.step(step, type, call);
@@ -339,6 +348,11 @@ final class JobTask<A> extends CustomTask<byte[]> {
         @Override
         public void sleep(String name, Duration duration) {
             steps.sleep(name, duration);
+        }
+
+        @Override
+        public dev.layover.core.Signal awaitSignal(String name, Duration timeout) {
+            return steps.awaitSignal(name, timeout);
         }
 
         @Override

@@ -195,11 +195,13 @@ final class OutcomeWriter {
     }
 
     /**
-     * A job asked for a durable sleep ({@code JobContext#sleep}, its step stored): its row waits until
-     * {@code wakeAt} ({@link JobStore#sleep}), no attempt spent, not counted as a reschedule. Its
+     * A job asked for a durable sleep ({@code JobContext#sleep}, its step stored), or waits for a
+     * signal ({@code JobContext#awaitSignal}: {@code signal} names its step, else null): its row waits
+     * until {@code wakeAt} ({@link JobStore#sleep}; for a signal, sooner when the signal's step says
+     * so), no attempt spent, not counted as a reschedule. Its
      * run's reported usage is settled and a breaker trial it held is given back (it did not call).
      */
-    void sleep(JobRun picked, ProviderRun pr, Instant wakeAt, String detail) {
+    void sleep(JobRun picked, ProviderRun pr, Instant wakeAt, String detail, String signal) {
         JobRun run = pr == null ? picked : settled(picked, pr);
         guard(run, () -> {
             if (pr != null && pr.providerKey() != null && pr.trialToken() != null) {
@@ -207,16 +209,17 @@ final class OutcomeWriter {
             }
             Instant now = clock.instant();
             String trail = pr == null ? ErrorLog.NO_TRAIL : ErrorLog.cleanTrail(pr.trailJson());
-            if (retry.write(() -> store.sleep(run, wakeAt, now, StoredText.cut(detail), trail)) == 0) {
+            if (retry.write(() -> store.sleep(run, wakeAt, now, StoredText.cut(detail), trail, signal)) == 0) {
                 LOG.debug("Job {} changed while it ran; its sleep was not written", run.label());
             } else {
-                observability.metrics().jobRescheduled(run.taskName(), "sleep");
-                observability.timeSeries().rescheduled(run.taskName(), pr == null ? null : pr.providerKey(), "sleep");
+                String reason = signal == null ? "sleep" : "signal";
+                observability.metrics().jobRescheduled(run.taskName(), reason);
+                observability.timeSeries().rescheduled(run.taskName(), pr == null ? null : pr.providerKey(), reason);
                 RunScope scope = RunScope.current();
                 if (scope != null) {
-                    scope.rescheduled("sleep", now, wakeAt);
+                    scope.rescheduled(reason, now, wakeAt);
                 }
-                decided("sleeping");
+                decided(signal == null ? "sleeping" : "awaiting_signal");
             }
         });
     }
@@ -453,7 +456,7 @@ final class OutcomeWriter {
         RunTiming t = run.timing() == null ? RunTiming.NONE : run.timing();
         completer.complete(new JobStore.Done(run.taskName(), run.id(), run.version(), t.startedAtText(),
                 t.durationMs(), trail == null || trail.equals(ErrorLog.NO_TRAIL) ? null : trail,
-                observability.history() ? Results.json(run, result) : null, run.tokens()));
+                Results.json(run, result), run.tokens())); // a group member's result is kept with history off too
     }
 
     /**

@@ -45,6 +45,7 @@ final class RunSteps {
 
     static final String CALL = "call";
     static final String SLEEP = "sleep";
+    static final String SIGNAL = "signal";
 
     /**
      * What every run's steps share.
@@ -62,7 +63,7 @@ final class RunSteps {
             ObjectMapper mapper, String worker, TimeSeries timeSeries, SafeMetrics metrics, Clock clock) {}
 
     /** A durable sleep the run asked for: the job is written to wait until {@code wakeAt}. */
-    record Sleep(String name, Instant wakeAt, Outcome outcome) {}
+    record Sleep(String name, Instant wakeAt, Outcome outcome, boolean signal) {}
 
     private final Shared shared;
     private final JobRun run;
@@ -248,25 +249,11 @@ final class RunSteps {
         if (duration.isNegative()) {
             throw new IllegalArgumentException("a sleep is zero or more, was " + duration);
         }
-        StepOptions.named(name); // the name's rules
-        if (lock.isHeldByCurrentThread()) {
-            throw park(name, "sleep '" + name + "' inside step '" + current.get() + "': sleep between steps");
-        }
-        lock.lock();
+        lockWait(name, "sleep");
         try {
-            if (sleep != null) {
-                throw park(name, "sleep '" + name + "' after sleep '" + sleep.name() + "' ended the run");
-            }
-            if (!seen.add(name)) {
-                throw park(name, "two steps named '" + name + "' in one run of job " + run.label());
-            }
-            StepStore.Stored s = stored().get(name);
+            StepStore.Stored s = storedWait(name, SLEEP);
             Instant wake;
             if (s != null) {
-                if (!SLEEP.equals(s.kind())) {
-                    throw mismatch(name, "step '" + name + "' of job " + run.label() + " is stored as a step, asked "
-                            + "as a sleep; a name keeps its kind: rename the sleep");
-                }
                 if (s.woken()) {
                     return;
                 }
@@ -281,11 +268,79 @@ final class RunSteps {
             }
             Duration left = Duration.between(shared.clock().instant(), wake);
             Outcome o = new Outcome.Snooze(left.isNegative() ? Duration.ZERO : left, "sleep '" + name + "' until " + wake);
-            sleep = new Sleep(name, wake, o);
+            sleep = new Sleep(name, wake, o, false);
             throw new OutcomeException(o);
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * {@code JobContext#awaitSignal}: the stored signal step's end (received, or timed out), or the
+     * run ends waiting (a step of kind {@code signal}, {@code wake_at} the timeout, written the first
+     * time; then the job's row waits: {@link OutcomeWriter#sleep} with the step's name).
+     */
+    dev.layover.core.Signal awaitSignal(String name, Duration timeout) {
+        Objects.requireNonNull(timeout, "timeout");
+        if (timeout.isNegative() || timeout.isZero()) {
+            throw new IllegalArgumentException("a signal's timeout is positive, was " + timeout);
+        }
+        lockWait(name, "awaitSignal");
+        try {
+            StepStore.Stored s = storedWait(name, SIGNAL);
+            Instant wake;
+            if (s != null) {
+                if (s.result() != null) {
+                    return new dev.layover.core.Signal(name, true, s.result());
+                }
+                if (s.woken()) {
+                    return new dev.layover.core.Signal(name, false, null);
+                }
+                wake = s.wakeAt();
+            } else {
+                wake = shared.retry().write(() -> shared.store().insert(new StepStore.Finished(run.taskName(), run.id(),
+                        name, SIGNAL, null, null, null, null, run.attemptsSpent() + 1, null, null,
+                        timeout.toNanos() / 1e9, null, shared.worker())));
+            }
+            Duration left = Duration.between(shared.clock().instant(), wake);
+            Outcome o = new Outcome.Snooze(left.isNegative() ? Duration.ZERO : left,
+                    "awaits signal '" + name + "' until " + wake);
+            sleep = new Sleep(name, wake, o, true);
+            throw new OutcomeException(o);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Takes the run's step lock for a wait ({@code sleep}, {@code awaitSignal}: {@code what}) named
+     * {@code name}: parks the job when it is asked inside a step; the caller unlocks.
+     */
+    private void lockWait(String name, String what) {
+        StepOptions.named(name); // the name's rules
+        if (lock.isHeldByCurrentThread()) {
+            throw park(name, what + " '" + name + "' inside step '" + current.get() + "': wait between steps");
+        }
+        lock.lock();
+    }
+
+    /**
+     * The stored step of a wait of {@code kind} (the lock held), or null: parks the job when a wait
+     * already ended this run or the name was used in it, and refuses a name stored as another kind.
+     */
+    private StepStore.Stored storedWait(String name, String kind) {
+        if (sleep != null) {
+            throw park(name, kind + " '" + name + "' after '" + sleep.name() + "' ended the run");
+        }
+        if (!seen.add(name)) {
+            throw park(name, "two steps named '" + name + "' in one run of job " + run.label());
+        }
+        StepStore.Stored s = stored().get(name);
+        if (s != null && !kind.equals(s.kind())) {
+            throw mismatch(name, "step '" + name + "' of job " + run.label() + " is stored as a " + s.kind()
+                    + ", asked as a " + kind + "; a name keeps its kind: rename the " + kind);
+        }
+        return s;
     }
 
     /** @return the sleep this run asked for when {@code outcome} is its outcome, else null */

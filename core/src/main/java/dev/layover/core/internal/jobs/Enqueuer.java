@@ -2,7 +2,13 @@ package dev.layover.core.internal.jobs;
 
 import dev.layover.core.EnqueueOptions;
 import dev.layover.core.Enqueued;
+import dev.layover.core.DependencyException;
+import dev.layover.core.EnqueuedGroup;
+import dev.layover.core.JobRef;
+import dev.layover.core.GroupException;
+import dev.layover.core.GroupOptions;
 import dev.layover.core.InvalidArgsException;
+import dev.layover.core.spi.Db;
 import dev.layover.core.internal.db.StoredText;
 import dev.layover.core.internal.observe.Runs;
 import dev.layover.core.internal.observe.TraceContexts;
@@ -55,6 +61,58 @@ public final class Enqueuer {
      *     autocommitted insert on Layover's pool
      */
     public <A> Enqueued enqueue(Connection caller, Registry.Entry<A> entry, A args, EnqueueOptions options) {
+        if (!options.after().isEmpty()) {
+            return enqueueAfter(caller, entry, args, options);
+        }
+        return insertOne(caller, entry, args, options);
+    }
+
+    /**
+     * A job that runs after others ({@link EnqueueOptions#after}), in one transaction: each job named
+     * is found (a live one marked, a parked one locked; one completed within the history's retention
+     * is satisfied already); the job is inserted waiting (run time {@link #GROUP_WAIT}, reason
+     * {@code dependencies}) with one {@code layover.job_dependencies} row per job not completed, or
+     * as asked when every one completed.
+     *
+     * @throws DependencyException when a job named is unknown, or is this job itself (nothing written)
+     */
+    private <A> Enqueued enqueueAfter(Connection caller, Registry.Entry<A> entry, A args, EnqueueOptions options) {
+        String name = entry.type().name();
+        entry.codec().write(args); // bad args: refused before anything is written
+        String id = options.key() != null ? options.key() : JobIds.next(clock.instant().toEpochMilli());
+        EnqueueOptions keyed = options.withKey(id);
+        return inTransaction(caller, "enqueueing a " + name + " job after " + options.after().size() + " jobs", c -> {
+            List<String> types = new ArrayList<>();
+            List<String> ids = new ArrayList<>();
+            for (JobRef r : new java.util.LinkedHashSet<>(options.after())) {
+                if (r.jobType().equals(name) && r.id().equals(id)) {
+                    throw new DependencyException("a job cannot run after itself: " + name + " job " + id);
+                }
+                JobStore.Prerequisite p = store.prerequisite(c, r.jobType(), r.id());
+                if (p == JobStore.Prerequisite.UNKNOWN) {
+                    throw new DependencyException("no " + r.jobType() + " job with the id '" + r.id() + "' is live, "
+                            + "parked or completed within the history's retention: a job can run only after jobs "
+                            + "that exist");
+                }
+                if (p != JobStore.Prerequisite.COMPLETED) {
+                    types.add(r.jobType());
+                    ids.add(r.id());
+                }
+            }
+            if (types.isEmpty()) {
+                return insertOne(c, entry, args, keyed);
+            }
+            Enqueued e = insertOne(c, entry, args, keyed.withRunAt(GROUP_WAIT));
+            if (e.created()) {
+                store.waits(c, "dependencies", "runs after " + types.size() + " jobs: " + String.join(", ",
+                        ids.subList(0, Math.min(3, ids.size()))) + (ids.size() > 3 ? ", ..." : ""), name, id);
+                store.insertDependencies(c, name, id, types.toArray(String[]::new), ids.toArray(String[]::new));
+            }
+            return e;
+        });
+    }
+
+    private <A> Enqueued insertOne(Connection caller, Registry.Entry<A> entry, A args, EnqueueOptions options) {
         byte[] data = entry.codec().write(args);
         String name = entry.type().name();
         String providerKey = providerKey(entry, args);
@@ -87,9 +145,24 @@ public final class Enqueuer {
      */
     public <A> List<Enqueued> enqueueBatch(Connection caller, Registry.Entry<A> entry, List<A> args,
             Function<? super A, EnqueueOptions> options) {
+        return enqueueBatch(caller, entry, args, options, null);
+    }
+
+    /** {@link #enqueueBatch(Connection, Registry.Entry, List, Function)} into a group (or none: null). */
+    private <A> List<Enqueued> enqueueBatch(Connection caller, Registry.Entry<A> entry, List<A> args,
+            Function<? super A, EnqueueOptions> options, String groupId) {
         String name = entry.type().name();
         Instant now = clock.instant();
         int n = args.size();
+        List<EnqueueOptions> opts = new ArrayList<>(n);
+        for (A a : args) {
+            EnqueueOptions o = options.apply(a);
+            if (!o.after().isEmpty()) {
+                throw new DependencyException("only Layover#enqueue takes dependencies (EnqueueOptions#withAfter), "
+                        + "not a batch or a group's members");
+            }
+            opts.add(o);
+        }
         String[] ids = new String[n];
         byte[][] data = new byte[n][];
         String[] runAts = new String[n];
@@ -101,7 +174,7 @@ public final class Enqueuer {
         String[] estimates = new String[n];
         for (int i = 0; i < n; i++) {
             A a = args.get(i);
-            EnqueueOptions o = options.apply(a);
+            EnqueueOptions o = opts.get(i);
             data[i] = entry.codec().write(a);
             ids[i] = o.key() != null ? o.key() : JobIds.next(now.toEpochMilli());
             runAts[i] = o.runTime(now).toString();
@@ -125,7 +198,7 @@ public final class Enqueuer {
                         Arrays.copyOfRange(priorities, from, to), Arrays.copyOfRange(keys, from, to),
                         Arrays.copyOfRange(deadlines, from, to), Arrays.copyOfRange(limitKeys, from, to),
                         entry.codec().shape(), Arrays.copyOfRange(fairnessKeys, from, to),
-                        Arrays.copyOfRange(estimates, from, to), now, trace));
+                        Arrays.copyOfRange(estimates, from, to), now, trace, groupId));
             }
         } catch (RuntimeException e) {
             runs.enqueueEnded(span, null, created.size(), e);
@@ -138,6 +211,93 @@ public final class Enqueuer {
             out.add(new Enqueued(name, ids[i], created.remove(ids[i])));
         }
         return out;
+    }
+
+    /** The run time of a group's callback until its group settles ({@code layover.group_settle} makes it due). */
+    static final Instant GROUP_WAIT = Instant.parse("9999-12-31T00:00:00Z");
+
+    /**
+     * Makes a group in one transaction (the caller's, or one of its own): its row, its callback job
+     * (waiting, {@link #GROUP_WAIT}), its members (each job's insert writes its member row); a group
+     * sealed at creation is settled in the same transaction (a group of no member is released at once).
+     *
+     * @param caller the caller's connection (its transaction decides), or null for a transaction of its own
+     * @return the group; {@code created = false}, nothing written, when its id exists
+     */
+    public <C, A> EnqueuedGroup enqueueGroup(Connection caller, GroupOptions<C> group, Registry.Entry<C> callback,
+            Registry.Entry<A> entry, List<A> args, Function<? super A, EnqueueOptions> options) {
+        String id = group.key() != null ? group.key() : JobIds.next(clock.instant().toEpochMilli());
+        callback.codec().write(group.callbackArgs()); // bad callback args: refused before anything is written
+        return inTransaction(caller, "enqueueing group " + id, c -> {
+            if (!GroupStore.create(c, id, callback.type().name(), group.policy(), group.sealed())) {
+                return new EnqueuedGroup(id, false, new Enqueued(callback.type().name(), id, false), List.of());
+            }
+            Enqueued cb;
+            if (group.parent() == null) {
+                cb = enqueue(c, callback, group.callbackArgs(), EnqueueOptions.at(GROUP_WAIT).withKey(id));
+            } else { // groups of groups: the callback is a member of its parent, added as addToGroup adds
+                GroupStore.lockOpen(c, group.parent());
+                cb = enqueueBatch(c, callback, List.of(group.callbackArgs()), a -> EnqueueOptions.at(GROUP_WAIT).withKey(id),
+                        group.parent()).get(0);
+            }
+            if (!cb.created()) {
+                throw new GroupException("a " + callback.type().name() + " job with the id '" + id
+                        + "' exists: the group's callback takes the group's id; give the group another key");
+            }
+            store.waits(c, "group", "waits for the members of group " + id, callback.type().name(), id);
+            List<Enqueued> members = enqueueBatch(c, entry, args, options, id);
+            if (group.sealed()) {
+                GroupStore.settle(c, new String[] {id});
+            }
+            return new EnqueuedGroup(id, true, cb, members);
+        });
+    }
+
+    /**
+     * Adds members to an open group, under its lock (a seal running at the same time waits for
+     * this transaction, so it sees these members).
+     *
+     * @throws GroupException when the group does not exist or is sealed (nothing written)
+     */
+    public <A> List<Enqueued> addToGroup(Connection caller, String groupId, Registry.Entry<A> entry, List<A> args,
+            Function<? super A, EnqueueOptions> options) {
+        return inTransaction(caller, "adding members to group " + groupId, c -> {
+            GroupStore.lockOpen(c, groupId);
+            return enqueueBatch(c, entry, args, options, groupId);
+        });
+    }
+
+    /**
+     * Seals a group: no member may be added from now on, and its callback is made due in this
+     * transaction when every member has ended already.
+     *
+     * @return true when this call sealed it, false when it was sealed already
+     * @throws GroupException when no group has that id
+     */
+    public boolean sealGroup(Connection caller, String groupId) {
+        return inTransaction(caller, "sealing group " + groupId, c -> GroupStore.seal(c, groupId));
+    }
+
+    /**
+     * Runs a group's or a dependency's statements in the caller's transaction, or in one of Layover's.
+     * The caller's must be READ COMMITTED (Postgres's default): the group settle and the checks of
+     * the jobs named read what other transactions committed after theirs began (decision 0005);
+     * a REPEATABLE READ or SERIALIZABLE snapshot would miss it and could lose a release.
+     */
+    private <T> T inTransaction(Connection caller, String what, Db.Work<T> work) {
+        if (caller == null) {
+            return store.db().transaction(what, work);
+        }
+        try {
+            if (caller.getTransactionIsolation() != Connection.TRANSACTION_READ_COMMITTED) {
+                throw new dev.layover.core.LayoverException(what + " in the caller's transaction needs READ COMMITTED "
+                        + "(Postgres's default); this connection's isolation is stricter (JDBC level "
+                        + caller.getTransactionIsolation() + "): use a READ COMMITTED transaction, or pass no connection");
+            }
+            return work.run(caller);
+        } catch (java.sql.SQLException e) {
+            throw Db.failure(what, e);
+        }
     }
 
     /** The job's limit keys ({@code JobType.Builder#limitKeys}), checked like a provider key; null when none. */

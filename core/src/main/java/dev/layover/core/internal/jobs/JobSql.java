@@ -33,29 +33,54 @@ final class JobSql {
     static final String DATABASE_RETURNED = "SELECT layover.database_returned()";
 
     /**
+     * The group members among the rows a done delete moved ({@code moved}: task_name,
+     * task_instance, group_id, result) end {@code done} with their results.
+     */
+    private static final String MEMBERS_DONE = """
+            members AS (
+                UPDATE layover.group_members g
+                SET state = 'done', result = m.result::jsonb, finished_at = now()
+                FROM moved m
+                WHERE m.group_id IS NOT NULL AND g.group_id = m.group_id AND g.job_type = m.task_name
+                  AND g.job_id = m.task_instance AND g.state = 'pending'
+                RETURNING g.group_id
+            )""";
+
+    /**
      * Finished jobs, deleted in one statement with their stored steps ({@code layover.job_steps});
-     * a row whose version moved on is left alone. Returns the count of jobs deleted.
+     * a row whose version moved on is left alone. A deleted group member's row in
+     * {@code layover.group_members} ends {@code done} with its result, in the same statement.
+     * Parameters: arrays of names, ids, versions, results (jsonb text or null). Returns the count of
+     * jobs deleted, the groups whose members ended (text[], null when none), for
+     * {@code layover.group_settle} in the same transaction, and the types and ids of the jobs
+     * deleted that others run after (text[] each, null when none), for
+     * {@code layover.dependencies_completed} in the same transaction. A job whose row a dependent's
+     * enqueue is marking ({@link #MARK_DEPENDED_ON}) waits for that transaction and returns the mark.
      */
     static final String DELETE_DONE = """
             WITH moved AS (
                 DELETE FROM layover.scheduled_tasks t
-                USING unnest(?::text[], ?::text[], ?::bigint[]) AS d(name, id, version)
+                USING unnest(?::text[], ?::text[], ?::bigint[], ?::text[]) AS d(name, id, version, result)
                 WHERE t.task_name = d.name AND t.task_instance = d.id AND t.version = d.version
-                RETURNING t.task_name, t.task_instance
+                RETURNING t.task_name, t.task_instance, t.group_id, d.result, t.has_dependents
             ), steps AS (
                 DELETE FROM layover.job_steps s USING moved m
                 WHERE s.job_type = m.task_name AND s.job_id = m.task_instance
-            )
-            SELECT count(*) FROM moved""";
+            ), %s
+            SELECT (SELECT count(*) FROM moved), (SELECT array_agg(DISTINCT group_id) FROM members),
+                   (SELECT array_agg(task_name) FROM moved WHERE has_dependents),
+                   (SELECT array_agg(task_instance) FROM moved WHERE has_dependents)""".formatted(
+            MEMBERS_DONE);
 
     /**
      * Finished jobs, deleted in one statement that also writes their {@code layover.job_history}
-     * rows and deletes their stored steps (data-modifying CTEs: no second round trip). A row whose version moved on is left
+     * rows, deletes their stored steps and ends their group member rows as {@link #DELETE_DONE} does
+     * (data-modifying CTEs: no second round trip). A row whose version moved on is left
      * alone and gets no history row. Parameters: arrays of names, ids, versions, run starts
      * (ISO-8601 text, null when unknown), handler durations in ms (null when unknown), the last
      * run's fallback trail (jsonb text, null when none), results, then the tokens each run's call
      * reported (input, output, cached input) and reserved (bigint, null when none: V17); then
-     * whether to keep the args (boolean).
+     * whether to keep the args (boolean). Returns what {@link #DELETE_DONE} returns.
      */
     static final String DELETE_DONE_WITH_HISTORY = """
             WITH moved AS (
@@ -69,11 +94,11 @@ final class JobSql {
                           t.picked_by, t.first_enqueued_at, t.dead_letter_id, t.replay_kind, t.provider_trail,
                           CASE WHEN ?::boolean THEN layover.args_jsonb(t.task_data) END AS args,
                           d.started_at, d.duration_ms, d.trail, d.result, t.limit_keys, d.input_tokens,
-                          d.output_tokens, d.cached_input_tokens, d.estimated_tokens
+                          d.output_tokens, d.cached_input_tokens, d.estimated_tokens, t.group_id, t.has_dependents
             ), steps AS (
                 DELETE FROM layover.job_steps s USING moved m
                 WHERE s.job_type = m.task_name AND s.job_id = m.task_instance
-            )
+            ), %s, history AS (
             INSERT INTO layover.job_history
                 (job_type, job_id, outcome, attempts, reschedules, provider_key, worker, enqueued_at,
                  started_at, duration_ms, dead_letter_id, replay_kind, provider_trail, args, result,
@@ -86,7 +111,12 @@ final class JobSql {
                         ELSE nullif(layover.trail_append(m.provider_trail, m.trail::jsonb), '[]'::jsonb) END,
                    m.args, m.result::jsonb,
                    m.limit_keys, m.input_tokens, m.output_tokens, m.cached_input_tokens, m.estimated_tokens
-            FROM moved m""";
+            FROM moved m
+            )
+            SELECT (SELECT count(*) FROM moved), (SELECT array_agg(DISTINCT group_id) FROM members),
+                   (SELECT array_agg(task_name) FROM moved WHERE has_dependents),
+                   (SELECT array_agg(task_instance) FROM moved WHERE has_dependents)""".formatted(
+            MEMBERS_DONE);
 
     /**
      * A reschedule: moves the run time and counts it, leaving {@code consecutive_failures} (the
@@ -138,6 +168,24 @@ final class JobSql {
                 last_reschedule_detail = ?, provider_trail = layover.trail_append(provider_trail, ?::jsonb)
             WHERE task_name = ? AND task_instance = ? AND version = ?""";
 
+    /**
+     * A job waiting for a signal ({@code JobContext#awaitSignal}): as {@link #SLEEP}, reason
+     * {@code signal}, until its timeout or, when the signal's step says sooner (a signal that
+     * arrived while this run was ending: {@code layover.signal} set its {@code wake_at} to then),
+     * that. Parameters: timeout, step name, now, detail, trail, task name, id, version.
+     */
+    static final String AWAIT_SIGNAL = """
+            UPDATE layover.scheduled_tasks t
+            SET execution_time = least(?::timestamptz, coalesce((SELECT s.wake_at FROM layover.job_steps s
+                    WHERE s.job_type = t.task_name AND s.job_id = t.task_instance AND s.name = ?), 'infinity')),
+                picked = false, picked_by = NULL, last_heartbeat = NULL, fair_tag = NULL,
+                version = version + 1, last_rescheduled_at = ?, last_reschedule_reason = 'signal',
+                last_reschedule_detail = ?, provider_trail = layover.trail_append(provider_trail, ?::jsonb)
+            WHERE task_name = ? AND task_instance = ? AND version = ?""";
+
+    /** A signal ({@code layover.signal}). Parameters: job type, id, name, payload (jsonb text or null). */
+    static final String SIGNAL = "SELECT layover.signal(?, ?, ?, ?::jsonb)";
+
     /** Layover's columns of one job, read only when an outcome needs them. */
     static final String JOB_EXTRAS = """
             SELECT reschedules, provider_key FROM layover.scheduled_tasks
@@ -173,6 +221,12 @@ final class JobSql {
                 DELETE FROM layover.scheduled_tasks t
                 WHERE t.task_name = ? AND t.task_instance = ? AND t.version = ? AND (NOT t.picked OR ?::boolean)
                 RETURNING t.*
+            ), grouped AS (
+                -- a group member's dead letter holds its group open until a replay or a discard
+                UPDATE layover.group_members g SET state = 'parked'
+                FROM moved m
+                WHERE m.group_id IS NOT NULL AND g.group_id = m.group_id AND g.job_type = m.task_name
+                  AND g.job_id = m.task_instance AND g.state = 'pending'
             ), linked AS (
                 -- a sweep replay that failed again needs a person; one parked by an open breaker never
                 -- reached the provider, so the sweep may try it again (its replay budget caps that);
@@ -380,19 +434,29 @@ final class JobSql {
             INSERT INTO layover.scheduled_tasks
                 (task_name, task_instance, task_data, execution_time, picked, version, priority,
                  consecutive_failures, provider_key, limit_keys, dead_letter_id, replay_kind, fairness_key,
-                 trace_context)
+                 trace_context, has_dependents, group_id)
             SELECT d.job_type, d.job_id,
                    CASE WHEN u.edited IS NOT NULL THEN convert_to(u.edited, 'UTF8')
                         ELSE coalesce(convert_to(d.args::text, 'UTF8'), d.args_raw) END,
                    coalesce(p.run_at, now()) + random() * p.spread_ms * interval '1 millisecond',
                    false, 1, d.priority, 0, d.provider_key, d.limit_keys, d.id, p.kind, d.fairness_key,
-                   d.trace_context
+                   d.trace_context,
+                   EXISTS (SELECT 1 FROM layover.job_dependencies e
+                           WHERE e.after_type = d.job_type AND e.after_id = d.job_id AND e.state = 'waiting'),
+                   (SELECT gm.group_id FROM layover.group_members gm
+                    WHERE gm.job_type = d.job_type AND gm.job_id = d.job_id AND gm.state = 'parked')
             FROM (SELECT ?::timestamptz AS run_at, ?::bigint AS spread_ms, ?::text AS kind) p,
                  unnest(?::bigint[], ?::text[]) WITH ORDINALITY AS u(id, edited, n)
             JOIN layover.dead_letters d ON d.id = u.id
             ORDER BY u.n
             ON CONFLICT (task_name, task_instance) DO NOTHING
-            RETURNING dead_letter_id, task_instance, execution_time, task_name, provider_key, replay_kind
+            RETURNING dead_letter_id, task_instance, execution_time, task_name, provider_key, replay_kind, group_id
+            ), regrouped AS (
+                -- a replayed group member is pending again: its group waits for its new job
+                UPDATE layover.group_members g SET state = 'pending'
+                FROM inserted i
+                WHERE i.group_id IS NOT NULL AND g.group_id = i.group_id AND g.job_type = i.task_name
+                  AND g.job_id = i.task_instance AND g.state = 'parked'
             ), counted AS (
                 SELECT layover.time_series_add(array_agg(g.task_name), array_agg(g.provider_key),
                            array_agg('replayed'::text), array_agg(g.replay_kind), array_agg(g.n)) AS written
@@ -429,6 +493,48 @@ final class JobSql {
             UPDATE layover.scheduled_tasks
             SET execution_time = now(), version = version + 1
             WHERE task_name = ? AND task_instance = 'recurring' AND NOT picked AND execution_time > now()""";
+
+    /**
+     * A job just inserted waiting (a group's callback: reason {@code group}, until
+     * {@code layover.group_settle} makes it due; a dependent: {@code dependencies}, until
+     * {@code layover.dependencies_completed} does) says why it waits (the view {@code layover.jobs}).
+     * Parameters: reason, detail, job type, id.
+     */
+    static final String WAITS = """
+            UPDATE layover.scheduled_tasks SET last_reschedule_reason = ?, last_reschedule_detail = ?
+            WHERE task_name = ? AND task_instance = ?""";
+
+    /**
+     * A live job another is enqueued to run after: marked (its version kept, so its run's writes
+     * still match; the row lock makes its done delete wait for the enqueue and return the mark).
+     * Parameters: job type, id. Returns a row when the job is live.
+     */
+    static final String MARK_DEPENDED_ON = """
+            UPDATE layover.scheduled_tasks SET has_dependents = true
+            WHERE task_name = ? AND task_instance = ?
+            RETURNING 1""";
+
+    /**
+     * A dead letter parked or in review that a job is enqueued to run after, locked against a
+     * concurrent replay or discard until the enqueue commits. Parameters: job type, id.
+     */
+    static final String PARKED_DEPENDED_ON = """
+            SELECT 1 FROM layover.dead_letters
+            WHERE job_type = ? AND job_id = ? AND state IN ('parked', 'review')
+            LIMIT 1 FOR SHARE""";
+
+    /** A job completed within the history's retention. Parameters: job type, id. */
+    static final String COMPLETED = """
+            SELECT 1 FROM layover.job_history WHERE job_type = ? AND job_id = ? AND outcome = 'completed' LIMIT 1""";
+
+    /** A dependent's edges. Parameters: job type, id, the jobs' types (text[]) and ids (text[]). */
+    static final String INSERT_DEPENDENCIES = """
+            INSERT INTO layover.job_dependencies (job_type, job_id, after_type, after_id)
+            SELECT ?, ?, u.t, u.i FROM unnest(?::text[], ?::text[]) AS u(t, i)
+            ON CONFLICT DO NOTHING""";
+
+    /** Dependents of completed jobs made due ({@code layover.dependencies_completed}). Parameters: types, ids. */
+    static final String DEPENDENCIES_COMPLETED = "SELECT layover.dependencies_completed(?::text[], ?::text[])";
 
     /** A recurring task's first run, as db-scheduler's own start-up scheduling would write it. Parameters: name, instance. */
     static final String SCHEDULE_RECURRING = """

@@ -139,11 +139,13 @@ public final class JobStore implements JobWrites {
      * @param tokenEstimates token estimates, each a float8[] literal or null
      * @param now the time that decides which jobs are due (and get their fair-queue tags)
      * @param traceContext the enqueue's W3C trace context every job stores, a jsonb object, or null
+     * @param groupId the group the jobs join (each inserted job gets its {@code layover.group_members}
+     *     row in the same statement), or null
      * @return the ids inserted
      */
     public Set<String> insertBatch(Connection caller, String type, String[] ids, byte[][] data, String[] runAts,
             Integer[] priorities, String[] providerKeys, String[] deadlines, String[] limitKeys, String argsShape,
-            String[] fairnessKeys, String[] tokenEstimates, Instant now, String traceContext) {
+            String[] fairnessKeys, String[] tokenEstimates, Instant now, String traceContext, String groupId) {
         return run(caller, "enqueueing " + ids.length + " " + type + " jobs", c -> {
             Set<String> created = new HashSet<>();
             Map<String, Object> p = new HashMap<>();
@@ -160,6 +162,7 @@ public final class JobStore implements JobWrites {
             p.put("type", type);
             p.put("args_shape", argsShape);
             p.put("trace_context", traceContext);
+            p.put("group_id", groupId);
             try (PreparedStatement ps = INSERT_BATCH.prepare(c, p)) {
                 planEachTime(ps);
                 try (ResultSet rs = ps.executeQuery()) {
@@ -170,6 +173,65 @@ public final class JobStore implements JobWrites {
             }
             return created;
         });
+    }
+
+    /**
+     * A job just inserted on {@code c} waiting says why ({@link JobSql#WAITS}).
+     *
+     * @param c the connection of the enqueue's transaction
+     * @param reason {@code group} or {@code dependencies}
+     * @param detail what it waits for, in a sentence
+     * @param type the job's type
+     * @param id its id
+     */
+    void waits(Connection c, String reason, String detail, String type, String id) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(JobSql.WAITS)) {
+            Db.bind(ps, reason, detail, type, id);
+            ps.executeUpdate();
+        }
+    }
+
+    /** Where a job a dependent names is, at the dependent's enqueue. */
+    enum Prerequisite { LIVE, PARKED, COMPLETED, UNKNOWN }
+
+    /**
+     * Finds (and for a live job marks, for a parked one locks) a job a dependent is enqueued to run
+     * after, in the enqueue's transaction ({@link JobSql#MARK_DEPENDED_ON}, {@link JobSql#PARKED_DEPENDED_ON},
+     * {@link JobSql#COMPLETED}).
+     */
+    Prerequisite prerequisite(Connection c, String type, String id) throws SQLException {
+        if (exists(c, JobSql.MARK_DEPENDED_ON, type, id)) {
+            return Prerequisite.LIVE;
+        }
+        if (exists(c, JobSql.PARKED_DEPENDED_ON, type, id)) {
+            return Prerequisite.PARKED;
+        }
+        if (exists(c, JobSql.MARK_DEPENDED_ON, type, id)) { // replayed while the lock above waited
+            return Prerequisite.LIVE;
+        }
+        return exists(c, JobSql.COMPLETED, type, id) ? Prerequisite.COMPLETED : Prerequisite.UNKNOWN;
+    }
+
+    private static boolean exists(Connection c, String sql, String type, String id) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            Db.bind(ps, type, id);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next();
+            }
+        }
+    }
+
+    /** A dependent's edges ({@link JobSql#INSERT_DEPENDENCIES}), in its enqueue's transaction. */
+    void insertDependencies(Connection c, String type, String id, String[] afterTypes, String[] afterIds)
+            throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(JobSql.INSERT_DEPENDENCIES)) {
+            Db.bind(ps, type, id, c.createArrayOf("text", afterTypes), c.createArrayOf("text", afterIds));
+            ps.executeUpdate();
+        }
+    }
+
+    private static String[] texts(java.sql.Array a) throws SQLException {
+        return a == null ? null : (String[]) a.getArray();
     }
 
     // ---- outcomes of a run --------------------------------------------------------------------
@@ -337,7 +399,13 @@ public final class JobStore implements JobWrites {
             cached[i] = d.tokens().cached();
             estimated[i] = d.tokens().estimated();
         }
-        return db.autocommit("deleting finished jobs", c -> {
+        // one transaction: the members' ends (written by the delete) and their groups' settle, so the
+        // callback of a group is made due with its last member's end or not at all (decision 0005)
+        return db.transaction("deleting finished jobs", c -> {
+            int deleted;
+            String[] groups;
+            String[] dependedTypes;
+            String[] dependedIds;
             try (PreparedStatement ps = c.prepareStatement(history ? JobSql.DELETE_DONE_WITH_HISTORY : JobSql.DELETE_DONE)) {
                 ps.setArray(1, c.createArrayOf("text", names));
                 ps.setArray(2, c.createArrayOf("text", ids));
@@ -352,15 +420,27 @@ public final class JobStore implements JobWrites {
                     ps.setArray(10, c.createArrayOf("bigint", cached));
                     ps.setArray(11, c.createArrayOf("bigint", estimated));
                     ps.setBoolean(12, historyArgs);
-                }
-                if (history) {
-                    return ps.executeUpdate();
+                } else {
+                    ps.setArray(4, c.createArrayOf("text", results));
                 }
                 try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
-                    return rs.getInt(1);
+                    deleted = rs.getInt(1);
+                    groups = texts(rs.getArray(2));
+                    dependedTypes = texts(rs.getArray(3));
+                    dependedIds = texts(rs.getArray(4));
                 }
             }
+            if (groups != null && groups.length > 0) {
+                GroupStore.settle(c, groups);
+            }
+            if (dependedTypes != null && dependedTypes.length > 0) {
+                try (PreparedStatement ps = c.prepareStatement(JobSql.DEPENDENCIES_COMPLETED)) {
+                    Db.bind(ps, c.createArrayOf("text", dependedTypes), c.createArrayOf("text", dependedIds));
+                    ps.execute();
+                }
+            }
+            return deleted;
         });
     }
 
@@ -373,14 +453,43 @@ public final class JobStore implements JobWrites {
      * @param now the time of the write
      * @param detail what it waits for, in a sentence
      * @param trail the run's fallback trail (jsonb text)
+     * @param signal the name of the signal step it waits for ({@link JobSql#AWAIT_SIGNAL}), or null for a sleep
      * @return 1, or 0 when the row changed meanwhile
      */
-    public int sleep(JobRun run, Instant wakeAt, Instant now, String detail, String trail) {
+    public int sleep(JobRun run, Instant wakeAt, Instant now, String detail, String trail, String signal) {
         return db.autocommit("writing the sleep of job " + run.label(), c -> {
+            if (signal != null) {
+                try (PreparedStatement ps = c.prepareStatement(JobSql.AWAIT_SIGNAL)) {
+                    Db.bind(ps, Timestamp.from(wakeAt), signal, Timestamp.from(now), detail, trail, run.taskName(),
+                            run.id(), run.version());
+                    return ps.executeUpdate();
+                }
+            }
             try (PreparedStatement ps = c.prepareStatement(JobSql.SLEEP)) {
                 Db.bind(ps, Timestamp.from(wakeAt), Timestamp.from(now), detail, trail, run.taskName(), run.id(),
                         run.version());
                 return ps.executeUpdate();
+            }
+        });
+    }
+
+    /**
+     * A signal to a job waiting for it ({@code layover.signal}).
+     *
+     * @param type the job's type
+     * @param id its id
+     * @param name the signal's name
+     * @param payload the payload as JSON, or null
+     * @return true when a wait took it, false when none was open (nothing written)
+     */
+    public boolean signal(String type, String id, String name, String payload) {
+        return db.autocommit("signalling job " + type + "/" + id, c -> {
+            try (PreparedStatement ps = c.prepareStatement(JobSql.SIGNAL)) {
+                Db.bind(ps, type, id, name, payload);
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    return rs.getBoolean(1);
+                }
             }
         });
     }

@@ -1,0 +1,58 @@
+package dev.layover.console;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.layover.core.EnqueuedGroup;
+import dev.layover.core.GroupOptions;
+import dev.layover.core.JobType;
+import dev.layover.core.Layover;
+import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.TestDatabase;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** Groups through the JSON API (docs/composition.md): the list and one group with its members. */
+@ExtendWith(LayoverPostgresExtension.class)
+class ConsoleGroupsTest {
+
+    private Layover layover;
+    private ReplayConsole console;
+
+    @AfterEach
+    void stop() {
+        if (console != null) {
+            console.close();
+        }
+    }
+
+    @Test
+    void theGroupsAndOneGroupsMembers(TestDatabase db) {
+        JobType<Fixtures.Work> work = Fixtures.work();
+        layover = Fixtures.layover(db, work).build(); // not started: the members wait
+        EnqueuedGroup g = layover.enqueueGroup(GroupOptions.callback(work, new Fixtures.Work("report", 1)).withKey("g-1"),
+                work, List.of(new Fixtures.Work("a", 1), new Fixtures.Work("b", 2)));
+        console = ReplayConsole.start(layover, Fixtures.options());
+        ApiClient api = new ApiClient(console);
+
+        JsonNode list = api.get("/api/groups").json();
+        assertEquals(1, list.get("items").size(), list.toString());
+        JsonNode row = list.get("items").get(0);
+        assertEquals("g-1", row.get("groupId").asText());
+        assertEquals(2, row.get("pending").asInt());
+        assertEquals("waiting", row.get("callbackState").asText());
+
+        JsonNode one = api.get("/api/groups/g-1").json();
+        assertEquals(2, one.get("group").get("size").asInt());
+        assertEquals(2, one.get("members").size());
+        assertEquals(g.members().get(0).id(), one.get("members").get(0).get("jobId").asText());
+        assertEquals("pending", one.get("members").get(0).get("state").asText());
+
+        ApiClient.Resp missing = api.get("/api/groups/nope");
+        assertEquals(404, missing.status());
+        assertTrue(missing.body().contains("no group has the id 'nope'"), missing.body());
+    }
+}
