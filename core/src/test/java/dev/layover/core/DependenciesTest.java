@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -17,7 +17,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Dependencies (docs/composition.md) on a real Postgres: a job enqueued after others waits, visibly,
@@ -25,7 +24,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * prerequisites at once release it once; a parked prerequisite holds its dependents; bad input is
  * refused at the call with nothing written.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class DependenciesTest {
 
     record Step(String name, boolean fail) {}

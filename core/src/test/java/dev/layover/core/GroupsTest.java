@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.sql.Connection;
 import java.time.Duration;
@@ -20,7 +20,6 @@ import java.util.stream.IntStream;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Groups (docs/composition.md) on a real Postgres: the callback runs once every member finished,
@@ -28,7 +27,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * same moment release each callback once; a parked member holds its group open; an open group takes
  * members until sealed; bad input is refused at the call with nothing written.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class GroupsTest {
 
     record Segment(String doc, int n) {}

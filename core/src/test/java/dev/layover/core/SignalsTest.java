@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
@@ -15,14 +15,13 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Signals (docs/composition.md) on a real Postgres: a handler's awaitSignal ends its run without
  * an attempt and without a thread; Layover#signal or the SQL function makes it due with the
  * payload; a timeout gives the handler a timed-out signal; a signal no job waits for is refused.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class SignalsTest {
 
     record Approval(String doc, long timeoutMs) {}

@@ -10,7 +10,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.dlq.Fixtures.Work;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
@@ -18,14 +18,13 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Dependencies and the dead-letter store (docs/composition.md): a parked prerequisite's replay
  * that completes lets its dependents run; its discard parks them {@code dependency_failed}, and
  * their own dependents then wait for them.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class DependenciesDeadLetterTest {
 
     private final AtomicBoolean broken = new AtomicBoolean(true);

@@ -11,7 +11,7 @@ import dev.layover.core.Layover;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.dlq.Fixtures.Work;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
@@ -21,14 +21,13 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Groups and the dead-letter store (docs/composition.md): a parked member holds its group open
  * until it is replayed and done, or discarded; then the group's policy says whether the callback
  * runs (on complete) or is skipped (on success only).
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class GroupsDeadLetterTest {
 
     record Report(String name) {}

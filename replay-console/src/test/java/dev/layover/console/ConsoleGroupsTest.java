@@ -8,15 +8,14 @@ import dev.layover.core.EnqueuedGroup;
 import dev.layover.core.GroupOptions;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Groups through the JSON API (docs/composition.md): the list and one group with its members. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ConsoleGroupsTest {
 
     private Layover layover;

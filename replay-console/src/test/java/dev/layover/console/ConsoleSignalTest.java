@@ -8,17 +8,16 @@ import dev.layover.core.Layover;
 import dev.layover.core.Signal;
 import dev.layover.core.outcome.Outcome;
 import dev.layover.testing.Await;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.DatabaseTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /** A signal sent through the JSON API (docs/composition.md): the waiting job gets it; a second is refused. */
-@ExtendWith(LayoverPostgresExtension.class)
+@DatabaseTest
 class ConsoleSignalTest {
 
     private final List<String> got = new CopyOnWriteArrayList<>();

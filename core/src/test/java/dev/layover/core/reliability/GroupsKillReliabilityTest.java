@@ -8,7 +8,7 @@ import dev.layover.core.GroupOptions;
 import dev.layover.core.Layover;
 import dev.layover.testing.Await;
 import dev.layover.testing.JvmProcess;
-import dev.layover.testing.LayoverPostgresExtension;
+import dev.layover.testing.ProcessTest;
 import dev.layover.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -16,7 +16,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Groups under a kill -9 (decision 0005): two worker JVMs run 30 groups of 30 members; one is
@@ -24,7 +23,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * (one {@code completed} history row each); a callback runs a second time only when the killed
  * worker had started it (at least once, as every job); none is lost.
  */
-@ExtendWith(LayoverPostgresExtension.class)
+@ProcessTest
 class GroupsKillReliabilityTest {
 
     private static final int GROUPS = 30;
