@@ -3,6 +3,7 @@ package dev.layover.core.internal.engine;
 import dev.layover.core.internal.jobs.JobRun;
 import dev.layover.core.internal.jobs.JobStore;
 import java.time.Duration;
+import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -10,6 +11,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
 import java.util.function.IntSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -31,9 +33,11 @@ import org.slf4j.LoggerFactory;
  * handed to it (the pick committed but its reply was lost, as when a failover lands between the
  * two). The bulk heartbeat keeps such rows alive, so no one would take them for dead while the
  * worker lives; one that has not started within {@code giveBackAfter} (10 s when that is zero)
- * while a thread is free and no run waits in the queue is given back the same way. One read of this worker's picked rows per
- * check (an index on {@code picked_by}), every half {@code giveBackAfter}, at most every second
- * (and every {@link #URGENT_EVERY_MILLIS} while a job waits behind calls of a second or more).
+ * while a thread is free and no run waits in the queue is given back the same way. Only rows of
+ * the registered job types are looked at (a plugin's task runs without {@link #begin}), and a
+ * row's breaker trial goes back with it. One read of this worker's picked rows per check (an
+ * index on {@code picked_by}), every half {@code giveBackAfter}, at most every second (and every
+ * {@link #URGENT_EVERY_MILLIS} while a job waits behind calls of a second or more).
  */
 final class Lifeline {
 
@@ -50,7 +54,7 @@ final class Lifeline {
     private final JobStore store;
     private final String worker;
     private final String[] jobTypes;
-    private final java.util.function.Consumer<JobStore.Picked> givenBack;
+    private final Consumer<JobStore.Picked> givenBack;
     private final int threads;
     private final Duration giveBackAfter;
     private final Duration orphanAfter;
@@ -77,8 +81,8 @@ final class Lifeline {
      *     trial) goes back with it, not when the stale pick reaches a thread
      */
     Lifeline(JobStore store, String worker, int threads, Duration giveBackAfter, BooleanSupplier holdsNoneAhead,
-            IntSupplier waitingForThread, java.time.Clock clock, Duration deadAfter, java.util.Collection<String> jobTypes,
-            java.util.function.Consumer<JobStore.Picked> givenBack) {
+            IntSupplier waitingForThread, java.time.Clock clock, Duration deadAfter, Collection<String> jobTypes,
+            Consumer<JobStore.Picked> givenBack) {
         this.jobTypes = jobTypes.toArray(new String[0]);
         this.givenBack = givenBack;
         this.clock = clock;
