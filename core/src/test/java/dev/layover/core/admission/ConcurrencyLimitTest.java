@@ -122,8 +122,9 @@ class ConcurrencyLimitTest {
         assertEquals(1, maxInFlight.get(), "one at a time here too");
         Await.equal(START, "job rows", 0L, () -> db.count("select count(*) from layover.jobs"));
         assertEquals(heldByKilled, db.count("select count(*) from layover.job_history where outcome = 'completed' "
-                + "and attempts = 1"), "the killed worker's jobs were revived here, each with an attempt spent");
+                + "and attempts = 0 and reschedules = 1"),
+                "the killed worker's jobs were revived here, each rescheduled once (worker_lost) without an attempt");
         assertEquals(4 - heldByKilled, db.count("select count(*) from layover.job_history where outcome = 'completed' "
-                + "and attempts = 0"), "the jobs enqueued here spent none");
+                + "and attempts = 0 and reschedules = 0"), "the jobs enqueued here spent none");
     }
 }
