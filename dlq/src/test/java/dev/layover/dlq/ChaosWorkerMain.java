@@ -58,22 +58,50 @@ public final class ChaosWorkerMain {
     }
 
     private static long begin(DataSource ds, String job, String worker) throws Exception {
-        try (Connection c = ds.getConnection(); PreparedStatement ps = c.prepareStatement(
-                "insert into public.chaos_runs (job_id, worker) values (?, ?) returning id")) {
-            ps.setString(1, job);
-            ps.setString(2, worker);
-            try (var rs = ps.executeQuery()) {
-                rs.next();
-                return rs.getLong(1);
+        return untilWritten(() -> {
+            try (Connection c = ds.getConnection(); PreparedStatement ps = c.prepareStatement(
+                    "insert into public.chaos_runs (job_id, worker) values (?, ?) returning id")) {
+                ps.setString(1, job);
+                ps.setString(2, worker);
+                try (var rs = ps.executeQuery()) {
+                    rs.next();
+                    return rs.getLong(1);
+                }
             }
-        }
+        });
     }
 
     private static void end(DataSource ds, long run) throws Exception {
-        try (Connection c = ds.getConnection(); PreparedStatement ps = c.prepareStatement(
-                "update public.chaos_runs set ended_at = clock_timestamp() where id = ?")) {
-            ps.setLong(1, run);
-            ps.executeUpdate();
+        untilWritten(() -> {
+            try (Connection c = ds.getConnection(); PreparedStatement ps = c.prepareStatement(
+                    "update public.chaos_runs set ended_at = clock_timestamp() where id = ?")) {
+                ps.setLong(1, run);
+                return (long) ps.executeUpdate();
+            }
+        });
+    }
+
+    private interface Write {
+        long run() throws java.sql.SQLException;
+    }
+
+    /**
+     * The run's record, written when the database answers: while Postgres restarts, a record that
+     * failed would leave a run without its end (counted as overlapping every later run of its job)
+     * or fail the job for the test's sake. Written before the run's outcome, so never after another
+     * run of the job began. Up to a minute.
+     */
+    private static long untilWritten(Write w) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofMinutes(1).toNanos();
+        while (true) {
+            try {
+                return w.run();
+            } catch (java.sql.SQLException e) {
+                if (System.nanoTime() > deadline) {
+                    throw e;
+                }
+                Thread.sleep(200); // the database is restarting: try again
+            }
         }
     }
 
