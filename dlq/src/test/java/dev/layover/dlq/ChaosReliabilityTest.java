@@ -36,12 +36,12 @@ import org.junit.jupiter.api.Test;
  * parked jobs at once.
  * Asserted at the end: no job lost, none completed twice, no overlapping runs of one job but those
  * a killed or stopped worker explains, no attempt spent on a rate limit (attempts spent are
- * bounded by the calls that failed and the jobs lost twice in a row, by the kill and the stop), the calls the
- * provider saw in any two seconds never more than the bucket admits in two seconds (its burst and
- * two seconds' rate) and half a second's rate for the jitter between a pick and its call (a
- * one-second count at the provider mixes two seconds' admissions), no run started after its job
- * was done (a resumed worker runs none of the jobs taken back from it), and jobs completed by the
- * others throughout the stop.
+ * bounded by the calls that failed and the jobs lost twice in a row, to the kill and the stop),
+ * the calls the provider saw in any two seconds never more than the bucket admits in two seconds
+ * (its burst and two seconds' rate) and half a second's rate for the jitter between a pick and
+ * its call (a one-second count at the provider mixes two seconds' admissions), no run started
+ * after its job was done (a resumed worker runs none of the jobs taken back from it), and jobs
+ * completed by the others throughout the stop and after the restart.
  * The seed is printed, and {@code -Dlayover.chaos.seed} repeats a run.
  *
  * <p>The test runs on a Postgres of its own ({@link RestartablePostgres}), which it restarts once
