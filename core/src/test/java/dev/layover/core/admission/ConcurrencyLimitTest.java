@@ -54,7 +54,9 @@ class ConcurrencyLimitTest {
         startChild(db, 3);
         AtomicInteger here = new AtomicInteger();
         JobType<Task> t = LimitWorkerMain.limitedType(fake.primary().url(), here::incrementAndGet);
-        Layover layover = Admission.builder(db, "worker-b").register(t).concurrencyLimit(LimitWorkerMain.KEY, 3).start();
+        // two threads in each JVM, none held ahead: the limit of 3 is reached only with both JVMs calling
+        Layover layover = Admission.builder(db, "worker-b").register(t).concurrencyLimit(LimitWorkerMain.KEY, 3)
+                .threads(2).prefetch(1).start();
         instances.add(layover);
         List<Task> jobs = new ArrayList<>();
         for (int i = 0; i < 40; i++) {

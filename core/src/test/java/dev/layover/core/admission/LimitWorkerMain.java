@@ -48,6 +48,7 @@ public final class LimitWorkerMain {
         Layover layover = Admission.builder(ds, args[3])
                 .register(limitedType(URI.create(args[1]), () -> { }))
                 .concurrencyLimit(KEY, Integer.parseInt(args[2]))
+                .threads(2).prefetch(1) // fewer threads than ConcurrencyLimitTest's limit of 3: both JVMs fill it
                 .start();
         System.out.println("started " + args[3]);
         JvmProcess.runUntilKilled();

@@ -45,6 +45,11 @@ public final class LimitWorkerMain {
         String[] limit = args[4].split(":");
         Layover.Builder b = Layover.builder(ds).register(type(args[2], URI.create(args[1]))).workerName(args[3])
                 .threads(8).pollInterval(Duration.ofMillis(50));
+        if (limit[0].equals("concurrency")) {
+            // fewer threads than the limit, none held ahead: the limit is filled only by both JVMs at once (a
+            // worker that frees a slot picks again at once and could otherwise keep every slot to itself)
+            b.threads(Integer.parseInt(limit[1]) - 1).prefetch(1);
+        }
         if (limit[0].equals("bucket")) {
             b.bucket(args[2], BucketSettings.requestsPerSecond(Double.parseDouble(limit[1])).withBurst(Duration.ofSeconds(1)));
         } else {
