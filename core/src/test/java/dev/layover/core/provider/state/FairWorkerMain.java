@@ -45,8 +45,11 @@ public final class FairWorkerMain {
             .build();
 
     static Layover.Builder slotWorker(javax.sql.DataSource ds, String name) {
-        return Layover.builder(ds).register(SLOT_TYPE).workerName(name).threads(4).pollInterval(Duration.ofMillis(50))
-                .shutdownMaxWait(Duration.ofSeconds(5)).historyArgs(true).concurrencyLimit(SLOT_KEY, 2);
+        // one thread, none held ahead: the limit of 2 is filled only by both JVMs at once (a worker that frees a
+        // slot picks again at once and could otherwise keep both slots to itself)
+        return Layover.builder(ds).register(SLOT_TYPE).workerName(name).threads(1).prefetch(1)
+                .pollInterval(Duration.ofMillis(50)).shutdownMaxWait(Duration.ofSeconds(5)).historyArgs(true)
+                .concurrencyLimit(SLOT_KEY, 2);
     }
 
     static Layover.Builder worker(javax.sql.DataSource ds, String name) {
