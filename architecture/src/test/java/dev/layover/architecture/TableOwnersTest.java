@@ -1,11 +1,12 @@
 package dev.layover.architecture;
 
+import static dev.layover.architecture.ReactorSources.reactorRoot;
+import static dev.layover.architecture.ReactorSources.read;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.testing.PureTest;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -247,24 +248,5 @@ class TableOwnersTest {
             }
         }
         return out.toString();
-    }
-
-    private static Path reactorRoot() {
-        Path p = Path.of("").toAbsolutePath();
-        while (p != null && !Files.exists(p.resolve("core/pom.xml"))) {
-            p = p.getParent();
-        }
-        if (p == null) {
-            throw new IllegalStateException("run from inside the Layover reactor");
-        }
-        return p;
-    }
-
-    private static String read(Path p) {
-        try {
-            return Files.readString(p);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
     }
 }

@@ -1,5 +1,7 @@
 package dev.layover.architecture;
 
+import static dev.layover.architecture.ReactorSources.reactorRoot;
+import static dev.layover.architecture.ReactorSources.read;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -159,24 +161,5 @@ class TestTiersTest {
     private static String stem(Path f) {
         String name = f.getFileName().toString();
         return name.substring(0, name.length() - ".java".length());
-    }
-
-    private static Path reactorRoot() {
-        Path p = Path.of("").toAbsolutePath();
-        while (p != null && !Files.exists(p.resolve("core/pom.xml"))) {
-            p = p.getParent();
-        }
-        if (p == null) {
-            throw new IllegalStateException("run from inside the Layover reactor");
-        }
-        return p;
-    }
-
-    private static String read(Path p) {
-        try {
-            return Files.readString(p);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
     }
 }

@@ -30,7 +30,7 @@ public final class GroupWorkerMain {
     private GroupWorkerMain() {}
 
     static final JobType<Member> MEMBER = JobType.builder("g-member", Member.class).handler((m, ctx) -> {
-        Thread.sleep(30);
+        Thread.sleep(30); // the provider call's latency (stands for one; not a wait)
         return Outcome.done(m.n());
     }).build();
 
