@@ -699,13 +699,13 @@ CREATE TRIGGER cooldowns_notify_update AFTER UPDATE ON layover.cooldowns
 -- 429s state no limit (Gemini, Bedrock, Azure without limit headers, OpenAI-compatible servers),
 -- with no configured bucket and no stated pace in force, the fleet discovers the rate itself: a
 -- row with learned_until set and discovered = true, whose requests_per_minute the workers move
--- with additive increase / multiplicative decrease:
+-- along TCP CUBIC's curve, with multiplicative decrease:
 --   * the first 429 that states nothing creates it in slow start at the initial rate;
 --   * slow start doubles the rate every interval until the first 429 (or, after a restart, until
 --     the rate before it), then the pace is steady;
---   * steady: every interval in which the pace's permits were all in use (request_tat ahead of
---     now), the rate grows by a share of the ceiling (the rate of the last 429 burst); past the
---     ceiling by 10 % it grows by 10 % per interval and the ceiling moves up with it (probing);
+--   * steady: every interval in which the pace binds (its bucket not full, due jobs of the key
+--     waiting), the rate moves one interval along a cubic curve through the ceiling (the rate of
+--     the last 429 burst): back to it in the recovery time after a decrease, then past it;
 --   * a 429 burst multiplies the rate by the decrease factor once for the fleet: a 429 within one
 --     interval of the last decrease belongs to the same burst;
 --   * a long cooldown (a stated wait, a quota reset, an overload) restarts slow start.

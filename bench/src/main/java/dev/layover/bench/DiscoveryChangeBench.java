@@ -43,11 +43,16 @@ public final class DiscoveryChangeBench {
     public record Settings(int jvms, int threads, List<Stage> stages, Duration pollInterval) {
         /**
          * @param poll the workers' poll interval
-         * @return the issue's run: 50/s for 30 s, 20/s for 30 s, 80/s for 40 s; 2 JVMs × 8 threads
+         * @return the issue's run: 50/s for 30 s, 20/s for 30 s, 80/s for 40 s; 2 JVMs × 8 threads;
+         *     {@code -Dbench.discovery.stages=50:30,80:40} (rate per second : seconds, in order) runs others
          */
         public static Settings full(Duration poll) {
-            return new Settings(2, 8, List.of(new Stage(50, Duration.ofSeconds(30)), new Stage(20, Duration.ofSeconds(30)),
-                    new Stage(80, Duration.ofSeconds(40))), poll);
+            List<Stage> stages = new ArrayList<>();
+            for (String st : System.getProperty("bench.discovery.stages", "50:30,20:30,80:40").split(",")) {
+                String[] rs = st.trim().split(":");
+                stages.add(new Stage(Integer.parseInt(rs[0]), Duration.ofSeconds(Long.parseLong(rs[1]))));
+            }
+            return new Settings(2, 8, List.copyOf(stages), poll);
         }
 
         int jobs() {
@@ -160,6 +165,21 @@ public final class DiscoveryChangeBench {
                 long from = stageStarts.get(i);
                 long to = i + 1 < stageStarts.size() ? stageStarts.get(i + 1) : stageEnd;
                 out.add(stage(s.stages().get(i).rate(), samples, from, to));
+            }
+            if (Boolean.getBoolean("bench.discovery.trace")) {
+                // the run's course, one line a second: seconds from the start, discovered rate, calls/s, 429s/s, successes/s
+                Sample prev = null;
+                for (Sample x : samples) {
+                    if (prev == null || x.nanos() - prev.nanos() >= 1_000_000_000L) {
+                        if (prev != null) {
+                            double dt = (x.nanos() - prev.nanos()) / 1e9;
+                            System.out.printf(java.util.Locale.ROOT, "trace %6.1f s  rate %6.1f/s  calls %5.1f/s  429s %5.1f/s  ok %5.1f/s%n",
+                                    (x.nanos() - t0) / 1e9, x.rate(), (x.calls() - prev.calls()) / dt,
+                                    (x.rateLimited() - prev.rateLimited()) / dt, (x.successes() - prev.successes()) / dt);
+                        }
+                        prev = x;
+                    }
+                }
             }
             return new Result(out, spent);
         } finally {

@@ -23,7 +23,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Discovered paces: the request rate of a key whose 429s state no limit, found by the fleet from
- * its own successes and 429s (additive increase, multiplicative decrease, slow start; see
+ * its own successes and 429s (CUBIC's curve, multiplicative decrease, slow start; see
  * {@link DiscoverySettings}) and kept as a row of {@code layover.buckets} with {@code discovered}
  * Every change is one conditional {@code UPDATE} of {@link StateSql} on the database's
  * clock; this instance tries an increase at most once per interval and key, a decrease at most
@@ -32,10 +32,6 @@ import org.slf4j.LoggerFactory;
 final class Discovery {
 
     private static final Logger LOG = LoggerFactory.getLogger(ProviderGate.class);
-
-    /** Past the ceiling by this share, the pace probes: it grows by {@link #PROBE} per interval. */
-    static final double MARGIN = 0.10;
-    static final double PROBE = 0.10;
 
     private final GateDb gdb;
     private final DiscoverySettings settings;
@@ -128,7 +124,7 @@ final class Discovery {
         }
         double before = ks.learned.bucket().requestsPerMinute();
         Double rpm = write(ks, "increasing the discovered pace of ", StateSql.DISCOVERY_INCREASE, ks.key, ts(now),
-                seconds(settings.every()), settings.increase(), PROBE, MARGIN, seconds(settings.keepFor()));
+                seconds(settings.every()), seconds(settings.recovery()), settings.decrease(), seconds(settings.keepFor()));
         if (rpm != null && LOG.isDebugEnabled()) {
             LOG.debug("Discovered pace of {} increased: {} → {} requests/s", ks.key, perSecond(before), perSecond(rpm));
         }

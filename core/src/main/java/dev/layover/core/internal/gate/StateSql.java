@@ -389,42 +389,48 @@ final class StateSql {
               AND b.discovery_decreased_at <= now() - make_interval(secs => p.every_s)
             RETURNING b.requests_per_minute, b.learned_until, b.discovery_ceiling""";
 
-    private static final String RPM = "b.requests_per_minute";
-    private static final String PROBING = "(" + RPM + " >= b.discovery_ceiling * (1 + p.margin))";
-
     /**
      * One increase of a discovered pace, at most once per interval fleet-wide (only where the last
-     * change is at least one interval old) and only when the pace binds: due jobs of the key wait
-     * unpicked, which a fleet calling below the pace never leaves. Slow start doubles the rate (up
-     * to the ceiling, once there is one; reaching it makes the pace steady); steady adds
-     * {@code increase} of the ceiling; past the ceiling by {@code margin}, the rate grows by
-     * {@code probe} and the ceiling with it. Parameters: key, now (the caller's, as the bucket's
-     * times), interval (s), increase, probe, margin, keep for (s). Returns the new rate,
-     * {@code learned_until} and the phase.
+     * change is at least one interval old) and only when the pace binds: its bucket is not full and
+     * due jobs of the key wait unpicked (a fleet calling below the pace, for want of demand or of
+     * threads, fills the bucket). Slow start doubles the rate (up
+     * to the ceiling, once there is one; reaching it makes the pace steady). Steady moves the rate
+     * one interval along TCP CUBIC's curve through the ceiling {@code c}: {@code c (1 - (1 - beta)
+     * (1 - t / K)^3)}, which is {@code beta c} at {@code t = 0} (just after a decrease), {@code c} at
+     * {@code t = K} (the recovery time) and grows past it as fast again. The rate's place {@code t}
+     * on the curve is read back from the rate itself, so a pace no job waited for does not jump
+     * when demand returns; one step at most doubles it. Parameters: key, now (the caller's, as the
+     * bucket's times), interval (s), recovery K (s), beta (the decrease factor), keep for (s).
+     * Returns the new rate, {@code learned_until} and the phase.
      */
     static final String DISCOVERY_INCREASE = """
-            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS every_s, ?::float8 AS a,
-                              ?::float8 AS probe, ?::float8 AS margin, ?::float8 AS keep_s)
+            WITH p AS (SELECT ?::text AS key, ?::timestamptz AS now, ?::float8 AS every_s, ?::float8 AS k_s,
+                              ?::float8 AS beta, ?::float8 AS keep_s)
             UPDATE layover.buckets b
             SET requests_per_minute = CASE
-                    WHEN b.discovery_phase = 'slow_start' THEN least(2 * %1$s, coalesce(b.discovery_ceiling, 'infinity'))
-                    WHEN %2$s THEN %1$s * (1 + p.probe)
-                    ELSE %1$s + p.a * b.discovery_ceiling END,
-                discovery_phase = CASE WHEN b.discovery_phase = 'slow_start' AND 2 * %1$s >= b.discovery_ceiling THEN 'steady'
+                    WHEN b.discovery_phase = 'slow_start' OR b.discovery_ceiling IS NULL
+                        THEN least(2 * b.requests_per_minute, coalesce(b.discovery_ceiling, 'infinity'))
+                    -- the rate's place t on the curve is K (1 - cbrt((1 - rate / c) / (1 - beta))): one interval on
+                    ELSE greatest(b.requests_per_minute, least(2 * b.requests_per_minute, b.discovery_ceiling
+                        * (1 - (1 - p.beta) * power(cbrt((1 - b.requests_per_minute / b.discovery_ceiling)
+                                                         / (1 - p.beta)) - p.every_s / p.k_s, 3)))) END,
+                discovery_phase = CASE WHEN b.discovery_phase = 'slow_start'
+                                            AND 2 * b.requests_per_minute >= b.discovery_ceiling THEN 'steady'
                                        ELSE b.discovery_phase END,
-                discovery_ceiling = CASE WHEN b.discovery_phase = 'steady' AND %2$s
-                                         THEN %1$s * (1 + p.probe) / (1 + p.margin) ELSE b.discovery_ceiling END,
                 discovery_adjusted_at = now(), discovery_increases = b.discovery_increases + 1,
                 learned_until = now() + make_interval(secs => p.keep_s)
             FROM p
             WHERE b.provider_key = p.key AND b.discovered AND b.learned_until > now()
               AND b.discovery_adjusted_at <= now() - make_interval(secs => p.every_s)
+              -- the pace binds: its bucket is not full (permits were taken within the last burst) and due jobs
+              -- of the key wait (busy threads alone leave the bucket filling up, and must not grow the pace)
+              AND b.request_tat > p.now
               AND (EXISTS (SELECT 1 FROM layover.scheduled_tasks t
                            WHERE t.provider_key = p.key AND NOT t.picked AND t.fair_tag IS NULL
                              AND t.execution_time <= p.now)
                    OR EXISTS (SELECT 1 FROM layover.scheduled_tasks t
                               WHERE t.provider_key = p.key AND NOT t.picked AND t.fair_tag IS NOT NULL))
-            RETURNING b.requests_per_minute, b.learned_until, b.discovery_phase""".formatted(RPM, PROBING);
+            RETURNING b.requests_per_minute, b.learned_until, b.discovery_phase""";
 
     /**
      * A long cooldown on a key with a discovered pace: slow start again, from the initial rate up

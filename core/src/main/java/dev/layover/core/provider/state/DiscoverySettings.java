@@ -18,13 +18,14 @@ import java.time.Duration;
  * the discovered pace's slot instead of falling back; {@link #defaults()} is the tuning measured
  * in docs/benchmarks.md.
  *
- * <p><b>The rule</b> (additive increase, multiplicative decrease, with slow start): the first such
+ * <p><b>The rule</b> (TCP CUBIC's curve, with slow start): the first such
  * 429 writes a row of {@code layover.buckets} with {@code discovered = true} in slow start at
  * {@link #initialPerSecond()}; every worker takes permits from it like from a configured bucket.
  * Slow start doubles the rate every {@link #every()} until the first 429 burst; then the pace is
- * steady: every interval in which due jobs of the key waited for it it grows by {@link #increase()} of
- * the ceiling (the rate of the last 429 burst), and past the ceiling by 10 % by 10 % per interval
- * (probing; the ceiling moves up with it). A 429 burst multiplies the rate by {@link #decrease()}
+ * steady: every interval in which due jobs of the key waited for it, the rate moves one interval
+ * along a cubic curve through the ceiling (the rate of the last 429 burst): fast back up from a
+ * decrease, flat near the ceiling, {@link #recovery()} from {@link #decrease()} of the ceiling to
+ * the ceiling itself, then past it as fast again (probing for a limit that was raised). A 429 burst multiplies the rate by {@link #decrease()}
  * once for the fleet (a 429 within one interval of the last decrease belongs to its burst; the
  * first burst of a slow start halves it once more, since the rate doubled again before its 429s
  * came back), down
@@ -50,7 +51,7 @@ import java.time.Duration;
  *   <tr><td>{@link #initialPerSecond()}</td><td>1 request/s</td></tr>
  *   <tr><td>{@link #minPerSecond()}</td><td>0.1 request/s</td></tr>
  *   <tr><td>{@link #every()}</td><td>1 s</td></tr>
- *   <tr><td>{@link #increase()}</td><td>0.02 of the ceiling per interval</td></tr>
+ *   <tr><td>{@link #recovery()}</td><td>3 s (back to the ceiling after a decrease)</td></tr>
  *   <tr><td>{@link #decrease()}</td><td>0.7 (the rate kept at a 429 burst)</td></tr>
  *   <tr><td>{@link #pause()}</td><td>500 ms</td></tr>
  *   <tr><td>{@link #restartAfter()}</td><td>10 s</td></tr>
@@ -61,17 +62,18 @@ import java.time.Duration;
  * @param initialPerSecond the rate slow start begins at, requests per second
  * @param minPerSecond the floor decreases stop at, requests per second
  * @param every the adjustment interval: at most one increase per key and interval, fleet-wide
- * @param increase the steady step per interval, as a share of the ceiling, in (0, 1]
+ * @param recovery how long the steady curve takes from a decrease back to the ceiling (as long again
+ *     to pass it by the share the decrease took)
  * @param decrease the share of the rate kept at a 429 burst, in (0, 1)
  * @param pause the cooldown after a 429 burst that stated no wait, while the rate can still decrease
  * @param restartAfter a cooldown at least this long restarts slow start
  * @param keepFor how long a discovered pace lasts after its last change
  */
 public record DiscoverySettings(boolean enabled, double initialPerSecond, double minPerSecond, Duration every,
-        double increase, double decrease, Duration pause, Duration restartAfter, Duration keepFor) {
+        Duration recovery, double decrease, Duration pause, Duration restartAfter, Duration keepFor) {
 
-    private static final DiscoverySettings DEFAULTS = new DiscoverySettings(true, 1, 0.1, Duration.ofSeconds(1), 0.02,
-            0.7, Duration.ofMillis(500), Duration.ofSeconds(10), Duration.ofMinutes(30));
+    private static final DiscoverySettings DEFAULTS = new DiscoverySettings(true, 1, 0.1, Duration.ofSeconds(1),
+            Duration.ofSeconds(3), 0.7, Duration.ofMillis(500), Duration.ofSeconds(10), Duration.ofMinutes(30));
 
     /**
      * Validates the settings.
@@ -80,7 +82,7 @@ public record DiscoverySettings(boolean enabled, double initialPerSecond, double
      * @param initialPerSecond the rate slow start begins at, requests per second
      * @param minPerSecond the floor decreases stop at, requests per second
      * @param every the adjustment interval
-     * @param increase the steady step per interval, as a share of the ceiling, in (0, 1]
+     * @param recovery how long the steady curve takes from a decrease back to the ceiling
      * @param decrease the share of the rate kept at a 429 burst, in (0, 1)
      * @param pause the cooldown after a 429 burst that stated no wait
      * @param restartAfter a cooldown at least this long restarts slow start
@@ -94,13 +96,11 @@ public record DiscoverySettings(boolean enabled, double initialPerSecond, double
             throw new ConfigurationException("initialPerSecond must be finite and at least minPerSecond, was "
                     + initialPerSecond);
         }
-        if (!(increase > 0 && increase <= 1)) {
-            throw new ConfigurationException("increase must be in (0, 1], was " + increase);
-        }
         if (!(decrease > 0 && decrease < 1)) {
             throw new ConfigurationException("decrease must be in (0, 1), was " + decrease);
         }
         BreakerSettings.positive(every, "every");
+        BreakerSettings.positive(recovery, "recovery");
         BreakerSettings.positive(pause, "pause");
         BreakerSettings.positive(restartAfter, "restartAfter");
         BreakerSettings.positive(keepFor, "keepFor");
@@ -121,7 +121,7 @@ public record DiscoverySettings(boolean enabled, double initialPerSecond, double
      * @return a copy with that switch
      */
     public DiscoverySettings withEnabled(boolean on) {
-        return new DiscoverySettings(on, initialPerSecond, minPerSecond, every, increase, decrease, pause, restartAfter,
+        return new DiscoverySettings(on, initialPerSecond, minPerSecond, every, recovery, decrease, pause, restartAfter,
                 keepFor);
     }
 
@@ -131,18 +131,18 @@ public record DiscoverySettings(boolean enabled, double initialPerSecond, double
      * @return a copy with these rates
      */
     public DiscoverySettings withRates(double initial, double min) {
-        return new DiscoverySettings(enabled, initial, min, every, increase, decrease, pause, restartAfter,
+        return new DiscoverySettings(enabled, initial, min, every, recovery, decrease, pause, restartAfter,
                 keepFor);
     }
 
     /**
      * @param interval the adjustment interval
-     * @param increaseShare the steady step per interval, a share of the ceiling
+     * @param recoveryTime how long the steady curve takes from a decrease back to the ceiling
      * @param decreaseShare the share of the rate kept at a 429 burst
      * @return a copy with this rule
      */
-    public DiscoverySettings withRule(Duration interval, double increaseShare, double decreaseShare) {
-        return new DiscoverySettings(enabled, initialPerSecond, minPerSecond, interval, increaseShare, decreaseShare, pause,
+    public DiscoverySettings withRule(Duration interval, Duration recoveryTime, double decreaseShare) {
+        return new DiscoverySettings(enabled, initialPerSecond, minPerSecond, interval, recoveryTime, decreaseShare, pause,
                 restartAfter, keepFor);
     }
 
@@ -152,7 +152,7 @@ public record DiscoverySettings(boolean enabled, double initialPerSecond, double
      * @return a copy with these waits
      */
     public DiscoverySettings withWaits(Duration afterBurst, Duration restartAfterCooldown) {
-        return new DiscoverySettings(enabled, initialPerSecond, minPerSecond, every, increase, decrease, afterBurst,
+        return new DiscoverySettings(enabled, initialPerSecond, minPerSecond, every, recovery, decrease, afterBurst,
                 restartAfterCooldown, keepFor);
     }
 
@@ -161,7 +161,7 @@ public record DiscoverySettings(boolean enabled, double initialPerSecond, double
      * @return a copy with this duration
      */
     public DiscoverySettings withKeepFor(Duration keep) {
-        return new DiscoverySettings(enabled, initialPerSecond, minPerSecond, every, increase, decrease, pause,
+        return new DiscoverySettings(enabled, initialPerSecond, minPerSecond, every, recovery, decrease, pause,
                 restartAfter, keep);
     }
 }

@@ -43,7 +43,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A key whose 429s state no limit (Gemini's, Bedrock's real shapes) gets a pace the fleet discovers
- * itself: slow start, additive increase at most once per interval fleet-wide, one multiplicative
+ * itself: slow start, an increase along a cubic curve at most once per interval fleet-wide, one multiplicative
  * decrease per 429 burst, all in one row of {@code layover.buckets} shared by every instance.
  */
 @DatabaseTest
@@ -180,7 +180,7 @@ class DiscoveredPaceTest {
 
     @Test
     void successesWriteNothingAndTheFleetIncreasesAtMostOncePerInterval(TestDatabase db) throws Exception {
-        DiscoverySettings quick = DiscoverySettings.defaults().withRule(Duration.ofMillis(200), 0.02, 0.7);
+        DiscoverySettings quick = DiscoverySettings.defaults().withRule(Duration.ofMillis(200), Duration.ofSeconds(4), 0.7);
         ProviderGate a = gate(db, "worker-a", quick, Map.of());
         ProviderGate b = gate(db, "worker-b", quick, Map.of());
         a.afterCall(KEY, null, STATES_NOTHING);
@@ -220,7 +220,11 @@ class DiscoveredPaceTest {
         assertTrue(statements <= 2 * intervals, "at most one try per interval and instance, not one per success: "
                 + statements + " statements for " + successes.get() + " successes in " + intervals + " intervals");
         assertTrue(increases <= intervals, "at most one increase per interval fleet-wide: " + increases + " in " + intervals);
-        assertEquals(600 + 12.0 * increases, (Double) row.get("requests_per_minute"), 1e-6, "each adds 2 % of the ceiling");
+        // from the ceiling, each interval (0.2 s) one step along the cubic curve with recovery 4 s:
+        // past the ceiling by 0.3 (0.2 / 4)^3 of it after one step, 0.3 (0.4 / 4)^3 after two, ...
+        double expected = 600 * (1 + 0.3 * Math.pow(increases * 0.2 / 4, 3));
+        assertEquals(expected, (Double) row.get("requests_per_minute"), 1e-6,
+                "each interval one step along the curve past the ceiling: " + increases + " increases");
 
         // a pace no job waits for does not grow
         waiting(db, false);
@@ -230,11 +234,21 @@ class DiscoveredPaceTest {
         }
         assertEquals(increases, db.count("select discovery_increases from layover.buckets where provider_key = ?", KEY),
                 "no demand beyond the pace, no increase");
+
+        // jobs waiting while the bucket fills up (the threads, not the pace, hold them back): no increase either
+        waiting(db, true);
+        db.update("update layover.buckets set request_tat = now() - interval '1 hour' where provider_key = ?", KEY);
+        until = System.nanoTime() + Duration.ofMillis(600).toNanos();
+        while (System.nanoTime() < until) {
+            a.afterCall(KEY, null, Outcome.done());
+        }
+        assertEquals(increases, db.count("select discovery_increases from layover.buckets where provider_key = ?", KEY),
+                "a bucket with permits free is not a pace that binds");
     }
 
     @Test
     void slowStartDoublesToTheFirstBurstAndRestartsAfterALongCooldown(TestDatabase db) {
-        DiscoverySettings quick = DiscoverySettings.defaults().withRule(Duration.ofMillis(100), 0.02, 0.7);
+        DiscoverySettings quick = DiscoverySettings.defaults().withRule(Duration.ofMillis(100), Duration.ofSeconds(4), 0.7);
         ProviderGate a = gate(db, "worker-a", quick, Map.of());
         a.afterCall(KEY, null, STATES_NOTHING);
         List<Double> rates = new ArrayList<>();
@@ -260,6 +274,7 @@ class DiscoveredPaceTest {
         assertEquals(336.0, (Double) row.get("discovery_ceiling_per_minute"), 1e-9, "up to the rate before");
         db.update("update layover.cooldowns set until = now() where provider_key = ?", KEY); // an operator ends the wait
         rates.clear();
+        waiting(db, true);
         Await.until(Duration.ofSeconds(20), "slow start back to the rate before, then steady", () -> {
             a.afterCall(KEY, null, Outcome.done());
             Map<String, Object> r = db.row("select requests_per_minute, discovery_phase from layover.buckets "
@@ -271,6 +286,36 @@ class DiscoveredPaceTest {
             return "steady".equals(r.get("discovery_phase"));
         });
         assertEquals(List.of(60.0, 120.0, 240.0, 336.0), rates, "doubling, capped at the rate before");
+    }
+
+    @Test
+    void aDecreasedPaceIsBackAtItsCeilingAfterTheRecoveryTimeAndPassesItAsFast(TestDatabase db) {
+        // an interval of 100 ms and a recovery of 400 ms: each increase is a quarter of the recovery
+        DiscoverySettings curve = DiscoverySettings.defaults().withRule(Duration.ofMillis(100), Duration.ofMillis(400), 0.7);
+        ProviderGate a = gate(db, "worker-a", curve, Map.of());
+        a.afterCall(KEY, null, STATES_NOTHING);
+        // just after a decrease: 0.7 of a ceiling of 3000/min
+        db.update("update layover.buckets set requests_per_minute = 2100, discovery_ceiling = 3000, "
+                + "discovery_phase = 'steady' where provider_key = ?", KEY);
+        waiting(db, true);
+        a.refreshOnce();
+        List<Double> rates = new ArrayList<>();
+        Await.until(Duration.ofSeconds(20), "nine increases", () -> {
+            a.afterCall(KEY, null, Outcome.done());
+            double rpm = (Double) db.value("select requests_per_minute from layover.buckets where provider_key = ?", KEY);
+            if (rpm != (rates.isEmpty() ? 2100 : rates.get(rates.size() - 1))) {
+                rates.add(rpm);
+            }
+            return rates.size() >= 9;
+        });
+        for (int n = 1; n <= 9; n++) {
+            double expected = 3000 * (1 - 0.3 * Math.pow(1 - n / 4.0, 3));
+            assertEquals(expected, rates.get(n - 1), 1e-6, "increase " + n + " of " + rates);
+        }
+        assertEquals(3000.0, rates.get(3), 1e-6, "back at the ceiling after the recovery time (four intervals)");
+        assertEquals(3000 * 1.3, rates.get(7), 1e-6, "past it by the decrease's share as long again after");
+        assertEquals(3000.0, (Double) db.value("select discovery_ceiling from layover.buckets where provider_key = ?", KEY),
+                1e-9, "the ceiling moves only at a decrease");
     }
 
     @Test
@@ -327,10 +372,11 @@ class DiscoveredPaceTest {
         assertEquals(0, row.get("discovery_decreases"));
     }
 
-    /** A due job of the key waiting unpicked (the pace binds), or none. */
+    /** A due job of the key waiting unpicked and the pace's bucket drained (the pace binds), or no job waiting. */
     private static void waiting(TestDatabase db, boolean waits) {
         db.update("delete from layover.scheduled_tasks where task_name = 'waiting-for-the-pace'");
         if (waits) {
+            db.update("update layover.buckets set request_tat = now() + interval '1 hour' where provider_key = ?", KEY);
             db.update("insert into layover.scheduled_tasks (task_name, task_instance, execution_time, picked, version, "
                     + "provider_key) values ('waiting-for-the-pace', 'w1', now() - interval '1 second', false, 1, ?)", KEY);
         }
