@@ -24,7 +24,8 @@ import org.junit.jupiter.api.Test;
  * The docs that map the code name classes and members that exist: every {@code `ClassName`},
  * {@code `ClassName.MEMBER`} or {@code `ClassName#member`} in them names a class of the reactor
  * (its source file) and members its source declares, or a JDK or third-party class listed here.
- * A rename that leaves a doc behind fails here.
+ * A rename that leaves a doc behind fails here. And architecture.md's list of the tables the
+ * console reads is the list its SQL reads.
  */
 @PureTest
 class DocNamesTest {
@@ -41,6 +42,9 @@ class DocNamesTest {
 
     private static final Pattern CODE = Pattern.compile("`([A-Za-z_][\\w.#]*)(?:\\(\\))?`");
     private static final Pattern CLASS_NAME = Pattern.compile("[A-Z][a-z0-9]+[A-Z]\\w*");
+    private static final Pattern READ = Pattern.compile("(?i)\\b(?:FROM|JOIN)\\s+layover\\.(\\w+)\\b(?!\\s*\\()");
+    private static final Pattern VIEW = Pattern.compile("(?i)CREATE\\s+(?:OR\\s+REPLACE\\s+)?VIEW\\s+layover\\.(\\w+)");
+    private static final Pattern BACKTICKED = Pattern.compile("`(\\w+)`");
 
     @Test
     void theDocsNameClassesAndMembersThatExist() throws IOException {
@@ -84,6 +88,35 @@ class DocNamesTest {
         }
         assertTrue(checked > 100, "the docs name classes: " + checked);
         assertEquals(Set.of(), wrong, "names in the docs that the code does not have");
+    }
+
+    /**
+     * architecture.md lists the tables (not views) the console reads: the list is exactly what the
+     * console's SQL, Java or resource, reads with {@code FROM} or {@code JOIN}.
+     */
+    @Test
+    void architectureMdListsTheTablesTheConsoleReads() throws IOException {
+        Path root = reactorRoot();
+        Set<String> views = new TreeSet<>();
+        Set<String> read = new TreeSet<>();
+        try (Stream<Path> migrations = Files.walk(root.resolve("migrations/src/main/resources"))) {
+            migrations.filter(Files::isRegularFile).forEach(p -> VIEW.matcher(read(p)).results()
+                    .forEach(r -> views.add(r.group(1))));
+        }
+        try (Stream<Path> console = Files.walk(root.resolve("replay-console/src/main"))) {
+            console.filter(p -> p.toString().endsWith(".java") || p.toString().endsWith(".sql"))
+                    .forEach(p -> READ.matcher(read(p)).results().map(r -> r.group(1))
+                            .filter(t -> !views.contains(t)).forEach(read::add));
+        }
+        String doc = read(root.resolve("docs/architecture.md"));
+        int from = doc.indexOf("the console's `ConsoleSql` reads");
+        int to = doc.indexOf("(a page's fallback trail", from);
+        assertTrue(from >= 0 && to > from, "architecture.md lists the tables the console reads");
+        Set<String> listed = new TreeSet<>();
+        BACKTICKED.matcher(doc.substring(from, to)).results().map(r -> r.group(1))
+                .filter(t -> !t.equals("ConsoleSql")).forEach(listed::add);
+        assertTrue(views.contains("jobs") && read.contains("dead_letters"), "views " + views + ", read " + read);
+        assertEquals(read, listed, "the tables the console reads, and architecture.md's list of them");
     }
 
     private static boolean inJdk(String simpleName) {
