@@ -24,8 +24,9 @@ import org.junit.jupiter.api.Test;
  * The docs that map the code name classes and members that exist: every {@code `ClassName`},
  * {@code `ClassName.MEMBER`} or {@code `ClassName#member`} in them names a class of the reactor
  * (its source file) and members its source declares, or a JDK or third-party class listed here.
- * A rename that leaves a doc behind fails here. And architecture.md's list of the tables the
- * console reads is the list its SQL reads.
+ * A rename that leaves a doc behind fails here. Two of architecture.md's lists are checked
+ * whole: the tables the console reads (what its SQL reads), and core's classes that read the
+ * JVM's timer rather than the instance's clock (what calls {@code System.nanoTime()}).
  */
 @PureTest
 class DocNamesTest {
@@ -45,6 +46,7 @@ class DocNamesTest {
     private static final Pattern READ = Pattern.compile("(?i)\\b(?:FROM|JOIN)\\s+layover\\.(\\w+)\\b(?!\\s*\\()");
     private static final Pattern VIEW = Pattern.compile("(?i)CREATE\\s+(?:OR\\s+REPLACE\\s+)?VIEW\\s+layover\\.(\\w+)");
     private static final Pattern BACKTICKED = Pattern.compile("`(\\w+)`");
+    private static final Pattern NANO_TIME = Pattern.compile("System(\\.|::)nanoTime\\b");
 
     @Test
     void theDocsNameClassesAndMembersThatExist() throws IOException {
@@ -117,6 +119,32 @@ class DocNamesTest {
                 .filter(t -> !t.equals("ConsoleSql")).forEach(listed::add);
         assertTrue(views.contains("jobs") && read.contains("dead_letters"), "views " + views + ", read " + read);
         assertEquals(read, listed, "the tables the console reads, and architecture.md's list of them");
+    }
+
+    /** architecture.md's Time section names every class of core that reads {@code System.nanoTime()}. */
+    @Test
+    void architectureMdNamesCoresReadersOfTheJvmsTimer() throws IOException {
+        Path root = reactorRoot();
+        Set<String> readers = new TreeSet<>();
+        Set<String> coreClasses = new TreeSet<>();
+        try (Stream<Path> core = Files.walk(root.resolve("core/src/main/java"))) {
+            core.filter(p -> p.toString().endsWith(".java")).forEach(p -> {
+                String name = p.getFileName().toString().replace(".java", "");
+                coreClasses.add(name);
+                if (NANO_TIME.matcher(read(p)).find()) {
+                    readers.add(name);
+                }
+            });
+        }
+        String doc = read(root.resolve("docs/architecture.md"));
+        int from = doc.indexOf("Intervals that stay inside one JVM read `System.nanoTime()`");
+        int to = doc.indexOf("`DocNamesTest` keeps this list to core's uses", from);
+        assertTrue(from >= 0 && to > from, "architecture.md's Time section names the JVM's timer's readers");
+        Set<String> named = new TreeSet<>();
+        BACKTICKED.matcher(doc.substring(from, to)).results().map(r -> r.group(1))
+                .filter(coreClasses::contains).forEach(named::add);
+        assertTrue(readers.contains("Lifeline"), "readers " + readers);
+        assertEquals(readers, named, "core's classes that read System.nanoTime(), and architecture.md's list of them");
     }
 
     private static boolean inJdk(String simpleName) {
