@@ -5,7 +5,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
-/** The reactor's source files, for the rules that read them ({@link TableOwnersTest}, {@link TestTiersTest}). */
+/** The reactor's source files, for the rules that read them ({@link TableOwnersTest}, {@link TestTiersTest}, {@link DocNamesTest}, {@link BoundariesTest}). */
 final class ReactorSources {
 
     private ReactorSources() {}

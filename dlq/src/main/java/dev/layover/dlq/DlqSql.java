@@ -441,8 +441,8 @@ final class DlqSql {
      * Prepares a statement whose best plan depends on its parameter values (filters, keyset
      * cursors, text patterns). pgjdbc turns a statement into a server-side prepared one after five
      * executions, and Postgres may then reuse a generic plan built without the values: for a text
-     * filter that plan intersects the trigram index with the whole park-time range (60-120 ms over
-     * a million rows) where the plan for the actual values walks the page order (about 10 ms). A
+     * filter that plan intersects the trigram index with the whole park-time range, where the plan
+     * for the actual values walks the page order and reads a page's rows only. A
      * prepare threshold of 0 keeps the statement unnamed, planned with its values every time.
      */
     static PreparedStatement prepareCustomPlanned(Connection c, String sql) throws SQLException {

@@ -35,67 +35,19 @@ import java.util.Set;
  *         .start();
  * }</pre>
  *
- * <p>It runs as one db-scheduler recurring task ({@value #TASK_NAME}), every
- * {@link Builder#checkEvery(Duration) checkEvery} (default 5 s), on one worker of the cluster at
- * a time. Each run reads, per provider key with parked dead letters, the key's breaker
- * ({@code layover.breakers}), cooldown ({@code layover.cooldowns}) and its own state
- * ({@code layover.recovery_state}), so it sees a breaker closed by any JVM or by an operator's
- * console. A listener on this instance's breaker events also brings the next run forward when a
- * close is heard.
- *
- * <h2>The sweep</h2>
- * When a key's breaker has closed ({@code closed_at} newer than the close the sweep last handled),
- * its parked dead letters whose failure type is auto-replayable for their job type, parked up to
- * the close plus {@link Builder#closeGrace(Duration) closeGrace} (default 1 min), are replayed
- * ({@link ReplayKind#SWEEP}) in batches: {@link Builder#firstBatch(int) firstBatch} (10), then
- * growing by {@link Builder#growthFactor(double) growthFactor} (2) up to
- * {@link Builder#maxBatch(int) maxBatch} (500). The jobs of a batch are due spread uniformly over
- * {@link Builder#spreadOver(Duration) spreadOver} (10 s), no sooner than 1 s after the close, and
- * the next batch waits until that window has passed. Before each batch the previous ones are
- * judged: replays that parked again or spent an attempt are failures; none → the batch grows;
- * fewer than a fifth of the last batch → it keeps its size; more → it is halved and the sweep
- * waits one more window. While more than half of the last batch has not run yet, or the key
- * cools down, the sweep waits; when the breaker opens again it stops (a new close starts over
- * from the first batch size).
- *
- * <p>Whatever the breaker does, rate-limit and quota entries come back once the key's cooldown
- * has ended (for a quota, the cooldown lasts until its reset, when the provider said when) and
- * they have been parked for at least {@link Builder#rateLimitMinAge(Duration) rateLimitMinAge}
- * (5 min) or {@link Builder#quotaMinAge(Duration) quotaMinAge} (1 h), in the same batches.
- *
- * <p>Each sweep replay spends one unit of the dead letter's automatic replay budget
- * ({@link Builder#replayBudget(int) replayBudget}, 3); a dead letter whose budget is spent is moved
- * to {@code review} instead, and a sweep replay that parks again goes to {@code review} (core). So
- * nothing loops: a dead letter comes back automatically at most once until a person acts, and at
- * most {@code replayBudget} times until a person moves it back to parked.
- *
- * <h2>The trial</h2>
- * While a key's breaker is open or half-open and no live job of the key is due soon enough to
- * make the breaker's trial call, the sweep replays one parked dead letter of the key
- * ({@link ReplayKind#TRIAL}), due just after the breaker's {@code open_until}, so that it claims
- * the half-open trial call. Trials take the key's parked entries in turn, the first
- * {@link Builder#trialEvery(Duration, Duration) trialEvery} (1 min) after the previous one's run
- * time, then 3 min, then 9 min ({@link Builder#trialBackoff(double) trialBackoff} 3, up to 9 min),
- * until the breaker closes. A failed trial spends no budget and its dead letter goes back to
- * {@code parked}; a successful one closes the breaker, which starts the sweep. A breaker forced
- * open without an end gets no trial.
- *
- * <h2>What it never touches</h2>
- * Dead letters without a provider key; failure types that are not auto-replayable for their job
- * type (by default everything but {@code provider_unavailable}, {@code breaker_open},
- * {@code rate_limit_exhausted} and {@code quota_exhausted}; {@code rejected} and {@code bad_args}
- * cannot be made auto-replayable); job types not registered in the Layover instance running the
- * sweep (run the plugin in JVMs that register every job type); dead letters with a live job of the
- * same type and id; {@code review}, {@code replayed} and {@code discarded} entries.
- *
- * <h2>Database effects</h2>
- * Per run: one read of the keys (a skip scan over {@code dead_letters_recovery_idx}); per key
- * with something to do, a few indexed reads, the replays (see {@link DeadLetters}: one
- * transaction per batch, one {@code layover.audit_log} row per batch and per trial, actor
- * {@value #ACTOR}, subject the provider key), and an upsert of its {@code layover.recovery_state}
- * row when anything changed. One INFO log line per batch and per trial (key, how many, ids).
- *
- * <p>Immutable and thread-safe; one instance may be given to several Layover instances.
+ * <p>One db-scheduler recurring task ({@value #TASK_NAME}), run by one worker of the cluster at a
+ * time. It reads each key's breaker, cooldown and {@code layover.recovery_state}. The sweep: after
+ * a breaker closes, the key's auto-replayable dead letters are replayed ({@link ReplayKind#SWEEP})
+ * in batches that grow while replays succeed and shrink when they park again; rate-limit and quota
+ * entries come back when the key's cooldown ends. The trial: while a breaker stays open, one dead
+ * letter at a time is replayed ({@link ReplayKind#TRIAL}) to make the half-open call. It must not
+ * loop: a sweep replay spends the dead letter's {@link Builder#replayBudget(int) replayBudget}, and
+ * one that parks again goes to {@code review}. Never replayed by it: dead letters without a
+ * provider key or with a live job, failure types not auto-replayable for their job type, job types
+ * this instance does not register, entries not {@code parked}. It writes the replays ({@link
+ * DeadLetters}, a transaction per batch), an audit row per batch and trial, and the key's {@code
+ * recovery_state} row. Details: docs/dead-letters.md, "Recovery sweep and trial". Immutable and
+ * thread-safe; one instance may serve several Layover instances.
  */
 public final class RecoverySweep implements LayoverPlugin {
 

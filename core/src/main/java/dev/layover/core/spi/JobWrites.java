@@ -36,11 +36,12 @@ public interface JobWrites {
 
     /**
      * Inserts one fresh job per dead letter, in the caller's transaction: the dead letter's job type,
-     * job id, args (or the edited args given), priority, provider key and limit keys, every column a
-     * fresh enqueue writes (no deadline: a replay is a new decision), {@code dead_letter_id} and
-     * {@code replay_kind} set. Nothing is inserted where a live job has that type and id. The caller
-     * holds the dead letters locked ({@code FOR UPDATE}), so two replays of one dead letter never
-     * both insert.
+     * job id, args (or the edited args given), priority, provider key, limit keys, fairness key and
+     * trace context, with {@code dead_letter_id} and {@code replay_kind} set. Of the columns an
+     * enqueue writes it leaves out {@code deadline} (a replay is a new decision), {@code args_shape},
+     * {@code token_estimate} and {@code fair_tag}. Nothing is inserted where a live job has that
+     * type and id. The caller holds the dead letters locked ({@code FOR UPDATE}), so two replays of
+     * one dead letter never both insert.
      *
      * @param c the caller's connection, in its transaction
      * @param deadLetterIds the dead letters, in order

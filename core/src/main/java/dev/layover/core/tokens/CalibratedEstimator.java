@@ -29,7 +29,7 @@ public final class CalibratedEstimator {
 
     /**
      * Default {@link Builder#initialRatio}: 2, an over-estimate until the key has reports (the text
-     * estimate is up to about 45 % under a real tokenizer's count for some scripts).
+     * estimate falls short of a real tokenizer's count for some scripts: docs/tokens.md).
      */
     public static final double DEFAULT_INITIAL_RATIO = 2.0;
 

@@ -277,7 +277,7 @@ public final class FakeProvider implements AutoCloseable {
 
     static {
         // The JDK's server leaves Nagle's algorithm on: a small reply then waits for the client's
-        // delayed ACK (about 40 ms a call). Read once, when the JDK's server classes first load.
+        // delayed ACK, a delay on every call. Read once, when the JDK's server classes first load.
         if (System.getProperty("sun.net.httpserver.nodelay") == null) {
             System.setProperty("sun.net.httpserver.nodelay", "true");
         }

@@ -14,29 +14,17 @@ import org.slf4j.LoggerFactory;
 import dev.layover.core.spi.Db;
 
 /**
- * Notices that the database went away, and turns what would be a flood of errors (every poll,
- * heartbeat and outcome write of every thread, until it is back) into one line when it goes and
- * one when it is back.
- *
- * <p>Signals: any statement of Layover ({@link Db}) or of db-scheduler (through {@link #gate}) that
- * fails with a connection error (SQL state class {@code 08}, or {@code 57P01}-{@code 57P03}: the
- * server shut down or is starting). One such failure only makes it <em>suspect</em> an outage: a
- * check ({@code getConnection()} and {@code isValid}) decides within {@value #CHECK_WAIT_MS} ms,
- * so that one broken pooled connection is not an outage. While the database is away:
- *
- * <ul>
- *   <li>db-scheduler is paused ({@code Scheduler.pause()}) and its threads (polling, heartbeats,
- *       dead-execution checks) wait in {@code getConnection()} of the {@link #gate gated} data
- *       source instead of failing and logging every few seconds;
- *   <li>outcome writes wait ({@link #awaitWritable}) and are written when it is back, so a job that
- *       finished during the outage is neither lost nor run again;
- *   <li>a check runs every {@value #PROBE_INTERVAL_MS} ms.
- * </ul>
- *
- * <p>When a check succeeds, the {@link Listener#onBack} hook runs first (the engine renews the
- * heartbeats of every job it holds, so that no worker takes them for dead), outcome writes go on,
- * and db-scheduler's threads are let through {@code resumeDelay} later (time for the other
- * workers of the fleet to renew theirs), then polling resumes.
+ * Notices that the database went away and turns the flood of errors that would follow (every
+ * poll, heartbeat and outcome write, until it is back) into one line when it goes and one when it
+ * is back. A connection error (SQL state class {@code 08}, {@code 57P01}-{@code 57P03}) from Layover
+ * ({@link Db}) or db-scheduler ({@link #gate}) makes it suspect an outage; a check ({@code
+ * isValid}) decides within {@value #CHECK_WAIT_MS} ms, so one broken pooled connection is not one.
+ * While the database is away, db-scheduler is paused and its threads wait in the {@link #gate
+ * gated} data source, outcome writes wait ({@link #awaitWritable}: a job that finished is neither
+ * lost nor run again), and a check runs every {@value #PROBE_INTERVAL_MS} ms. When one succeeds,
+ * {@link Listener#onBack} runs first (the engine renews its jobs' heartbeats), outcome writes go
+ * on, and db-scheduler's threads follow {@code resumeDelay} later: time for the rest of the fleet
+ * to renew theirs.
  */
 public final class DatabaseOutage implements AutoCloseable {
 

@@ -66,8 +66,8 @@ final class ControlSql {
      * parameters and the statistics: the deadline checks are the first entry of
      * {@code scheduled_tasks_deadline_idx} and of {@code scheduled_tasks_after_deadline_idx}, read
      * in order ({@code min()}). Written as {@code EXISTS (... deadline <= ?)}, the plan made once
-     * for any parameter (PostgreSQL's generic plan, chosen after five runs) read the whole table:
-     * 430 ms a second per worker behind a million-job backlog; and an {@code EXISTS} that the
+     * for any parameter (PostgreSQL's generic plan, chosen after five runs) read the whole table at
+     * every refresh (docs/benchmarks.md, "Deep backlog for 30 minutes"); and an {@code EXISTS} that the
      * planner expects to match early is planned as a sequential scan, which reads the whole table
      * when nothing matches.
      */

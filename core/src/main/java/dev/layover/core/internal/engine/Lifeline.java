@@ -17,27 +17,15 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Gives back jobs this worker picked ahead but has not started: while every worker thread is busy
- * (slow calls, a hung handler), a picked job waits in db-scheduler's queue, held by this worker
- * and kept alive by its heartbeat, while another worker may sit idle. A job that has not started
- * within {@code giveBackAfter} of being seen waiting is given back: its row is unpicked in one
- * version-checked statement ({@link JobStore#giveBack}, which wakes the other workers), and when
- * db-scheduler later hands this worker the stale pick, {@link #begin} says skip it. No attempt is
- * spent, nothing is counted: the job simply runs elsewhere, or here once a thread is free. While
- * the adaptive prefetch holds nothing ahead ({@link PickLimit#holdsNoneAhead}: calls take a second
- * or more), a job waiting behind busy threads is given back at the first look that sees it, without
- * waiting {@code giveBackAfter} (unless that is zero: then never); then it also looks every
- * {@link #URGENT_EVERY_MILLIS} while a job waits for a thread that is not given back yet.
- *
- * <p>The same look finds orphan picks: rows picked in this worker's name that db-scheduler never
- * handed to it (the pick committed but its reply was lost, as when a failover lands between the
- * two). The bulk heartbeat keeps such rows alive, so no one would take them for dead while the
- * worker lives; one that has not started within {@code giveBackAfter} (10 s when that is zero)
- * while a thread is free and no run waits in the queue is given back the same way. Only rows of
- * the registered job types are looked at (a plugin's task runs without {@link #begin}), and a
- * row's breaker trial goes back with it. One read of this worker's picked rows per check (an
- * index on {@code picked_by}), every half {@code giveBackAfter}, at most every second (and every
- * {@link #URGENT_EVERY_MILLIS} while a job waits behind calls of a second or more).
+ * Gives back jobs this worker picked but has not started, so an idle worker can run them: a job
+ * waiting behind busy threads for {@code giveBackAfter} (never when that is zero; at once while
+ * the prefetch holds none ahead, {@link PickLimit#holdsNoneAhead}), and, while a thread is free,
+ * an orphan pick: a row picked in this worker's name that db-scheduler never handed it (the
+ * pick's reply lost in a failover). A give-back is one version-checked unpick ({@link
+ * JobStore#giveBack}, which wakes the other workers) that takes the row's breaker trial with it;
+ * {@link #begin} then skips the stale pick. It spends no attempt and counts nothing. It reads only
+ * rows of the registered job types, once per look: every half {@code giveBackAfter}, at most every
+ * second, and every {@link #URGENT_EVERY_MILLIS} while a job waits behind calls of a second or more.
  */
 final class Lifeline {
 

@@ -17,22 +17,15 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * How many jobs a worker holds at a time (picked: running or waiting for a thread), as a multiple
  * of its threads, and the JDBC customization through which db-scheduler's lock-and-fetch runs
- * Layover's pick ({@link Picker}). The multiple is fixed when the application set {@code prefetch},
- * else adaptive: many rows per pick while handlers are short (a pick costs a round trip, so for
- * short jobs rows per pick are throughput), one per thread when they take a second or more (a job
- * held in memory behind a long call waits that call out while another worker may be idle). From
- * {@link #LONG_NANOS} down to {@link #SHORT_NANOS} the factor rises with the logarithm of the
- * duration from 1 to {@link #SHORT_FACTOR}; below, it holds the same work per thread, up to
- * {@link #MAX_FACTOR} and {@link #MAX_ROWS} rows. The duration is a moving average of the handlers
- * that ended or, when every thread is busy, the youngest running handler's age if that is longer.
- * Nothing observed yet: 1.
- *
- * <p>db-scheduler fixes its pick limit when it is built, so it is built with the largest factor and
- * each pick takes {@code limit − held} rows. While an adaptive pick came back full, runs leaving
- * the pool ({@link #pool}) wake the next pick themselves (every {@code (factor − 1) × threads / 2}
- * runs, at most every half of the last pick's rows), as db-scheduler alone would wait for half its
- * threads to be free. When the factor is 1 nothing is held ahead, and {@link Lifeline} gives back
- * what is held beyond the threads without waiting ({@link #holdsNoneAhead}).
+ * Layover's pick ({@link Picker}). Fixed when the application set {@code prefetch}; else adaptive,
+ * from a moving average of handler durations (or the youngest running handler's age, when every
+ * thread is busy and it is longer): 1 from {@link #LONG_NANOS}, rising with the logarithm to
+ * {@link #SHORT_FACTOR} at {@link #SHORT_NANOS}, below that the same work per thread up to {@link
+ * #MAX_FACTOR} and {@link #MAX_ROWS}; 1 before a handler ended. Short jobs gain by many rows per
+ * pick (a pick is a round trip); a job held behind a long call waits it out while another worker
+ * may be idle. db-scheduler fixes its limit when built, so each pick takes {@code limit − held}
+ * rows, and runs leaving the {@link #pool} wake the next pick while picks come back full. At 1
+ * nothing is held ahead and {@link Lifeline} gives back what waits ({@link #holdsNoneAhead}).
  */
 final class PickLimit extends PostgreSqlJdbcCustomization {
 
@@ -41,9 +34,9 @@ final class PickLimit extends PostgreSqlJdbcCustomization {
     /** Handler durations at which the adaptive factor is {@link #SHORT_FACTOR}: 10 ms. */
     static final long SHORT_NANOS = 10_000_000L;
     /**
-     * The adaptive factor's ceiling, for handlers far shorter than {@link #SHORT_NANOS}: 64 × the
-     * threads (measured with no-op jobs and 16 threads: about twice the throughput of a ceiling of
-     * 6, docs/benchmarks.md, and a pick of 1,024 rows still takes milliseconds).
+     * The adaptive factor's ceiling, for handlers far shorter than {@link #SHORT_NANOS}: rows held
+     * per thread. Higher than {@link #SHORT_FACTOR} because no-op jobs gain throughput from larger
+     * picks (docs/benchmarks.md, "Adaptive prefetch, larger picks").
      */
     static final double MAX_FACTOR = 64.0;
     /**

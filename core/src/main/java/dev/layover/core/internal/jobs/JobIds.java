@@ -12,8 +12,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>Why not a random UUID: the id is the job table's primary key ({@code (task_name,
  * task_instance)}), and every pick is an update that writes a new entry into it. With random ids
- * a deep backlog's picks each dirtied a leaf page of the key chosen at random (a million jobs: an
- * 89 MB index, 0.64 full-page images written to the WAL per job run); jobs enqueued together are
+ * a deep backlog's picks each dirtied a leaf page of the key chosen at random, each a full-page
+ * image in the WAL (docs/benchmarks.md, "Deep backlog for 30 minutes"); jobs enqueued together are
  * run together, and with time-ordered ids their entries share leaf pages, at enqueue and at every
  * pick. The time is the enqueuing JVM's: it orders ids only, it decides nothing.
  */

@@ -21,7 +21,7 @@ import java.util.Locale;
  * @param jitterMs the jitter, ms
  * @param priority the occurrences' priority
  */
-public record Definition(String jobType, Timing timing, String argsJson, MissedRuns missed, Overlap overlap,
+record Definition(String jobType, Timing timing, String argsJson, MissedRuns missed, Overlap overlap,
         long jitterMs, int priority) {
 
     /** @return whether the args are computed by code per occurrence */

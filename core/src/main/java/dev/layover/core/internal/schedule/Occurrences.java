@@ -24,7 +24,7 @@ import java.util.List;
  *       {@code allow} enqueues. {@code queue} enqueues one occurrence per claim and holds the next.
  * </ol>
  */
-public final class Occurrences {
+final class Occurrences {
 
     /** The most occurrences one claim enqueues for a catch-up. */
     public static final int CATCH_UP_MAX = 1000;

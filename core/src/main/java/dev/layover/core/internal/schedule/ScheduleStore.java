@@ -25,7 +25,7 @@ import java.util.Map;
  * it, each in its own {@code schedule_*.sql} file. Every method runs on the connection it is given
  * (the caller's transaction decides).
  */
-public final class ScheduleStore {
+final class ScheduleStore {
 
     private static final NamedSql PEEK = NamedSql.load("schedule_peek");
     private static final NamedSql CLAIM = NamedSql.load("schedule_claim");

@@ -1,11 +1,13 @@
-package dev.layover.core.schedule;
+package dev.layover.core.internal.schedule;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.layover.core.internal.schedule.Occurrences;
 import dev.layover.core.internal.schedule.Occurrences.Decision;
+import dev.layover.core.schedule.MissedRuns;
+import dev.layover.core.schedule.Overlap;
+import dev.layover.core.schedule.Timing;
 import dev.layover.testing.PureTest;
 import java.time.Duration;
 import java.time.Instant;
