@@ -111,7 +111,8 @@ public record EnqueueOptions(Instant runAt, Duration delay, String key, int prio
      * is parked it waits, and when one's dead letter is discarded it is parked
      * {@code dependency_failed}. Each must exist at the enqueue: live, parked (or in review), or
      * completed within the history's retention (a completed one is already satisfied). Only
-     * {@link Layover#enqueue} takes dependencies.
+     * {@link Layover#enqueue} and {@link Layover#enqueueBatch} take dependencies (a batch's job may name jobs
+     * before it in the batch); a group's members do not.
      *
      * @param jobs the jobs
      * @return a copy with those dependencies (replacing any given before)
