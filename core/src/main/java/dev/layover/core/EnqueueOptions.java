@@ -112,7 +112,7 @@ public record EnqueueOptions(Instant runAt, Duration delay, String key, int prio
      * {@code dependency_failed}. Each must exist at the enqueue: live, parked (or in review), or
      * completed within the history's retention (a completed one is already satisfied). Only
      * {@link Layover#enqueue} and {@link Layover#enqueueBatch} take dependencies (a batch's job may name jobs
-     * before it in the batch); a group's members do not.
+     * before it in the batch), and so do a group's members ({@link Layover#enqueueGroup}).
      *
      * @param jobs the jobs
      * @return a copy with those dependencies (replacing any given before)

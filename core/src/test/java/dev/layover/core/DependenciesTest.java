@@ -146,10 +146,12 @@ class DependenciesTest {
                     default -> EnqueueOptions.key("z3");
                 }));
         assertTrue(batch.getMessage().contains("only after jobs before it in the batch"), batch.getMessage());
+        // a group's member as well: the group, its callback and its members are gone with it
         DependencyException member = assertThrows(DependencyException.class, () -> l.enqueueGroup(null,
                 GroupOptions.callback(step, new Step("cb", false)), step, List.of(new Step("m", false)),
-                s -> EnqueueOptions.now().withAfter(a)));
-        assertTrue(member.getMessage().contains("a group's members cannot take dependencies"), member.getMessage());
+                s -> EnqueueOptions.now().withAfter(JobRef.of(a), new JobRef("step", "gone"))));
+        assertTrue(member.getMessage().contains("no step job with the id 'gone'"), member.getMessage());
+        assertEquals(0L, db.count("select count(*) from layover.groups"));
         assertEquals(1L, db.count("select count(*) from layover.scheduled_tasks where task_name = 'step'"),
                 "only the first job");
         assertEquals(0L, db.count("select count(*) from layover.job_dependencies"));

@@ -337,4 +337,33 @@ class GroupsTest {
         assertEquals(java.sql.Timestamp.from(start.minus(Duration.ofMinutes(5))), db.value(
                 "select execution_time from layover.scheduled_tasks where task_instance = ?", g.groupId()));
     }
+
+    @Test
+    void membersRunAfterEarlierMembersAndJobsOutsideTheGroupAndTheCallbackAfterThemAll(TestDatabase db) {
+        List<String> order = new java.util.concurrent.CopyOnWriteArrayList<>();
+        JobType<Segment> seg = JobType.builder("segment", Segment.class).handler((a, ctx) -> {
+            order.add(a.doc() + "/" + a.n());
+            return Outcome.done(a.n());
+        }).build();
+        JobType<Assemble> asm = JobType.builder("assemble", Assemble.class).handler((a, ctx) -> {
+            order.add("assemble");
+            return Outcome.done();
+        }).build();
+        Layover l = layover(db, seg, asm);
+        Enqueued glossary = l.enqueue(seg, new Segment("glossary", 0));
+        EnqueuedGroup g = l.enqueueGroup(null, GroupOptions.callback(asm, new Assemble("doc-1")), seg,
+                segments("doc-1", 3), s -> switch (s.n()) {
+                    case 0 -> EnqueueOptions.key("outline").withAfter(glossary);
+                    case 1 -> EnqueueOptions.now().withAfter(new JobRef("segment", "outline"));
+                    default -> EnqueueOptions.now();
+                });
+        assertEquals(3L, db.count("select count(*) from layover.group_members where group_id = ? and state = 'pending'",
+                g.groupId()));
+        assertEquals(2L, db.count("select count(*) from layover.waiting_dependents"));
+        started(l);
+        Await.equal(WAIT, "jobs run", 5, order::size);
+        assertTrue(order.indexOf("doc-1/0") > order.indexOf("glossary/0"), "" + order);
+        assertTrue(order.indexOf("doc-1/1") > order.indexOf("doc-1/0"), "" + order);
+        assertEquals("assemble", order.get(4), "the callback after every member: " + order);
+    }
 }

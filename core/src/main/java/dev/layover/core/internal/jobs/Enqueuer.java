@@ -166,14 +166,7 @@ public final class Enqueuer {
      */
     public <A> List<Enqueued> enqueueBatch(Connection caller, Registry.Entry<A> entry, List<A> args,
             Function<? super A, EnqueueOptions> options) {
-        List<EnqueueOptions> opts = new ArrayList<>(args.size());
-        boolean after = false;
-        for (A a : args) {
-            EnqueueOptions o = options.apply(a);
-            after |= !o.after().isEmpty();
-            opts.add(o);
-        }
-        return after ? enqueueBatchAfter(caller, entry, args, opts) : enqueueBatch(caller, entry, args, opts, null);
+        return enqueueBatch(caller, entry, args, options, null);
     }
 
     /**
@@ -188,7 +181,7 @@ public final class Enqueuer {
      *     batch at or after it (nothing written)
      */
     private <A> List<Enqueued> enqueueBatchAfter(Connection caller, Registry.Entry<A> entry, List<A> args,
-            List<EnqueueOptions> opts) {
+            List<EnqueueOptions> opts, String groupId) {
         String name = entry.type().name();
         int n = args.size();
         List<EnqueueOptions> keyed = new ArrayList<>(n);
@@ -225,7 +218,7 @@ public final class Enqueuer {
                     keyed.set(i, o.withRunAt(GROUP_WAIT));
                 }
             }
-            List<Enqueued> out = enqueueBatch(c, entry, args, keyed, null);
+            List<Enqueued> out = enqueueBatch(c, entry, args, keyed, groupId);
             for (JobRef r : earlier) { // inserted just now in this transaction: live, or an existing job of that key
                 if (store.prerequisite(c, r.jobType(), r.id()) == JobStore.Prerequisite.UNKNOWN) {
                     throw new IllegalStateException("job " + r + " of the batch is neither live nor parked after its insert");
@@ -265,19 +258,21 @@ public final class Enqueuer {
                 ids.toArray(String[]::new));
     }
 
-    /** {@link #enqueueBatch(Connection, Registry.Entry, List, Function)} into a group (or none: null). */
+    /**
+     * {@link #enqueueBatch(Connection, Registry.Entry, List, Function)} into a group (or none: null):
+     * a member may run after other jobs as a batch's job may (it waits, {@code pending} in its group).
+     */
     private <A> List<Enqueued> enqueueBatch(Connection caller, Registry.Entry<A> entry, List<A> args,
             Function<? super A, EnqueueOptions> options, String groupId) {
         List<EnqueueOptions> opts = new ArrayList<>(args.size());
+        boolean after = false;
         for (A a : args) {
             EnqueueOptions o = options.apply(a);
-            if (!o.after().isEmpty()) {
-                throw new DependencyException("a group's members cannot take dependencies (EnqueueOptions#withAfter): "
-                        + "enqueue them with Layover#enqueue, Layover#enqueueBatch or a Workflow");
-            }
+            after |= !o.after().isEmpty();
             opts.add(o);
         }
-        return enqueueBatch(caller, entry, args, opts, groupId);
+        return after ? enqueueBatchAfter(caller, entry, args, opts, groupId)
+                : enqueueBatch(caller, entry, args, opts, groupId);
     }
 
     /** Inserts a batch, each job with its options (index for index), into a group (or none: null). */
