@@ -3442,6 +3442,10 @@ COMMENT ON VIEW layover.schedules_view IS
 --   callback_state  waiting (members open, or not sealed), released (the callback was made due),
 --                   skipped (on_success and a member was discarded: the callback job was deleted)
 --   settled_at      when callback_state left waiting
+--   callback_lead   how far back the release may date the callback's run time: the callback is made
+--                   due as of its group's creation (ahead of work enqueued after the group), but at
+--                   most this long before the release, half its job type's maxDeferral (the pick
+--                   parks a keyed job its limits have kept waiting longer than maxDeferral)
 -- ---------------------------------------------------------------------------
 CREATE TABLE layover.groups (
     id             text        PRIMARY KEY,
@@ -3451,6 +3455,7 @@ CREATE TABLE layover.groups (
     sealed_at      timestamptz,
     callback_state text        NOT NULL DEFAULT 'waiting',
     settled_at     timestamptz,
+    callback_lead  interval    NOT NULL DEFAULT interval '30 minutes',
     CONSTRAINT groups_policy_check CHECK (policy IN ('on_complete', 'on_success')),
     CONSTRAINT groups_callback_state_check CHECK (callback_state IN ('waiting', 'released', 'skipped'))
 );
@@ -3488,17 +3493,18 @@ CREATE UNIQUE INDEX group_members_job ON layover.group_members (job_type, job_id
 COMMENT ON TABLE layover.group_members IS
     'Members of groups: state (pending, parked, done, discarded) and a done member''s result.';
 
--- Makes a waiting job due now (a group's callback, a dependent, a job waiting for a signal): its run
--- time now, or, while a pause holds it, its paused run time now (the pause's reason kept). Only a job
--- not picked whose run time (or paused run time) is at or after p_waiting_after. Returns whether it did.
+-- Makes a waiting job due (a group's callback, a dependent, a job waiting for a signal): its run
+-- time p_at (now, or for a group's callback its group's creation), or, while a pause holds it, its
+-- paused run time p_at (the pause's reason kept). Only a job not picked whose run time (or paused run
+-- time) is at or after p_waiting_after. Returns whether it did.
 CREATE FUNCTION layover.job_make_due(p_type text, p_id text, p_reason text, p_detail text,
-                                     p_waiting_after timestamptz) RETURNS boolean
+                                     p_waiting_after timestamptz, p_at timestamptz) RETURNS boolean
     LANGUAGE plpgsql VOLATILE AS
 $$
 BEGIN
     UPDATE layover.scheduled_tasks t
-    SET execution_time = CASE WHEN t.paused_run_at IS NULL THEN now() ELSE t.execution_time END,
-        paused_run_at = CASE WHEN t.paused_run_at IS NULL THEN NULL ELSE least(t.paused_run_at, now()) END,
+    SET execution_time = CASE WHEN t.paused_run_at IS NULL THEN p_at ELSE t.execution_time END,
+        paused_run_at = CASE WHEN t.paused_run_at IS NULL THEN NULL ELSE least(t.paused_run_at, p_at) END,
         version = t.version + 1,
         last_reschedule_reason = CASE WHEN t.paused_run_at IS NULL THEN p_reason ELSE t.last_reschedule_reason END,
         last_reschedule_detail = CASE WHEN t.paused_run_at IS NULL THEN p_detail ELSE t.last_reschedule_detail END
@@ -3508,8 +3514,8 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION layover.job_make_due(text, text, text, text, timestamptz) IS
-    'Makes a waiting job due now (or its paused run time now), when it is not picked and waits past the given time.';
+COMMENT ON FUNCTION layover.job_make_due(text, text, text, text, timestamptz, timestamptz) IS
+    'Makes a waiting job due at the given time (or its paused run time), when it is not picked and waits past the given time.';
 
 -- Settles groups whose members may all have ended: for each (in id order), under the group's
 -- transaction-scoped advisory lock, a group that is sealed, still waiting and has no open member
@@ -3518,8 +3524,11 @@ COMMENT ON FUNCTION layover.job_make_due(text, text, text, text, timestamptz) IS
 -- group, it ends there discarded and the parent is settled). A VOLATILE function's statements each take a
 -- fresh snapshot: a caller that wrote its members' ends before calling sees every end committed
 -- before it got the lock, so of two transactions ending a group's last two members the later one
--- settles it; callback_state = 'waiting' makes a second settle a no-op. Returns the groups released.
-CREATE FUNCTION layover.group_settle(p_groups text[]) RETURNS int
+-- settles it; callback_state = 'waiting' makes a second settle a no-op. A released callback's run
+-- time is its group's creation (so among due jobs of its priority it runs ahead of work enqueued after
+-- its group, not behind the backlog that built up while its members ran), at most callback_lead before
+-- p_now. p_now: NULL for the database's clock, else a test clock's time. Returns the groups released.
+CREATE FUNCTION layover.group_settle(p_groups text[], p_now timestamptz DEFAULT NULL) RETURNS int
     LANGUAGE plpgsql VOLATILE AS
 $$
 DECLARE
@@ -3527,6 +3536,7 @@ DECLARE
     r        record;
     parents  text[];
     released int := 0;
+    v_now    timestamptz := coalesce(p_now, now());
 BEGIN
     FOR g IN SELECT DISTINCT x FROM unnest(p_groups) AS x WHERE x IS NOT NULL ORDER BY x LOOP
         PERFORM pg_advisory_xact_lock(1735357040, hashtext(g));
@@ -3551,12 +3561,13 @@ BEGIN
             )
             SELECT array_agg(ended.group_id) INTO parents FROM ended;
             IF parents IS NOT NULL THEN
-                PERFORM layover.group_settle(parents);
+                PERFORM layover.group_settle(parents, p_now);
             END IF;
         ELSE
             UPDATE layover.groups SET callback_state = 'released', settled_at = now() WHERE id = g;
             PERFORM layover.job_make_due(r.callback_type, g, 'group_complete',
-                                         'every member of group ' || g || ' has finished', '9999-12-31T00:00:00Z');
+                                         'every member of group ' || g || ' has finished', '9999-12-31T00:00:00Z',
+                                         greatest(least(r.created_at, v_now), v_now - r.callback_lead));
             released := released + 1;
         END IF;
     END LOOP;
@@ -3567,8 +3578,9 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION layover.group_settle(text[]) IS
-    'Releases (or skips) the callback of each given group that is sealed and has no open member, once, under the group''s advisory lock.';
+COMMENT ON FUNCTION layover.group_settle(text[], timestamptz) IS
+    'Releases (or skips) the callback of each given group that is sealed and has no open member, once, under the group''s advisory lock; '
+    'a released callback is due as of its group''s creation.';
 
 -- Members whose dead letters were discarded (job types and ids, pairwise): their member rows end
 -- discarded and their groups are settled. The group store's function for the dead-letter store's
@@ -3692,7 +3704,7 @@ BEGIN
         CONTINUE WHEN EXISTS (SELECT 1 FROM layover.job_dependencies e
                               WHERE e.job_type = d.job_type AND e.job_id = d.job_id AND e.state <> 'completed');
         IF layover.job_make_due(d.job_type, d.job_id, 'dependencies_done', 'every job it runs after has completed',
-                                '9999-12-31T00:00:00Z') THEN
+                                '9999-12-31T00:00:00Z', now()) THEN
             released := released + 1;
         END IF;
     END LOOP;
@@ -3803,7 +3815,7 @@ BEGIN
         RETURN false;
     END IF;
     -- the job waits until its timeout, after now (its wait's write reads the step's wake_at if it runs now)
-    IF layover.job_make_due(p_job_type, p_job_id, 'signalled', 'signal ''' || p_name || ''' arrived', now()) THEN
+    IF layover.job_make_due(p_job_type, p_job_id, 'signalled', 'signal ''' || p_name || ''' arrived', now(), now()) THEN
         PERFORM pg_notify('layover_jobs', '');
     END IF;
     RETURN true;

@@ -110,8 +110,10 @@ public record EnqueueOptions(Instant runAt, Duration delay, String key, int prio
      * The job runs after these jobs, once all of them completed ({@code Outcome.done}); while one
      * is parked it waits, and when one's dead letter is discarded it is parked
      * {@code dependency_failed}. Each must exist at the enqueue: live, parked (or in review), or
-     * completed within the history's retention (a completed one is already satisfied). Only
-     * {@link Layover#enqueue} takes dependencies.
+     * completed within the history's retention (a completed one is already satisfied).
+     * {@link Layover#enqueue}, {@link Layover#enqueueBatch} and a group's members
+     * ({@link Layover#enqueueGroup}) take dependencies; a batch's job or a member may also name jobs
+     * before it in the same call.
      *
      * @param jobs the jobs
      * @return a copy with those dependencies (replacing any given before)

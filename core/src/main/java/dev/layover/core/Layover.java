@@ -267,6 +267,14 @@ public final class Layover implements AutoCloseable {
      * Enqueues many jobs, 5,000 rows per {@code INSERT}, each with its own options. Arguments are
      * all checked before anything is written; an invalid one fails the whole call.
      *
+     * <p>A job's options may name jobs it runs after ({@link EnqueueOptions#withAfter}): existing
+     * jobs, and jobs before it in this batch (by type and id, so give those a key). The batch is
+     * then one transaction: the jobs named outside it found (a live one marked), the batch
+     * inserted (a job with an edge still open waiting, reason {@code dependencies}), the earlier
+     * jobs named marked, and one {@code layover.job_dependencies} row per open edge. A job named
+     * that does not exist, the job itself, or a job at or after it in the batch: a
+     * {@link DependencyException}, nothing written.
+     *
      * @param type a registered job type
      * @param args the arguments, one job each
      * @param options the options of each job (for example a key derived from its args)
@@ -293,6 +301,37 @@ public final class Layover implements AutoCloseable {
             Function<? super A, EnqueueOptions> options) {
         Objects.requireNonNull(connection, "connection");
         return engine.enqueuer().enqueueBatch(connection, engine.registry().require(type), args, options);
+    }
+
+    /**
+     * Enqueues a {@link Workflow}'s jobs, each after the workflow's jobs it names (its edges) and the
+     * jobs its options name, in one transaction: the caller's when {@code connection} is not null
+     * (neither committed nor closed; READ COMMITTED), else one of Layover's own. Per job, in the
+     * workflow's order, what {@link #enqueue(Connection, JobType, Object, EnqueueOptions)} with
+     * {@link EnqueueOptions#withAfter} writes: each job it runs after found (a live one marked
+     * {@code has_dependents}), its insert (waiting, run time 9999-12-31, reason
+     * {@code dependencies}, when it has an edge open), its {@code layover.job_dependencies} rows.
+     * A job with no edge is due as its options say. No attempt is spent.
+     *
+     * @param connection the caller's connection in its transaction, or null for a transaction of Layover's own
+     * @param workflow the jobs and their edges (checked when built: no cycle, no unknown or duplicate name)
+     * @return each job by its name, in the workflow's order; {@code created = false} where its key existed
+     * @throws UnknownJobTypeException when a job's type is not registered here (nothing written)
+     * @throws InvalidArgsException when a job's args are null, not writable as JSON or over the size cap
+     * @throws DependencyException when a job outside the workflow that a job's options name is unknown
+     * @throws LayoverException when the database fails (nothing written)
+     */
+    public Map<String, Enqueued> enqueueWorkflow(Connection connection, Workflow workflow) {
+        Objects.requireNonNull(workflow, "workflow");
+        for (Workflow.Step s : workflow.steps()) {
+            engine.registry().require(s.type()); // before anything is written
+        }
+        Map<String, Enqueued> out = engine.enqueuer().enqueueWorkflow(connection, workflow,
+                t -> engine.registry().require(t));
+        if (connection == null) {
+            wakeUp();
+        }
+        return out;
     }
 
     /**

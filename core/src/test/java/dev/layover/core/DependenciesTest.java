@@ -137,13 +137,54 @@ class DependenciesTest {
         DependencyException self = assertThrows(DependencyException.class, () -> l.enqueue(step, new Step("y", false),
                 EnqueueOptions.key("me").withAfter(new JobRef("step", "me"))));
         assertTrue(self.getMessage().contains("after itself"), self.getMessage());
+        // a batch's job can name only jobs before it in the batch (no cycle), the whole batch refused
         DependencyException batch = assertThrows(DependencyException.class, () -> l.enqueueBatch(step,
-                List.of(new Step("z", false)), s -> EnqueueOptions.now().withAfter(a)));
-        assertTrue(batch.getMessage().contains("only Layover#enqueue"), batch.getMessage());
+                List.of(new Step("z1", false), new Step("z2", false), new Step("z3", false)),
+                s -> switch (s.name()) {
+                    case "z1" -> EnqueueOptions.key("z1").withAfter(a);
+                    case "z2" -> EnqueueOptions.key("z2").withAfter(new JobRef("step", "z3"));
+                    default -> EnqueueOptions.key("z3");
+                }));
+        assertTrue(batch.getMessage().contains("only after jobs before it in the batch"), batch.getMessage());
+        // a group's member as well: the group, its callback and its members are gone with it
+        DependencyException member = assertThrows(DependencyException.class, () -> l.enqueueGroup(null,
+                GroupOptions.callback(step, new Step("cb", false)), step, List.of(new Step("m", false)),
+                s -> EnqueueOptions.now().withAfter(JobRef.of(a), new JobRef("step", "gone"))));
+        assertTrue(member.getMessage().contains("no step job with the id 'gone'"), member.getMessage());
+        assertEquals(0L, db.count("select count(*) from layover.groups"));
         assertEquals(1L, db.count("select count(*) from layover.scheduled_tasks where task_name = 'step'"),
                 "only the first job");
         assertEquals(0L, db.count("select count(*) from layover.job_dependencies"));
         assertEquals(false, db.value("select has_dependents from layover.scheduled_tasks where task_instance = ?",
                 a.id()), "the refused enqueue's mark was rolled back");
+    }
+
+    @Test
+    void aBatchsJobsRunAfterEarlierJobsOfTheBatchAndJobsOutsideIt(TestDatabase db) {
+        Layover l = layover(db);
+        Enqueued outside = l.enqueue(step, new Step("outside", false));
+        List<Enqueued> batch = l.enqueueBatch(step, List.of(new Step("b1", false), new Step("b2", false),
+                new Step("b3", false), new Step("b4", false)), s -> switch (s.name()) {
+                    case "b1" -> EnqueueOptions.key("b1");
+                    case "b2" -> EnqueueOptions.key("b2").withAfter(new JobRef("step", "b1"), JobRef.of(outside));
+                    case "b3" -> EnqueueOptions.key("b3").withAfter(new JobRef("step", "b2"));
+                    default -> EnqueueOptions.now();
+                });
+        assertEquals(List.of(true, true, true, true), batch.stream().map(Enqueued::created).toList());
+        assertEquals(2L, db.count("select count(*) from layover.waiting_dependents where job_id = 'b2'"));
+        assertEquals(1L, db.count("select count(*) from layover.waiting_dependents where job_id = 'b3' "
+                + "and after_id = 'b2' and after_state = 'live'"));
+        assertEquals("dependencies", db.value("select reschedule_reason from layover.jobs where id = 'b3'"));
+        assertEquals(true, db.value("select has_dependents from layover.scheduled_tasks where task_instance = 'b1'"),
+                "an earlier job of the batch is marked, as a job enqueued before is");
+        assertEquals(0L, db.count("select count(*) from layover.job_dependencies where job_id = ?", batch.get(3).id()),
+                "a job of the batch without dependencies has no edge");
+
+        l.start();
+        Await.equal(WAIT, "jobs run", 5, order::size);
+        assertTrue(order.indexOf("b2") > order.indexOf("b1") && order.indexOf("b2") > order.indexOf("outside"), "" + order);
+        assertTrue(order.indexOf("b3") > order.indexOf("b2"), "" + order);
+        assertTrue(l.awaitCompletions(WAIT));
+        assertEquals(3L, db.count("select count(*) from layover.job_dependencies where state = 'completed'"));
     }
 }

@@ -303,4 +303,67 @@ class GroupsTest {
                 GroupOptions.callback(asm, new Assemble("late")).inGroup("book"), seg, segments("late", 1)));
         assertTrue(sealed.getMessage().contains("sealed"), sealed.getMessage());
     }
+
+    @Test
+    void aReleasedCallbackIsDueAsOfItsGroupsCreationAheadOfLaterWork(TestDatabase db) {
+        JobType<Segment> seg = segment();
+        JobType<Assemble> asm = assemble();
+        Layover l = layover(db, seg, asm);
+        EnqueuedGroup g = l.enqueueGroup(null, GroupOptions.callback(asm, new Assemble("doc-1")).open(), seg, List.of(),
+                a -> EnqueueOptions.now());
+        Enqueued later = l.enqueue(seg, new Segment("doc-2", 1)); // work enqueued after the group
+        assertTrue(l.sealGroup(null, g.groupId()), "no member: the seal releases the callback");
+        Map<String, Object> due = db.row("select (select execution_time from layover.scheduled_tasks where "
+                + "task_instance = ?) as callback, (select execution_time from layover.scheduled_tasks where "
+                + "task_instance = ?) as later, (select created_at from layover.groups where id = ?) as created",
+                g.groupId(), later.id(), g.groupId());
+        assertEquals(due.get("created"), due.get("callback"), "the callback is due as of its group's creation");
+        assertTrue(((java.sql.Timestamp) due.get("callback")).before((java.sql.Timestamp) due.get("later")),
+                "so it is picked before work enqueued after its group: " + due);
+    }
+
+    @Test
+    void theSettleTakesATestClocksTimeAndDatesTheCallbackBackAtMostHalfItsMaxDeferral(TestDatabase db) {
+        JobType<Segment> seg = segment();
+        JobType<Assemble> asm = JobType.builder("assemble", Assemble.class).handler((a, ctx) -> Outcome.done())
+                .policy(JobPolicy.defaults().withMaxDeferral(Duration.ofMinutes(10))).build();
+        java.time.Instant start = ((java.sql.Timestamp) db.value("select now()")).toInstant().plus(Duration.ofHours(2));
+        dev.layover.testing.TestClock clock = new dev.layover.testing.TestClock(start);
+        Layover l = Layover.builder(db.newDataSource(4)).register(seg, asm).clock(clock).build();
+        EnqueuedGroup g = l.enqueueGroup(null, GroupOptions.callback(asm, new Assemble("doc-1")).open(), seg, List.of(),
+                a -> EnqueueOptions.now());
+        assertTrue(l.sealGroup(null, g.groupId()));
+        // the group was made an hour and more before the test clock's now: its callback is dated 5 minutes back
+        assertEquals(java.sql.Timestamp.from(start.minus(Duration.ofMinutes(5))), db.value(
+                "select execution_time from layover.scheduled_tasks where task_instance = ?", g.groupId()));
+    }
+
+    @Test
+    void membersRunAfterEarlierMembersAndJobsOutsideTheGroupAndTheCallbackAfterThemAll(TestDatabase db) {
+        List<String> order = new java.util.concurrent.CopyOnWriteArrayList<>();
+        JobType<Segment> seg = JobType.builder("segment", Segment.class).handler((a, ctx) -> {
+            order.add(a.doc() + "/" + a.n());
+            return Outcome.done(a.n());
+        }).build();
+        JobType<Assemble> asm = JobType.builder("assemble", Assemble.class).handler((a, ctx) -> {
+            order.add("assemble");
+            return Outcome.done();
+        }).build();
+        Layover l = layover(db, seg, asm);
+        Enqueued glossary = l.enqueue(seg, new Segment("glossary", 0));
+        EnqueuedGroup g = l.enqueueGroup(null, GroupOptions.callback(asm, new Assemble("doc-1")), seg,
+                segments("doc-1", 3), s -> switch (s.n()) {
+                    case 0 -> EnqueueOptions.key("outline").withAfter(glossary);
+                    case 1 -> EnqueueOptions.now().withAfter(new JobRef("segment", "outline"));
+                    default -> EnqueueOptions.now();
+                });
+        assertEquals(3L, db.count("select count(*) from layover.group_members where group_id = ? and state = 'pending'",
+                g.groupId()));
+        assertEquals(2L, db.count("select count(*) from layover.waiting_dependents"));
+        started(l);
+        Await.equal(WAIT, "jobs run", 5, order::size);
+        assertTrue(order.indexOf("doc-1/0") > order.indexOf("glossary/0"), "" + order);
+        assertTrue(order.indexOf("doc-1/1") > order.indexOf("doc-1/0"), "" + order);
+        assertEquals("assemble", order.get(4), "the callback after every member: " + order);
+    }
 }

@@ -910,6 +910,9 @@ final class ConsoleApi {
             runs.add(o);
         }
         out.set("batches", sql.jobBatches(jobType, id));
+        out.set("groups", sql.jobGroups(jobType, id));
+        out.set("dependencies", sql.jobDependencies(jobType, id));
+        out.set("dependents", sql.jobDependents(jobType, id));
         ArrayNode dls = out.putArray("deadLetters");
         for (JsonNode row : sql.jobDeadLetters(jobType, id)) {
             maskField((ObjectNode) row, "errorMessage");
@@ -1194,12 +1197,21 @@ final class ConsoleApi {
 
     // ---------------------------------------------------------------- groups (issue 46)
 
-    /** Groups ({@code layover.job_groups}), newest first: members by state, callback state; {@code limit} 1-500 (default 50). */
+    /**
+     * Groups ({@code layover.job_groups}), newest first: members by state, callback state;
+     * {@code state} {@code open} (the callback waits) or {@code settled} (released or skipped), none
+     * for both; {@code limit} 1-500 (default 50).
+     */
     private JsonNode groups(ConsoleRequest r) {
         int limit = r.intParam("limit", 50, 1, 500);
+        String state = r.param("state");
+        if (state != null && !state.equals("open") && !state.equals("settled")) {
+            throw ApiException.badRequest("state must be open or settled, was '" + state + "'", "state");
+        }
         ObjectNode out = F.objectNode();
         out.put("at", sql.dbNow());
-        out.set("items", sql.groups(limit));
+        out.set("items", sql.groups(state == null ? null : state.equals("settled"), limit));
+        out.put("state", state);
         out.put("limit", limit);
         return out;
     }
@@ -1217,6 +1229,14 @@ final class ConsoleApi {
         out.put("at", sql.dbNow());
         out.set("group", g);
         out.set("members", sql.groupMembers(id, limit));
+        ArrayNode parent = F.arrayNode();
+        ArrayNode children = F.arrayNode();
+        for (JsonNode rel : sql.groupRelatives(id)) {
+            ObjectNode o = (ObjectNode) rel;
+            (("parent".equals(o.remove("relation").asText())) ? parent : children).add(o);
+        }
+        out.set("parent", parent.isEmpty() ? F.nullNode() : parent.get(0));
+        out.set("children", children);
         out.put("limit", limit);
         return out;
     }

@@ -596,11 +596,69 @@ final class ConsoleSql {
     /** A signal ({@code layover.signal}, core's function). Parameters: job type, id, name, payload (jsonb text). */
     static final String SIGNAL = "SELECT layover.signal(?, ?, ?, ?::jsonb) AS signal";
 
-    /** Groups ({@code layover.job_groups}), newest first, at most {@code ?} (issue 46). */
+    /**
+     * Groups ({@code layover.job_groups}), newest first (issue 46). Parameters: settled (boolean, or
+     * null for both: a group is open while its callback waits), limit.
+     */
     static final String GROUPS = """
             SELECT group_id, callback_type, policy, created_at, sealed_at, settled_at, size, pending, parked, done,
                    discarded, callback_state
-            FROM layover.job_groups ORDER BY created_at DESC, group_id LIMIT ?""";
+            FROM layover.job_groups
+            WHERE ?::boolean IS NULL OR (callback_state <> 'waiting') = ?::boolean
+            ORDER BY created_at DESC, group_id LIMIT ?""";
+
+    /**
+     * Groups of groups: the group whose member a group's callback is ({@code parent}), and the groups
+     * whose callbacks are members of it ({@code child}). Parameters: id, id.
+     */
+    static final String GROUP_RELATIVES = """
+            SELECT 'parent' AS relation, m.group_id, m.state
+            FROM layover.groups g
+            JOIN layover.group_members m ON m.job_type = g.callback_type AND m.job_id = g.id
+            WHERE g.id = ?
+            UNION ALL
+            SELECT 'child', c.id, m.state
+            FROM layover.group_members m
+            JOIN layover.groups c ON c.callback_type = m.job_type AND c.id = m.job_id
+            WHERE m.group_id = ?
+            ORDER BY 1, 2""";
+
+    /**
+     * The groups a job is in ({@code layover.group_members}: {@code member}, its state there) or whose
+     * callback it is ({@code callback}, the group's callback state). Parameters: type, id, type, id.
+     */
+    static final String JOB_GROUPS = """
+            SELECT 'member' AS role, m.group_id, m.state
+            FROM layover.group_members m WHERE m.job_type = ? AND m.job_id = ?
+            UNION ALL
+            SELECT 'callback', g.group_id, g.callback_state
+            FROM layover.job_groups g WHERE g.callback_type = ? AND g.group_id = ?
+            ORDER BY 1, 2""";
+
+    /**
+     * The jobs a job runs after ({@code layover.job_dependencies}), each edge's state and, while it
+     * waits, where that job is ({@code layover.waiting_dependents.after_state}: live, parked,
+     * missing); at most 200. Parameters: type, id.
+     */
+    static final String JOB_DEPENDENCIES = """
+            SELECT e.after_type AS job_type, e.after_id AS job_id, e.state, w.after_state, e.created_at, e.ended_at
+            FROM layover.job_dependencies e
+            LEFT JOIN layover.waiting_dependents w ON w.job_type = e.job_type AND w.job_id = e.job_id
+                 AND w.after_type = e.after_type AND w.after_id = e.after_id
+            WHERE e.job_type = ? AND e.job_id = ?
+            ORDER BY e.state = 'waiting' DESC, e.created_at, e.after_type, e.after_id LIMIT 200""";
+
+    /**
+     * The jobs that run after a job (its dependents), each edge's state and, while it waits, where
+     * this job is; at most 200. Parameters: type, id.
+     */
+    static final String JOB_DEPENDENTS = """
+            SELECT e.job_type, e.job_id, e.state, w.after_state, e.created_at, e.ended_at
+            FROM layover.job_dependencies e
+            LEFT JOIN layover.waiting_dependents w ON w.job_type = e.job_type AND w.job_id = e.job_id
+                 AND w.after_type = e.after_type AND w.after_id = e.after_id
+            WHERE e.after_type = ? AND e.after_id = ?
+            ORDER BY e.state = 'waiting' DESC, e.created_at, e.job_type, e.job_id LIMIT 200""";
 
     /** One group ({@code layover.job_groups}). Parameter: id. */
     static final String GROUP_ROW = """
@@ -1020,9 +1078,32 @@ final class ConsoleSql {
         return rows.get(0).path("signal").asBoolean();
     }
 
-    /** @return groups, newest first, at most {@code limit} */
-    ArrayNode groups(int limit) {
-        return query("reading groups", GROUPS, limit);
+    /**
+     * @param settled true: settled groups only; false: open ones only; null: both
+     * @return groups, newest first, at most {@code limit}
+     */
+    ArrayNode groups(Boolean settled, int limit) {
+        return query("reading groups", GROUPS, settled, settled, limit);
+    }
+
+    /** @return a group's parent group and child groups ({@link #GROUP_RELATIVES}) */
+    ArrayNode groupRelatives(String id) {
+        return query("reading the groups related to group " + id, GROUP_RELATIVES, id, id);
+    }
+
+    /** @return the groups a job is a member or the callback of ({@link #JOB_GROUPS}) */
+    ArrayNode jobGroups(String jobType, String id) {
+        return query("reading the groups of job " + jobType + "/" + id, JOB_GROUPS, jobType, id, jobType, id);
+    }
+
+    /** @return the jobs a job runs after ({@link #JOB_DEPENDENCIES}) */
+    ArrayNode jobDependencies(String jobType, String id) {
+        return query("reading the dependencies of job " + jobType + "/" + id, JOB_DEPENDENCIES, jobType, id);
+    }
+
+    /** @return the jobs that run after a job ({@link #JOB_DEPENDENTS}) */
+    ArrayNode jobDependents(String jobType, String id) {
+        return query("reading the dependents of job " + jobType + "/" + id, JOB_DEPENDENTS, jobType, id);
     }
 
     /** @return one group, or null */

@@ -14,7 +14,10 @@ import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
-/** Groups through the JSON API (docs/composition.md): the list and one group with its members. */
+/**
+ * Groups through the JSON API (docs/composition.md): the list (open, settled), one group with its
+ * members and relatives, and a job's groups.
+ */
 @DatabaseTest
 class ConsoleGroupsTest {
 
@@ -49,6 +52,20 @@ class ConsoleGroupsTest {
         assertEquals(2, one.get("members").size());
         assertEquals(g.members().get(0).id(), one.get("members").get(0).get("jobId").asText());
         assertEquals("pending", one.get("members").get(0).get("state").asText());
+
+        assertEquals(1, api.get("/api/groups?state=open").json().get("items").size());
+        assertEquals(0, api.get("/api/groups?state=settled").json().get("items").size(), "its callback waits");
+        ApiClient.Resp bad = api.get("/api/groups?state=finished");
+        assertEquals(400, bad.status());
+        assertTrue(bad.body().contains("state must be open or settled"), bad.body());
+        assertTrue(one.get("parent").isNull() && one.get("children").isEmpty(), one.toString());
+
+        JsonNode member = api.get("/api/job-runs/work/" + g.members().get(0).id()).json();
+        assertEquals("member", member.get("groups").get(0).get("role").asText(), member.toString());
+        assertEquals("g-1", member.get("groups").get(0).get("groupId").asText());
+        JsonNode callback = api.get("/api/job-runs/work/g-1").json();
+        assertEquals("callback", callback.get("groups").get(0).get("role").asText(), callback.toString());
+        assertEquals("waiting", callback.get("groups").get(0).get("state").asText());
 
         ApiClient.Resp missing = api.get("/api/groups/nope");
         assertEquals(404, missing.status());

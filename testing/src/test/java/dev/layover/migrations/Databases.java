@@ -26,7 +26,7 @@ final class Databases {
      */
     static final java.util.List<String> SINCE_CHAIN = java.util.List.of("the-pick-is-the-admission", "workers",
             "observability", "interactive", "many-keys", "breaker-streak", "schedules", "steps", "groups",
-            "dependencies", "signals");
+            "dependencies", "signals", "callback-due-at-creation");
 
     private Databases() {}
 

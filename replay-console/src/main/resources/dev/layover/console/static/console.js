@@ -472,6 +472,7 @@
     const job = /^\/job\/([^/]+)\/(.+)$/.exec(r.path);
     const key = /^\/provider-keys\/(.+)$/.exec(r.path);
     const batch = /^\/batches\/([^/]+)$/.exec(r.path);
+    const group = /^\/groups\/(.+)$/.exec(r.path);
     const scroll = window.scrollY;
     try {
       if (r.path === '/overview' || r.path === '/') await pageOverview(id);
@@ -484,6 +485,8 @@
       else if (key) await pageProviderKey(id, decodeURIComponent(key[1]));
       else if (r.path === '/batches') await pageBatches(id, r.params);
       else if (batch) await pageBatch(id, decodeURIComponent(batch[1]), r.params);
+      else if (r.path === '/groups') await pageGroups(id, r.params);
+      else if (group) await pageGroup(id, decodeURIComponent(group[1]));
       else if (r.path === '/breakers') await pageBreakers(id);
       else if (r.path === '/workers') await pageWorkers(id);
       else if (r.path === '/audit') await pageAudit(id, r.params);
@@ -1268,6 +1271,13 @@
         table(['Finished', 'Outcome', 'Started', 'Took', 'Att. / resch.', 'Provider key', 'Answered by', 'Detail', 'Worker'], runs, { id: 'runs' },
           emptyState('No finished run is recorded for this job.', j.queued ? 'It has not finished yet.' : 'It never ran, finished more than the history retention ago (7 days by default), or history is off (Layover.Builder.history).'))),
       trails,
+      (j.groups || []).length ? el('section', { class: 'card', id: 'job-groups' }, el('h2', null, 'Group'),
+        j.groups.map(g => el('p', { 'data-group': g.groupId }, g.role === 'callback' ? 'The callback of group ' : 'A member of group ',
+          groupLink(g.groupId), ' · ', groupStateBadge(g.state)))) : null,
+      (j.dependencies || []).length ? el('section', { class: 'card', id: 'job-dependencies-card' }, el('h2', null, 'It runs after'),
+        table(['Job', 'Type', 'Edge', 'Ended'], edgeRows(j.dependencies), { id: 'job-dependencies' })) : null,
+      (j.dependents || []).length ? el('section', { class: 'card', id: 'job-dependents-card' }, el('h2', null, 'Jobs that run after it'),
+        table(['Job', 'Type', 'Edge', 'Ended'], edgeRows(j.dependents), { id: 'job-dependents' })) : null,
       jbs.length ? el('section', { class: 'card', id: 'job-batches-card' }, el('h2', null, 'Batches'),
         table(['Batch', 'Batch state', 'Provider', 'Item', 'Line', 'Result', 'Gathered', 'Answered'], jbs, { id: 'job-batches' })) : null,
       el('section', { class: 'card' }, el('h2', null, 'Dead letters'),
@@ -1821,6 +1831,91 @@
       el('section', { class: 'card' }, el('h2', null, 'Lines'),
         table(['Item', 'Job', 'Type', 'Line', 'Result', 'Tokens in / out', 'Gathered', 'Answered', 'Error'], rows, { id: 'batch-lines' }, 'No line on this page.'),
         pager));
+  }
+
+  // ------------------------------------------------------------------ groups (docs/composition.md)
+
+  function groupLink(groupId) {
+    return link('#/groups/' + encodeURIComponent(groupId), el('code', null, shortId(groupId)), { class: 'group-link', title: groupId });
+  }
+
+  // a member: pending, parked, done, discarded; a callback: waiting, queued, parked, finished, skipped
+  function groupStateBadge(state) {
+    return badge(state || '–', 'gs-' + String(state || 'none').replace(/[^a-z_]/g, ''));
+  }
+
+  async function pageGroups(id, params) {
+    const q = new URLSearchParams();
+    const state = params.get('state');
+    if (state) q.set('state', state);
+    q.set('limit', '100');
+    const page = await api('GET', '/groups?' + q);
+    if (id !== S.renderId) return;
+    const filters = el('div', { class: 'facets', id: 'group-filters' }, el('strong', null, 'Show:'),
+      [['', 'all'], ['open', 'open'], ['settled', 'settled']].map(([v, t]) => (state || '') === v
+        ? el('span', { class: 'chip active' }, t)
+        : el('span', { class: 'chip' }, link('#/groups' + (v ? '?state=' + v : ''), t, { 'data-state': v || 'all' }))));
+    const rows = page.items.map(g => el('tr', { 'data-group': g.groupId },
+      el('td', null, groupLink(g.groupId)),
+      el('td', null, g.callbackType, el('div', { class: 'small muted' }, g.policy)),
+      el('td', { class: 'num g-size' }, num(g.size)),
+      el('td', { class: 'num g-pending' }, num(g.pending)),
+      el('td', { class: 'num g-parked' }, num(g.parked)),
+      el('td', { class: 'num g-done' }, num(g.done)),
+      el('td', { class: 'num g-discarded' }, num(g.discarded)),
+      el('td', { class: 'g-callback' }, groupStateBadge(g.callbackState), g.sealedAt ? null : el('div', { class: 'small muted' }, 'not sealed')),
+      el('td', { class: 'nowrap' }, timeCell(g.createdAt)),
+      el('td', { class: 'nowrap' }, g.settledAt ? timeCell(g.settledAt) : '–')));
+    show(id, el('div', { class: 'page-head' }, el('h1', null, 'Groups'),
+      el('span', { class: 'muted' }, 'Newest first. A group\'s callback runs once every member has finished; a parked member holds it open (open: the callback waits).')),
+      filters,
+      table(['Group', 'Callback · policy', 'Size', 'Pending', 'Parked', 'Done', 'Discarded', 'Callback', 'Created', 'Settled'], rows, { id: 'groups' },
+        state ? emptyState('No ' + state + ' group.', 'Show all groups above.')
+          : emptyState('No group yet.', 'layover.enqueueGroup(GroupOptions.callback(type, args), memberType, members) makes one.', ['See docs/composition.md.'])),
+      page.items.length >= page.limit ? el('p', { class: 'muted small' }, 'The newest ' + page.limit + ' shown.') : null);
+  }
+
+  async function pageGroup(id, groupId) {
+    const res = await api('GET', '/groups/' + encodeURIComponent(groupId) + '?limit=500');
+    if (id !== S.renderId) return;
+    const g = res.group;
+    const facts = el('dl', { class: 'facts', id: 'group-facts' },
+      fact('Callback', el('span', { id: 'group-callback' }, jobLink(g.callbackType, g.groupId), ' ', groupStateBadge(g.callbackState)),
+        el('div', { class: 'small muted' }, 'type ' + g.callbackType)),
+      fact('Policy', g.policy === 'on_success' ? 'on success (a discarded member skips the callback)' : 'on complete'),
+      fact('Members', el('span', { id: 'group-counts' }, num(g.size) + ' · ' + num(g.pending) + ' pending · ' + num(g.parked) + ' parked · '
+        + num(g.done) + ' done · ' + num(g.discarded) + ' discarded')),
+      fact('Created', timeCell(g.createdAt)),
+      fact('Sealed', g.sealedAt ? timeCell(g.sealedAt) : 'not yet: members may be added'),
+      fact('Settled', g.settledAt ? timeCell(g.settledAt) : '–'),
+      fact('Parent group', res.parent ? el('span', { id: 'group-parent' }, groupLink(res.parent.groupId), ' (its callback is ', groupStateBadge(res.parent.state), ' there)') : '–'),
+      fact('Child groups', res.children.length ? el('span', { id: 'group-children' }, res.children.map((c, n) => [n ? ', ' : '', groupLink(c.groupId), ' ', groupStateBadge(c.state)])) : '–'));
+    const rows = res.members.map(m => el('tr', { 'data-member': m.jobId },
+      el('td', null, jobLink(m.jobType, m.jobId)),
+      el('td', null, m.jobType),
+      el('td', null, groupStateBadge(m.state)),
+      el('td', { class: 'error-cell' }, m.result != null ? fold(m.result, 'gm-' + m.jobType + '/' + m.jobId) : '–'),
+      el('td', { class: 'nowrap' }, timeCell(m.addedAt)),
+      el('td', { class: 'nowrap' }, m.finishedAt ? timeCell(m.finishedAt) : '–')));
+    show(id,
+      el('p', null, link('#/groups', '← Groups')),
+      el('div', { class: 'page-head' }, el('h1', null, 'Group ', el('code', null, g.groupId)), el('span', { class: 'muted' }, 'callback ' + g.callbackType)),
+      el('section', { class: 'card' }, facts),
+      el('section', { class: 'card' }, el('h2', null, 'Members'),
+        table(['Job', 'Type', 'State', 'Result', 'Added', 'Finished'], rows, { id: 'group-members' }, 'No member.'),
+        res.members.length < g.size ? el('p', { class: 'muted small' }, 'The first ' + res.members.length + ' of ' + num(g.size) + ', open ones first.') : null));
+  }
+
+  // a dependency edge: waiting (with where the job it waits for is: live, parked, missing), completed, failed
+  function edgeBadge(e) {
+    if (e.state !== 'waiting') return groupStateBadge(e.state);
+    return [groupStateBadge('waiting'), ' ', el('span', { class: 'small muted' }, e.afterState === 'parked' ? 'on a parked job' : e.afterState === 'missing' ? 'on a job gone' : 'on a live job')];
+  }
+
+  function edgeRows(edges) {
+    return edges.map(e => el('tr', { 'data-edge': e.jobType + '/' + e.jobId },
+      el('td', null, jobLink(e.jobType, e.jobId)), el('td', null, e.jobType), el('td', null, edgeBadge(e)),
+      el('td', { class: 'nowrap' }, e.endedAt ? timeCell(e.endedAt) : '–')));
   }
 
   // ------------------------------------------------------------------ audit

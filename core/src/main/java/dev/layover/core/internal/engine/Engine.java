@@ -125,7 +125,7 @@ public final class Engine {
                 ? new DatabaseClock(config.dataSource(), Clock.systemUTC(), config.workerName()) : null;
         this.clock = config.clock() != null ? config.clock() : databaseClock;
         this.db = new Db(config.dataSource());
-        this.store = new JobStore(db);
+        this.store = new JobStore(db, config.clock());
         this.registry = new Registry(config.types(),
                 config.objectMapper() != null ? config.objectMapper() : ArgsCodec.defaultMapper(), config.maxArgsBytes());
         for (String typeName : config.tokenCosts().keySet()) {

@@ -5,6 +5,8 @@ import dev.layover.core.Enqueued;
 import dev.layover.core.DependencyException;
 import dev.layover.core.EnqueuedGroup;
 import dev.layover.core.JobRef;
+import dev.layover.core.JobType;
+import dev.layover.core.Workflow;
 import dev.layover.core.GroupException;
 import dev.layover.core.GroupOptions;
 import dev.layover.core.InvalidArgsException;
@@ -68,6 +70,35 @@ public final class Enqueuer {
     }
 
     /**
+     * Enqueues a workflow's jobs in one transaction (the caller's, or one of its own), each after
+     * the jobs before it that it names ({@link #enqueueAfter}, one job at a time, in the workflow's
+     * order).
+     *
+     * @param caller the caller's connection (its transaction decides), or null for a transaction of its own
+     * @param workflow the jobs and their edges
+     * @param entries each job type's registry entry
+     * @return each job by its name, in the workflow's order
+     */
+    public Map<String, Enqueued> enqueueWorkflow(Connection caller, Workflow workflow,
+            Function<JobType<?>, Registry.Entry<?>> entries) {
+        return inTransaction(caller, "enqueueing a workflow of " + workflow.steps().size() + " jobs", c -> {
+            Map<String, Enqueued> out = new java.util.LinkedHashMap<>();
+            for (Workflow.Step s : workflow.steps()) {
+                List<JobRef> after = new ArrayList<>(s.options().after());
+                s.after().forEach(n -> after.add(JobRef.of(out.get(n))));
+                out.put(s.name(), enqueueStep(c, entries.apply(s.type()), s.args(),
+                        s.options().withAfter(after.toArray(JobRef[]::new))));
+            }
+            return java.util.Collections.unmodifiableMap(out);
+        });
+    }
+
+    @SuppressWarnings("unchecked") // the step's args were given with its type (Workflow.Builder#job)
+    private <A> Enqueued enqueueStep(Connection c, Registry.Entry<A> entry, Object args, EnqueueOptions options) {
+        return enqueue(c, entry, (A) args, options);
+    }
+
+    /**
      * A job that runs after others ({@link EnqueueOptions#after}), in one transaction: each job named
      * is found (a live one marked, a parked one locked; one completed within the history's retention
      * is satisfied already); the job is inserted waiting (run time {@link #GROUP_WAIT}, reason
@@ -82,31 +113,21 @@ public final class Enqueuer {
         String id = options.key() != null ? options.key() : JobIds.next(clock.instant().toEpochMilli());
         EnqueueOptions keyed = options.withKey(id);
         return inTransaction(caller, "enqueueing a " + name + " job after " + options.after().size() + " jobs", c -> {
-            List<String> types = new ArrayList<>();
-            List<String> ids = new ArrayList<>();
+            List<JobRef> edges = new ArrayList<>();
             for (JobRef r : new java.util.LinkedHashSet<>(options.after())) {
                 if (r.jobType().equals(name) && r.id().equals(id)) {
                     throw new DependencyException("a job cannot run after itself: " + name + " job " + id);
                 }
-                JobStore.Prerequisite p = store.prerequisite(c, r.jobType(), r.id());
-                if (p == JobStore.Prerequisite.UNKNOWN) {
-                    throw new DependencyException("no " + r.jobType() + " job with the id '" + r.id() + "' is live, "
-                            + "parked or completed within the history's retention: a job can run only after jobs "
-                            + "that exist");
-                }
-                if (p != JobStore.Prerequisite.COMPLETED) {
-                    types.add(r.jobType());
-                    ids.add(r.id());
+                if (prerequisite(c, r) != JobStore.Prerequisite.COMPLETED) {
+                    edges.add(r);
                 }
             }
-            if (types.isEmpty()) {
+            if (edges.isEmpty()) {
                 return insertOne(c, entry, args, keyed);
             }
             Enqueued e = insertOne(c, entry, args, keyed.withRunAt(GROUP_WAIT));
             if (e.created()) {
-                store.waits(c, "dependencies", "runs after " + types.size() + " jobs: " + String.join(", ",
-                        ids.subList(0, Math.min(3, ids.size()))) + (ids.size() > 3 ? ", ..." : ""), name, id);
-                store.insertDependencies(c, name, id, types.toArray(String[]::new), ids.toArray(String[]::new));
+                writeEdges(c, name, id, edges);
             }
             return e;
         });
@@ -148,21 +169,118 @@ public final class Enqueuer {
         return enqueueBatch(caller, entry, args, options, null);
     }
 
-    /** {@link #enqueueBatch(Connection, Registry.Entry, List, Function)} into a group (or none: null). */
+    /**
+     * A batch some of whose jobs run after others ({@link EnqueueOptions#after}), in one transaction:
+     * each job named is either an earlier job of this batch (by its type and id: a key given to it)
+     * or an existing job, found as {@link #enqueueAfter} finds it; the jobs with an edge still open
+     * are inserted waiting (reason {@code dependencies}), the batch in one statement per
+     * {@value #BATCH} rows; then the earlier jobs named are marked and the edges written. A job can
+     * name only jobs that exist or come before it, so no cycle can be built.
+     *
+     * @throws DependencyException when a job named is unknown, the job itself, or a job of this
+     *     batch at or after it (nothing written)
+     */
+    private <A> List<Enqueued> enqueueBatchAfter(Connection caller, Registry.Entry<A> entry, List<A> args,
+            List<EnqueueOptions> opts, String groupId) {
+        String name = entry.type().name();
+        int n = args.size();
+        List<EnqueueOptions> keyed = new ArrayList<>(n);
+        Map<String, Integer> index = new java.util.HashMap<>();
+        for (int i = 0; i < n; i++) {
+            EnqueueOptions o = opts.get(i);
+            String id = o.key() != null ? o.key() : JobIds.next(clock.instant().toEpochMilli());
+            keyed.add(o.withKey(id));
+            index.putIfAbsent(id, i); // a key repeated in the batch is its first occurrence's job
+        }
+        return inTransaction(caller, "enqueueing " + n + " " + name + " jobs with dependencies", c -> {
+            List<List<JobRef>> open = new ArrayList<>(n);
+            Set<JobRef> earlier = new java.util.LinkedHashSet<>();
+            for (int i = 0; i < n; i++) {
+                EnqueueOptions o = keyed.get(i);
+                List<JobRef> edges = new ArrayList<>();
+                for (JobRef r : new java.util.LinkedHashSet<>(o.after())) {
+                    Integer at = r.jobType().equals(name) ? index.get(r.id()) : null;
+                    if (at != null && at >= i) {
+                        throw new DependencyException(at == i
+                                ? "a job cannot run after itself: " + name + " job " + r.id()
+                                : "job " + i + " of the batch names " + name + " job " + r.id() + ", which comes at "
+                                        + at + ": a job of a batch can run only after jobs before it in the batch");
+                    }
+                    if (at != null) {
+                        earlier.add(r);
+                        edges.add(r);
+                    } else if (prerequisite(c, r) != JobStore.Prerequisite.COMPLETED) {
+                        edges.add(r);
+                    }
+                }
+                open.add(edges);
+                if (!edges.isEmpty()) {
+                    keyed.set(i, o.withRunAt(GROUP_WAIT));
+                }
+            }
+            List<Enqueued> out = enqueueBatch(c, entry, args, keyed, groupId);
+            for (JobRef r : earlier) { // inserted just now in this transaction: live, or an existing job of that key
+                if (store.prerequisite(c, r.jobType(), r.id()) == JobStore.Prerequisite.UNKNOWN) {
+                    throw new IllegalStateException("job " + r + " of the batch is neither live nor parked after its insert");
+                }
+            }
+            for (int i = 0; i < n; i++) {
+                List<JobRef> edges = open.get(i);
+                if (out.get(i).created() && !edges.isEmpty()) {
+                    writeEdges(c, name, out.get(i).id(), edges);
+                }
+            }
+            return out;
+        });
+    }
+
+    /**
+     * Finds a job a dependent names ({@link JobStore#prerequisite}).
+     *
+     * @throws DependencyException when it is unknown
+     */
+    private JobStore.Prerequisite prerequisite(Connection c, JobRef r) throws java.sql.SQLException {
+        JobStore.Prerequisite p = store.prerequisite(c, r.jobType(), r.id());
+        if (p == JobStore.Prerequisite.UNKNOWN) {
+            throw new DependencyException("no " + r.jobType() + " job with the id '" + r.id() + "' is live, "
+                    + "parked or completed within the history's retention: a job can run only after jobs "
+                    + "that exist");
+        }
+        return p;
+    }
+
+    /** A dependent just inserted waiting: its reason and its edges ({@code layover.job_dependencies}). */
+    private void writeEdges(Connection c, String name, String id, List<JobRef> edges) throws java.sql.SQLException {
+        List<String> ids = edges.stream().map(JobRef::id).toList();
+        store.waits(c, "dependencies", "runs after " + ids.size() + " jobs: " + String.join(", ",
+                ids.subList(0, Math.min(3, ids.size()))) + (ids.size() > 3 ? ", ..." : ""), name, id);
+        store.insertDependencies(c, name, id, edges.stream().map(JobRef::jobType).toArray(String[]::new),
+                ids.toArray(String[]::new));
+    }
+
+    /**
+     * {@link #enqueueBatch(Connection, Registry.Entry, List, Function)} into a group (or none: null):
+     * a member may run after other jobs as a batch's job may (it waits, {@code pending} in its group).
+     */
     private <A> List<Enqueued> enqueueBatch(Connection caller, Registry.Entry<A> entry, List<A> args,
             Function<? super A, EnqueueOptions> options, String groupId) {
+        List<EnqueueOptions> opts = new ArrayList<>(args.size());
+        boolean after = false;
+        for (A a : args) {
+            EnqueueOptions o = options.apply(a);
+            after |= !o.after().isEmpty();
+            opts.add(o);
+        }
+        return after ? enqueueBatchAfter(caller, entry, args, opts, groupId)
+                : enqueueBatch(caller, entry, args, opts, groupId);
+    }
+
+    /** Inserts a batch, each job with its options (index for index), into a group (or none: null). */
+    private <A> List<Enqueued> enqueueBatch(Connection caller, Registry.Entry<A> entry, List<A> args,
+            List<EnqueueOptions> opts, String groupId) {
         String name = entry.type().name();
         Instant now = clock.instant();
         int n = args.size();
-        List<EnqueueOptions> opts = new ArrayList<>(n);
-        for (A a : args) {
-            EnqueueOptions o = options.apply(a);
-            if (!o.after().isEmpty()) {
-                throw new DependencyException("only Layover#enqueue takes dependencies (EnqueueOptions#withAfter), "
-                        + "not a batch or a group's members");
-            }
-            opts.add(o);
-        }
         String[] ids = new String[n];
         byte[][] data = new byte[n][];
         String[] runAts = new String[n];
@@ -229,7 +347,8 @@ public final class Enqueuer {
         String id = group.key() != null ? group.key() : JobIds.next(clock.instant().toEpochMilli());
         callback.codec().write(group.callbackArgs()); // bad callback args: refused before anything is written
         return inTransaction(caller, "enqueueing group " + id, c -> {
-            if (!GroupStore.create(c, id, callback.type().name(), group.policy(), group.sealed())) {
+            if (!GroupStore.create(c, id, callback.type().name(), group.policy(), group.sealed(),
+                    callback.type().policy().maxDeferral().dividedBy(2))) {
                 return new EnqueuedGroup(id, false, new Enqueued(callback.type().name(), id, false), List.of());
             }
             Enqueued cb;
@@ -247,7 +366,7 @@ public final class Enqueuer {
             store.waits(c, "group", "waits for the members of group " + id, callback.type().name(), id);
             List<Enqueued> members = enqueueBatch(c, entry, args, options, id);
             if (group.sealed()) {
-                GroupStore.settle(c, new String[] {id});
+                GroupStore.settle(c, new String[] {id}, store.testNow());
             }
             return new EnqueuedGroup(id, true, cb, members);
         });
@@ -275,7 +394,7 @@ public final class Enqueuer {
      * @throws GroupException when no group has that id
      */
     public boolean sealGroup(Connection caller, String groupId) {
-        return inTransaction(caller, "sealing group " + groupId, c -> GroupStore.seal(c, groupId));
+        return inTransaction(caller, "sealing group " + groupId, c -> GroupStore.seal(c, groupId, store.testNow()));
     }
 
     /**

@@ -13,11 +13,12 @@ final class GroupSql {
 
     /**
      * A new group; nothing when its id exists. Parameters: id, callback type, policy, sealed
-     * (boolean). Returns the id when inserted.
+     * (boolean), callback lead (seconds: how far back its release may date the callback's run
+     * time). Returns the id when inserted.
      */
     static final String CREATE = """
-            INSERT INTO layover.groups (id, callback_type, policy, sealed_at)
-            VALUES (?, ?, ?, CASE WHEN ?::boolean THEN now() END)
+            INSERT INTO layover.groups (id, callback_type, policy, sealed_at, callback_lead)
+            VALUES (?, ?, ?, CASE WHEN ?::boolean THEN now() END, make_interval(secs => ?))
             ON CONFLICT (id) DO NOTHING
             RETURNING id""";
 
@@ -27,8 +28,11 @@ final class GroupSql {
     /** Seals a group (its lock held). Parameter: id. Returns 1 when this sealed it. */
     static final String SEAL = "UPDATE layover.groups SET sealed_at = now() WHERE id = ? AND sealed_at IS NULL";
 
-    /** Settles groups whose members may all have ended. Parameter: ids (text[]). */
-    static final String SETTLE = "SELECT layover.group_settle(?::text[])";
+    /**
+     * Settles groups whose members may all have ended. Parameters: ids (text[]), now (a test
+     * clock's time, or null for the database's).
+     */
+    static final String SETTLE = "SELECT layover.group_settle(?::text[], ?::timestamptz)";
 
     /** The group a callback job belongs to. Parameters: id, callback type. */
     static final String OF_CALLBACK = "SELECT policy FROM layover.groups WHERE id = ? AND callback_type = ?";

@@ -8,6 +8,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -31,12 +32,14 @@ public final class GroupStore {
     /**
      * Inserts a group's row ({@link GroupSql#CREATE}).
      *
+     * @param callbackLead how far back the release may date the callback's run time (half its
+     *     type's maxDeferral: the pick parks a keyed job kept waiting longer than that)
      * @return true when inserted, false when a group of that id exists
      */
-    static boolean create(Connection c, String id, String callbackType, GroupOptions.Policy policy, boolean sealed)
-            throws SQLException {
+    static boolean create(Connection c, String id, String callbackType, GroupOptions.Policy policy, boolean sealed,
+            java.time.Duration callbackLead) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(GroupSql.CREATE)) {
-            Db.bind(ps, id, callbackType, policy.stored(), sealed);
+            Db.bind(ps, id, callbackType, policy.stored(), sealed, callbackLead.toMillis() / 1000.0);
             try (ResultSet rs = ps.executeQuery()) {
                 return rs.next();
             }
@@ -77,10 +80,11 @@ public final class GroupStore {
      * Seals a group under its lock and settles it: when every member has ended already, its
      * callback is made due in this transaction.
      *
+     * @param now a test clock's time, or null for the database's
      * @return true when this call sealed it, false when it was sealed already
      * @throws GroupException when the group does not exist
      */
-    static boolean seal(Connection c, String id) throws SQLException {
+    static boolean seal(Connection c, String id, Instant now) throws SQLException {
         if (lockAndRead(c, id)) {
             return false;
         }
@@ -88,7 +92,7 @@ public final class GroupStore {
             ps.setString(1, id);
             ps.executeUpdate();
         }
-        settle(c, new String[] {id});
+        settle(c, new String[] {id}, now);
         return true;
     }
 
@@ -98,11 +102,14 @@ public final class GroupStore {
      *
      * @param c the connection, in the transaction that wrote the members' ends
      * @param groups the groups' ids
+     * @param now a test clock's time, or null for the database's (a released callback is due as of
+     *     its group's creation, at most its lead before this)
      * @return the groups whose callback was made due
      */
-    static int settle(Connection c, String[] groups) throws SQLException {
+    static int settle(Connection c, String[] groups, Instant now) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(GroupSql.SETTLE)) {
             ps.setArray(1, c.createArrayOf("text", groups));
+            ps.setTimestamp(2, now == null ? null : java.sql.Timestamp.from(now));
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return rs.getInt(1);

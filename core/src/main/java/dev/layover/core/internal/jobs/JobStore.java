@@ -38,12 +38,30 @@ public final class JobStore implements JobWrites {
     private static final NamedSql INSERT_BATCH = NamedSql.load("job_insert_batch");
 
     private final Db db;
+    /** A test clock's time for the group settle's run times, or null for the database's clock. */
+    private final java.util.function.Supplier<Instant> testNow;
 
     /**
      * @param db the database
      */
     public JobStore(Db db) {
+        this(db, null);
+    }
+
+    /**
+     * @param db the database
+     * @param testClock an injected test clock, whose time the settle of a group uses
+     *     ({@code layover.group_settle}'s {@code p_now}, as the pick takes it); null for the
+     *     database's clock
+     */
+    public JobStore(Db db, java.time.Clock testClock) {
         this.db = db;
+        this.testNow = testClock == null ? null : testClock::instant;
+    }
+
+    /** @return a test clock's time now, or null when the database's clock decides (production) */
+    Instant testNow() {
+        return testNow == null ? null : testNow.get();
     }
 
     /** @return the database this store writes */
@@ -432,7 +450,7 @@ public final class JobStore implements JobWrites {
                 }
             }
             if (groups != null && groups.length > 0) {
-                GroupStore.settle(c, groups);
+                GroupStore.settle(c, groups, testNow());
             }
             if (dependedTypes != null && dependedTypes.length > 0) {
                 try (PreparedStatement ps = c.prepareStatement(JobSql.DEPENDENCIES_COMPLETED)) {
