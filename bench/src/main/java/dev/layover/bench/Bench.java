@@ -707,7 +707,7 @@ public final class Bench {
                 s.jobs(), s.calls(), s.rate(), s.unavailable() * 100, s.jvms(), s.threads(), s.latency().toMillis(),
                 s.oversubscribed(), s.killAt() * 100, s.heartbeat().toMillis());
         out.println("| arm | completed / parked / unfinished | successful calls per completed job (ideal " + s.calls()
-                + ") | calls made again | tokens paid for discarded results (cut by the kill) | 429s | 503s "
+                + ") | calls made again | tokens paid for discarded results (cut by the kill or the arm's stop) | 429s | 503s "
                 + "| attempts spent: all / 503s / the kill's orphans / on rate limits | job-row writes per job "
                 + "| step-row writes per job | wall time / ideal (" + Math.round(s.idealSeconds()) + " s) |");
         out.println("|---|---|---|---|---|---|---|---|---|---|---|");
@@ -715,14 +715,17 @@ public final class Bench {
             double jobs = Math.max(1, a.completed());
             double all = Math.max(1, a.completed() + a.parked() + a.unfinished());
             out.printf(Locale.ROOT, "| %s | %d / %d / %d | %.2f | %d | %,d (%,d) | %d | %d | %d / %d / %d / %d | %.2f | %.2f "
-                    + "| %.0f s = %.2f×%s |%n",
+                    + "| %.1f s = %.3f×%s |%n",
                     a.name(), a.completed(), a.parked(), a.unfinished(), a.successes() / jobs, a.repeated(),
                     a.tokensDiscarded(), a.tokensCutByKill(), a.refused(), a.unavailable(), a.attempts(), a.unavailable(),
                     a.orphans(), a.attemptsOnRateLimits(), a.jobRowWrites() / all, a.stepRowWrites() / all, a.seconds(),
                     a.seconds() / s.idealSeconds(), a.unfinished() > 0 ? " (stopped at its limit)" : "");
         }
         for (StepsBench.Arm a : arms) {
-            out.printf(Locale.ROOT, "%n%s: killed at %.0f s holding %d jobs", a.name(), a.killedAt(), a.orphans());
+            out.printf(Locale.ROOT, "%n%s: killed at %.0f s holding %d jobs; %,d calls answered (%.1f s of the limit), the first "
+                    + "%.2f s after the enqueue; limit unused %.1f s before the kill, %.1f s in the 60 s after, %.1f s after those",
+                    a.name(), a.killedAt(), a.orphans(), a.calls(), a.calls() / (double) s.rate(), a.firstCall(),
+                    a.unused()[0], a.unused()[1], a.unused()[2]);
             if (!a.parkedAs().isEmpty()) {
                 out.printf(Locale.ROOT, "; parked: %s", a.parkedAs());
             }

@@ -13,6 +13,7 @@ import java.sql.Statement;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.HashMap;
@@ -115,10 +116,16 @@ final class StepsBench {
      * @param seconds wall time from the enqueue to the last job's end (or to the arm's limit)
      * @param killedAt seconds from the enqueue to the kill
      * @param parkedAs the dead letters by failure type
+     * @param calls every call the fake answered (successes, 429s, 503s: each took from its limit)
+     * @param firstCall seconds from the enqueue to the first call
+     * @param unused where the provider's limit went unused: R minus the calls of each whole second
+     *     from the enqueue to the arm's end, summed, over R (seconds of the limit lost), split into
+     *     before the kill, the 60 s after it, and the rest
      */
     record Arm(String name, long completed, long parked, long unfinished, long successes, long refused, long unavailable,
             long repeated, long tokensDiscarded, long tokensCutByKill, long attempts, long orphans, long jobRowWrites,
-            long stepRowWrites, double seconds, double killedAt, String parkedAs) {
+            long stepRowWrites, double seconds, double killedAt, String parkedAs, long calls, double firstCall,
+            double[] unused) {
         /** @return attempts neither a 503 nor the kill explains: spent on rate limits (goal 0) */
         long attemptsOnRateLimits() {
             return Math.max(0, attempts - unavailable - orphans);
@@ -166,6 +173,7 @@ final class StepsBench {
             }
             String left = "SELECT count(*) FROM layover.jobs WHERE job_type = '" + name + "'";
             long start = System.nanoTime();
+            Instant startedAt = Instant.now();
             client.enqueueBatch(type, all);
             long killAt = start + (long) (s.idealSeconds() * s.killAt() * 1e9);
             long deadline = start + s.limit(steps).toNanos();
@@ -204,7 +212,8 @@ final class StepsBench {
             CallLog calls = CallLog.read(logs, killed.name(), ep.inputTokens() + ep.outputTokens());
             return new Arm(steps ? "with steps" : "without steps (today)", completed, parked, unfinished, ep.successes(),
                     ep.rateLimited(), ep.unavailable(), calls.repeated(), calls.discarded(), calls.cutByKill(), attempts,
-                    orphans, after[0] - before[0], after[1] - before[1], seconds, killedAt, parkedAs);
+                    orphans, after[0] - before[0], after[1] - before[1], seconds, killedAt, parkedAs, ep.calls(),
+                    firstCall(ep, startedAt), unused(ep, startedAt, seconds, killedAt, s.rate()));
         } finally {
             for (JvmProcess w : workers) {
                 w.close();
@@ -215,6 +224,29 @@ final class StepsBench {
             Files.deleteIfExists(stop);
             Files.deleteIfExists(dir);
         }
+    }
+
+    private static double firstCall(FakeProvider.Endpoint ep, Instant start) {
+        List<Instant> a = ep.arrivals();
+        return a.isEmpty() ? Double.NaN : Duration.between(start, a.get(0)).toNanos() / 1e9;
+    }
+
+    /** Seconds of the limit unused: before the kill, in the 60 s after it, after those (see {@link Arm#unused}). */
+    private static double[] unused(FakeProvider.Endpoint ep, Instant start, double seconds, double killedAt, int rate) {
+        int whole = (int) Math.floor(seconds);
+        int[] perSecond = new int[Math.max(whole, 0)];
+        for (Instant a : ep.arrivals()) {
+            long ms = Duration.between(start, a).toMillis();
+            if (ms >= 0 && ms / 1000 < whole) {
+                perSecond[(int) (ms / 1000)]++;
+            }
+        }
+        double[] out = new double[3];
+        for (int i = 0; i < whole; i++) {
+            double lost = Math.max(0, rate - perSecond[i]) / (double) rate;
+            out[i + 1 <= killedAt ? 0 : i < killedAt + 60 ? 1 : 2] += lost;
+        }
+        return out;
     }
 
     /**
