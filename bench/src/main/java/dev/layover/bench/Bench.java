@@ -82,6 +82,11 @@ public final class Bench {
         List<InteractiveBench.Arm> interactive;
         List<StepsBench.Arm> steps;
 
+        /** @return the steps arms (issue 45): with steps, then without; or null */
+        public List<StepsBench.Arm> steps() {
+            return steps;
+        }
+
         /** @return the interactive arms (issue 48): through the handle, then direct; or null */
         public List<InteractiveBench.Arm> interactive() {
             return interactive;
@@ -697,28 +702,36 @@ public final class Bench {
 
     private static void steps(PrintStream out, List<StepsBench.Arm> arms, StepsBench.Settings s, long t) {
         out.printf(Locale.ROOT, "### Steps (issue 45): %,d jobs of %d provider calls, fake provider at R = %d calls/s "
-                + "(refused calls counting), %.0f %% of admitted calls answered 503, all enqueued at once; %d threads; "
-                + "no worker killed%n%n", s.jobs(), s.calls(), s.rate(), s.unavailable() * 100, s.threads());
+                + "(refused calls counting), %.0f %% of admitted calls answered 503, all enqueued at once; %d worker JVMs "
+                + "x %d threads, calls of %d ms (%.1f R), the first JVM killed (kill -9) at %.0f %% of the ideal; heartbeat %d ms%n%n",
+                s.jobs(), s.calls(), s.rate(), s.unavailable() * 100, s.jvms(), s.threads(), s.latency().toMillis(),
+                s.oversubscribed(), s.killAt() * 100, s.heartbeat().toMillis());
         out.println("| arm | completed / parked / unfinished | successful calls per completed job (ideal " + s.calls()
-                + ") | 429s | 503s | tokens paid for discarded results | attempts spent (503s only) "
-                + "| job-row writes per job | step-row writes per job | wall time / ideal (" + Math.round(s.idealSeconds())
-                + " s) |");
-        out.println("|---|---|---|---|---|---|---|---|---|---|");
+                + ") | calls made again | tokens paid for discarded results (cut by the kill or the arm's stop) | 429s | 503s "
+                + "| attempts spent: all / 503s / the kill's orphans / on rate limits | job-row writes per job "
+                + "| step-row writes per job | wall time / ideal (" + Math.round(s.idealSeconds()) + " s) |");
+        out.println("|---|---|---|---|---|---|---|---|---|---|---|");
         for (StepsBench.Arm a : arms) {
             double jobs = Math.max(1, a.completed());
             double all = Math.max(1, a.completed() + a.parked() + a.unfinished());
-            out.printf(Locale.ROOT, "| %s | %d / %d / %d | %.2f | %d | %d | %,d | %d | %.2f | %.2f | %.0f s = %.2f×%s |%n",
-                    a.name(), a.completed(), a.parked(), a.unfinished(), a.successes() / jobs, a.refused(), a.unavailable(),
-                    a.tokensDiscarded(), a.attempts(), a.jobRowWrites() / all, a.stepRowWrites() / all, a.seconds(),
+            out.printf(Locale.ROOT, "| %s | %d / %d / %d | %.2f | %d | %,d (%,d) | %d | %d | %d / %d / %d / %d | %.2f | %.2f "
+                    + "| %.1f s = %.3f×%s |%n",
+                    a.name(), a.completed(), a.parked(), a.unfinished(), a.successes() / jobs, a.repeated(),
+                    a.tokensDiscarded(), a.tokensCutByKill(), a.refused(), a.unavailable(), a.attempts(), a.unavailable(),
+                    a.orphans(), a.attemptsOnRateLimits(), a.jobRowWrites() / all, a.stepRowWrites() / all, a.seconds(),
                     a.seconds() / s.idealSeconds(), a.unfinished() > 0 ? " (stopped at its limit)" : "");
         }
         for (StepsBench.Arm a : arms) {
+            out.printf(Locale.ROOT, "%n%s: killed at %.0f s holding %d jobs; %,d calls answered (%.1f s of the limit), the first "
+                    + "%.2f s after the enqueue; limit unused %.1f s before the kill, %.1f s in the 60 s after, %.1f s after those",
+                    a.name(), a.killedAt(), a.orphans(), a.calls(), a.calls() / (double) s.rate(), a.firstCall(),
+                    a.unused()[0], a.unused()[1], a.unused()[2]);
             if (!a.parkedAs().isEmpty()) {
-                out.printf(Locale.ROOT, "%nparked, %s: %s", a.name(), a.parkedAs());
+                out.printf(Locale.ROOT, "; parked: %s", a.parkedAs());
             }
         }
         out.println();
-        out.printf(Locale.ROOT, "%n(%.0f s)%n%n", (System.nanoTime() - t) / 1e9);
+        out.printf(Locale.ROOT, "%n(%.0f s; load average now: %s)%n%n", (System.nanoTime() - t) / 1e9, loadAverage());
         out.flush();
     }
 

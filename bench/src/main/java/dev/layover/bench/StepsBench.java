@@ -2,37 +2,40 @@ package dev.layover.bench;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-import dev.layover.core.JobContext;
-import dev.layover.core.JobPolicy;
 import dev.layover.core.JobType;
 import dev.layover.core.Layover;
-import dev.layover.core.StepOptions;
-import dev.layover.core.outcome.Outcome;
-import dev.layover.core.provider.Classification;
-import dev.layover.core.provider.Provider;
+import dev.layover.testing.JvmProcess;
 import dev.layover.testing.provider.FakeProvider;
 import dev.layover.testing.provider.Faults;
-import java.net.http.HttpResponse;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
-import java.util.concurrent.atomic.AtomicLong;
+import java.util.HashMap;
+import java.util.Map;
 
 /**
  * Steps (issue 45, docs/steps.md): jobs of several provider calls against the fake provider
- * limited to R calls/s (refused calls counting), with a share of calls answered 503, all enqueued
- * at once (the fleet oversubscribed). Two arms in one run, each on a fresh provider key, fake
- * provider and connection pool: the handler with every call a step ({@code ctx.step} with the
- * key), and the same handler without steps (each run starts over). Measured: successful provider
- * calls per job (ideal: the calls of a job), tokens paid for calls whose result was discarded,
- * attempts spent (only 503s may spend them: a rate limit never does), job-row and step-row writes
- * per job (the tables' own counters, {@code pg_stat_user_tables}, read after the arm's pool is
- * closed), and the wall time against the ideal (calls / R). No worker JVM is killed here: one
- * JVM runs both arms (the issue's kill arm is not built).
+ * limited to R calls/s (refused calls counting), a share of calls answered 503, all jobs enqueued
+ * at once, on {@code jvms} worker JVMs ({@link StepsWorker}) with threads enough to call 5 times
+ * faster than R (the fake answers after a fixed latency), one of them killed (kill -9) mid-run and
+ * the others finishing. Two arms, one after the other, each on a fresh provider key and fake
+ * provider: the handler with every call a step ({@code ctx.step} with the key), and the same
+ * handler without steps (each run starts over). No bucket is configured: the fleet learns the
+ * key's pace from the 429s.
+ *
+ * <p>Measured: successful provider calls per completed job (ideal: the calls of a job), calls made
+ * again after a success and their tokens (from the workers' call logs; those whose first success
+ * was in the killed JVM, or was answered to it and never logged, are "cut by the kill"),
+ * attempts spent and how many of them a 503 or the kill explains (the rest would be spent on rate
+ * limits: goal 0), job-row and step-row writes per job ({@code pg_stat_user_tables}, read once
+ * every worker's connections are closed), and the wall time from the enqueue to the last job's
+ * end against the ideal (calls / R).
  */
 final class StepsBench {
 
@@ -43,25 +46,51 @@ final class StepsBench {
      * @param calls provider calls per job
      * @param rate R: the fake provider's limit, calls per second
      * @param unavailable the share of admitted calls answered 503
-     * @param threads worker threads
+     * @param jvms worker JVMs (one is killed)
+     * @param threads worker threads per JVM
+     * @param latency the fake's answer time: {@code jvms * threads / latency} is the fleet's call rate
      * @param poll poll interval
+     * @param heartbeat heartbeat interval (8 missed: a killed worker's jobs run again)
+     * @param killAt when the first worker JVM is killed, as a share of the ideal wall time
+     * @param patienceWith the arm with steps is stopped after this many ideal wall times (plus one
+     *     more, at most 30 s)
+     * @param patienceWithout the same for the arm without steps (which is expected to be slow)
      */
-    record Settings(int jobs, int calls, int rate, double unavailable, int threads, Duration poll, double patience) {
+    record Settings(int jobs, int calls, int rate, double unavailable, int jvms, int threads, Duration latency,
+            Duration poll, Duration heartbeat, double killAt, double patienceWith, double patienceWithout) {
+        /** @return a smoke test: 30 jobs, heartbeats of 250 ms so that the killed worker's jobs come back within 2 s */
         static Settings quick() {
-            return new Settings(200, 5, 50, 0.02, 16, Duration.ofMillis(50), 6);
+            return new Settings(30, 5, 50, 0.02, 2, 10, Duration.ofMillis(80), Duration.ofMillis(200),
+                    Duration.ofMillis(250), 0.5, 5, 5);
         }
 
+        /**
+         * @return the issue's measurement: 2,000 jobs of 5 calls at R = 50/s (ideal 200 s), 2 % of calls
+         *     503, 2 JVMs x 10 threads at 80 ms a call (250 calls/s, 5 R), the first JVM killed at
+         *     40 % of the ideal; Layover's default heartbeat (5 s); the arm without steps stopped
+         *     after twice the ideal
+         */
         static Settings full() {
-            return new Settings(2_000, 5, 50, 0.02, 16, Duration.ofMillis(50), 4);
+            return new Settings(2_000, 5, 50, 0.02, 2, 10, Duration.ofMillis(80), Duration.ofMillis(200),
+                    Duration.ofSeconds(5), 0.4, 3, 2);
         }
 
-        /** @return how long an arm may run before it is stopped and its unfinished jobs counted */
-        Duration limit() {
-            return Duration.ofMillis((long) (idealSeconds() * patience * 1000) + 30_000);
+        /**
+         * @param steps the arm
+         * @return how long the arm may run before it is stopped and its unfinished jobs counted
+         */
+        Duration limit(boolean steps) {
+            double patience = steps ? patienceWith : patienceWithout;
+            return Duration.ofMillis((long) (idealSeconds() * patience * 1000 + Math.min(30_000, idealSeconds() * 1000)));
         }
 
         double idealSeconds() {
             return (double) jobs * calls / rate;
+        }
+
+        /** @return the fleet's call rate over R (5: oversubscribed five times) */
+        double oversubscribed() {
+            return jvms * threads * 1000.0 / latency.toMillis() / rate;
         }
     }
 
@@ -71,21 +100,37 @@ final class StepsBench {
      * @param name with or without steps
      * @param completed jobs completed
      * @param parked jobs parked
-     * @param successes successful provider calls
+     * @param unfinished jobs still queued when the arm's limit stopped it
+     * @param successes successful provider calls (the fake's count)
      * @param refused calls answered 429
      * @param unavailable calls answered 503
-     * @param tokensDiscarded tokens of successful calls whose result no run kept
-     * @param attempts attempts spent, summed over the jobs
+     * @param repeated successful calls of a job's call that had already succeeded (logged)
+     * @param tokensDiscarded tokens of successful calls whose result no run kept: every success
+     *     of a job's call but one
+     * @param tokensCutByKill of them, the calls cut by the kill: answered to the killed JVM and
+     *     never logged, or logged there and made again
+     * @param attempts attempts spent, summed over the jobs (history and queue)
+     * @param orphans jobs held by the killed JVM when it died (each runs again with an attempt spent)
      * @param jobRowWrites inserts, updates and deletes of the job table
      * @param stepRowWrites inserts, updates and deletes of the step table
      * @param seconds wall time from the enqueue to the last job's end (or to the arm's limit)
-     * @param unfinished jobs still queued when the arm's limit stopped it
+     * @param killedAt seconds from the enqueue to the kill
+     * @param parkedAs the dead letters by failure type
+     * @param calls every call the fake answered (successes, 429s, 503s: each took from its limit)
+     * @param firstCall seconds from the enqueue to the first call
+     * @param unused where the provider's limit went unused: R minus the calls of each whole second
+     *     from the enqueue to the arm's end, summed, over R (seconds of the limit lost), split into
+     *     before the kill, the 60 s after it, and the rest
      */
-    record Arm(String name, long completed, long parked, long successes, long refused, long unavailable,
-            long tokensDiscarded, long attempts, long jobRowWrites, long stepRowWrites, double seconds, long unfinished,
-            String parkedAs) {}
-
-    record Args(int n) {}
+    record Arm(String name, long completed, long parked, long unfinished, long successes, long refused, long unavailable,
+            long repeated, long tokensDiscarded, long tokensCutByKill, long attempts, long orphans, long jobRowWrites,
+            long stepRowWrites, double seconds, double killedAt, String parkedAs, long calls, double firstCall,
+            double[] unused) {
+        /** @return attempts neither a 503 nor the kill explains: spent on rate limits (goal 0) */
+        long attemptsOnRateLimits() {
+            return Math.max(0, attempts - unavailable - orphans);
+        }
+    }
 
     static List<Arm> measure(String jdbcUrl, Settings s) throws Exception {
         List<Arm> arms = new ArrayList<>();
@@ -95,91 +140,156 @@ final class StepsBench {
     }
 
     private static Arm arm(String jdbcUrl, Settings s, boolean steps) throws Exception {
-        String name = steps ? "steps-with" : "steps-without";
+        String name = StepsWorker.typeName(steps);
         String key = "fake:" + name;
-        try (FakeProvider fake = FakeProvider.start()) {
-            FakeProvider.Endpoint ep = fake.primary().limitPerSecond(s.rate()).countRefused(true)
+        Path dir = Files.createTempDirectory("layover-steps");
+        Path stop = dir.resolve("stop");
+        List<JvmProcess> workers = new ArrayList<>();
+        List<Path> logs = new ArrayList<>();
+        HikariConfig cfg = new HikariConfig();
+        cfg.setJdbcUrl(jdbcUrl);
+        cfg.setMaximumPoolSize(4);
+        try (FakeProvider fake = FakeProvider.start(); HikariDataSource pool = new HikariDataSource(cfg)) {
+            FakeProvider.Endpoint ep = fake.primary().limitPerSecond(s.rate()).countRefused(true).latency(s.latency())
                     .faults(Faults.none().unavailable(s.unavailable()).seed(45));
-            AtomicLong kept = new AtomicLong(); // tokens of the calls whose result a finished job used
-            JobType<Args> type = JobType.builder(name, Args.class)
-                    .providerKey(key)
-                    .policy(JobPolicy.defaults().withMaxAttempts(10).withMaxReschedules(10_000)
-                            .withMaxDeferral(Duration.ofHours(1)).withBackoff(Duration.ofMillis(200), Duration.ofSeconds(5)))
-                    .handler((a, ctx) -> {
-                        long tokens = 0;
-                        for (int i = 0; i < s.calls(); i++) {
-                            String prompt = "job " + a.n() + " call " + i;
-                            long used = steps
-                                    ? ctx.step(StepOptions.named("call-" + i).providerKey(key), Long.class,
-                                            () -> call(ep, prompt, ctx))
-                                    : call(ep, prompt, ctx);
-                            tokens += used;
-                        }
-                        kept.addAndGet(tokens);
-                        return Outcome.done();
-                    })
-                    .build();
-            HikariConfig cfg = new HikariConfig();
-            cfg.setJdbcUrl(jdbcUrl);
-            cfg.setMaximumPoolSize(s.threads() + 8);
-            long[] before;
-            long start;
-            long[] after;
-            long completed;
-            long parked;
-            long attempts;
+            long[] before = writes(pool);
+            for (int i = 0; i < s.jvms(); i++) {
+                String worker = name + "-" + i;
+                Path log = dir.resolve(worker + ".log");
+                logs.add(log);
+                workers.add(JvmProcess.start(StepsWorker.class, worker, List.of("-Xmx256m"), List.of(steps ? "steps" : "plain",
+                        jdbcUrl, ep.url().toString(), worker, String.valueOf(s.threads()), key, String.valueOf(s.calls()),
+                        log.toString(), stop.toString(), String.valueOf(s.poll().toMillis()),
+                        String.valueOf(s.heartbeat().toMillis()))));
+            }
+            for (JvmProcess w : workers) {
+                w.awaitOutput("ready", Duration.ofSeconds(120));
+            }
+            JobType<StepsWorker.Args> type = StepsWorker.type(steps, key, s.calls(), null, null);
+            Layover client = Layover.builder(pool).register(type).migrate(false).build();
+            List<StepsWorker.Args> all = new ArrayList<>();
+            for (int i = 0; i < s.jobs(); i++) {
+                all.add(new StepsWorker.Args(i));
+            }
+            String left = "SELECT count(*) FROM layover.jobs WHERE job_type = '" + name + "'";
+            long start = System.nanoTime();
+            Instant startedAt = Instant.now();
+            client.enqueueBatch(type, all);
+            long killAt = start + (long) (s.idealSeconds() * s.killAt() * 1e9);
+            long deadline = start + s.limit(steps).toNanos();
             long unfinished;
-            String parkedAs;
-            double seconds;
-            try (HikariDataSource pool = new HikariDataSource(cfg)) {
-                before = writes(pool);
-                Layover layover = Layover.builder(pool).register(type).threads(s.threads()).pollInterval(s.poll())
-                        .shutdownMaxWait(Duration.ofSeconds(10)).start();
+            while ((unfinished = BenchDatabase.count(pool, left)) > 0 && System.nanoTime() < killAt) {
+                Thread.sleep(100);
+            }
+            JvmProcess killed = workers.get(0);
+            killed.kill();
+            double killedAt = (System.nanoTime() - start) / 1e9;
+            // what it held stays picked in its name until its heartbeats are missed
+            long orphans = BenchDatabase.count(pool, "SELECT count(*) FROM layover.jobs WHERE job_type = '" + name
+                    + "' AND picked_by = '" + killed.name() + "'");
+            while ((unfinished = BenchDatabase.count(pool, left)) > 0 && System.nanoTime() < deadline) {
+                Thread.sleep(100);
+            }
+            double seconds = (System.nanoTime() - start) / 1e9;
+            Files.createFile(stop);
+            for (JvmProcess w : workers.subList(1, workers.size())) {
+                w.awaitOutput("RESULT", Duration.ofSeconds(60));
                 try {
-                    List<Args> all = new ArrayList<>();
-                    for (int i = 0; i < s.jobs(); i++) {
-                        all.add(new Args(i));
-                    }
-                    start = System.nanoTime();
-                    for (Args a : all) {
-                        layover.enqueue(type, a);
-                    }
-                    long deadline = System.nanoTime() + s.limit().toNanos();
-                    while ((unfinished = BenchDatabase.count(pool, "SELECT count(*) FROM layover.jobs WHERE job_type = '"
-                            + name + "'")) > 0 && System.nanoTime() < deadline) {
-                        Thread.sleep(100);
-                    }
-                    seconds = (System.nanoTime() - start) / 1e9;
-                } finally {
-                    layover.stop();
+                    w.waitFor(Duration.ofSeconds(20));
+                } catch (AssertionError stillRunning) {
+                    w.kill();
                 }
-                completed = BenchDatabase.count(pool, "SELECT count(*) FROM layover.job_history WHERE job_type = '" + name
-                        + "' AND outcome = 'completed'");
-                parked = BenchDatabase.count(pool, "SELECT count(*) FROM layover.dead_letters WHERE job_type = '" + name + "'");
-                parkedAs = parkedAs(pool, name);
-                attempts = BenchDatabase.count(pool, "SELECT coalesce(sum(attempts), 0) FROM layover.job_history WHERE job_type = '"
-                        + name + "' AND outcome = 'completed'") + BenchDatabase.count(pool, "SELECT coalesce(sum(attempts), 0) "
-                        + "FROM layover.jobs WHERE job_type = '" + name + "'");
             }
-            // the pool is closed: every backend flushed its table counters on exit
-            try (HikariDataSource pool = new HikariDataSource(cfg)) {
-                after = settledWrites(pool, before);
+            long completed = BenchDatabase.count(pool, "SELECT count(*) FROM layover.job_history WHERE job_type = '" + name
+                    + "' AND outcome = 'completed'");
+            long parked = BenchDatabase.count(pool, "SELECT count(*) FROM layover.dead_letters WHERE job_type = '" + name + "'");
+            String parkedAs = parkedAs(pool, name);
+            long attempts = BenchDatabase.count(pool, "SELECT coalesce(sum(attempts), 0) FROM layover.job_history WHERE job_type = '"
+                    + name + "'") + BenchDatabase.count(pool, "SELECT coalesce(sum(attempts), 0) FROM layover.jobs WHERE job_type = '"
+                    + name + "'");
+            pool.getHikariPoolMXBean().softEvictConnections(); // its backends flush their table counters on exit
+            long[] after = settledWrites(pool, before);
+            CallLog calls = CallLog.read(logs, killed.name(), ep.inputTokens() + ep.outputTokens());
+            return new Arm(steps ? "with steps" : "without steps (today)", completed, parked, unfinished, ep.successes(),
+                    ep.rateLimited(), ep.unavailable(), calls.repeated(), calls.discarded(), calls.cutByKill(), attempts,
+                    orphans, after[0] - before[0], after[1] - before[1], seconds, killedAt, parkedAs, ep.calls(),
+                    firstCall(ep, startedAt), unused(ep, startedAt, seconds, killedAt, s.rate()));
+        } finally {
+            for (JvmProcess w : workers) {
+                w.close();
             }
-            long tokensAll = ep.inputTokens() + ep.outputTokens();
-            return new Arm(steps ? "with steps" : "without steps (today)", completed, parked, ep.successes(), ep.rateLimited(),
-                    ep.unavailable(), Math.max(0, tokensAll - kept.get()), attempts, after[0] - before[0],
-                    after[1] - before[1], seconds, unfinished, parkedAs);
+            for (Path log : logs) {
+                Files.deleteIfExists(log);
+            }
+            Files.deleteIfExists(stop);
+            Files.deleteIfExists(dir);
         }
     }
 
-    /** One call; its tokens when it succeeds, else its failure thrown as Layover's outcome. */
-    private static long call(FakeProvider.Endpoint ep, String prompt, JobContext ctx) throws Exception {
-        HttpResponse<String> r = ChatClient.send(ep.url(), prompt);
-        Optional<Classification> failure = ChatClient.classify(r);
-        if (failure.isPresent()) {
-            throw failure.get().toOutcome().toException();
+    private static double firstCall(FakeProvider.Endpoint ep, Instant start) {
+        List<Instant> a = ep.arrivals();
+        return a.isEmpty() ? Double.NaN : Duration.between(start, a.get(0)).toNanos() / 1e9;
+    }
+
+    /** Seconds of the limit unused: before the kill, in the 60 s after it, after those (see {@link Arm#unused}). */
+    private static double[] unused(FakeProvider.Endpoint ep, Instant start, double seconds, double killedAt, int rate) {
+        int whole = (int) Math.floor(seconds);
+        int[] perSecond = new int[Math.max(whole, 0)];
+        for (Instant a : ep.arrivals()) {
+            long ms = Duration.between(start, a).toMillis();
+            if (ms >= 0 && ms / 1000 < whole) {
+                perSecond[(int) (ms / 1000)]++;
+            }
         }
-        return ctx.reportUsage(Provider.OPENAI, r.body()).map(u -> u.totalTokens()).orElse(0L);
+        double[] out = new double[3];
+        for (int i = 0; i < whole; i++) {
+            double lost = Math.max(0, rate - perSecond[i]) / (double) rate;
+            out[i + 1 <= killedAt ? 0 : i < killedAt + 60 ? 1 : 2] += lost;
+        }
+        return out;
+    }
+
+    /**
+     * The workers' call logs, read together.
+     *
+     * @param repeated successes of a job's call after its first
+     * @param discarded tokens of every success of a job's call but its first, plus those the fake
+     *     answered but no worker logged (answered to the killed JVM)
+     * @param cutByKill of them: the unlogged, and those whose earlier success was the killed JVM's
+     */
+    record CallLog(long repeated, long discarded, long cutByKill) {
+        static CallLog read(List<Path> logs, String killed, long paidTokens) throws Exception {
+            Map<String, String> firstBy = new HashMap<>();
+            long logged = 0;
+            long kept = 0;
+            long repeated = 0;
+            long cut = 0;
+            for (Path log : logs) {
+                if (!Files.exists(log)) {
+                    continue;
+                }
+                for (String line : Files.readAllLines(log)) {
+                    String[] f = line.trim().split(" ");
+                    if (f.length < 4) {
+                        continue; // a line the kill cut short
+                    }
+                    long tokens = Long.parseLong(f[2]);
+                    logged += tokens;
+                    String call = f[0] + " " + f[1];
+                    String first = firstBy.putIfAbsent(call, f[3]);
+                    if (first == null) {
+                        kept += tokens;
+                    } else {
+                        repeated++;
+                        if (first.equals(killed)) {
+                            cut += tokens;
+                        }
+                    }
+                }
+            }
+            long unlogged = Math.max(0, paidTokens - logged);
+            return new CallLog(repeated, paidTokens - kept, cut + unlogged);
+        }
     }
 
     /** The dead letters of a job type by failure type, e.g. {@code rate_limit_exhausted 12}; empty when none. */

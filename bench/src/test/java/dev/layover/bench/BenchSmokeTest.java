@@ -141,6 +141,31 @@ class BenchSmokeTest {
         assertBatch(r.batch());
     }
 
+    /**
+     * The steps section alone ({@code --only steps}), quick: two worker JVMs, the first killed
+     * mid-run; with steps every job completes, no finished call is made again but those the kill
+     * cut, and no attempt goes to a rate limit.
+     */
+    @Test
+    void quickStepsSection(TestDatabase db) throws Exception {
+        ByteArrayOutputStream buffer = new ByteArrayOutputStream();
+        Bench.Report r;
+        try (PrintStream out = new PrintStream(buffer, true, StandardCharsets.UTF_8)) {
+            r = Bench.run(new String[] {"--quick", "--jdbc-url", db.jdbcUrl(), "--only", "steps"}, out);
+        }
+        String printed = buffer.toString(StandardCharsets.UTF_8);
+        System.out.println(printed);
+        assertTrue(printed.contains("### Steps (issue 45)"), printed);
+        assertFalse(printed.contains("NaN"), printed);
+        assertEquals(2, r.steps().size(), "with steps, without: " + r.steps());
+        StepsBench.Arm with = r.steps().get(0);
+        assertEquals(StepsBench.Settings.quick().jobs(), with.completed(), "every job completed: " + with);
+        assertEquals(with.tokensCutByKill(), with.tokensDiscarded(), "only the kill's calls paid twice: " + with);
+        assertEquals(0, with.attemptsOnRateLimits(), "no attempt spent on a rate limit: " + with);
+        assertTrue(with.stepRowWrites() >= 2L * StepsBench.Settings.quick().jobs() * StepsBench.Settings.quick().calls(),
+                "every step inserted and deleted: " + with);
+    }
+
     /** The deep backlog arms: every arm ran at its keys' rate, none parked a job for waiting in line. */
     private static void assertBacklog(java.util.List<BacklogBench.Arm> arms) {
         assertNotNull(arms);

@@ -47,6 +47,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.function.BiFunction;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * The JSON API ({@code docs/console-api.md}): reads over jobs, dead letters, provider state and
@@ -465,6 +467,7 @@ final class ConsoleApi {
         ObjectNode live = sql.liveJob(d.jobType(), d.jobId());
         n.set("liveJob", live);
         n.set("steps", sql.jobSteps(d.jobType(), d.jobId()));
+        n.set("stoppedAt", stoppedAt(n.path("errorMessage").asText(null)));
         ArrayNode history = n.putArray("history");
         for (AuditEntry e : store.auditLog().forDeadLetter(d.id())) {
             history.add(audit(e, reveal));
@@ -919,7 +922,43 @@ final class ConsoleApi {
             maskField((ObjectNode) row, "lastStackTrace");
             dls.add(row);
         }
+        out.set("steps", sql.jobSteps(jobType, id));
+        // where it stopped: the queued job's wait or last error, else (parked) its newest dead letter's error
+        JsonNode stopped = F.nullNode();
+        if (live != null && !"running".equals(live.path("state").asText())) {
+            stopped = stoppedAt(live.path("rescheduleDetail").asText(null));
+            if (stopped.isNull()) {
+                stopped = stoppedAt(live.path("lastErrorMessage").asText(null));
+            }
+        } else if (!dls.isEmpty() && !"replayed".equals(dls.get(0).path("state").asText())) {
+            stopped = stoppedAt(dls.get(0).path("errorMessage").asText(null));
+        }
+        out.set("stoppedAt", stopped);
         return out;
+    }
+
+    /** A text that begins {@code step 'name'} (docs/steps.md: the run stopped at that step). */
+    private static final Pattern AT_STEP = Pattern.compile("^step '(.{1,200}?)'(?:: | )(.*)$", Pattern.DOTALL);
+
+    /**
+     * The step a run stopped at, read from a reschedule detail or an error message that names it
+     * ({@code step 'segment-7': 429 ...}, written by the engine when a run stops at a step).
+     *
+     * @param text the (masked) text, or null
+     * @return {@code {"step": name, "error": the rest}}, or a JSON null when the text names no step
+     */
+    static JsonNode stoppedAt(String text) {
+        if (text == null) {
+            return F.nullNode();
+        }
+        Matcher m = AT_STEP.matcher(text);
+        if (!m.matches()) {
+            return F.nullNode();
+        }
+        ObjectNode o = F.objectNode();
+        o.put("step", m.group(1));
+        o.put("error", text.startsWith("step '" + m.group(1) + "': ") ? m.group(2) : text);
+        return o;
     }
 
     // ---------------------------------------------------------------- one provider key

@@ -85,6 +85,12 @@ class ConsoleStepsTest {
         assertEquals("finished", s.get("outcome").asText());
         assertTrue(s.get("result") == null, "results are not shown: they may hold what would need masking");
         assertTrue(d.get("errorMessage").asText().startsWith("step 'second': "), d.get("errorMessage").asText());
+        assertEquals("second", d.get("stoppedAt").get("step").asText(), d.toString());
+        assertTrue(d.get("stoppedAt").get("error").asText().contains("not yet"), d.get("stoppedAt").toString());
+        JsonNode job = api.get("/api/job-runs/work/" + jobId).json();
+        assertEquals(1, job.get("steps").size(), "the parked job's page lists its stored step: " + job);
+        assertEquals("first", job.get("steps").get(0).get("step").asText());
+        assertEquals("second", job.get("stoppedAt").get("step").asText(), job.toString());
 
         assertEquals(400, api.post("/api/dead-letters/" + id + "/replay", "{\"fromScratch\": \"yes\"}").status());
 
@@ -93,6 +99,11 @@ class ConsoleStepsTest {
         assertEquals(200, r.status(), r.body());
         Await.equal(Fixtures.WAIT, "the replayed job done", 1, done::get);
         assertEquals(2, firstCalls.get(), "from scratch: the first step ran again");
+        Await.equal(Fixtures.WAIT, "its steps removed with the done job", 0L,
+                () -> db.count("select count(*) from layover.job_steps where job_id = ?", jobId));
+        JsonNode doneJob = api.get("/api/job-runs/work/" + jobId).json();
+        assertEquals(0, doneJob.get("steps").size(), doneJob.toString());
+        assertTrue(doneJob.get("stoppedAt").isNull(), "a replayed dead letter's error is not where it stopped now: " + doneJob);
         assertEquals(true, db.value("select (details->>'from_scratch')::boolean from layover.audit_log "
                 + "where action = 'replay'"));
     }

@@ -918,10 +918,6 @@
     const replays = d.replays.map(r => el('tr', null, el('td', null, timeCell(r.at)), el('td', null, r.by || '–'), el('td', null, r.kind),
       el('td', null, el('code', null, r.jobId || '–')), el('td', null, r.argsEdited ? 'yes' : 'no')));
     const history = d.history.map(auditRow);
-    const stepRows = steps.map(st => el('tr', null, el('td', null, el('code', null, st.step)), el('td', null, st.kind),
-      el('td', null, st.providerKey || '–'), el('td', null, st.outcome), el('td', { class: 'num' }, st.attempt == null ? '–' : st.attempt),
-      el('td', null, timeCell(st.finishedAt)), el('td', { class: 'num' }, st.durationMs == null ? '–' : Math.round(st.durationMs) + ' ms'),
-      el('td', { class: 'num' }, st.inputTokens == null ? '–' : num(st.inputTokens) + ' / ' + num(st.outputTokens || 0))));
 
     show(id,
       el('p', null, link('#/dead-letters', '← Dead letters')),
@@ -929,8 +925,7 @@
       maskNote, facts, errorSec, argsSec,
       el('section', { class: 'card' }, el('h2', null, 'Replayed job'), liveText),
       el('section', { class: 'card' }, el('h2', null, 'Attempts'), table(['#', 'At', 'Kind', 'Error class', 'Message'], attempts, { id: 'attempts' }, 'No attempt errors were stored with it.')),
-      el('section', { class: 'card' }, el('h2', null, 'Steps'), table(['Step', 'Kind', 'Provider key', 'Outcome', 'Attempt', 'Finished', 'Took', 'Tokens in / out'], stepRows, { id: 'steps' },
-        'No finished steps are stored: a replay runs the job from its start.')),
+      stepsCard(steps, d.stoppedAt, 'dl-stopped-' + d.id, 'No finished steps are stored: a replay runs the job from its start.'),
       el('section', { class: 'card' }, el('h2', null, 'Provider trail'), trailTable(d.providerTrail)),
       el('section', { class: 'card' }, el('h2', null, 'Replay history'), table(['At', 'By', 'Kind', 'Job id', 'Args edited'], replays, { id: 'replays' }, 'Not replayed yet: Replay above makes a fresh job from it.')),
       el('section', { class: 'card' }, el('h2', null, 'Audit'), table(['Id', 'At', 'Who', 'Action', 'What', 'Count', 'Note', 'Details'], history, null, 'No operator has acted on it yet.')));
@@ -1225,6 +1220,19 @@
 
   // ------------------------------------------------------------------ one job
 
+  // Steps (docs/steps.md): a job's stored steps (the view layover.steps, without results), and the step
+  // its run stopped at with its error (the API's stoppedAt)
+  function stepsCard(steps, stoppedAt, foldId, emptyText) {
+    const rows = steps.map(st => el('tr', { 'data-step': st.step }, el('td', null, el('code', null, st.step)), el('td', null, st.kind),
+      el('td', null, st.providerKey ? keyLink(st.providerKey) : '–'), el('td', null, st.outcome), el('td', { class: 'num' }, st.attempt == null ? '–' : st.attempt),
+      el('td', { class: 'nowrap' }, timeCell(st.finishedAt)), el('td', { class: 'num' }, st.durationMs == null ? '–' : Math.round(st.durationMs) + ' ms'),
+      el('td', { class: 'num' }, st.inputTokens == null ? '–' : num(st.inputTokens) + ' / ' + num(st.outputTokens || 0))));
+    const stopped = stoppedAt ? el('div', { id: 'stopped-at', class: 'stopped-at' }, 'Stopped at step ', el('code', null, stoppedAt.step), ': ',
+      el('span', { class: 'error-text' }, fold(stoppedAt.error || '', foldId))) : null;
+    return el('section', { class: 'card', id: 'steps-card' }, el('h2', null, 'Steps'), stopped,
+      table(['Step', 'Kind', 'Provider key', 'Outcome', 'Attempt', 'Finished', 'Took', 'Tokens in / out'], rows, { id: 'steps' }, emptyText));
+  }
+
   async function pageJob(id, jobType, jobId) {
     const j = await api('GET', '/job-runs/' + encodeURIComponent(jobType) + '/' + encodeURIComponent(jobId));
     if (id !== S.renderId) return;
@@ -1270,6 +1278,9 @@
       el('section', { class: 'card' }, el('h2', null, 'Runs'),
         table(['Finished', 'Outcome', 'Started', 'Took', 'Att. / resch.', 'Provider key', 'Answered by', 'Detail', 'Worker'], runs, { id: 'runs' },
           emptyState('No finished run is recorded for this job.', j.queued ? 'It has not finished yet.' : 'It never ran, finished more than the history retention ago (7 days by default), or history is off (Layover.Builder.history).'))),
+      // only for a job with stored steps or stopped at one: a done job's steps are deleted with it
+      (j.steps && j.steps.length) || j.stoppedAt ? stepsCard(j.steps || [], j.stoppedAt, 'job-stopped-' + jobType + '/' + jobId,
+        'No finished steps are stored: it stopped at its first.') : null,
       trails,
       (j.groups || []).length ? el('section', { class: 'card', id: 'job-groups' }, el('h2', null, 'Group'),
         j.groups.map(g => el('p', { 'data-group': g.groupId }, g.role === 'callback' ? 'The callback of group ' : 'A member of group ',

@@ -44,6 +44,9 @@ class TranslationDemoTest {
         assertTrue(r.rateLimited429s() > 0, "the throttled phase answered 429s");
         assertTrue(r.reschedules() > 0);
         assertEquals(0, r.attemptsSpentOnRateLimits());
+        // steps (issue 45): jobs rescheduled, retried or replayed mid-document resumed at their segment
+        assertTrue(r.segmentsReused() > 0, "calls a resumed job did not repeat: " + printed);
+        assertTrue(printed.contains("calls not repeated"), printed);
         assertTrue(r.answeredBySecondary() > 0, "the chain fell back to the secondary");
         assertTrue(r.fenced() + r.chatty() > 0, "fenced or chatty answers were repaired (JsonRepairTest has every case)");
 
