@@ -323,7 +323,7 @@ public final class Layover implements AutoCloseable {
      */
     public Map<String, Enqueued> enqueueWorkflow(Connection connection, Workflow workflow) {
         Objects.requireNonNull(workflow, "workflow");
-        for (Workflow.Step s : workflow.steps()) {
+        for (Workflow.Job s : workflow.jobs()) {
             engine.registry().require(s.type()); // before anything is written
         }
         Map<String, Enqueued> out = engine.enqueuer().enqueueWorkflow(connection, workflow,

@@ -42,18 +42,18 @@ public final class Workflow {
      * @param options its options (run time, key, priority, deadline, jobs outside the workflow it runs after)
      * @param after the names of the workflow's jobs it runs after
      */
-    public record Step(String name, JobType<?> type, Object args, EnqueueOptions options, List<String> after) {
+    public record Job(String name, JobType<?> type, Object args, EnqueueOptions options, List<String> after) {
 
         /** Copies {@code after}. */
-        public Step {
+        public Job {
             after = List.copyOf(after);
         }
     }
 
-    private final List<Step> steps;
+    private final List<Job> jobs;
 
-    private Workflow(List<Step> steps) {
-        this.steps = List.copyOf(steps);
+    private Workflow(List<Job> jobs) {
+        this.jobs = List.copyOf(jobs);
     }
 
     /** @return a builder of a workflow with no job */
@@ -65,14 +65,14 @@ public final class Workflow {
      * @return the jobs, each after every job it runs after (the order they are enqueued in; among
      *     jobs free of each other, the order they were added)
      */
-    public List<Step> steps() {
-        return steps;
+    public List<Job> jobs() {
+        return jobs;
     }
 
     /** Builds a {@link Workflow}: jobs by name, then edges; {@link #build()} checks them. */
     public static final class Builder {
 
-        private final Map<String, Step> steps = new LinkedHashMap<>();
+        private final Map<String, Job> jobs = new LinkedHashMap<>();
         private final Map<String, Set<String>> after = new LinkedHashMap<>();
 
         private Builder() {}
@@ -108,10 +108,10 @@ public final class Workflow {
             if (name == null || name.isEmpty() || name.length() > 200) {
                 throw new WorkflowException("a workflow job's name must be 1-200 characters");
             }
-            if (steps.containsKey(name)) {
+            if (jobs.containsKey(name)) {
                 throw new WorkflowException("the workflow has a job named '" + name + "' already: names are unique");
             }
-            steps.put(name, new Step(name, type, args, options, List.of()));
+            jobs.put(name, new Job(name, type, args, options, List.of()));
             after.put(name, new LinkedHashSet<>());
             return this;
         }
@@ -138,11 +138,11 @@ public final class Workflow {
          */
         public Workflow build() {
             for (Map.Entry<String, Set<String>> e : after.entrySet()) {
-                if (!steps.containsKey(e.getKey())) {
+                if (!jobs.containsKey(e.getKey())) {
                     throw new WorkflowException("after(\"" + e.getKey() + "\", ...) names no job of the workflow");
                 }
                 for (String b : e.getValue()) {
-                    if (!steps.containsKey(b)) {
+                    if (!jobs.containsKey(b)) {
                         throw new WorkflowException("job '" + e.getKey() + "' runs after '" + b
                                 + "', which is no job of the workflow");
                     }
@@ -154,7 +154,7 @@ public final class Workflow {
             // Kahn's order, stable: a job is placed once every job it runs after is
             Map<String, Integer> waiting = new LinkedHashMap<>();
             Map<String, List<String>> next = new LinkedHashMap<>();
-            for (String n : steps.keySet()) {
+            for (String n : jobs.keySet()) {
                 waiting.put(n, after.get(n).size());
                 next.put(n, new ArrayList<>());
             }
@@ -165,18 +165,18 @@ public final class Workflow {
                     free.add(n);
                 }
             });
-            List<Step> ordered = new ArrayList<>();
+            List<Job> ordered = new ArrayList<>();
             while (!free.isEmpty()) {
                 String n = free.poll();
-                Step s = steps.get(n);
-                ordered.add(new Step(n, s.type(), s.args(), s.options(), List.copyOf(after.get(n))));
+                Job s = jobs.get(n);
+                ordered.add(new Job(n, s.type(), s.args(), s.options(), List.copyOf(after.get(n))));
                 for (String m : next.get(n)) {
                     if (waiting.merge(m, -1, Integer::sum) == 0) {
                         free.add(m);
                     }
                 }
             }
-            if (ordered.size() < steps.size()) {
+            if (ordered.size() < jobs.size()) {
                 throw new WorkflowException("the workflow's edges make a cycle: " + cycle(waiting));
             }
             return new Workflow(ordered);

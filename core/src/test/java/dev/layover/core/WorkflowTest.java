@@ -73,7 +73,7 @@ class WorkflowTest {
         Layover l = layover(db);
         Workflow w = diamond();
         assertEquals(List.of("extract", "glossary", "translate", "report"),
-                w.steps().stream().map(Workflow.Step::name).toList(), "each job after the jobs it runs after");
+                w.jobs().stream().map(Workflow.Job::name).toList(), "each job after the jobs it runs after");
         Map<String, Enqueued> jobs = l.enqueueWorkflow(null, w);
         assertEquals(List.of("extract", "glossary", "translate", "report"), List.copyOf(jobs.keySet()));
         assertEquals("glossary-acme", jobs.get("glossary").id(), "a job's key is its id");

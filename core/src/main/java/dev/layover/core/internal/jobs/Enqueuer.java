@@ -81,9 +81,9 @@ public final class Enqueuer {
      */
     public Map<String, Enqueued> enqueueWorkflow(Connection caller, Workflow workflow,
             Function<JobType<?>, Registry.Entry<?>> entries) {
-        return inTransaction(caller, "enqueueing a workflow of " + workflow.steps().size() + " jobs", c -> {
+        return inTransaction(caller, "enqueueing a workflow of " + workflow.jobs().size() + " jobs", c -> {
             Map<String, Enqueued> out = new java.util.LinkedHashMap<>();
-            for (Workflow.Step s : workflow.steps()) {
+            for (Workflow.Job s : workflow.jobs()) {
                 List<JobRef> after = new ArrayList<>(s.options().after());
                 s.after().forEach(n -> after.add(JobRef.of(out.get(n))));
                 out.put(s.name(), enqueueStep(c, entries.apply(s.type()), s.args(),
