@@ -45,6 +45,7 @@ class TableOwnersTest {
             CORE + "internal/jobs/JobSql.java",
             CORE_SQL + "job_insert.sql",
             CORE_SQL + "job_insert_batch.sql",
+            CORE_SQL + "job_park.sql",
             // the engine's pick is the admission: it takes the jobs its keys admit
             function("pick"),
             // the job rows of batches, for the batch_* functions
@@ -65,11 +66,11 @@ class TableOwnersTest {
     private static final Map<String, Set<String>> OWNERS = Map.ofEntries(
             Map.entry("scheduled_tasks", JOB_STORE),
             // the park is a move: the job store's one statement writes the dead letter it moves the job into
-            Map.entry("dead_letters", Set.of(CORE + "internal/jobs/JobSql.java", function("forget_job_type"),
+            Map.entry("dead_letters", Set.of(CORE + "internal/jobs/JobSql.java", CORE_SQL + "job_park.sql", function("forget_job_type"),
                     DLQ + "DlqSql.java",
                     // a dependent parked dependency_failed is a move, as the park: the job store's function
                     function("dependencies_failed"))),
-            Map.entry("job_history", Set.of(CORE + "internal/jobs/JobSql.java", CORE + "history/JobHistoryRetention.java")),
+            Map.entry("job_history", Set.of(CORE + "internal/jobs/JobSql.java", CORE_SQL + "job_park.sql", CORE + "history/JobHistoryRetention.java")),
             Map.entry("database_returns", Set.of(function("database_returned"))),
             Map.entry("breakers", Set.of(CORE + "internal/gate/StateSql.java", function("claim_trials"),
                     function("forget_provider_keys"))),
@@ -116,7 +117,7 @@ class TableOwnersTest {
             Map.entry("groups", Set.of(CORE + "internal/jobs/GroupSql.java", function("group_settle"),
                     // retention: groups settled long ago whose callback finished
                     CORE + "history/JobHistoryRetention.java")),
-            Map.entry("group_members", Set.of(CORE + "internal/jobs/JobSql.java", CORE_SQL + "job_insert_batch.sql",
+            Map.entry("group_members", Set.of(CORE + "internal/jobs/JobSql.java", CORE_SQL + "job_park.sql", CORE_SQL + "job_insert_batch.sql",
                     function("group_members_discarded"), function("dependencies_failed"),
                     // a child group's skipped callback ends discarded in its parent (groups of groups)
                     function("group_settle"))),

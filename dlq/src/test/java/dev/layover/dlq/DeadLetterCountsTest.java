@@ -62,7 +62,7 @@ class DeadLetterCountsTest {
         layover = Fixtures.layover(db, failing).start();
         DeadLetters store = DeadLetters.create(layover);
 
-        // parks by the engine (JobSql.PARK)
+        // parks by the engine (job_park.sql)
         for (int i = 0; i < 5; i++) {
             layover.enqueue(failing, new Work("p" + i, i), EnqueueOptions.key("p" + i));
         }

@@ -36,6 +36,7 @@ public final class JobStore implements JobWrites {
 
     private static final NamedSql INSERT = NamedSql.load("job_insert");
     private static final NamedSql INSERT_BATCH = NamedSql.load("job_insert_batch");
+    private static final NamedSql PARK = NamedSql.load("job_park");
 
     private final Db db;
     /** A test clock's time for the group settle's run times, or null for the database's clock. */
@@ -318,7 +319,7 @@ public final class JobStore implements JobWrites {
     }
 
     /**
-     * The one move of a job to its dead letter ({@link JobSql#PARK}), in one transaction: the row
+     * The one move of a job to its dead letter ({@code job_park.sql}), in one transaction: the row
      * deleted (version-checked), the dead letter written or updated, the history row written.
      * Committed only when both the row and the dead letter are there; else rolled back.
      *
@@ -329,13 +330,28 @@ public final class JobStore implements JobWrites {
     public Parked park(JobRun run, RunTiming timing, Park p, java.util.function.Consumer<NotParked> notParked) {
         RunTiming t = timing == null ? RunTiming.NONE : timing;
         return db.transaction("parking job " + run.label(), c -> {
-            try (PreparedStatement ps = c.prepareStatement(JobSql.PARK)) {
-                Db.bind(ps, run.tokens().input(), run.tokens().output(), run.tokens().cached(), run.tokens().estimated(),
-                        run.taskName(), run.id(), run.version(), p.mayBePicked(),
-                        p.reviewIfSweep(), p.failureType(), p.errorClass(), p.message(), p.error(), p.attempts(), p.trail(),
-                        p.failureType(), p.errorClass(), p.message(), p.error(), p.attempts(), p.trail(),
-                        p.historyOutcome(), p.failureType(), p.message(), p.attempts(), t.startedAtText(), t.durationMs(),
-                        p.trail(), p.historyArgs(), p.history());
+            Map<String, Object> v = new HashMap<>();
+            v.put("input_tokens", run.tokens().input());
+            v.put("output_tokens", run.tokens().output());
+            v.put("cached_input_tokens", run.tokens().cached());
+            v.put("estimated_tokens", run.tokens().estimated());
+            v.put("job_type", run.taskName());
+            v.put("job_id", run.id());
+            v.put("version", run.version());
+            v.put("may_be_picked", p.mayBePicked());
+            v.put("review_if_sweep", p.reviewIfSweep());
+            v.put("failure_type", p.failureType());
+            v.put("error_class", p.errorClass());
+            v.put("message", p.message());
+            v.put("error", p.error());
+            v.put("attempts", p.attempts());
+            v.put("trail", p.trail());
+            v.put("history_outcome", p.historyOutcome());
+            v.put("started_at", t.startedAtText());
+            v.put("duration_ms", t.durationMs());
+            v.put("keep_args", p.historyArgs());
+            v.put("history", p.history());
+            try (PreparedStatement ps = PARK.prepare(c, v)) {
                 try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
                     long moved = rs.getLong("moved");
