@@ -46,6 +46,8 @@ class TableOwnersTest {
             CORE_SQL + "job_insert.sql",
             CORE_SQL + "job_insert_batch.sql",
             CORE_SQL + "job_park.sql",
+            CORE_SQL + "job_done.sql",
+            CORE_SQL + "job_done_history.sql",
             // the engine's pick is the admission: it takes the jobs its keys admit
             function("pick"),
             // the job rows of batches, for the batch_* functions
@@ -70,7 +72,8 @@ class TableOwnersTest {
                     DLQ + "DlqSql.java",
                     // a dependent parked dependency_failed is a move, as the park: the job store's function
                     function("dependencies_failed"))),
-            Map.entry("job_history", Set.of(CORE + "internal/jobs/JobSql.java", CORE_SQL + "job_park.sql", CORE + "history/JobHistoryRetention.java")),
+            Map.entry("job_history", Set.of(CORE + "internal/jobs/JobSql.java", CORE_SQL + "job_park.sql", CORE_SQL + "job_done_history.sql",
+                    CORE + "history/JobHistoryRetention.java")),
             Map.entry("database_returns", Set.of(function("database_returned"))),
             Map.entry("breakers", Set.of(CORE + "internal/gate/StateSql.java", function("claim_trials"),
                     function("forget_provider_keys"))),
@@ -117,14 +120,15 @@ class TableOwnersTest {
             Map.entry("groups", Set.of(CORE + "internal/jobs/GroupSql.java", function("group_settle"),
                     // retention: groups settled long ago whose callback finished
                     CORE + "history/JobHistoryRetention.java")),
-            Map.entry("group_members", Set.of(CORE + "internal/jobs/JobSql.java", CORE_SQL + "job_park.sql", CORE_SQL + "job_insert_batch.sql",
+            Map.entry("group_members", Set.of(CORE + "internal/jobs/JobSql.java", CORE_SQL + "job_park.sql",
+                    CORE_SQL + "job_done.sql", CORE_SQL + "job_done_history.sql", CORE_SQL + "job_insert_batch.sql",
                     function("group_members_discarded"), function("dependencies_failed"),
                     // a child group's skipped callback ends discarded in its parent (groups of groups)
                     function("group_settle"))),
             // dependencies (issue 46): the job store's edges, ended by the functions a prerequisite's end calls
             Map.entry("job_dependencies", Set.of(CORE + "internal/jobs/JobSql.java", function("dependencies_completed"),
                     function("dependencies_failed"), CORE + "history/JobHistoryRetention.java")),
-            Map.entry("job_steps", Set.of(CORE_SQL + "step_insert.sql", CORE + "internal/jobs/JobSql.java",
+            Map.entry("job_steps", Set.of(CORE_SQL + "step_insert.sql", CORE_SQL + "job_done.sql", CORE_SQL + "job_done_history.sql",
                     function("forget_steps"), function("forget_job_type"),
                     // a signal's payload, stored in the step of the job waiting for it
                     function("signal"))));

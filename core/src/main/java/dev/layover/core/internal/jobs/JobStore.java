@@ -37,6 +37,8 @@ public final class JobStore implements JobWrites {
     private static final NamedSql INSERT = NamedSql.load("job_insert");
     private static final NamedSql INSERT_BATCH = NamedSql.load("job_insert_batch");
     private static final NamedSql PARK = NamedSql.load("job_park");
+    private static final NamedSql DONE = NamedSql.load("job_done");
+    private static final NamedSql DONE_HISTORY = NamedSql.load("job_done_history");
 
     private final Db db;
     /** A test clock's time for the group settle's run times, or null for the database's clock. */
@@ -400,8 +402,8 @@ public final class JobStore implements JobWrites {
     }
 
     /**
-     * Deletes finished jobs in one statement ({@link JobSql#DELETE_DONE}, or
-     * {@link JobSql#DELETE_DONE_WITH_HISTORY} which also writes their history rows); a row whose
+     * Deletes finished jobs in one statement ({@code job_done.sql}, or {@code job_done_history.sql}
+     * which also writes their history rows); a row whose
      * version moved on is left alone.
      *
      * @return rows deleted
@@ -440,23 +442,22 @@ public final class JobStore implements JobWrites {
             String[] groups;
             String[] dependedTypes;
             String[] dependedIds;
-            try (PreparedStatement ps = c.prepareStatement(history ? JobSql.DELETE_DONE_WITH_HISTORY : JobSql.DELETE_DONE)) {
-                ps.setArray(1, c.createArrayOf("text", names));
-                ps.setArray(2, c.createArrayOf("text", ids));
-                ps.setArray(3, c.createArrayOf("bigint", versions));
-                if (history) {
-                    ps.setArray(4, c.createArrayOf("text", starts));
-                    ps.setArray(5, c.createArrayOf("float8", durations));
-                    ps.setArray(6, c.createArrayOf("text", trails));
-                    ps.setArray(7, c.createArrayOf("text", results));
-                    ps.setArray(8, c.createArrayOf("bigint", inputs));
-                    ps.setArray(9, c.createArrayOf("bigint", outputs));
-                    ps.setArray(10, c.createArrayOf("bigint", cached));
-                    ps.setArray(11, c.createArrayOf("bigint", estimated));
-                    ps.setBoolean(12, historyArgs);
-                } else {
-                    ps.setArray(4, c.createArrayOf("text", results));
-                }
+            Map<String, Object> v = new HashMap<>();
+            v.put("names", c.createArrayOf("text", names));
+            v.put("ids", c.createArrayOf("text", ids));
+            v.put("versions", c.createArrayOf("bigint", versions));
+            v.put("results", c.createArrayOf("text", results));
+            if (history) {
+                v.put("started_at", c.createArrayOf("text", starts));
+                v.put("duration_ms", c.createArrayOf("float8", durations));
+                v.put("trails", c.createArrayOf("text", trails));
+                v.put("input_tokens", c.createArrayOf("bigint", inputs));
+                v.put("output_tokens", c.createArrayOf("bigint", outputs));
+                v.put("cached_input_tokens", c.createArrayOf("bigint", cached));
+                v.put("estimated_tokens", c.createArrayOf("bigint", estimated));
+                v.put("keep_args", historyArgs);
+            }
+            try (PreparedStatement ps = (history ? DONE_HISTORY : DONE).prepare(c, v)) {
                 try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
                     deleted = rs.getInt(1);
