@@ -23,7 +23,10 @@ import javax.sql.DataSource;
  *       baseline;
  *   <li>{@code groups G x M}: G groups of M members each ({@code enqueueGroup}), each with a no-op
  *       callback;
- *   <li>{@code chain}: 100 jobs, each enqueued to run after the one before.
+ *   <li>{@code chain}: 100 jobs, each enqueued to run after the one before;
+ *   <li>the kill arm (skipped with {@code --no-kill}): 50 groups of 200 members of 5 ms on two
+ *       worker JVMs ({@link GroupsWorker}), the first killed (kill -9) with 40 % of the members
+ *       done; every callback must complete exactly once.
  * </ul>
  * Everything is enqueued before the workers start. Reported: members per second from the first
  * member's start to the last member's end (history), job-table writes per member
@@ -33,7 +36,7 @@ import javax.sql.DataSource;
  * job's end to the next one's start.
  *
  * <p>Run: {@code ./mvnw -q -pl bench -am -DskipTests package exec:java
- * -Dlayover.bench.main=dev.layover.bench.GroupsBench -Dexec.args="--jdbc-url URL [--quick]"}.
+ * -Dlayover.bench.main=dev.layover.bench.GroupsBench -Dexec.args="--jdbc-url URL [--quick] [--no-kill | --kill-only]"}.
  */
 public final class GroupsBench {
 
@@ -63,12 +66,18 @@ public final class GroupsBench {
 
     public static void main(String[] args) throws Exception {
         boolean quick = List.of(args).contains("--quick");
+        if (List.of(args).contains("--kill-only")) {
+            Kill k = kill(args, quick ? 10 : 50, quick ? 50 : 200, 5);
+            print(k);
+            return;
+        }
         int largeMembers = quick ? 500 : 5_000;
         List<Arm> arms = new ArrayList<>();
         arms.add(plain(args, 20 * largeMembers));
         arms.add(groups(args, 500, 20));
         arms.add(groups(args, 20, largeMembers));
         double[] chain = chain(args, 100);
+        Kill kill = List.of(args).contains("--no-kill") ? null : kill(args, quick ? 10 : 50, quick ? 50 : 200, 5);
         String[] load = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/loadavg")).split(" ");
         System.out.printf(Locale.ROOT, "## Groups and dependencies (issue 46)%n%nload average at the end: %s %s %s%n%n",
                 load[0], load[1], load[2]);
@@ -87,6 +96,9 @@ public final class GroupsBench {
                 + " start p50 %.0f ms, p95 %.0f ms, max %.0f ms; the chain in %.1f s.%n", chain[0], chain[1], chain[2], chain[3]);
         System.out.println("\nTwo Layover instances of " + THREADS + " threads in one JVM, no-op handlers, Layover's"
                 + " defaults otherwise (poll interval 1 s); everything enqueued before the workers start.");
+        if (kill != null) {
+            print(kill);
+        }
     }
 
     private static JobType<Member> memberType() {
@@ -142,6 +154,103 @@ public final class GroupsBench {
                     "select count(*) from layover.job_history where job_type = 'bench-callback'");
             return new Arm("groups " + groups + " × " + members, n, perSecond, writesPerMember, lat[0], lat[1], callbacks);
         }
+    }
+
+    /**
+     * The kill arm's figures.
+     *
+     * @param groups groups
+     * @param members members per group
+     * @param memberMs a member's time
+     * @param killedAt seconds from the workers' start to the kill
+     * @param doneAtKill members done when the first worker was killed
+     * @param seconds from the workers' start to the last callback's end
+     * @param completed callbacks completed (history)
+     * @param missing groups whose callback did not complete
+     * @param twice groups whose callback completed more than once
+     * @param runs callback handler runs (a run cut by the kill runs again elsewhere)
+     * @param runsOnKilled of them, on the killed worker
+     * @param p50 last member's end to its callback's start, median (ms)
+     * @param p95 the same, 95th percentile
+     */
+    record Kill(int groups, int members, long memberMs, double killedAt, long doneAtKill, double seconds, long completed,
+            long missing, long twice, long runs, long runsOnKilled, double p50, double p95) {}
+
+    /**
+     * Groups run by two worker JVMs ({@link GroupsWorker}), the first killed (kill -9) when 40 % of
+     * the members are done; the other finishes. Every group's callback must complete exactly once.
+     */
+    private static Kill kill(String[] args, int groups, int members, long memberMs) throws Exception {
+        try (BenchDatabase db = BenchDatabase.open(args, 6, "_kill")) {
+            JobType<Member> member = GroupsWorker.member(0);
+            JobType<Assemble> callback = callbackType();
+            Layover client = Layover.builder(db.dataSource()).register(member).register(callback).build(); // migrates
+            ThroughputBench.exec(db.dataSource(), "create table public.bench_callback_runs (group_no int, worker text)");
+            for (int g = 0; g < groups; g++) {
+                List<Member> ms = new ArrayList<>(members);
+                for (int i = 0; i < members; i++) {
+                    ms.add(new Member(g, i));
+                }
+                client.enqueueGroup(GroupOptions.callback(callback, new Assemble(g)), member, ms);
+            }
+            List<dev.layover.testing.JvmProcess> workers = new ArrayList<>();
+            try {
+                for (String name : List.of("groups-kill-a", "groups-kill-b")) {
+                    workers.add(dev.layover.testing.JvmProcess.start(GroupsWorker.class, name, List.of("-Xmx256m"),
+                            List.of(db.jdbcUrl(), name, String.valueOf(THREADS), String.valueOf(memberMs))));
+                }
+                for (dev.layover.testing.JvmProcess w : workers) {
+                    w.awaitOutput("ready", Duration.ofSeconds(120));
+                }
+                long t0 = System.nanoTime();
+                int n = groups * members;
+                String done = "select count(*) from layover.job_history where job_type = 'bench-member'";
+                while (BenchDatabase.count(db.dataSource(), done) < 0.4 * n) {
+                    Thread.sleep(50); // a bench's poll of its own progress
+                }
+                long doneAtKill = BenchDatabase.count(db.dataSource(), done);
+                workers.get(0).kill();
+                double killedAt = (System.nanoTime() - t0) / 1e9;
+                long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
+                String callbacks = "select count(*) from layover.job_history where job_type = 'bench-callback'";
+                while (BenchDatabase.count(db.dataSource(), callbacks) < groups) {
+                    if (System.nanoTime() > deadline) {
+                        throw new IllegalStateException("callbacks not done in 10 minutes: "
+                                + BenchDatabase.count(db.dataSource(), callbacks) + " of " + groups);
+                    }
+                    Thread.sleep(200); // a bench's poll of its own progress
+                }
+                double seconds = (System.nanoTime() - t0) / 1e9;
+                Thread.sleep(3_000); // a second completion of a callback would come within the dead-worker timeout (2 s)
+                DataSource ds = db.dataSource();
+                double[] lat = percentiles(ds, "select extract(epoch from h.started_at - m.last) * 1000 from"
+                        + " (select group_id, max(finished_at) last from layover.group_members group by 1) m"
+                        + " join layover.job_history h on h.job_id = m.group_id and h.job_type = 'bench-callback'");
+                return new Kill(groups, members, memberMs, killedAt, doneAtKill, seconds,
+                        BenchDatabase.count(ds, callbacks),
+                        BenchDatabase.count(ds, "select count(*) from layover.groups g where not exists (select 1 from"
+                                + " layover.job_history h where h.job_type = 'bench-callback' and h.job_id = g.id)"),
+                        BenchDatabase.count(ds, "select count(*) from (select job_id from layover.job_history where"
+                                + " job_type = 'bench-callback' group by 1 having count(*) > 1) x"),
+                        BenchDatabase.count(ds, "select count(*) from public.bench_callback_runs"),
+                        BenchDatabase.count(ds, "select count(*) from public.bench_callback_runs where worker = 'groups-kill-a'"),
+                        lat[0], lat[1]);
+            } finally {
+                for (dev.layover.testing.JvmProcess w : workers) {
+                    w.close();
+                }
+            }
+        }
+    }
+
+    private static void print(Kill k) {
+        System.out.printf(Locale.ROOT, "%n%d groups × %d members (%d ms each) on 2 worker JVMs of %d threads, the first"
+                + " killed (kill -9) %.1f s in, with %,d of %,d members done: all done in %.1f s; callbacks completed"
+                + " %d (groups with none %d, with more than one %d); callback handler runs %d (on the killed worker"
+                + " %d); last member's end → callback's start p50 %.0f ms, p95 %.0f ms.%n", k.groups(), k.members(),
+                k.memberMs(), THREADS, k.killedAt(), k.doneAtKill(), k.groups() * k.members(),
+                k.seconds(), k.completed(), k.missing(), k.twice(), k.runs(), k.runsOnKilled(),
+                k.p50(), k.p95());
     }
 
     /** @return p50, p95, max of the end-to-start time of each edge (ms), and the chain's seconds */
