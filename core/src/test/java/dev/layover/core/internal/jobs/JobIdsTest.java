@@ -13,7 +13,10 @@ class JobIdsTest {
 
     @Test
     void idsMadeInOneMillisecondIncreaseInTheOrderTheyWereMade() {
-        long ms = System.currentTimeMillis() + 3_600_000; // ahead of every id this JVM made before
+        // an hour past every id this JVM made before (another test's clock may have run ahead of
+        // the wall clock): an id asked for at millisecond 0 carries the latest millisecond made
+        long made = UUID.fromString(JobIds.next(0)).getMostSignificantBits() >>> 16;
+        long ms = Math.max(System.currentTimeMillis(), made) + 3_600_000;
         String previous = JobIds.next(ms);
         for (int i = 0; i < 20_000; i++) { // more than the 12-bit counter holds: it carries into the millisecond
             String id = JobIds.next(ms);
