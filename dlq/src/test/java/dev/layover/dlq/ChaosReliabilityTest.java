@@ -201,7 +201,9 @@ class ChaosReliabilityTest {
             java.time.Instant down = restartFrom;
             java.time.Instant upQuiet = restartedAt.plusSeconds(5);
             // no run of a job started after the job was done: a paused worker that resumes runs none of
-            // the jobs the others took back from it (each would be a second, paid call)
+            // the jobs the others took back from it (each would be a second, paid call). A run's start
+            // is its handler's entry (ChaosWorkerMain: the database's time on the worker's monotonic
+            // clock), so a run the stop froze after it began is not taken for one begun after the resume
             List<Map<String, Object>> late = db.rows("select r.job_id, r.worker, r.started_at::text s, h.finished_at::text f"
                     + " from public.chaos_runs r join layover.job_history h on h.job_id = r.job_id and h.outcome = 'completed'"
                     + " where r.started_at > h.finished_at");

@@ -43,7 +43,7 @@ public final class ChaosWorkerMain {
     /** The job type, as every worker and the test's client register it. */
     static JobType<Ask> type(DataSource ds, OpenAIClient client, Path poison, String worker) {
         return JobType.builder("ask", Ask.class).providerKey(KEY).handler((a, ctx) -> {
-            long run = begin(ds, ctx.jobId(), worker);
+            long run = begin(ds, ctx.jobId(), worker, databaseNow());
             try {
                 if (a.poison() && Files.exists(poison)) {
                     return Outcome.rejected("poisoned while " + poison + " exists");
@@ -57,12 +57,27 @@ public final class ChaosWorkerMain {
         }).build();
     }
 
-    private static long begin(DataSource ds, String job, String worker) throws Exception {
+    /** The database's time when this JVM started, and {@link System#nanoTime()} then. */
+    private static volatile long dbBaseMillis;
+    private static volatile long nanoBase;
+
+    /**
+     * The database's time now, read from this JVM's monotonic clock (a faked wall clock does not
+     * move it): a run's start is taken when its handler is entered, not when its record reaches
+     * the database, which a paused JVM or a restarting database may delay past another worker's
+     * run of the job.
+     */
+    private static java.sql.Timestamp databaseNow() {
+        return new java.sql.Timestamp(dbBaseMillis + (System.nanoTime() - nanoBase) / 1_000_000);
+    }
+
+    private static long begin(DataSource ds, String job, String worker, java.sql.Timestamp started) throws Exception {
         return untilWritten(() -> {
             try (Connection c = ds.getConnection(); PreparedStatement ps = c.prepareStatement(
-                    "insert into public.chaos_runs (job_id, worker) values (?, ?) returning id")) {
+                    "insert into public.chaos_runs (job_id, worker, started_at) values (?, ?, ?) returning id")) {
                 ps.setString(1, job);
                 ps.setString(2, worker);
+                ps.setTimestamp(3, started);
                 try (var rs = ps.executeQuery()) {
                     rs.next();
                     return rs.getLong(1);
@@ -113,6 +128,15 @@ public final class ChaosWorkerMain {
         cfg.setMaximumPoolSize(8);
         cfg.setPoolName("pool-" + worker);
         HikariDataSource ds = new HikariDataSource(cfg);
+        try (Connection c = ds.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "select (extract(epoch from clock_timestamp()) * 1000)::bigint")) {
+            long sent = System.nanoTime();
+            try (var rs = ps.executeQuery()) {
+                rs.next();
+                nanoBase = sent + (System.nanoTime() - sent) / 2; // the database read its clock about halfway
+                dbBaseMillis = rs.getLong(1);
+            }
+        }
         OpenAIClient client = OpenAIOkHttpClient.builder().apiKey("sk-chaos").baseUrl(args[1] + "/v1")
                 .maxRetries(0).timeout(Duration.ofSeconds(10)).build();
         Layover layover = Layover.builder(ds)
