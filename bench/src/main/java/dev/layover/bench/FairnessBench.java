@@ -189,6 +189,8 @@ public final class FairnessBench {
                 c.commit();
             }
             long enqueued0 = System.nanoTime();
+            System.out.printf(java.util.Locale.ROOT, "%s: the first %,d jobs enqueued in one transaction in %.2f s%n", label,
+                    first.size(), (enqueued0 - t0) / 1e9);
             long lateAt = t0 + s.lateAfter().toNanos();
             while (System.nanoTime() < lateAt) { // a benchmark's arrival schedule, not a test wait
                 Thread.sleep(20);
