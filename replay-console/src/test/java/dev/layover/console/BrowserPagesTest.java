@@ -135,7 +135,7 @@ class BrowserPagesTest {
     void pagesRefreshByThemselvesAndAnEndedCooldownOrBreakerReadsAsEnded(TestDatabase db) throws IOException {
         start(db);
         // The cooldown is seen live first and only then made to end soon: on a loaded machine the
-        // browser's start and the page's first load have taken longer than a short cooldown.
+        // browser's start and the page's first load have taken longer than a cooldown of 6 s.
         browser = new Browser(1400, 1000);
         layover.providerStates().forceOpen("lapsing:breaker", Duration.ofSeconds(6), "short incident");
         db.update("INSERT INTO layover.cooldowns (provider_key, until, reason, started_at, updated_at) VALUES "
@@ -144,7 +144,9 @@ class BrowserPagesTest {
         browser.visible("#provider-keys");
         WebElement cooldown = browser.driver.findElement(By.cssSelector("tr[data-key='lapsing:cooldown']"));
         assertTrue(cooldown.getText().contains("cooling down until"), cooldown.getText());
-        db.update("UPDATE layover.cooldowns SET until = now() + interval '2 seconds' WHERE provider_key = 'lapsing:cooldown'");
+        // ends in 10 s: the page's next refresh (every 5 s) reads the new end while the cooldown is live,
+        // and the page's own second tick then reads it as ended, without another load
+        db.update("UPDATE layover.cooldowns SET until = now() + interval '10 seconds' WHERE provider_key = 'lapsing:cooldown'");
         browser.waitForText("tr[data-key='lapsing:cooldown']", "cooldown ended");
         browser.waitForText("tr[data-key='lapsing:breaker']", "half-open due");
         assertFalse(browser.driver.findElement(By.cssSelector("tr[data-key='lapsing:breaker']")).getText().contains("until"));
