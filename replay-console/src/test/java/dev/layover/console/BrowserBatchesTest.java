@@ -14,7 +14,6 @@ import java.io.IOException;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
 import org.openqa.selenium.WebElement;
@@ -26,29 +25,12 @@ import org.openqa.selenium.WebElement;
  * a filter, and stored text shown as text. Screenshots go to {@code target/screenshots/}.
  */
 @BrowserTest
-class BrowserBatchesTest {
+class BrowserBatchesTest extends ConsoleInBrowser {
 
     private FakeProvider fake;
-    private Layover layover;
-    private ReplayConsole console;
-    private Browser browser;
-
-    @BeforeEach
-    void chromium() {
-        Browser.requireChromium();
-    }
 
     @AfterEach
-    void stop() throws Exception {
-        if (browser != null) {
-            browser.close();
-        }
-        if (console != null) {
-            console.close();
-        }
-        if (layover != null) {
-            layover.stop();
-        }
+    void closeFake() throws Exception {
         if (fake != null) {
             fake.close();
         }

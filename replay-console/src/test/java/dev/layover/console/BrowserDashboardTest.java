@@ -5,14 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.JobType;
-import dev.layover.core.Layover;
 import dev.layover.testing.Await;
 import dev.layover.testing.BrowserTest;
 import dev.layover.testing.TestDatabase;
 import java.io.IOException;
 import java.util.List;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
 import org.openqa.selenium.WebElement;
@@ -23,31 +20,9 @@ import org.openqa.selenium.WebElement;
  * key's page, drawn from what real jobs did. Screenshots go to {@code target/screenshots/}.
  */
 @BrowserTest
-class BrowserDashboardTest {
+class BrowserDashboardTest extends ConsoleInBrowser {
 
     static final String SECRET = "sk-proj-VerySecret0123456789";
-
-    private Layover layover;
-    private ReplayConsole console;
-    private Browser browser;
-
-    @BeforeEach
-    void chromium() {
-        Browser.requireChromium();
-    }
-
-    @AfterEach
-    void stop() throws Exception {
-        if (browser != null) {
-            browser.close();
-        }
-        if (console != null) {
-            console.close();
-        }
-        if (layover != null) {
-            layover.stop();
-        }
-    }
 
     @Test
     void aFailedAttemptsStackTraceIsFoldedOnTheDeadLetterAndJobPages(TestDatabase db) throws IOException {

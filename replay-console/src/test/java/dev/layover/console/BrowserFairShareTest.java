@@ -3,13 +3,10 @@ package dev.layover.console;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.layover.core.Layover;
 import dev.layover.testing.BrowserTest;
 import dev.layover.testing.TestDatabase;
 import java.io.IOException;
 import java.util.List;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
 import org.openqa.selenium.StaleElementReferenceException;
@@ -22,29 +19,7 @@ import org.openqa.selenium.WebElement;
  * Screenshots go to {@code target/screenshots/}.
  */
 @BrowserTest
-class BrowserFairShareTest {
-
-    private Layover layover;
-    private ReplayConsole console;
-    private Browser browser;
-
-    @BeforeEach
-    void chromium() {
-        Browser.requireChromium();
-    }
-
-    @AfterEach
-    void stop() throws Exception {
-        if (browser != null) {
-            browser.close();
-        }
-        if (console != null) {
-            console.close();
-        }
-        if (layover != null) {
-            layover.stop();
-        }
-    }
+class BrowserFairShareTest extends ConsoleInBrowser {
 
     /** The share the page shows for a fairness key; null when not shown, or when the table was redrawn while read. */
     private String shareOf(String fairnessKey) {

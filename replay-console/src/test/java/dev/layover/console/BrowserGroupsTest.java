@@ -15,8 +15,6 @@ import dev.layover.testing.BrowserTest;
 import dev.layover.testing.TestDatabase;
 import java.io.IOException;
 import java.util.List;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
 
@@ -27,31 +25,9 @@ import org.openqa.selenium.By;
  * completed. Screenshots go to {@code target/screenshots/}.
  */
 @BrowserTest
-class BrowserGroupsTest {
+class BrowserGroupsTest extends ConsoleInBrowser {
 
     record Assemble(String doc) {}
-
-    private Layover layover;
-    private ReplayConsole console;
-    private Browser browser;
-
-    @BeforeEach
-    void chromium() {
-        Browser.requireChromium();
-    }
-
-    @AfterEach
-    void stop() throws Exception {
-        if (browser != null) {
-            browser.close();
-        }
-        if (console != null) {
-            console.close();
-        }
-        if (layover != null) {
-            layover.stop();
-        }
-    }
 
     @Test
     void theGroupsPagesAndAJobsDependenciesShowWhatTheDatabaseHolds(TestDatabase db) throws IOException {

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.EnqueueOptions;
 import dev.layover.core.JobType;
-import dev.layover.core.Layover;
 import dev.layover.testing.Await;
 import dev.layover.testing.BrowserTest;
 import dev.layover.testing.TestDatabase;
@@ -14,7 +13,6 @@ import java.io.IOException;
 import java.time.Duration;
 import java.time.Instant;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
 import org.openqa.selenium.WebElement;
@@ -25,31 +23,14 @@ import org.openqa.selenium.WebElement;
  * headless Chromium. Screenshots go to {@code target/screenshots/}.
  */
 @BrowserTest
-class BrowserPagesTest {
+class BrowserPagesTest extends ConsoleInBrowser {
 
-    private Layover layover;
-    private ReplayConsole console;
-    private Browser browser;
     private MountedServer mounted;
 
-    @BeforeEach
-    void chromium() {
-        Browser.requireChromium();
-    }
-
     @AfterEach
-    void stop() throws Exception {
-        if (browser != null) {
-            browser.close();
-        }
+    void closeMounted() throws Exception {
         if (mounted != null) {
             mounted.close();
-        }
-        if (console != null) {
-            console.close();
-        }
-        if (layover != null) {
-            layover.stop();
         }
     }
 

@@ -4,15 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.JobType;
-import dev.layover.core.Layover;
 import dev.layover.core.schedule.Schedule;
 import dev.layover.testing.BrowserTest;
 import dev.layover.testing.TestDatabase;
 import java.io.IOException;
 import java.time.Duration;
 import java.time.ZoneId;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
 
@@ -21,29 +18,7 @@ import org.openqa.selenium.By;
  * occurrence, paused and run now from the page (each audited), args rendered as text.
  */
 @BrowserTest
-class BrowserSchedulesTest {
-
-    private Layover layover;
-    private ReplayConsole console;
-    private Browser browser;
-
-    @BeforeEach
-    void chromium() {
-        Browser.requireChromium();
-    }
-
-    @AfterEach
-    void stop() throws IOException {
-        if (browser != null) {
-            browser.close();
-        }
-        if (console != null) {
-            console.close();
-        }
-        if (layover != null) {
-            layover.stop();
-        }
-    }
+class BrowserSchedulesTest extends ConsoleInBrowser {
 
     @Test
     void aScheduleIsPausedAndRunNowFromTheSchedulesPage(TestDatabase db) throws IOException {

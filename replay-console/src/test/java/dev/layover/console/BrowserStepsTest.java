@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.layover.core.JobPolicy;
 import dev.layover.core.JobType;
-import dev.layover.core.Layover;
 import dev.layover.core.StepOptions;
 import dev.layover.core.provider.Provider;
 import dev.layover.testing.Await;
@@ -14,8 +13,6 @@ import dev.layover.testing.TestDatabase;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.List;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
 import org.openqa.selenium.WebElement;
@@ -27,32 +24,10 @@ import org.openqa.selenium.WebElement;
  * retry and for a parked one. Screenshots go to {@code target/screenshots/}.
  */
 @BrowserTest
-class BrowserStepsTest {
+class BrowserStepsTest extends ConsoleInBrowser {
 
     /** An OpenAI answer's usage: 12 tokens in, 34 out. */
     private static final String USAGE = "{\"usage\": {\"prompt_tokens\": 12, \"completion_tokens\": 34, \"total_tokens\": 46}}";
-
-    private Layover layover;
-    private ReplayConsole console;
-    private Browser browser;
-
-    @BeforeEach
-    void chromium() {
-        Browser.requireChromium();
-    }
-
-    @AfterEach
-    void stop() throws Exception {
-        if (browser != null) {
-            browser.close();
-        }
-        if (console != null) {
-            console.close();
-        }
-        if (layover != null) {
-            layover.stop();
-        }
-    }
 
     /** Two steps finish (the first on its own provider key, reporting tokens), the third throws: retried in an hour, or parked at once. */
     private static JobType<Fixtures.Work> drafting(String name, int maxAttempts) {
